@@ -1,0 +1,283 @@
+// The C ABI: argument checking in the documented order, then one kernel job on the active path.
+// Nothing is written before every check has passed, and no exception leaves this file.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "dispatch.hpp"
+#include "fpenv.hpp"
+#include "freq.hpp"
+#include "job.hpp"
+#include "posenc/posenc.h"
+#include "posenc_version.h"
+
+namespace posenc {
+namespace detail {
+namespace {
+
+constexpr int64_t kPositionLimit = int64_t(1) << 31;  // |p| < 2^31
+
+bool position_ok(int64_t p) { return p == POSENC_PAD || (p > -kPositionLimit && p < kPositionLimit); }
+
+// The buffer of `rows` rows of `width` elements `stride` apart, each element `size` bytes: its extent in
+// elements and bytes must fit in int64 and size_t.
+bool extent_fits(int64_t rows, int64_t stride, int64_t width, size_t size) {
+  if (rows <= 0) return true;
+  int64_t span, elems, bytes;
+  if (__builtin_mul_overflow(rows - 1, stride, &span)) return false;
+  if (__builtin_add_overflow(span, width, &elems)) return false;
+  if (__builtin_mul_overflow(elems, int64_t(size), &bytes)) return false;
+  return uint64_t(bytes) <= uint64_t(std::numeric_limits<size_t>::max());
+}
+
+// Every kind of call, described for the common checks.
+struct Call {
+  const posenc_spec *spec;
+  const int64_t *positions;  // explicit positions, or nullptr for first + r
+  bool positions_required;
+  int64_t first, n;
+  Src src;
+  const void *x;  // activations or embedding table
+  int64_t x_stride;
+  int64_t vocab;  // rows of the embedding table
+  const int32_t *tokens;
+  float scale;
+  Dst dst;
+  void *out;
+  int64_t out_stride;
+};
+
+size_t element_size(Src s) { return s == Src::kTableBF16 || s == Src::kTableF16 ? 2 : 4; }
+size_t element_size(Dst d) { return d == Dst::kF32 ? 4 : 2; }
+
+posenc_status run_call(const Call &c) {
+  if (c.n < 0) return POSENC_ERR_INVALID;
+  if (c.n == 0) return c.spec ? check_spec(*c.spec) : POSENC_OK;
+  const bool table = c.src == Src::kTableF32 || c.src == Src::kTableBF16 || c.src == Src::kTableF16;
+  if (!c.spec || !c.out || (c.positions_required && !c.positions) || (c.src != Src::kNone && !c.x) ||
+      (table && !c.tokens))
+    return POSENC_ERR_NULL;
+  const posenc_status sc = check_spec(*c.spec);
+  if (sc != POSENC_OK) return sc;
+  const int64_t d = c.spec->d_model;
+  if (c.out_stride < d) return POSENC_ERR_INVALID;
+  if (c.src != Src::kNone && c.x_stride < d) return POSENC_ERR_INVALID;
+  if (table && c.vocab < 0) return POSENC_ERR_INVALID;
+  if (!extent_fits(c.n, c.out_stride, d, element_size(c.dst))) return POSENC_ERR_OVERFLOW;
+  if (c.src == Src::kActivations && !extent_fits(c.n, c.x_stride, d, element_size(c.src)))
+    return POSENC_ERR_OVERFLOW;
+  if (table && !extent_fits(c.vocab, c.x_stride, d, element_size(c.src))) return POSENC_ERR_OVERFLOW;
+  if (c.positions) {
+    for (int64_t r = 0; r < c.n; ++r)
+      if (!position_ok(c.positions[r])) return POSENC_ERR_OUT_OF_RANGE;
+  } else {
+    int64_t last;
+    if (__builtin_add_overflow(c.first, c.n - 1, &last)) return POSENC_ERR_OUT_OF_RANGE;
+    if (c.first <= -kPositionLimit || last >= kPositionLimit) return POSENC_ERR_OUT_OF_RANGE;
+  }
+  if (table) {
+    for (int64_t r = 0; r < c.n; ++r)
+      if (c.tokens[r] < 0 || int64_t(c.tokens[r]) >= c.vocab) return POSENC_ERR_OUT_OF_RANGE;
+  }
+  const Path *path = active_path();
+  if (!path) return POSENC_ERR_UNSUPPORTED;
+  FpEnvironment env;  // round-to-nearest, no flush-to-zero, for the setup and the kernel
+  const Freq *f = frequencies(*c.spec);
+  if (!f) return POSENC_ERR_NO_MEMORY;
+
+  Job job;
+  job.freq = f;
+  job.d = d;
+  job.h = d / 2;
+  job.layout = int(c.spec->layout);
+  job.positions = c.positions;
+  job.first = c.first;
+  job.n = c.n;
+  job.src = c.src;
+  job.x = c.x;
+  job.x_stride = c.x_stride;
+  job.tokens = c.tokens;
+  job.scale = c.scale;
+  job.dst = c.dst;
+  job.out = c.out;
+  job.out_stride = c.out_stride;
+  path->run(job);
+  return POSENC_OK;
+}
+
+Call table_call(const posenc_spec *spec, int64_t first, int64_t n, void *out, int64_t stride, Dst dst) {
+  Call c{};
+  c.spec = spec;
+  c.first = first;
+  c.n = n;
+  c.src = Src::kNone;
+  c.dst = dst;
+  c.out = out;
+  c.out_stride = stride;
+  return c;
+}
+
+Call rows_call(const posenc_spec *spec, const int64_t *positions, int64_t n, void *out, int64_t stride, Dst dst) {
+  Call c = table_call(spec, 0, n, out, stride, dst);
+  c.positions = positions;
+  c.positions_required = true;
+  return c;
+}
+
+Call embed_call(const posenc_spec *spec, const void *table, int64_t vocab, int64_t table_stride,
+                const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
+                float *out, int64_t out_stride, Src src) {
+  Call c = table_call(spec, first, n, out, out_stride, Dst::kF32);
+  c.positions = positions;
+  c.src = src;
+  c.x = table;
+  c.x_stride = table_stride;
+  c.vocab = vocab;
+  c.tokens = tokens;
+  c.scale = scale;
+  return c;
+}
+
+// Wraps a call so that nothing thrown (there should be nothing) crosses the C ABI.
+template <class Fn>
+posenc_status guarded(Fn fn) noexcept {
+  try {
+    return fn();
+  } catch (...) {
+    return POSENC_ERR_NO_MEMORY;
+  }
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace posenc
+
+using namespace posenc::detail;
+
+extern "C" {
+
+const char *posenc_status_string(posenc_status s) {
+  switch (s) {
+    case POSENC_OK: return "ok";
+    case POSENC_ERR_NULL: return "a required pointer is NULL";
+    case POSENC_ERR_INVALID: return "invalid spec, size or stride";
+    case POSENC_ERR_OUT_OF_RANGE: return "position or token id out of range";
+    case POSENC_ERR_OVERFLOW: return "element or byte count overflows";
+    case POSENC_ERR_UNSUPPORTED: return "instruction set not available";
+    case POSENC_ERR_NO_MEMORY: return "out of memory";
+  }
+  return "unknown status";
+}
+
+posenc_spec posenc_spec_default(int64_t d_model) {
+  posenc_spec s;
+  s.d_model = d_model;
+  s.layout = POSENC_INTERLEAVED;
+  s.base = 10000.0;
+  s.freq_denominator = 0.0;
+  s.position_scale = 1.0;
+  return s;
+}
+
+const char *posenc_version(void) { return POSENC_VERSION_STRING; }
+
+posenc_status posenc_table_f32(const posenc_spec *spec, int64_t first, int64_t n, float *out, int64_t out_stride) {
+  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kF32)); });
+}
+posenc_status posenc_table_bf16(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
+                                int64_t out_stride) {
+  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kBF16)); });
+}
+posenc_status posenc_table_f16(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
+                               int64_t out_stride) {
+  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kF16)); });
+}
+
+posenc_status posenc_rows_f32(const posenc_spec *spec, const int64_t *positions, int64_t n, float *out,
+                              int64_t out_stride) {
+  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kF32)); });
+}
+posenc_status posenc_rows_bf16(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
+                               int64_t out_stride) {
+  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kBF16)); });
+}
+posenc_status posenc_rows_f16(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
+                              int64_t out_stride) {
+  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kF16)); });
+}
+
+posenc_status posenc_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
+                             const int64_t *positions, int64_t first, int64_t n, float *out, int64_t out_stride) {
+  return guarded([&] {
+    Call c = table_call(spec, first, n, out, out_stride, Dst::kF32);
+    c.positions = positions;
+    c.src = Src::kActivations;
+    c.x = x;
+    c.x_stride = x_stride;
+    c.scale = scale;
+    return run_call(c);
+  });
+}
+
+posenc_status posenc_embed_f32(const posenc_spec *spec, const float *table, int64_t vocab, int64_t table_stride,
+                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
+                               int64_t n, float *out, int64_t out_stride) {
+  return guarded([&] {
+    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
+                               out_stride, Src::kTableF32));
+  });
+}
+posenc_status posenc_embed_bf16(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
+                                int64_t table_stride, const int32_t *tokens, float scale, const int64_t *positions,
+                                int64_t first, int64_t n, float *out, int64_t out_stride) {
+  return guarded([&] {
+    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
+                               out_stride, Src::kTableBF16));
+  });
+}
+posenc_status posenc_embed_f16(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
+                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
+                               int64_t n, float *out, int64_t out_stride) {
+  return guarded([&] {
+    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
+                               out_stride, Src::kTableF16));
+  });
+}
+
+posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int64_t vocab, int64_t table_stride,
+                                       const int32_t *tokens, float scale, const float *pos_table,
+                                       int64_t pos_rows, int64_t pos_stride, const int64_t *positions,
+                                       int64_t first, int64_t n, float *out, int64_t out_stride) {
+  return guarded([&]() -> posenc_status {
+    if (n < 0) return POSENC_ERR_INVALID;
+    if (n == 0) return d_model < 1 ? POSENC_ERR_INVALID : POSENC_OK;
+    if (!table || !tokens || !pos_table || !out) return POSENC_ERR_NULL;
+    if (d_model < 1 || vocab < 0 || pos_rows < 0 || table_stride < d_model || pos_stride < d_model ||
+        out_stride < d_model)
+      return POSENC_ERR_INVALID;
+    if (!extent_fits(n, out_stride, d_model, 4) || !extent_fits(vocab, table_stride, d_model, 4) ||
+        !extent_fits(pos_rows, pos_stride, d_model, 4))
+      return POSENC_ERR_OVERFLOW;
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t p;
+      if (positions) {
+        p = positions[r];
+      } else if (__builtin_add_overflow(first, r, &p)) {
+        return POSENC_ERR_OUT_OF_RANGE;
+      }
+      if (p != POSENC_PAD && (p < 0 || p >= pos_rows)) return POSENC_ERR_OUT_OF_RANGE;
+      if (!positions && p == POSENC_PAD) return POSENC_ERR_OUT_OF_RANGE;
+      if (tokens[r] < 0 || int64_t(tokens[r]) >= vocab) return POSENC_ERR_OUT_OF_RANGE;
+    }
+    const Path *path = active_path();
+    if (!path) return POSENC_ERR_UNSUPPORTED;
+    LearnedJob job{d_model, table, table_stride, tokens, scale, pos_table, pos_stride, positions, first, n,
+                   out, out_stride};
+    FpEnvironment env;
+    path->run_learned(job);
+    return POSENC_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,74 @@
+// Correctly rounded sin and cos of one element (exact.hpp).
+//
+// With u held to 256 bits (relative error < 2^-250), p u is formed exactly in 320 bits, the nearest
+// integer k is split off exactly, and the remainder t in [-1/2, 1/2] quarter turns is turned into
+// x = t pi/2 and fed to Taylor series at 320 bits. The only error that matters is u's: |p| < 2^31 and
+// |u| <= 2 bound it by 2^-218 absolute when k != 0 and by 2^-218 relative when k == 0 (no wrap). The
+// result is accepted when both ends of that error interval round to the same float; otherwise, which
+// no input has been seen to reach, the nearest float of the computed value is returned.
+#include "exact.hpp"
+
+#include <cstring>
+
+#include "mp.hpp"
+
+namespace posenc {
+namespace detail {
+namespace {
+
+constexpr int kLimbs = 5;
+constexpr int64_t kErrorExponent = -214;  // 2^-214: four times the bound above
+constexpr uint32_t kOneBits = 0x3F800000u;
+
+uint32_t rounded_bits(const mp::Num &v, bool wrapped) {
+  // interval half-width: |v| 2^-214, plus 2^-214 when the angle wrapped
+  mp::Num err = mp::ldexp(mp::abs(v), kErrorExponent);
+  if (wrapped) err = mp::add(err, mp::ldexp(mp::from_u64(1, kLimbs), kErrorExponent));
+  const uint32_t lo = mp::to_float_bits(mp::sub(v, err));
+  const uint32_t hi = mp::to_float_bits(mp::add(v, err));
+  return lo == hi ? lo : mp::to_float_bits(v);
+}
+
+}  // namespace
+
+void exact_sincos_bits(const LaneExact &lane, int64_t p, uint32_t *sin_bits, uint32_t *cos_bits) {
+  if (p == 0) {  // the angle is exactly zero
+    *sin_bits = 0;
+    *cos_bits = kOneBits;
+    return;
+  }
+  if (lane.kind == kNegligible) {  // |angle| < 2^-1069: sin rounds to a zero of its sign, cos to 1
+    *sin_bits = ((p < 0) != lane.neg) ? 0x80000000u : 0u;
+    *cos_bits = kOneBits;
+    return;
+  }
+  mp::Num u = mp::zero(kLimbs);
+  std::memcpy(u.m + 1, lane.m, sizeof lane.m);  // 256-bit mantissa in the top four of five limbs
+  u.e = lane.e;
+  u.neg = lane.neg;
+  if (u.is_zero()) {
+    *sin_bits = 0;
+    *cos_bits = kOneBits;
+    return;
+  }
+  const uint64_t mag = p < 0 ? uint64_t(0) - uint64_t(p) : uint64_t(p);
+  mp::Num x = mp::mul_u64(u, mag);  // exact: 256 + 31 bits fit in 320
+  if (p < 0) x = mp::neg(x);
+  int64_t k = 0;
+  const mp::Num t = mp::split_nearest_integer(x, &k);
+  const mp::Num arg = mp::mul(t, mp::ldexp(mp::pi(kLimbs), -1));
+  mp::Num sn, cs;
+  mp::sincos_small(arg, &sn, &cs);
+  // angle = k pi/2 + arg
+  const unsigned quadrant = unsigned(uint64_t(k) & 3);
+  mp::Num s = (quadrant & 1) ? cs : sn;
+  mp::Num c = (quadrant & 1) ? sn : cs;
+  if (quadrant == 2 || quadrant == 3) s = mp::neg(s);
+  if (quadrant == 1 || quadrant == 2) c = mp::neg(c);
+  const bool wrapped = k != 0;
+  *sin_bits = rounded_bits(s, wrapped);
+  *cos_bits = rounded_bits(c, wrapped);
+}
+
+}  // namespace detail
+}  // namespace posenc

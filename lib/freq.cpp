@@ -1,0 +1,226 @@
+// Building and caching the per-spec frequency tables (freq.hpp).
+//
+// u_i = frac4(2 s w_i / pi) with w_i = r^i, r = base^(-1/D): one exp and one log at the working precision,
+// then one multiplication per pair. The precision covers the 256 bits kept below the point, the bits of
+// the integer part that the reduction modulo 4 throws away (up to 1000 for the largest valid frequency),
+// the error growth of the product chain (log2 h bits) and of exp (24 bits), plus guard bits.
+#include "freq.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include "isa_entry.hpp"
+#include "mp.hpp"
+
+namespace posenc {
+namespace detail {
+namespace {
+
+constexpr double kMaxLog2Frequency = 1000.0;
+constexpr int64_t kTinyExponent = -900;         // |u| below 2^-900: the double methods would underflow
+constexpr int64_t kNegligibleExponent = -1100;  // |s w| below 2^-1100: sin(p s w) rounds to +-0
+
+int layout_value(const posenc_spec &spec) {
+  int v = 0;
+  static_assert(sizeof(spec.layout) == sizeof(int), "posenc_layout is int-sized");
+  std::memcpy(&v, &spec.layout, sizeof v);
+  return v;
+}
+
+double resolved_denominator(const posenc_spec &spec) {
+  const int64_t h = spec.d_model / 2;
+  return spec.freq_denominator == 0.0 ? double(h) : spec.freq_denominator;
+}
+
+// log2 of the largest |s w_i|, estimated in double; -inf when s == 0 or there are no pairs.
+double max_log2_frequency(const posenc_spec &spec) {
+  const int64_t h = spec.d_model / 2;
+  if (h == 0 || spec.position_scale == 0.0) return -HUGE_VAL;
+  const double log2r = -std::log2(spec.base) / resolved_denominator(spec);
+  double m = std::log2(std::fabs(spec.position_scale));
+  if (h > 1 && log2r > 0) m += double(h - 1) * log2r;
+  return m;
+}
+
+}  // namespace
+
+Freq::~Freq() { ::operator delete(storage, std::align_val_t(64)); }
+
+posenc_status check_spec(const posenc_spec &spec) {
+  const int layout = layout_value(spec);
+  if (spec.d_model < 1) return POSENC_ERR_INVALID;
+  if (layout < POSENC_INTERLEAVED || layout > POSENC_COS_SIN_HALVES) return POSENC_ERR_INVALID;
+  if (!(spec.base > 0.0) || !std::isfinite(spec.base)) return POSENC_ERR_INVALID;
+  if (!(spec.freq_denominator >= 0.0) || !std::isfinite(spec.freq_denominator)) return POSENC_ERR_INVALID;
+  if (!std::isfinite(spec.position_scale)) return POSENC_ERR_INVALID;
+  if (!(max_log2_frequency(spec) < kMaxLog2Frequency)) return POSENC_ERR_INVALID;
+  return POSENC_OK;
+}
+
+std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
+  const int64_t h = spec.d_model / 2;
+  const int64_t padded = (h + Freq::kPad - 1) / Freq::kPad * Freq::kPad + Freq::kPad;
+  const size_t doubles = size_t(padded) * (4 + 4 * Freq::kSteps);
+  const size_t bytes = doubles * sizeof(double) + size_t(padded) * sizeof(LaneExact);
+  void *storage = ::operator new(bytes, std::align_val_t(64), std::nothrow);
+  if (storage == nullptr) return nullptr;
+  std::unique_ptr<Freq> f(new (std::nothrow) Freq);
+  if (!f) {
+    ::operator delete(storage, std::align_val_t(64));
+    return nullptr;
+  }
+  std::memset(storage, 0, bytes);
+  f->storage = storage;
+  f->base = spec.base;
+  f->denominator = resolved_denominator(spec);
+  f->scale = spec.position_scale;
+  f->h = h;
+  f->padded = padded;
+  double *d = static_cast<double *>(storage);
+  f->u0 = d;
+  f->u1 = d + padded;
+  f->u2 = d + 2 * padded;
+  f->slow = d + 3 * padded;
+  f->near_sin = d + 4 * padded;
+  f->near_cos = f->near_sin + Freq::kSteps * padded;
+  f->far_sin = f->near_cos + Freq::kSteps * padded;
+  f->far_cos = f->far_sin + Freq::kSteps * padded;
+  f->exact = reinterpret_cast<LaneExact *>(f->far_cos + Freq::kSteps * padded);
+  // Padding lanes get a generic angle so that their (never written) values rarely need a fallback.
+  for (int64_t i = h; i < padded; ++i) f->u0[i] = 0.7390851332151607;
+
+  const double s = spec.position_scale;
+  if (h > 0 && s != 0.0) {
+    const double top = std::max(0.0, std::ceil(max_log2_frequency(spec)) + 2.0);
+    const double bits = 256 + 64 + 32 + top + std::ceil(std::log2(double(h) + 1.0)) + 8;
+    const int n = std::min(mp::kMaxLimbs, int(std::ceil(bits / 64.0)));
+
+    const double log2r = -std::log2(spec.base) / f->denominator;
+    const bool r_vanishes = log2r < -1.0e6;  // every pair after the first is negligible
+    mp::Num r = mp::zero(n);
+    if (!r_vanishes && h > 1) {
+      // x = -ln(base) / D, with D = Dm 2^De exactly: a division by the 53-bit integer Dm
+      int de = 0;
+      const double dm = std::frexp(f->denominator, &de);  // D = dm 2^de, dm in [1/2, 1)
+      const uint64_t dmi = uint64_t(std::ldexp(dm, 53));
+      mp::Num x = mp::div_u64(mp::log(spec.base, n), dmi);
+      x = mp::neg(mp::ldexp(x, 53 - de));
+      r = mp::exp(x);
+    }
+    const mp::Num two_over_pi = mp::two_over_pi(n);
+    mp::Num w = mp::from_double(s, n);  // s w_i, i = 0
+    for (int64_t i = 0; i < h; ++i) {
+      LaneExact &ex = f->exact[i];
+      const bool negligible = (i > 0 && r_vanishes) || w.is_zero() || w.e < kNegligibleExponent;
+      if (negligible) {
+        ex.kind = kNegligible;
+        ex.neg = s < 0;
+        f->slow[i] = HUGE_VAL;
+        continue;
+      }
+      const mp::Num u = mp::mod4_centered(mp::mul(w, two_over_pi));
+      const mp::Num u4 = mp::resize(u, 4);
+      std::memcpy(ex.m, u4.m, sizeof ex.m);
+      ex.e = u4.e;
+      ex.neg = u4.neg;
+      ex.kind = kNormal;
+      if (u.is_zero() || u.e < kTinyExponent) {
+        f->slow[i] = HUGE_VAL;
+      } else {
+        const double a = mp::to_double(u);
+        const mp::Num rest = mp::sub(u, mp::from_double(a, n));
+        const double b = mp::to_double(rest);
+        f->u0[i] = a;
+        f->u1[i] = b;
+        f->u2[i] = mp::to_double(mp::sub(rest, mp::from_double(b, n)));
+      }
+      if (i + 1 < h) w = mp::mul(w, r);
+    }
+  }
+  scalar::fill_tables(*f);
+  return f;
+}
+
+namespace {
+
+struct Key {
+  double base, denominator, scale;
+  bool matches(const Freq &f) const {
+    return std::memcmp(&base, &f.base, sizeof base) == 0 &&
+           std::memcmp(&denominator, &f.denominator, sizeof denominator) == 0 &&
+           std::memcmp(&scale, &f.scale, sizeof scale) == 0;
+  }
+};
+
+// Shared cache: a few entries, least recently used out. A thread keeps its own references to what it
+// used last, so the common path takes no lock and no atomic operation, and an entry stays alive while a
+// thread still holds it even after the shared cache dropped it. Memory: at most kShared + kLocal entries
+// per thread.
+constexpr int kShared = 16;
+constexpr int kLocal = 4;
+
+struct SharedCache {
+  std::mutex mu;
+  std::shared_ptr<const Freq> slot[kShared];
+  uint64_t used[kShared] = {};
+  uint64_t clock = 0;
+};
+
+SharedCache &shared_cache() {
+  static SharedCache c;
+  return c;
+}
+
+struct LocalCache {
+  std::shared_ptr<const Freq> slot[kLocal];
+  int next = 0;
+};
+
+std::shared_ptr<const Freq> shared_lookup(const posenc_spec &spec, const Key &key, int64_t h) {
+  SharedCache &c = shared_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  ++c.clock;
+  int victim = 0;
+  for (int k = 0; k < kShared; ++k) {
+    const std::shared_ptr<const Freq> &e = c.slot[k];
+    if (e && key.matches(*e) && e->h >= h) {
+      c.used[k] = c.clock;
+      return e;
+    }
+    if (c.used[k] < c.used[victim]) victim = k;
+  }
+  // A same-key entry with fewer pairs is replaced by the wider one.
+  for (int k = 0; k < kShared; ++k)
+    if (c.slot[k] && key.matches(*c.slot[k])) victim = k;
+  std::unique_ptr<Freq> built = build_frequencies(spec);
+  if (!built) return nullptr;
+  try {
+    c.slot[victim] = std::shared_ptr<const Freq>(built.release());
+  } catch (...) {
+    return nullptr;
+  }
+  c.used[victim] = c.clock;
+  return c.slot[victim];
+}
+
+}  // namespace
+
+const Freq *frequencies(const posenc_spec &spec) {
+  thread_local LocalCache local;
+  const Key key{spec.base, resolved_denominator(spec), spec.position_scale};
+  const int64_t h = spec.d_model / 2;
+  for (const auto &e : local.slot)
+    if (e && key.matches(*e) && e->h >= h) return e.get();
+  std::shared_ptr<const Freq> e = shared_lookup(spec, key, h);
+  if (!e) return nullptr;
+  local.slot[local.next] = std::move(e);
+  const Freq *p = local.slot[local.next].get();
+  local.next = (local.next + 1) % kLocal;
+  return p;
+}
+
+}  // namespace detail
+}  // namespace posenc

@@ -1,0 +1,15 @@
+// The AVX2 path (AVX2 + FMA + F16C): the only unit compiled with those flags.
+#include "isa_entry.hpp"
+#include "kernel.hpp"
+#include "simd_x86.hpp"
+
+namespace posenc {
+namespace avx2 {
+
+using E = Engine<Simd<xsimd::fma3<xsimd::avx2>>>;
+
+void run(const detail::Job &job) { E::run(job); }
+void run_learned(const detail::LearnedJob &job) { E::run_learned(job); }
+
+}  // namespace avx2
+}  // namespace posenc

@@ -1,0 +1,24 @@
+// The entry points each ISA translation unit defines, each in the namespace named after its ISA.
+#pragma once
+
+#include "job.hpp"
+
+namespace posenc {
+#define POSENC_DECLARE_ISA(ns)                          \
+  namespace ns {                                        \
+  void run(const detail::Job &job);                     \
+  void run_learned(const detail::LearnedJob &job);      \
+  }
+POSENC_DECLARE_ISA(scalar)
+POSENC_DECLARE_ISA(avx2)
+POSENC_DECLARE_ISA(avx512)
+POSENC_DECLARE_ISA(neon)
+#undef POSENC_DECLARE_ISA
+
+namespace scalar {
+// Fills the rotation tables near_* / far_* with the direct method (freq.cpp calls it once per spec).
+void fill_tables(detail::Freq &f);
+// The direct method on one pair, for the tests of its error bound: value and bound for sin and cos.
+void direct_pair(const detail::Freq &f, int64_t i, int64_t p, double out[4]);
+}  // namespace scalar
+}  // namespace posenc

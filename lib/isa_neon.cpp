@@ -1,0 +1,15 @@
+// The NEON path: AArch64 Advanced SIMD, part of the aarch64 baseline.
+#include "isa_entry.hpp"
+#include "kernel.hpp"
+#include "simd_neon.hpp"
+
+namespace posenc {
+namespace neon {
+
+using E = Engine<Simd<xsimd::neon64>>;
+
+void run(const detail::Job &job) { E::run(job); }
+void run_learned(const detail::LearnedJob &job) { E::run_learned(job); }
+
+}  // namespace neon
+}  // namespace posenc

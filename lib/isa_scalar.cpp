@@ -1,0 +1,30 @@
+// The scalar path: the kernel of kernel.hpp on one pair at a time, built for the baseline ISA. It also
+// serves the one-time setup (the one-step rotations of a new spec) and the tests of the direct method.
+#include "isa_entry.hpp"
+#include "kernel.hpp"
+#include "simd_scalar.hpp"
+
+namespace posenc {
+namespace scalar {
+
+using E = Engine<Simd<scalar_arch>>;
+
+void run(const detail::Job &job) { E::run(job); }
+void run_learned(const detail::LearnedJob &job) { E::run_learned(job); }
+
+void fill_tables(detail::Freq &f) {
+  for (int k = 0; k < detail::Freq::kSteps; ++k) {
+    const int64_t row = k * f.padded;
+    for (int64_t j = 0; j < f.padded; ++j) {
+      E::direct_values(double(k), f, j, &f.near_sin[row + j], &f.near_cos[row + j]);
+      E::direct_values(double(8 * k), f, j, &f.far_sin[row + j], &f.far_cos[row + j]);
+    }
+  }
+}
+
+void direct_pair(const detail::Freq &f, int64_t i, int64_t p, double out[4]) {
+  E::direct(double(p), f, i, out[0], out[1], out[2], out[3]);
+}
+
+}  // namespace scalar
+}  // namespace posenc

@@ -1,0 +1,476 @@
+// The positional-encoding kernel, written once over the vector interface Simd<A> (simd_*.hpp) and
+// instantiated by one translation unit per ISA. Every function here is a member of Engine<S>, so each
+// ISA's copy has its own symbols and no inline code is shared between units built with different flags.
+//
+// Three ways to get an element, cheapest first; docs/math.md has the error analysis behind each bound.
+//  - Rotation (most elements): a block of up to 64 consecutive positions p0 + 8a + b starts from the
+//    direct value at p0 and turns it by the tabulated rotations of 8a and b steps (angle addition in
+//    double). Absolute error below 2^-47.7 whatever a and b are.
+//  - Direct (the first row of a block, and the fallback): the angle in quarter turns p u_i reduced with
+//    error-free transformations, then Taylor polynomials of sin and cos of (pi/2) t on |t| <= 1/2.
+//    Error below 2^-47 |y| + 2^-97 min(1, |p u0|) (the analysis gives 2^-50 |y|; the rest is margin).
+//  - Exact (exact.cpp): integer multi-precision, for what the direct method cannot settle.
+// An element is written only when its error interval provably contains no float32 rounding boundary, so
+// the value written is the correctly rounded one, whichever method and path produced it. That is what
+// makes every path, every block split and every row range return the same bits.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "exact.hpp"
+#include "job.hpp"
+#include "posenc/posenc.h"
+
+namespace posenc {
+
+template <class S>
+struct Engine {
+  using D = typename S::D;
+  using M = typename S::M;
+  using F = typename S::F;
+  using H = typename S::H;
+  static constexpr int W = S::W;
+  static constexpr int64_t kBlock = 64;   // rows turned from one direct row: 8 x 8 table steps
+  static constexpr int64_t kChunk = 512;  // pairs whose block state lives on the stack at once
+
+  static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+  // ---- the direct method ------------------------------------------------------------------------
+
+  // pi/2 as a double-double, and the Taylor coefficients of sin(pi t/2) (odd k) and cos(pi t/2) (even k):
+  // (-1)^floor(k/2) (pi/2)^k / k!, correctly rounded (tools/gen_coefficients.cpp, tests/test_constants.cpp).
+  static constexpr double kHalfPiHi = 0x1.921fb54442d18p+0, kHalfPiLo = 0x1.1a62633145c07p-54;
+  static constexpr double kS3 = -0x1.4abbce625be53p-1, kS5 = 0x1.466bc6775aae2p-4, kS7 = -0x1.32d2cce62bd86p-8,
+                          kS9 = 0x1.50783487ee782p-13, kS11 = -0x1.e3074fde8871fp-19,
+                          kS13 = 0x1.e8f434d018d63p-25, kS15 = -0x1.6fadb9f155744p-31,
+                          kS17 = 0x1.aaec32af93359p-38;
+  static constexpr double kC2 = -0x1.3bd3cc9be45dep+0, kC4 = 0x1.03c1f081b5ac4p-2, kC6 = -0x1.55d3c7e3cbffap-6,
+                          kC8 = 0x1.e1f506891babbp-11, kC10 = -0x1.a6d1f2a204a8cp-16,
+                          kC12 = 0x1.f9d38a3763cc3p-22, kC14 = -0x1.b6e24f44b128fp-28,
+                          kC16 = 0x1.20c62c2f2d7f5p-34, kC18 = -0x1.2a0c591af8314p-41;
+
+  // sin and cos of the angle p * u_j (quarter turns) for the W pairs from j; q = fl(p u0) is returned for
+  // the error bound of direct().
+  static void direct_values(double p, const detail::Freq &f, int64_t j, D &s, D &c, D &q_out) {
+    const D pd = S::set(p);
+    const D u0 = S::load(f.u0 + j), u1 = S::load(f.u1 + j), u2 = S::load(f.u2 + j);
+    // p u = q + e0 + m1 + e1 + p u2, with q = fl(p u0) and e0, e1 the exact errors of the two products
+    const D q = pd * u0;
+    const D e0 = S::fma(pd, u0, -q);
+    const D n = S::nearbyint(q);
+    const D th = q - n;  // exact (Sterbenz)
+    const D m1 = pd * u1;
+    const D e1 = S::fma(pd, u1, -m1);
+    // t + tl = th + e0 + m1 + e1 + p u2 by two error-free sums; |error| < 2^-105 quarter turns
+    const D a = e0 + m1;
+    const D av = a - e0;
+    const D ea = (e0 - (a - av)) + (m1 - av);
+    const D t = th + a;
+    const D tv = t - th;
+    const D eb = (th - (t - tv)) + (a - tv);
+    const D tl = eb + (ea + (e1 + pd * u2));
+    const D z = t * t;
+    // sin(pi t/2): the linear term in double-double, the rest by Horner in z
+    D ps = S::fma(S::set(kS17), z, S::set(kS15));
+    ps = S::fma(ps, z, S::set(kS13));
+    ps = S::fma(ps, z, S::set(kS11));
+    ps = S::fma(ps, z, S::set(kS9));
+    ps = S::fma(ps, z, S::set(kS7));
+    ps = S::fma(ps, z, S::set(kS5));
+    ps = S::fma(ps, z, S::set(kS3));
+    const D hpi = S::set(kHalfPiHi);
+    const D lin = hpi * t;
+    D lo = S::fma(hpi, t, -lin);
+    lo = S::fma(S::set(kHalfPiLo), t, lo);
+    lo = S::fma(hpi, tl, lo);
+    const D sn = lin + S::fma(t * z, ps, lo);
+    D pc = S::fma(S::set(kC18), z, S::set(kC16));
+    pc = S::fma(pc, z, S::set(kC14));
+    pc = S::fma(pc, z, S::set(kC12));
+    pc = S::fma(pc, z, S::set(kC10));
+    pc = S::fma(pc, z, S::set(kC8));
+    pc = S::fma(pc, z, S::set(kC6));
+    pc = S::fma(pc, z, S::set(kC4));
+    pc = S::fma(pc, z, S::set(kC2));
+    const D cs = S::fma(z, pc, S::set(1.0));
+    // quadrant n mod 4, exactly in double (|n| <= 2^33)
+    const D quad = n - S::set(4.0) * S::floor(n * S::set(0.25));
+    const M odd = S::lor(S::eq(quad, S::set(1.0)), S::eq(quad, S::set(3.0)));
+    const M neg_s = S::ge(quad, S::set(2.0));
+    const M neg_c = S::lor(S::eq(quad, S::set(1.0)), S::eq(quad, S::set(2.0)));
+    const D s0 = S::select(odd, cs, sn), c0 = S::select(odd, sn, cs);
+    const D zero = S::set(0.0);
+    s = S::select(neg_s, -s0, s0) + zero;  // + 0 turns the -0 of p = 0 into +0
+    c = S::select(neg_c, -c0, c0) + zero;
+    q_out = q;
+  }
+  static void direct_values(double p, const detail::Freq &f, int64_t j, double *s, double *c) {
+    D sv, cv, q;
+    direct_values(p, f, j, sv, cv, q);
+    S::store(s, sv);
+    S::store(c, cv);
+  }
+
+  // The same with error bounds bs, bc; +inf for the lanes marked slow.
+  static void direct(double p, const detail::Freq &f, int64_t j, D &s, D &c, D &bs, D &bc) {
+    D q;
+    direct_values(p, f, j, s, c, q);
+    const D absolute = S::set(0x1p-97) * S::min(S::abs(q), S::set(1.0)) + S::load(f.slow + j);
+    bs = S::fma(S::abs(s), S::set(0x1p-47), absolute);
+    bc = S::fma(S::abs(c), S::set(0x1p-47), absolute);
+  }
+
+  // The rotation path's values s, c failed the fast test (fast_check.hpp). Most of those are settled by
+  // the exact interval test with the rotation path's own bound; the rest by the direct method.
+  template <bool kZip>
+  static F settle_turned(const detail::Freq &f, int64_t p, int64_t j, const D &s, const D &c) {
+    const D delta = S::set(kTurnedBound);
+    const F lo = S::narrow2(s - delta, c - delta);
+    if (S::same_bits(lo, S::narrow2(s + delta, c + delta)) && !has_zero(lo)) return kZip ? S::zip(lo) : lo;
+    return settle<kZip>(f, p, j);
+  }
+
+  // A float32 zero says the value is below 2^-150 in magnitude, where a sign from an absolute error bound
+  // means nothing: those go to the direct method, which carries relative bounds.
+  static bool has_zero(const F &v) {
+    alignas(64) float a[2 * W];
+    S::store_f(a, v);
+    for (int l = 0; l < 2 * W; ++l)
+      if (a[l] == 0.0f) return true;
+    return false;
+  }
+
+  // The absolute error of the rotation path (docs/math.md): 3 sqrt2 e_d + 2 sqrt2 2^-52 with the direct
+  // method's e_d <= 2^-50 gives 2^-47.7; this is that bound plus the rounding of y +- delta.
+  static constexpr double kTurnedBound = 0x1.3p-47;
+
+  // The correctly rounded floats of the W pairs from j at position p: [sin lanes | cos lanes], or
+  // interleaved sin, cos, sin, cos ... when kZip.
+  template <bool kZip>
+  static F settle(const detail::Freq &f, int64_t p, int64_t j) {
+    D s, c, bs, bc;
+    direct(double(p), f, j, s, c, bs, bc);
+    const F lo = S::narrow2(s - bs, c - bc);
+    const F hi = S::narrow2(s + bs, c + bc);
+    if (S::same_bits(lo, hi)) return kZip ? S::zip(lo) : lo;
+    alignas(64) float a[2 * W], b[2 * W];
+    S::store_f(a, lo);
+    S::store_f(b, hi);
+    for (int l = 0; l < W; ++l) {
+      if (std::memcmp(&a[l], &b[l], 4) == 0 && std::memcmp(&a[W + l], &b[W + l], 4) == 0) continue;
+      uint32_t sb, cb;
+      detail::exact_sincos_bits(f.exact[j + l], p, &sb, &cb);
+      std::memcpy(&a[l], &sb, 4);
+      std::memcpy(&a[W + l], &cb, 4);
+    }
+    return kZip ? S::zip(S::load_f(a)) : S::load_f(a);
+  }
+
+  // ---- where the values go -------------------------------------------------------------------------
+
+  // Loads and stores of 2W elements, contiguous or as two runs of W, converting to and from float32.
+  template <class T, bool kBF16>
+  static H load_h(const T *p) {
+    if constexpr (sizeof(T) == 4) return S::load_h(p);
+    else if constexpr (kBF16) return S::load_h_bf16(p);
+    else return S::load_h_f16(p);
+  }
+  template <class T, bool kBF16>
+  static void store_h(T *p, H v) {
+    if constexpr (sizeof(T) == 4) S::store_h(p, v);
+    else if constexpr (kBF16) S::store_h_bf16(p, v);
+    else S::store_h_f16(p, v);
+  }
+  template <class T, bool kBF16>
+  static F load2(const T *p) {
+    if constexpr (sizeof(T) == 4) return S::load_f(p);
+    else return S::combine(load_h<T, kBF16>(p), load_h<T, kBF16>(p + W));
+  }
+  template <class T, bool kBF16>
+  static void store2(T *p, const F &v) {
+    if constexpr (sizeof(T) == 4) {
+      S::store_f(p, v);
+    } else {
+      store_h<T, kBF16>(p, S::lo(v));
+      store_h<T, kBF16>(p + W, S::hi(v));
+    }
+  }
+
+  // Writes rows of one call: PE alone, or fmaf(scale, x, PE) with x from activations or a gathered table.
+  // kZip: the interleaved layout (values arrive interleaved); otherwise the halves, at soff and coff.
+  template <detail::Src kSrc, detail::Dst kDst, bool kZip>
+  struct Sink {
+    using OutT = typename std::conditional<kDst == detail::Dst::kF32, float, uint16_t>::type;
+    using InT = typename std::conditional<kSrc == detail::Src::kTableBF16 || kSrc == detail::Src::kTableF16,
+                                          uint16_t, float>::type;
+    static constexpr bool kHasX = kSrc != detail::Src::kNone;
+    static constexpr bool kOutBF16 = kDst == detail::Dst::kBF16;
+    static constexpr bool kInBF16 = kSrc == detail::Src::kTableBF16;
+    static constexpr bool kInterleaved = kZip;
+
+    const detail::Job &job;
+    int64_t soff, coff;  // halves: where the sin and the cos run of a row start
+    F scale;
+    OutT *out = nullptr;  // the current row
+    const InT *x = nullptr;
+
+    explicit Sink(const detail::Job &j)
+        : job(j),
+          soff(j.layout == POSENC_COS_SIN_HALVES ? j.h : 0),
+          coff(j.layout == POSENC_COS_SIN_HALVES ? 0 : j.h),
+          scale(S::splat(j.scale)) {}
+
+    void row(int64_t r) {
+      out = static_cast<OutT *>(job.out) + r * job.out_stride;
+      if constexpr (kSrc == detail::Src::kActivations) {
+        x = static_cast<const InT *>(job.x) + r * job.x_stride;
+      } else if constexpr (kHasX) {
+        x = static_cast<const InT *>(job.x) + int64_t(job.tokens[r]) * job.x_stride;
+      }
+    }
+
+    F combine_x(const F &pe, const F &xv) const { return S::fmaf(scale, xv, pe); }
+
+    // pe holds the W pairs from j (interleaved, or [sin lanes | cos lanes] for the halves); all are real.
+    void put(int64_t j, const F &pe) const { put_at(out, x, j, pe); }
+    void put_at(OutT *o, const InT *xr, int64_t j, const F &pe) const {
+      if constexpr (kZip) {
+        F v = pe;
+        if constexpr (kHasX) v = combine_x(v, load2<InT, kInBF16>(xr + 2 * j));
+        store2<OutT, kOutBF16>(o + 2 * j, v);
+      } else {
+        F v = pe;
+        if constexpr (kHasX)
+          v = combine_x(v, S::combine(load_h<InT, kInBF16>(xr + soff + j), load_h<InT, kInBF16>(xr + coff + j)));
+        store_h<OutT, kOutBF16>(o + soff + j, S::lo(v));
+        store_h<OutT, kOutBF16>(o + coff + j, S::hi(v));
+      }
+    }
+
+    // The same for the last vector of a row when only its first m < W pairs are real: through buffers,
+    // so that nothing outside the row is read or written.
+    void put_partial(int64_t j, const F &pe, int64_t m) {
+      F v = pe;
+      alignas(64) OutT o[2 * W];
+      if constexpr (kZip) {
+        if constexpr (kHasX) {
+          alignas(64) InT t[2 * W] = {};
+          std::memcpy(t, x + 2 * j, sizeof(InT) * size_t(2 * m));
+          v = combine_x(v, load2<InT, kInBF16>(t));
+        }
+        store2<OutT, kOutBF16>(o, v);
+        std::memcpy(out + 2 * j, o, sizeof(OutT) * size_t(2 * m));
+      } else {
+        if constexpr (kHasX) {
+          alignas(64) InT t[2 * W] = {};
+          std::memcpy(t, x + soff + j, sizeof(InT) * size_t(m));
+          std::memcpy(t + W, x + coff + j, sizeof(InT) * size_t(m));
+          v = combine_x(v, load2<InT, kInBF16>(t));
+        }
+        store2<OutT, kOutBF16>(o, v);
+        std::memcpy(out + soff + j, o, sizeof(OutT) * size_t(m));
+        std::memcpy(out + coff + j, o + W, sizeof(OutT) * size_t(m));
+      }
+    }
+
+    void put_any(int64_t j, const F &pe, int64_t m) {
+      if (m == W) put(j, pe);
+      else put_partial(j, pe, m);
+    }
+
+    // The 0.0 column of an odd d_model (with x added when there is an x).
+    void finish() {
+      if ((job.d & 1) == 0) return;
+      const int64_t e = job.d - 1;
+      if constexpr (!kHasX) {
+        out[e] = OutT(0);
+      } else {
+        alignas(64) InT t[2 * W] = {};
+        t[0] = x[e];
+        const F v = combine_x(S::splat(0.0f), load2<InT, kInBF16>(t));
+        alignas(64) OutT o[2 * W];
+        store2<OutT, kOutBF16>(o, v);
+        out[e] = o[0];
+      }
+    }
+
+    // A POSENC_PAD row: PE is +0.0 everywhere.
+    void pad(int64_t r) {
+      row(r);
+      const F zero = S::splat(0.0f);
+      for (int64_t j = 0; j < job.h; j += W) put_any(j, zero, min64(W, job.h - j));
+      finish();
+    }
+  };
+
+  // ---- the row loop --------------------------------------------------------------------------------
+
+  // Turns the block state (s, c) by near[b]: angle addition, two products and two fused operations.
+  static void turn(D &s, D &c, const D &ts, const D &tc) {
+    const D s1 = S::fma(s, tc, c * ts);
+    c = S::fms(c, tc, s * ts);
+    s = s1;
+  }
+
+  // Vectors whose rounding the fast test could not settle, left for after the loop so that the loop
+  // itself makes no call (which would force its constants out of registers).
+  using Redo = int16_t;
+
+  // One row of a chunk: every full W-pair vector v of the state (src_s, src_c) turned by the table row
+  // (ts, tc). kMode 0: no turn (the block's first row); 1: turn by far[a] and keep the result in
+  // (keep_s, keep_c) for the next rows (the first row of a group of 8); 2: turn by near[b].
+  template <int kMode, class K>
+  static int64_t row_pass(const K &sink, const double *src_s, const double *src_c, const double *ts,
+                          const double *tc, double *keep_s, double *keep_c, int64_t j0, int64_t nfull,
+                          Redo *redo) {
+    int64_t nr = 0;
+    for (int64_t v = 0; v < nfull; ++v) {
+      D s = S::load(src_s + v * W), c = S::load(src_c + v * W);
+      if constexpr (kMode != 0) turn(s, c, S::load(ts + v * W), S::load(tc + v * W));
+      if constexpr (kMode == 1) {
+        S::store(keep_s + v * W, s);
+        S::store(keep_c + v * W, c);
+      }
+      const F val = K::kInterleaved ? S::narrow2_zip(s, c) : S::narrow2(s, c);
+      if (!S::decided(s, c, val)) {
+        redo[nr++] = Redo(v);
+        continue;
+      }
+      sink.put(j0 + v * W, val);
+    }
+    return nr;
+  }
+
+  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row 8a + b is the direct value
+  // at p0 turned by far[a] (8a steps), then by near[b] (b steps).
+  template <class K>
+  static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
+    constexpr bool kZip = K::kInterleaved;
+    alignas(64) double as[kChunk], ac[kChunk], ms[kChunk], mc[kChunk];
+    Redo redo[kChunk / W];
+    const int64_t pad = f.padded;
+    for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
+      const int64_t jn = min64(kChunk, h - j0);
+      const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
+      for (int64_t v = 0; v < nv; ++v) direct_values(double(p0), f, j0 + v * W, as + v * W, ac + v * W);
+      for (int64_t a = 0; 8 * a < len; ++a) {
+        const double *mid_s = a > 0 ? ms : as, *mid_c = a > 0 ? mc : ac;
+        const double *fs = f.far_sin + a * pad + j0, *fc = f.far_cos + a * pad + j0;
+        const int64_t nb = min64(8, len - 8 * a);
+        for (int64_t b = 0; b < nb; ++b) {
+          const int64_t k = 8 * a + b, p = p0 + k;
+          const double *ns = f.near_sin + b * pad + j0, *nc = f.near_cos + b * pad + j0;
+          sink.row(r0 + k);
+          int64_t nr;
+          if (b > 0) nr = row_pass<2>(sink, mid_s, mid_c, ns, nc, nullptr, nullptr, j0, nfull, redo);
+          else if (a > 0) nr = row_pass<1>(sink, as, ac, fs, fc, ms, mc, j0, nfull, redo);
+          else nr = row_pass<0>(sink, as, ac, nullptr, nullptr, nullptr, nullptr, j0, nfull, redo);
+          if (b == 0 && a > 0) {  // the rest of the group state: the partial vector and the redo list
+            for (int64_t v = nfull; v < nv; ++v) {
+              D s = S::load(as + v * W), c = S::load(ac + v * W);
+              turn(s, c, S::load(fs + v * W), S::load(fc + v * W));
+              S::store(ms + v * W, s);
+              S::store(mc + v * W, c);
+            }
+          }
+          for (int64_t t = 0; t < nr; ++t) {
+            const int64_t v = redo[t], j = j0 + v * W;
+            D s = S::load(mid_s + v * W), c = S::load(mid_c + v * W);
+            if (b > 0) turn(s, c, S::load(ns + v * W), S::load(nc + v * W));
+            sink.put(j, settle_turned<kZip>(f, p, j, s, c));
+          }
+          if (nfull < nv) {  // the partial last vector of the row
+            const int64_t j = j0 + nfull * W;
+            D s = S::load(mid_s + nfull * W), c = S::load(mid_c + nfull * W);
+            if (b > 0) turn(s, c, S::load(ns + nfull * W), S::load(nc + nfull * W));
+            F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
+            if (!S::decided(s, c, val)) val = settle_turned<kZip>(f, p, j, s, c);
+            sink.put_partial(j, val, h - j);
+          }
+        }
+      }
+    }
+    for (int64_t k = 0; k < len; ++k) {
+      sink.row(r0 + k);
+      sink.finish();
+    }
+  }
+
+  template <class K>
+  static void run_sink(const detail::Job &job) {
+    K sink(job);
+    const detail::Freq &f = *job.freq;
+    int64_t r = 0;
+    while (r < job.n) {
+      int64_t len = 1, p0;
+      if (job.positions) {
+        p0 = job.positions[r];
+        if (p0 == POSENC_PAD) {
+          sink.pad(r);
+          ++r;
+          continue;
+        }
+        while (r + len < job.n && len < kBlock && job.positions[r + len] == p0 + len) ++len;
+      } else {
+        p0 = job.first + r;
+        len = min64(kBlock, job.n - r);
+      }
+      segment(sink, f, job.h, r, len, p0);
+      r += len;
+    }
+  }
+
+  template <detail::Src kSrc, detail::Dst kDst>
+  static void run_layout(const detail::Job &job) {
+    if (job.layout == POSENC_INTERLEAVED) run_sink<Sink<kSrc, kDst, true>>(job);
+    else run_sink<Sink<kSrc, kDst, false>>(job);
+  }
+
+  static void run(const detail::Job &job) {
+    using detail::Dst;
+    using detail::Src;
+    switch (job.src) {
+      case Src::kNone:
+        if (job.dst == Dst::kBF16) return run_layout<Src::kNone, Dst::kBF16>(job);
+        if (job.dst == Dst::kF16) return run_layout<Src::kNone, Dst::kF16>(job);
+        return run_layout<Src::kNone, Dst::kF32>(job);
+      case Src::kActivations:
+        return run_layout<Src::kActivations, Dst::kF32>(job);
+      case Src::kTableF32:
+        return run_layout<Src::kTableF32, Dst::kF32>(job);
+      case Src::kTableBF16:
+        return run_layout<Src::kTableBF16, Dst::kF32>(job);
+      case Src::kTableF16:
+        return run_layout<Src::kTableF16, Dst::kF32>(job);
+    }
+  }
+
+  // Learned positions: out = fmaf(scale, table[token], pos_table[position]), 2W floats at a time; a
+  // POSENC_PAD position adds +0.0.
+  static void run_learned(const detail::LearnedJob &job) {
+    const F scale = S::splat(job.scale);
+    const int64_t full = job.d / (2 * W) * (2 * W);
+    for (int64_t r = 0; r < job.n; ++r) {
+      const int64_t p = job.positions ? job.positions[r] : job.first + r;
+      const float *x = job.table + int64_t(job.tokens[r]) * job.table_stride;
+      const float *pe = p == POSENC_PAD ? nullptr : job.pos_table + p * job.pos_stride;
+      float *o = job.out + r * job.out_stride;
+      for (int64_t e = 0; e < full; e += 2 * W) {
+        const F pv = pe ? S::load_f(pe + e) : S::splat(0.0f);
+        S::store_f(o + e, S::fmaf(scale, S::load_f(x + e), pv));
+      }
+      if (full < job.d) {
+        const int64_t m = job.d - full;
+        alignas(64) float tx[2 * W] = {}, tp[2 * W] = {}, to[2 * W];
+        std::memcpy(tx, x + full, sizeof(float) * size_t(m));
+        if (pe) std::memcpy(tp, pe + full, sizeof(float) * size_t(m));
+        S::store_f(to, S::fmaf(scale, S::load_f(tx), S::load_f(tp)));
+        std::memcpy(o + full, to, sizeof(float) * size_t(m));
+      }
+    }
+  }
+};
+
+}  // namespace posenc

@@ -1,0 +1,92 @@
+// AArch64 Advanced SIMD specialisation of the kernel interface (W = 2 pairs: float64x2 / float32x4).
+// Included only by isa_neon.cpp.
+#pragma once
+
+#include <arm_neon.h>
+
+#include <cstdint>
+#include <cstring>
+#include <xsimd/xsimd.hpp>
+
+#include "fast_check.hpp"
+
+namespace posenc {
+
+template <class A>
+struct Simd;
+
+template <>
+struct Simd<xsimd::neon64> {
+  using A = xsimd::neon64;
+  using D = xsimd::batch<double, A>;
+  using M = xsimd::batch_bool<double, A>;
+  using F = xsimd::batch<float, A>;
+  using H = float32x2_t;
+  static constexpr int W = 2;
+
+  static D set(double x) { return D(x); }
+  static D load(const double *p) { return D::load_aligned(p); }
+  static void store(double *p, const D &v) { v.store_aligned(p); }
+  static D fma(const D &a, const D &b, const D &c) { return D(vfmaq_f64(c, a, b)); }  // fused, always
+  static D fms(const D &a, const D &b, const D &c) { return D(vnegq_f64(vfmsq_f64(c, a, b))); }  // -(c - ab)
+  static D nearbyint(const D &a) { return xsimd::nearbyint(a); }
+  static D floor(const D &a) { return xsimd::floor(a); }
+  static D abs(const D &a) { return xsimd::abs(a); }
+  static D min(const D &a, const D &b) { return xsimd::min(a, b); }
+  static D select(const M &m, const D &a, const D &b) { return xsimd::select(m, a, b); }
+  static M eq(const D &a, const D &b) { return a == b; }
+  static M ge(const D &a, const D &b) { return a >= b; }
+  static M lor(const M &a, const M &b) { return a || b; }
+  static F splat(float x) { return F(x); }
+  static F fmaf(const F &a, const F &x, const F &y) { return F(vfmaq_f32(y, a, x)); }
+  static F load_f(const float *p) { return F::load_unaligned(p); }
+  static void store_f(float *p, const F &v) { v.store_unaligned(p); }
+
+  static F narrow2(const D &s, const D &c) { return F(vcvt_high_f32_f64(vcvt_f32_f64(s), c)); }
+  static bool same_bits(const F &a, const F &b) {
+    return vmaxvq_u32(veorq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b))) == 0;
+  }
+  static F zip(const F &v) {  // s0 s1 c0 c1 -> s0 c0 s1 c1
+    const float32x4_t x = v;
+    return F(vzip1q_f32(x, vextq_f32(x, x, 2)));
+  }
+  static F narrow2_zip(const D &s, const D &c) { return zip(narrow2(s, c)); }
+  static bool decided(const D &s, const D &c, const F &f) {
+    const uint64x2_t bias = vdupq_n_u64(uint64_t(fast_check::kBias)), mask = vdupq_n_u64(uint64_t(fast_check::kMask));
+    const uint64x2_t ms = vceqzq_u64(vandq_u64(vaddq_u64(vreinterpretq_u64_f64(s), bias), mask));
+    const uint64x2_t mc = vceqzq_u64(vandq_u64(vaddq_u64(vreinterpretq_u64_f64(c), bias), mask));
+    const uint32x4_t mag = vandq_u32(vreinterpretq_u32_f32(f), vdupq_n_u32(0x7FFFFFFFu));
+    const uint32x4_t small = vcltq_u32(mag, vdupq_n_u32(fast_check::kSmallestBits));
+    return vmaxvq_u32(vorrq_u32(vreinterpretq_u32_u64(vorrq_u64(ms, mc)), small)) == 0;
+  }
+  static F combine(H lo, H hi) { return F(vcombine_f32(lo, hi)); }
+  static H lo(const F &v) { return vget_low_f32(v); }
+  static H hi(const F &v) { return vget_high_f32(v); }
+
+  static H load_h(const float *p) { return vld1_f32(p); }
+  static void store_h(float *p, H v) { vst1_f32(p, v); }
+  static H load_h_bf16(const uint16_t *p) {
+    uint32_t w[2] = {uint32_t(p[0]) << 16, uint32_t(p[1]) << 16};
+    return vreinterpret_f32_u32(vld1_u32(w));
+  }
+  static void store_h_bf16(uint16_t *p, H v) {
+    const uint32x2_t b = vreinterpret_u32_f32(v);
+    const uint32x2_t lsb = vand_u32(vshr_n_u32(b, 16), vdup_n_u32(1));
+    uint32x2_t r = vshr_n_u32(vadd_u32(b, vadd_u32(lsb, vdup_n_u32(0x7FFF))), 16);
+    const uint32x2_t nan = vcgt_u32(vand_u32(b, vdup_n_u32(0x7FFFFFFF)), vdup_n_u32(0x7F800000));
+    r = vbsl_u32(nan, vorr_u32(vshr_n_u32(b, 16), vdup_n_u32(0x40)), r);
+    p[0] = uint16_t(vget_lane_u32(r, 0));
+    p[1] = uint16_t(vget_lane_u32(r, 1));
+  }
+  static H load_h_f16(const uint16_t *p) {
+    uint16_t w[4] = {p[0], p[1], 0, 0};
+    return vget_low_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w))));
+  }
+  static void store_h_f16(uint16_t *p, H v) {
+    const uint16x4_t r = vreinterpret_u16_f16(vcvt_f16_f32(vcombine_f32(v, v)));
+    p[0] = vget_lane_u16(r, 0);
+    p[1] = vget_lane_u16(r, 1);
+  }
+};
+
+}  // namespace posenc

@@ -1,0 +1,148 @@
+// The scalar "vector": one pair per step. Same interface as simd_x86.hpp and simd_neon.hpp, so that
+// kernel.hpp is written once. Included only by isa_scalar.cpp.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "fast_check.hpp"
+
+namespace posenc {
+
+struct scalar_arch {};  // the tag of the scalar path
+
+template <class A>
+struct Simd;
+
+template <>
+struct Simd<scalar_arch> {
+  using D = double;  // W doubles: one per pair
+  using M = bool;
+  struct F {         // 2W floats: the sin lanes, then the cos lanes
+    float v[2];
+  };
+  using H = float;   // W floats
+  static constexpr int W = 1;
+
+  static D set(double x) { return x; }
+  static D load(const double *p) { return *p; }
+  static void store(double *p, D v) { *p = v; }
+  static D fma(D a, D b, D c) { return std::fma(a, b, c); }
+  static D fms(D a, D b, D c) { return std::fma(a, b, -c); }
+  static D nearbyint(D a) { return std::nearbyint(a); }
+  static D floor(D a) { return std::floor(a); }
+  static D abs(D a) { return std::fabs(a); }
+  static D min(D a, D b) { return b < a ? b : a; }
+  static D select(M m, D a, D b) { return m ? a : b; }
+  static M eq(D a, D b) { return a == b; }
+  static M ge(D a, D b) { return a >= b; }
+  static M lor(M a, M b) { return a || b; }
+
+  static F narrow2(D s, D c) { return F{{float(s), float(c)}}; }
+  static bool same_bits(const F &a, const F &b) { return std::memcmp(a.v, b.v, sizeof a.v) == 0; }
+  static F zip(const F &v) { return v; }
+  static F narrow2_zip(D s, D c) { return narrow2(s, c); }
+  // The rotation path's acceptance test (fast_check.hpp): true when both values round safely.
+  static bool near_midpoint(D y) {
+    int64_t b;
+    std::memcpy(&b, &y, sizeof b);
+    return ((uint64_t(b) + uint64_t(fast_check::kBias)) & uint64_t(fast_check::kMask)) == 0;
+  }
+  static bool small(float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return (b & 0x7FFFFFFFu) < fast_check::kSmallestBits;
+  }
+  static bool decided(D s, D c, const F &f) {
+    return !near_midpoint(s) && !near_midpoint(c) && !small(f.v[0]) && !small(f.v[1]);
+  }
+  static F combine(H lo, H hi) { return F{{lo, hi}}; }
+  static H lo(const F &v) { return v.v[0]; }
+  static H hi(const F &v) { return v.v[1]; }
+  static F splat(float x) { return F{{x, x}}; }
+  static F fmaf(const F &a, const F &x, const F &y) {
+    return F{{std::fmaf(a.v[0], x.v[0], y.v[0]), std::fmaf(a.v[1], x.v[1], y.v[1])}};
+  }
+  static F load_f(const float *p) { return F{{p[0], p[1]}}; }
+  static void store_f(float *p, const F &v) {
+    p[0] = v.v[0];
+    p[1] = v.v[1];
+  }
+
+  // W-element conversions. bfloat16 and binary16 are rounded to nearest-even in integer arithmetic,
+  // the same rule as the hardware conversions of the other paths.
+  static H load_h(const float *p) { return *p; }
+  static void store_h(float *p, H v) { *p = v; }
+  static H load_h_bf16(const uint16_t *p) {
+    const uint32_t b = uint32_t(*p) << 16;
+    float f;
+    std::memcpy(&f, &b, sizeof f);
+    return f;
+  }
+  static void store_h_bf16(uint16_t *p, H v) {
+    uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) {
+      *p = uint16_t((b >> 16) | 0x40);  // NaN stays a quiet NaN
+      return;
+    }
+    *p = uint16_t((b + 0x7FFFu + ((b >> 16) & 1)) >> 16);
+  }
+  static H load_h_f16(const uint16_t *p) {
+    const uint32_t h = *p;
+    const uint32_t sign = (h & 0x8000u) << 16;
+    const uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
+    uint32_t b;
+    if (e == 0x1F) {
+      b = sign | 0x7F800000u | (m << 13);
+    } else if (e != 0) {
+      b = sign | ((e + 112) << 23) | (m << 13);
+    } else if (m == 0) {
+      b = sign;
+    } else {  // subnormal half: normalise
+      int sh = 0;
+      uint32_t mm = m;
+      while ((mm & 0x400) == 0) {
+        mm <<= 1;
+        ++sh;
+      }
+      b = sign | uint32_t(113 - sh) << 23 | ((mm & 0x3FF) << 13);
+    }
+    float f;
+    std::memcpy(&f, &b, sizeof f);
+    return f;
+  }
+  static void store_h_f16(uint16_t *p, H v) {
+    uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    const uint16_t sign = uint16_t((b >> 16) & 0x8000u);
+    const uint32_t a = b & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) {  // NaN: quiet, top payload bits kept
+      *p = uint16_t(sign | 0x7E00u | ((a >> 13) & 0x3FF));
+      return;
+    }
+    if (a >= 0x477FF000u) {  // rounds to 65520 or more: infinity
+      *p = uint16_t(sign | 0x7C00u);
+      return;
+    }
+    if (a < 0x38800000u) {  // below 2^-14: a subnormal half (or zero), quantum 2^-24
+      const int e = int(a >> 23);
+      if (e < 102) {  // below 2^-25: rounds to zero (2^-25 itself is the tie, to even: zero)
+        *p = sign;
+        return;
+      }
+      const uint32_t m = (a & 0x7FFFFFu) | 0x800000u;  // value = m 2^(e - 150)
+      const int shift = 126 - e;                          // to units of 2^-24
+      const uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+      const uint32_t r = q + ((rem > half || (rem == half && (q & 1))) ? 1 : 0);
+      *p = uint16_t(sign | r);
+      return;
+    }
+    // normal: rebias the exponent and round the 13 dropped bits to nearest-even
+    const uint32_t r = a + 0x0FFFu + ((a >> 13) & 1) - (uint32_t(112) << 23);
+    *p = uint16_t(sign | (r >> 13));
+  }
+};
+
+}  // namespace posenc

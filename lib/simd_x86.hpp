@@ -1,0 +1,170 @@
+// AVX2 (with FMA and F16C) and AVX-512 (F/CD/DQ/BW/VL) specialisations of the kernel interface.
+// Arithmetic on doubles goes through xsimd; what xsimd 8.1 does not offer (narrowing two double vectors
+// into one float vector, lane shuffles, half-precision conversions) is written with intrinsics here.
+// Included only by isa_avx2.cpp / isa_avx512.cpp, each compiled with its own -m flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <xsimd/xsimd.hpp>
+
+#include "fast_check.hpp"
+
+namespace posenc {
+
+template <class A>
+struct Simd;
+
+// Operations that only depend on xsimd, shared by the x86 specialisations through inheritance. Fused
+// multiply-adds are not among them: xsimd 8.1 has no AVX-512 fma kernel and silently falls back to an
+// unfused x * y + z, which breaks the error-free transformations; each specialisation writes its own.
+template <class A>
+struct SimdXsimd {
+  using D = xsimd::batch<double, A>;
+  using M = xsimd::batch_bool<double, A>;
+  using F = xsimd::batch<float, A>;
+  static constexpr int W = int(D::size);
+
+  static D set(double x) { return D(x); }
+  static D load(const double *p) { return D::load_aligned(p); }
+  static void store(double *p, const D &v) { v.store_aligned(p); }
+  static D nearbyint(const D &a) { return xsimd::nearbyint(a); }
+  static D floor(const D &a) { return xsimd::floor(a); }
+  static D abs(const D &a) { return xsimd::abs(a); }
+  static D min(const D &a, const D &b) { return xsimd::min(a, b); }
+  static D select(const M &m, const D &a, const D &b) { return xsimd::select(m, a, b); }
+  static M eq(const D &a, const D &b) { return a == b; }
+  static M ge(const D &a, const D &b) { return a >= b; }
+  static M lor(const M &a, const M &b) { return a || b; }
+  static F splat(float x) { return F(x); }
+  static F load_f(const float *p) { return F::load_unaligned(p); }
+  static void store_f(float *p, const F &v) { v.store_unaligned(p); }
+};
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+template <>
+struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
+  using H = __m128;  // W = 4 floats
+
+  static D fma(const D &a, const D &b, const D &c) { return D(_mm256_fmadd_pd(a, b, c)); }
+  static D fms(const D &a, const D &b, const D &c) { return D(_mm256_fmsub_pd(a, b, c)); }
+  static F fmaf(const F &a, const F &x, const F &y) { return F(_mm256_fmadd_ps(a, x, y)); }
+
+  static F narrow2(const D &s, const D &c) {
+    return F(_mm256_set_m128(_mm256_cvtpd_ps(c), _mm256_cvtpd_ps(s)));
+  }
+  static bool same_bits(const F &a, const F &b) {
+    const __m256i x = _mm256_xor_si256(_mm256_castps_si256(a), _mm256_castps_si256(b));
+    return _mm256_testz_si256(x, x) != 0;
+  }
+  static F zip(const F &v) {  // s0..s3 c0..c3 -> s0 c0 s1 c1 s2 c2 s3 c3
+    return F(_mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+  static F narrow2_zip(const D &s, const D &c) { return zip(narrow2(s, c)); }
+  static bool decided(const D &s, const D &c, const F &f) {
+    const __m256i bias = _mm256_set1_epi64x(fast_check::kBias), mask = _mm256_set1_epi64x(fast_check::kMask);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i ms = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_add_epi64(_mm256_castpd_si256(s), bias), mask), zero);
+    const __m256i mc = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_add_epi64(_mm256_castpd_si256(c), bias), mask), zero);
+    const __m256i mag = _mm256_and_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(fast_check::kSmallestBits)), mag);
+    const __m256i any = _mm256_or_si256(_mm256_or_si256(ms, mc), small);
+    return _mm256_testz_si256(any, any) != 0;
+  }
+  static F combine(H lo, H hi) { return F(_mm256_set_m128(hi, lo)); }
+  static H lo(const F &v) { return _mm256_castps256_ps128(v); }
+  static H hi(const F &v) { return _mm256_extractf128_ps(v, 1); }
+
+  static H load_h(const float *p) { return _mm_loadu_ps(p); }
+  static void store_h(float *p, H v) { _mm_storeu_ps(p, v); }
+  static H load_h_bf16(const uint16_t *p) {
+    const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p));
+    return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16));
+  }
+  static void store_h_bf16(uint16_t *p, H v) {
+    const __m128i b = _mm_castps_si128(v);
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi32(b, 16), _mm_set1_epi32(1));
+    __m128i r = _mm_srli_epi32(_mm_add_epi32(b, _mm_add_epi32(lsb, _mm_set1_epi32(0x7FFF))), 16);
+    const __m128i mag = _mm_and_si128(b, _mm_set1_epi32(0x7FFFFFFF));
+    const __m128i nan = _mm_cmpgt_epi32(mag, _mm_set1_epi32(0x7F800000));
+    const __m128i quiet = _mm_or_si128(_mm_srli_epi32(b, 16), _mm_set1_epi32(0x40));
+    r = _mm_blendv_epi8(r, quiet, nan);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_packus_epi32(r, r));
+  }
+  static H load_h_f16(const uint16_t *p) {
+    return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+  }
+  static void store_h_f16(uint16_t *p, H v) {
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+};
+
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512CD__) && defined(__AVX512DQ__) && defined(__AVX512BW__) && \
+    defined(__AVX512VL__)
+template <>
+struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
+  using H = __m256;  // W = 8 floats
+
+  static D fma(const D &a, const D &b, const D &c) { return D(_mm512_fmadd_pd(a, b, c)); }
+  static D fms(const D &a, const D &b, const D &c) { return D(_mm512_fmsub_pd(a, b, c)); }
+  static F fmaf(const F &a, const F &x, const F &y) { return F(_mm512_fmadd_ps(a, x, y)); }
+
+  static F narrow2(const D &s, const D &c) {
+    return F(_mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(s)), _mm512_cvtpd_ps(c), 1));
+  }
+  static bool same_bits(const F &a, const F &b) {
+    return _mm512_cmpneq_epi32_mask(_mm512_castps_si512(a), _mm512_castps_si512(b)) == 0;
+  }
+  static F zip(const F &v) {
+    const __m512i idx = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    return F(_mm512_permutexvar_ps(idx, v));
+  }
+  static F narrow2_zip(const D &s, const D &c) {  // both narrowings and the interleave in one permute
+    const __m512i idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    return F(_mm512_permutex2var_ps(_mm512_castps256_ps512(_mm512_cvtpd_ps(s)), idx,
+                                    _mm512_castps256_ps512(_mm512_cvtpd_ps(c))));
+  }
+  static bool decided(const D &s, const D &c, const F &f) {
+    const __m512i bias = _mm512_set1_epi64(fast_check::kBias), mask = _mm512_set1_epi64(fast_check::kMask);
+    const __mmask8 ms = _mm512_testn_epi64_mask(_mm512_add_epi64(_mm512_castpd_si512(s), bias), mask);
+    const __mmask8 mc = _mm512_testn_epi64_mask(_mm512_add_epi64(_mm512_castpd_si512(c), bias), mask);
+    const __mmask16 small = _mm512_cmplt_epu32_mask(
+        _mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x7FFFFFFF)),
+        _mm512_set1_epi32(int(fast_check::kSmallestBits)));
+    const __mmask16 any = _kor_mask16(_kor_mask16(__mmask16(ms), __mmask16(mc)), small);
+    return _kortestz_mask16_u8(any, any) != 0;
+  }
+  static F combine(H lo, H hi) { return F(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)); }
+  static H lo(const F &v) { return _mm512_castps512_ps256(v); }
+  static H hi(const F &v) { return _mm512_extractf32x8_ps(v, 1); }
+
+  static H load_h(const float *p) { return _mm256_loadu_ps(p); }
+  static void store_h(float *p, H v) { _mm256_storeu_ps(p, v); }
+  static H load_h_bf16(const uint16_t *p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static void store_h_bf16(uint16_t *p, H v) {
+    const __m256i b = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i mag = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
+    const __mmask8 nan = _mm256_cmpgt_epi32_mask(mag, _mm256_set1_epi32(0x7F800000));
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));
+    r = _mm256_mask_blend_epi32(nan, r, quiet);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_cvtepi32_epi16(r));
+  }
+  static H load_h_f16(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
+  static void store_h_f16(uint16_t *p, H v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+};
+
+#endif
+
+}  // namespace posenc
