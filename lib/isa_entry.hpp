@@ -4,10 +4,13 @@
 #include "job.hpp"
 
 namespace posenc {
-#define POSENC_DECLARE_ISA(ns)                          \
-  namespace ns {                                        \
-  void run(const detail::Job &job);                     \
-  void run_learned(const detail::LearnedJob &job);      \
+// fast_rejects: for tests, how many of the n (sin, cos) pairs the rotation path's acceptance test
+// (fast_check.hpp) would hand to the slower methods.
+#define POSENC_DECLARE_ISA(ns)                                           \
+  namespace ns {                                                         \
+  void run(const detail::Job &job);                                      \
+  void run_learned(const detail::LearnedJob &job);                       \
+  int64_t fast_rejects(const double *s, const double *c, int64_t n);     \
   }
 POSENC_DECLARE_ISA(scalar)
 POSENC_DECLARE_ISA(avx2)

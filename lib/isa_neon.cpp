@@ -10,6 +10,7 @@ using E = Engine<Simd<xsimd::neon64>>;
 
 void run(const detail::Job &job) { E::run(job); }
 void run_learned(const detail::LearnedJob &job) { E::run_learned(job); }
+int64_t fast_rejects(const double *s, const double *c, int64_t n) { return E::fast_rejects(s, c, n); }
 
 }  // namespace neon
 }  // namespace posenc

@@ -252,6 +252,7 @@ uint32_t to_float_bits(const Num &a) {
     q >>= 1;
     ++be;
   }
+  if (be >= 255) return sign | 0x7F800000u;  // overflows to infinity
   return sign | uint32_t(be) << 23 | uint32_t(q & 0x7FFFFF);
 }
 

@@ -1,0 +1,149 @@
+// The C ABI's promises on bad input: the documented status, nothing written (canary-filled buffers stay
+// byte-identical), and the ISA functions. The full hardening matrix lives in test_hardening.cpp.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "posenc_version.h"
+#include "support/paths.hpp"
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+struct Canary {
+  std::vector<float> buf = std::vector<float>(4096, -7.25f);
+  bool intact() const {
+    for (float v : buf)
+      if (std::memcmp(&v, &buf[0], 4) != 0 || v != -7.25f) return false;
+    return true;
+  }
+};
+
+posenc_status table(const posenc_spec &s, int64_t first, int64_t n, int64_t stride, Canary &c) {
+  return posenc_table_f32(&s, first, n, c.buf.data(), stride);
+}
+
+}  // namespace
+
+TEST_CASE("bad specs are INVALID and write nothing", "[api]") {
+  Canary c;
+  posenc_spec s = posenc_spec_default(8);
+  REQUIRE(table(s, 0, 2, 8, c) == POSENC_OK);
+  Canary fresh;
+  auto bad = [&](posenc_spec b) {
+    Canary k;
+    const posenc_status st = table(b, 0, 2, 8, k);
+    CHECK(k.intact());
+    return st;
+  };
+  posenc_spec b = s;
+  b.d_model = 0;
+  CHECK(bad(b) == POSENC_ERR_INVALID);
+  b.d_model = -3;
+  CHECK(bad(b) == POSENC_ERR_INVALID);
+  for (double base : {0.0, -1.0, kNaN, kInf, -kInf}) {
+    b = s;
+    b.base = base;
+    CHECK(bad(b) == POSENC_ERR_INVALID);
+  }
+  for (double den : {-1.0, kNaN, kInf, -0.5}) {
+    b = s;
+    b.freq_denominator = den;
+    CHECK(bad(b) == POSENC_ERR_INVALID);
+  }
+  for (double sc : {kNaN, kInf, -kInf, 0x1p1000, -0x1p1001}) {
+    b = s;
+    b.position_scale = sc;
+    CHECK(bad(b) == POSENC_ERR_INVALID);
+  }
+  b = s;
+  int layout = 3;
+  std::memcpy(&b.layout, &layout, sizeof layout);
+  CHECK(bad(b) == POSENC_ERR_INVALID);
+  layout = -1;
+  std::memcpy(&b.layout, &layout, sizeof layout);
+  CHECK(bad(b) == POSENC_ERR_INVALID);
+  b = s;  // a frequency base^(-i/D) of 2^1000 or more: base < 1 with a small denominator
+  b.base = 0.5;
+  b.freq_denominator = 0.003;
+  CHECK(bad(b) == POSENC_ERR_INVALID);
+  b.freq_denominator = 0.01;  // 2^(3/0.01) = 2^300 is fine
+  Canary ok;
+  CHECK(table(b, 0, 2, 8, ok) == POSENC_OK);
+}
+
+TEST_CASE("sizes, strides, NULLs and positions get their status before anything is written", "[api]") {
+  const posenc_spec s = posenc_spec_default(8);
+  Canary c;
+  CHECK(table(s, 0, -1, 8, c) == POSENC_ERR_INVALID);
+  CHECK(table(s, 0, 2, 7, c) == POSENC_ERR_INVALID);
+  CHECK(table(s, 0, 2, -8, c) == POSENC_ERR_INVALID);
+  CHECK(table(s, 0, 3, int64_t(1) << 62, c) == POSENC_ERR_OVERFLOW);
+  CHECK(table(s, (int64_t(1) << 31) - 1, 2, 8, c) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(table(s, -(int64_t(1) << 31), 1, 8, c) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(table(s, std::numeric_limits<int64_t>::max(), 2, 8, c) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(c.intact());
+  CHECK(posenc_table_f32(nullptr, 0, 1, c.buf.data(), 8) == POSENC_ERR_NULL);
+  CHECK(posenc_table_f32(&s, 0, 1, nullptr, 8) == POSENC_ERR_NULL);
+  CHECK(posenc_table_f32(nullptr, 0, 0, nullptr, 8) == POSENC_OK);  // n == 0 needs no pointers
+  CHECK(posenc_table_f32(&s, 0, 0, nullptr, 0) == POSENC_OK);
+  posenc_spec bad = s;
+  bad.base = -1;
+  CHECK(posenc_table_f32(&bad, 0, 0, nullptr, 8) == POSENC_ERR_INVALID);  // a given spec is still checked
+  // rows: the bad position is the last one; nothing may have been written before it was seen
+  std::vector<int64_t> pos = {0, 1, 2, 3, int64_t(1) << 31};
+  CHECK(posenc_rows_f32(&s, pos.data(), 5, c.buf.data(), 8) == POSENC_ERR_OUT_OF_RANGE);
+  pos.back() = -(int64_t(1) << 31);
+  CHECK(posenc_rows_f32(&s, pos.data(), 5, c.buf.data(), 8) == POSENC_ERR_OUT_OF_RANGE);
+  pos.back() = POSENC_PAD;
+  CHECK(c.intact());
+  CHECK(posenc_rows_f32(&s, nullptr, 5, c.buf.data(), 8) == POSENC_ERR_NULL);
+  CHECK(posenc_rows_f32(&s, pos.data(), 5, c.buf.data(), 8) == POSENC_OK);
+}
+
+TEST_CASE("status strings, version and the ISA functions", "[api]") {
+  for (int v = 0; v <= 6; ++v) {
+    const char *str = posenc_status_string(posenc_status(v));
+    REQUIRE(str != nullptr);
+    CHECK(std::strlen(str) > 1);
+    for (int w = 0; w < v; ++w) CHECK(std::strcmp(str, posenc_status_string(posenc_status(w))) != 0);
+  }
+  CHECK(std::strcmp(posenc_status_string(posenc_status(99)), "unknown status") == 0);
+  CHECK(std::strcmp(posenc_version(), POSENC_VERSION_STRING) == 0);
+  CHECK(std::strcmp(posenc_isa_name(POSENC_ISA_SCALAR), "scalar") == 0);
+  CHECK(std::strcmp(posenc_isa_name(POSENC_ISA_AVX2), "avx2") == 0);
+  CHECK(std::strcmp(posenc_isa_name(POSENC_ISA_AVX512), "avx512") == 0);
+  CHECK(std::strcmp(posenc_isa_name(POSENC_ISA_NEON), "neon") == 0);
+  CHECK(std::strcmp(posenc_isa_name(posenc_isa(17)), "unknown") == 0);
+  CHECK(posenc_isa_available(POSENC_ISA_SCALAR) == 1);
+  CHECK(posenc_isa_available(posenc_isa(-1)) == 0);
+  CHECK(posenc_force_isa(posenc_isa(9)) == POSENC_ERR_INVALID);
+#if defined(__x86_64__)
+  CHECK(posenc_isa_available(POSENC_ISA_NEON) == 0);
+  const posenc_isa before = posenc_active_isa();
+  CHECK(posenc_force_isa(POSENC_ISA_NEON) == POSENC_ERR_UNSUPPORTED);
+  CHECK(posenc_active_isa() == before);  // a refused force changes nothing
+#elif defined(__aarch64__)
+  CHECK(posenc_isa_available(POSENC_ISA_NEON) == 1);
+  CHECK(posenc_isa_available(POSENC_ISA_AVX2) == 0);
+  CHECK(posenc_force_isa(POSENC_ISA_AVX512) == POSENC_ERR_UNSUPPORTED);
+#endif
+  for (posenc_isa isa : ref::paths()) {
+    REQUIRE(posenc_force_isa(isa) == POSENC_OK);
+    CHECK(posenc_active_isa() == isa);
+  }
+}
+
+TEST_CASE("posenc_spec_default is the Vaswani spec", "[api]") {
+  const posenc_spec s = posenc_spec_default(512);
+  CHECK(s.d_model == 512);
+  CHECK(s.layout == POSENC_INTERLEAVED);
+  CHECK(s.base == 10000.0);
+  CHECK(s.freq_denominator == 0.0);
+  CHECK(s.position_scale == 1.0);
+}

@@ -1,0 +1,119 @@
+// Bit identity: every path against the scalar path on the same calls, any split of a call into row
+// ranges against the whole call, and the same rows through posenc_table_f32 and posenc_rows_f32. Also
+// strides, unaligned pointers and the bytes around each row, which must stay untouched.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "support/paths.hpp"
+#include "support/reference.hpp"
+
+namespace {
+
+posenc_spec make(int64_t d, posenc_layout layout, double base = 10000.0, double den = 0.0, double scale = 1.0) {
+  posenc_spec s = posenc_spec_default(d);
+  s.layout = layout;
+  s.base = base;
+  s.freq_denominator = den;
+  s.position_scale = scale;
+  return s;
+}
+
+const float kCanary = -1234.5f;
+
+// A table written with stride d + gap into a canary-filled buffer at an odd float offset.
+std::vector<float> table(const posenc_spec &s, int64_t first, int64_t n, int64_t gap, int64_t offset) {
+  const int64_t stride = s.d_model + gap;
+  std::vector<float> buf(size_t(offset + n * stride + 16), kCanary);
+  REQUIRE(posenc_table_f32(&s, first, n, buf.data() + offset, stride) == POSENC_OK);
+  for (int64_t k = 0; k < offset; ++k) REQUIRE(buf[k] == kCanary);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t g = 0; g < gap; ++g) REQUIRE(buf[offset + r * stride + s.d_model + g] == kCanary);
+  for (size_t k = size_t(offset + n * stride); k < buf.size(); ++k) REQUIRE(buf[k] == kCanary);
+  return buf;
+}
+
+const posenc_spec kSpecs[] = {
+    make(512, POSENC_INTERLEAVED),
+    make(7, POSENC_SIN_COS_HALVES),
+    make(130, POSENC_COS_SIN_HALVES, 1e6, 64.0),
+    make(33, POSENC_INTERLEAVED, 2.0, 0.5, -0.25),
+    make(1, POSENC_INTERLEAVED),
+    make(4097, POSENC_SIN_COS_HALVES, 10000.0, 2047.0, 1000.0),
+    make(18, POSENC_INTERLEAVED, 10000.0, 0.0, 1e-20),
+};
+
+}  // namespace
+
+TEST_CASE("every path returns the scalar path's bytes", "[paths]") {
+  const std::vector<posenc_isa> isas = ref::paths();
+  for (const posenc_spec &s : kSpecs) {
+    for (int64_t first : {int64_t(0), int64_t(-37), int64_t(999999), (int64_t(1) << 31) - 200}) {
+      const int64_t n = s.d_model > 1000 ? 9 : 150;
+      std::vector<float> want;
+      ref::on_path(POSENC_ISA_SCALAR, [&] { want = table(s, first, n, 3, 1); });
+      for (posenc_isa isa : isas)
+        ref::on_path(isa, [&] {
+          const std::vector<float> got = table(s, first, n, 3, 1);
+          INFO("path " << posenc_isa_name(isa) << " d " << s.d_model << " first " << first);
+          CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+        });
+    }
+  }
+}
+
+TEST_CASE("row ranges of a call equal the same rows of the whole call", "[paths]") {
+  std::mt19937_64 rng(42);
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (const posenc_spec &s : kSpecs) {
+        const int64_t d = s.d_model, n = d > 1000 ? 70 : 300, first = -100;
+        std::vector<float> whole(n * d);
+        REQUIRE(posenc_table_f32(&s, first, n, whole.data(), d) == POSENC_OK);
+        for (int split = 0; split < 6; ++split) {
+          const int64_t a = int64_t(rng() % uint64_t(n)), b = a + int64_t(rng() % uint64_t(n - a)) + 1;
+          std::vector<float> part((b - a) * d);
+          REQUIRE(posenc_table_f32(&s, first + a, b - a, part.data(), d) == POSENC_OK);
+          INFO("path " << posenc_isa_name(isa) << " rows [" << a << ", " << b << ")");
+          CHECK(std::memcmp(part.data(), whole.data() + a * d, part.size() * sizeof(float)) == 0);
+        }
+        // the same rows one at a time through posenc_rows_f32, in reverse order
+        std::vector<int64_t> pos(n);
+        for (int64_t r = 0; r < n; ++r) pos[r] = first + (n - 1 - r);
+        std::vector<float> rows(n * d);
+        REQUIRE(posenc_rows_f32(&s, pos.data(), n, rows.data(), d) == POSENC_OK);
+        bool same = true;
+        for (int64_t r = 0; r < n; ++r)
+          same = same && std::memcmp(&rows[r * d], &whole[(n - 1 - r) * d], d * sizeof(float)) == 0;
+        CHECK(same);
+      }
+    });
+}
+
+TEST_CASE("explicit positions with padding, repeats and runs on every path", "[paths]") {
+  std::mt19937_64 rng(8);
+  const posenc_spec s = make(96, POSENC_SIN_COS_HALVES);
+  std::vector<int64_t> pos;
+  for (int k = 0; k < 400; ++k) {
+    const int kind = int(rng() % 5);
+    if (kind == 0) pos.push_back(POSENC_PAD);
+    else if (kind == 1 && !pos.empty() && pos.back() != POSENC_PAD && pos.back() < 2000000000) pos.push_back(pos.back() + 1);
+    else if (kind == 2 && !pos.empty()) pos.push_back(pos.back());
+    else pos.push_back(int64_t(rng() % 4000000000ull) - 2000000000);
+  }
+  const int64_t n = int64_t(pos.size()), d = s.d_model;
+  std::vector<float> want(n * d);
+  ref::on_path(POSENC_ISA_SCALAR, [&] { REQUIRE(posenc_rows_f32(&s, pos.data(), n, want.data(), d) == POSENC_OK); });
+  for (int64_t r = 0; r < n; ++r)
+    if (pos[r] == POSENC_PAD)
+      for (int64_t e = 0; e < d; ++e) REQUIRE(ref::bits(want[r * d + e]) == 0u);
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      std::vector<float> got(n * d);
+      REQUIRE(posenc_rows_f32(&s, pos.data(), n, got.data(), d) == POSENC_OK);
+      INFO("path " << posenc_isa_name(isa));
+      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    });
+}
