@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages posenc needs, only those missing. Sourced by test.sh and
+# report.sh; runs apt-get as root, or through sudo when not root.
+set -euo pipefail
+
+posenc_install_deps() {
+  local want=(meson ninja-build g++ pkg-config python3 libxsimd-dev libsleef-dev catch2 libbenchmark-dev
+              libmpfr-dev libgmp-dev "$@")
+  local need_arm64=0 missing=() p
+  for p in "${want[@]}"; do
+    [[ $p == *:arm64 ]] && need_arm64=1
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  if [ $need_arm64 -eq 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    "${sudo[@]}" dpkg --add-architecture arm64
+  fi
+  echo "installing: ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}

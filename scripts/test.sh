@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh Debian bookworm machine: installs what is missing, builds, runs every
+# test natively (each x86 path, and the suite again once per forced path), then cross-builds for aarch64
+# and runs the same suite under qemu (the NEON path). Ends with "tests: N passed, M failed".
+#   scripts/test.sh [--werror]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+posenc_install_deps g++-aarch64-linux-gnu qemu-user libsleef-dev:arm64 libmpfr-dev:arm64 libgmp-dev:arm64
+
+werror=false
+[ "${1:-}" = "--werror" ] && werror=true
+jobs=${POSENC_JOBS:-2}
+status=0
+
+configure() {  # dir [extra meson args]
+  local dir=$1
+  shift
+  if [ -d "$dir" ]; then
+    meson setup --reconfigure "$dir" -Dwerror=$werror "$@" >/dev/null
+  else
+    meson setup "$dir" -Dwerror=$werror "$@" >/dev/null
+  fi
+}
+
+echo "== native build ($(uname -m))"
+configure build-test --buildtype=release -Db_ndebug=false
+ninja -C build-test -j "$jobs"
+meson test -C build-test --num-processes "$jobs" --print-errorlogs || status=1
+
+echo "== aarch64 build, tests under qemu"
+configure build-test-neon --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Db_ndebug=false -Dbenchmarks=disabled
+ninja -C build-test-neon -j "$jobs"
+meson test -C build-test-neon --num-processes "$jobs" --print-errorlogs || status=1
+
+python3 tools/test_summary.py build-test/meson-logs/testlog.json build-test-neon/meson-logs/testlog.json || status=1
+exit $status

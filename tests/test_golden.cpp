@@ -1,0 +1,100 @@
+// Cross-architecture golden tables: the SHA-256 of fixed tables, checked in below. Each hash is the
+// hash of MPFR's correctly rounded tables (recomputed here, so a wrong constant fails), and every path
+// of every build (x86-64 natively, aarch64 under qemu) must reproduce it byte for byte.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "support/paths.hpp"
+#include "support/reference.hpp"
+#include "support/sha256.hpp"
+
+namespace {
+
+struct Golden {
+  const char *name;
+  posenc_spec spec;
+  std::vector<int64_t> positions;
+  const char *sha256;
+};
+
+posenc_spec make(int64_t d, posenc_layout layout, double base, double den, double scale) {
+  posenc_spec s = posenc_spec_default(d);
+  s.layout = layout;
+  s.base = base;
+  s.freq_denominator = den;
+  s.position_scale = scale;
+  return s;
+}
+
+std::vector<int64_t> run_of(int64_t first, int64_t n) {
+  std::vector<int64_t> v(n);
+  for (int64_t r = 0; r < n; ++r) v[r] = first + r;
+  return v;
+}
+
+const std::vector<Golden> &goldens() {
+  static const std::vector<Golden> g = {
+      {"vaswani d=64, positions 0..63", posenc_spec_default(64), run_of(0, 64),
+       "84f6dfc6b5108aea633cb0fc00c93e4a6d15e97f7e8ae29210a3dc02d2843dde"},
+      {"sin|cos halves d=33, base 1e6, positions -100..-69", make(33, POSENC_SIN_COS_HALVES, 1e6, 0.0, 1.0),
+       run_of(-100, 32), "561a90058300ea1a1aaaad546bd5b338836caa9ac284824ae6ac86f79ed8486e"},
+      {"cos|sin halves d=130, D=64, scattered rows and a pad", make(130, POSENC_COS_SIN_HALVES, 1e4, 64.0, 1.0),
+       {0, 1, 1000000, 2147483647, -12345, POSENC_PAD, 7}, "9183432ea0a12e4b5dcbbb66d62e8e2c68ed0d847a0494e9ab05f7f5544116dd"},
+      {"interleaved d=48, base 2, D=0.5, scale 2^100, near the top of the range",
+       make(48, POSENC_INTERLEAVED, 2.0, 0.5, 0x1p100), run_of((int64_t(1) << 31) - 40, 39), "61bc310d0943be9746c6420a2ba4f8af431a926f4cb1576dbdebcb2fe3914c82"},
+  };
+  return g;
+}
+
+bool is_run(const std::vector<int64_t> &p) {
+  for (size_t k = 1; k < p.size(); ++k)
+    if (p[k] != p[k - 1] + 1) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("the checked-in hashes are those of MPFR's correctly rounded tables", "[golden]") {
+  for (const Golden &g : goldens()) {
+    const int64_t d = g.spec.d_model;
+    std::vector<float> t(g.positions.size() * d);
+    for (size_t r = 0; r < g.positions.size(); ++r) ref::exact_row(g.spec, g.positions[r], &t[r * d]);
+    ref::Sha256 h;
+    h.update(t.data(), t.size() * sizeof(float));
+    INFO(g.name);
+    CHECK(h.hex() == g.sha256);
+  }
+}
+
+TEST_CASE("every path of this build reproduces the golden hashes", "[golden]") {
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (const Golden &g : goldens()) {
+        const int64_t d = g.spec.d_model, n = int64_t(g.positions.size());
+        std::vector<float> t(n * d);
+        if (is_run(g.positions)) {
+          REQUIRE(posenc_table_f32(&g.spec, g.positions[0], n, t.data(), d) == POSENC_OK);
+        } else {
+          REQUIRE(posenc_rows_f32(&g.spec, g.positions.data(), n, t.data(), d) == POSENC_OK);
+        }
+        ref::Sha256 h;
+        h.update(t.data(), t.size() * sizeof(float));
+        INFO(g.name << " on " << posenc_isa_name(isa));
+        CHECK(h.hex() == g.sha256);
+      }
+    });
+}
+
+TEST_CASE("SHA-256 itself: the FIPS 180-4 examples", "[golden]") {
+  ref::Sha256 a;
+  a.update("abc", 3);
+  CHECK(a.hex() == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  ref::Sha256 b;
+  const std::string m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  b.update(m.data(), m.size());
+  CHECK(b.hex() == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  ref::Sha256 c;
+  CHECK(c.hex() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
