@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 
+#include <unistd.h>
+
 #include "dispatch.hpp"
 #include "fpenv.hpp"
 #include "freq.hpp"
@@ -47,6 +49,17 @@ struct Call {
   void *out;
   int64_t out_stride;
 };
+
+// Outputs at least this large are written with non-temporal stores, as glibc's memset does past 3/4 of
+// the last-level cache: they cannot stay cached anyway, and streaming saves the read-for-ownership.
+uint64_t stream_threshold() {
+  static const uint64_t t = [] {
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return llc > 0 ? uint64_t(llc) / 4 * 3 : uint64_t(32) << 20;
+  }();
+  return t;
+}
 
 size_t element_size(Src s) { return s == Src::kTableBF16 || s == Src::kTableF16 ? 2 : 4; }
 size_t element_size(Dst d) { return d == Dst::kF32 ? 4 : 2; }
@@ -102,6 +115,7 @@ posenc_status run_call(const Call &c) {
   job.dst = c.dst;
   job.out = c.out;
   job.out_stride = c.out_stride;
+  job.stream = c.dst == Dst::kF32 && uint64_t(c.n) * uint64_t(c.out_stride) * sizeof(float) >= stream_threshold();
   path->run(job);
   return POSENC_OK;
 }

@@ -26,6 +26,7 @@ struct Job {
   Dst dst;
   void *out;
   int64_t out_stride;         // elements
+  bool stream;                // the output is large enough to bypass the caches (float32 only)
 };
 
 struct LearnedJob {

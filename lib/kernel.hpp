@@ -209,6 +209,7 @@ struct Engine {
     static constexpr bool kOutBF16 = kDst == detail::Dst::kBF16;
     static constexpr bool kInBF16 = kSrc == detail::Src::kTableBF16;
     static constexpr bool kInterleaved = kZip;
+    static constexpr int kAhead = 1024;  // bytes of x prefetched ahead of the current vector
 
     const detail::Job &job;
     int64_t soff, coff;  // halves: where the sin and the cos run of a row start
@@ -234,18 +235,48 @@ struct Engine {
     F combine_x(const F &pe, const F &xv) const { return S::fmaf(scale, xv, pe); }
 
     // pe holds the W pairs from j (interleaved, or [sin lanes | cos lanes] for the halves); all are real.
-    void put(int64_t j, const F &pe) const { put_at(out, x, j, pe); }
-    void put_at(OutT *o, const InT *xr, int64_t j, const F &pe) const {
+    // kStream: non-temporal stores, for float32 outputs whose every full vector is aligned (stream_ok).
+    template <bool kStream = false>
+    void put(int64_t j, const F &pe) const {
+      constexpr bool kNt = kStream && kDst == detail::Dst::kF32;
       if constexpr (kZip) {
         F v = pe;
-        if constexpr (kHasX) v = combine_x(v, load2<InT, kInBF16>(xr + 2 * j));
-        store2<OutT, kOutBF16>(o + 2 * j, v);
+        if constexpr (kHasX) {
+          // x rows are read in chunk-sized pieces of rows far apart (gathered tokens): too short for the
+          // hardware prefetcher, so ask for the data kAhead bytes on.
+          __builtin_prefetch(reinterpret_cast<const char *>(x + 2 * j) + kAhead);
+          v = combine_x(v, load2<InT, kInBF16>(x + 2 * j));
+        }
+        if constexpr (kNt) S::stream_f(out + 2 * j, v);
+        else store2<OutT, kOutBF16>(out + 2 * j, v);
       } else {
         F v = pe;
-        if constexpr (kHasX)
-          v = combine_x(v, S::combine(load_h<InT, kInBF16>(xr + soff + j), load_h<InT, kInBF16>(xr + coff + j)));
-        store_h<OutT, kOutBF16>(o + soff + j, S::lo(v));
-        store_h<OutT, kOutBF16>(o + coff + j, S::hi(v));
+        if constexpr (kHasX) {
+          __builtin_prefetch(reinterpret_cast<const char *>(x + soff + j) + kAhead);
+          __builtin_prefetch(reinterpret_cast<const char *>(x + coff + j) + kAhead);
+          v = combine_x(v, S::combine(load_h<InT, kInBF16>(x + soff + j), load_h<InT, kInBF16>(x + coff + j)));
+        }
+        if constexpr (kNt) {
+          S::stream_h(out + soff + j, S::lo(v));
+          S::stream_h(out + coff + j, S::hi(v));
+        } else {
+          store_h<OutT, kOutBF16>(out + soff + j, S::lo(v));
+          store_h<OutT, kOutBF16>(out + coff + j, S::hi(v));
+        }
+      }
+    }
+
+    // Whether every full-vector store of this call lands on an address aligned to its own size, so that
+    // non-temporal stores can be used; only worth it when the output is far larger than the caches.
+    bool stream_ok() const {
+      if constexpr (kDst != detail::Dst::kF32 || !S::kCanStream) {
+        return false;
+      } else {
+        const size_t unit = sizeof(float) * (kZip ? 2 * W : W);
+        const auto addr = reinterpret_cast<uintptr_t>(job.out);
+        bool ok = job.stream && addr % unit == 0 && (size_t(job.out_stride) * sizeof(float)) % unit == 0;
+        if (!kZip) ok = ok && (size_t(job.h) * sizeof(float)) % unit == 0;
+        return ok;
       }
     }
 
@@ -321,7 +352,7 @@ struct Engine {
   // One row of a chunk: every full W-pair vector v of the state (src_s, src_c) turned by the table row
   // (ts, tc). kMode 0: no turn (the block's first row); 1: turn by far[a] and keep the result in
   // (keep_s, keep_c) for the next rows (the first row of a group of 8); 2: turn by near[b].
-  template <int kMode, class K>
+  template <int kMode, bool kStream, class K>
   static int64_t row_pass(const K &sink, const double *src_s, const double *src_c, const double *ts,
                           const double *tc, double *keep_s, double *keep_c, int64_t j0, int64_t nfull,
                           Redo *redo) {
@@ -338,14 +369,14 @@ struct Engine {
         redo[nr++] = Redo(v);
         continue;
       }
-      sink.put(j0 + v * W, val);
+      sink.template put<kStream>(j0 + v * W, val);
     }
     return nr;
   }
 
   // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row 8a + b is the direct value
   // at p0 turned by far[a] (8a steps), then by near[b] (b steps).
-  template <class K>
+  template <bool kStream, class K>
   static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
     constexpr bool kZip = K::kInterleaved;
     alignas(64) double as[kChunk], ac[kChunk], ms[kChunk], mc[kChunk];
@@ -364,9 +395,9 @@ struct Engine {
           const double *ns = f.near_sin + b * pad + j0, *nc = f.near_cos + b * pad + j0;
           sink.row(r0 + k);
           int64_t nr;
-          if (b > 0) nr = row_pass<2>(sink, mid_s, mid_c, ns, nc, nullptr, nullptr, j0, nfull, redo);
-          else if (a > 0) nr = row_pass<1>(sink, as, ac, fs, fc, ms, mc, j0, nfull, redo);
-          else nr = row_pass<0>(sink, as, ac, nullptr, nullptr, nullptr, nullptr, j0, nfull, redo);
+          if (b > 0) nr = row_pass<2, kStream>(sink, mid_s, mid_c, ns, nc, nullptr, nullptr, j0, nfull, redo);
+          else if (a > 0) nr = row_pass<1, kStream>(sink, as, ac, fs, fc, ms, mc, j0, nfull, redo);
+          else nr = row_pass<0, kStream>(sink, as, ac, nullptr, nullptr, nullptr, nullptr, j0, nfull, redo);
           if (b == 0 && a > 0) {  // the rest of the group state: the partial vector and the redo list
             for (int64_t v = nfull; v < nv; ++v) {
               D s = S::load(as + v * W), c = S::load(ac + v * W);
@@ -402,6 +433,7 @@ struct Engine {
   static void run_sink(const detail::Job &job) {
     K sink(job);
     const detail::Freq &f = *job.freq;
+    const bool stream = sink.stream_ok();
     int64_t r = 0;
     while (r < job.n) {
       int64_t len = 1, p0;
@@ -417,9 +449,11 @@ struct Engine {
         p0 = job.first + r;
         len = min64(kBlock, job.n - r);
       }
-      segment(sink, f, job.h, r, len, p0);
+      if (stream) segment<true>(sink, f, job.h, r, len, p0);
+      else segment<false>(sink, f, job.h, r, len, p0);
       r += len;
     }
+    if (stream) S::store_fence();  // order the non-temporal stores before whatever the caller does next
   }
 
   template <detail::Src kSrc, detail::Dst kDst>

@@ -24,6 +24,10 @@ struct Simd<xsimd::neon64> {
   using H = float32x2_t;
   static constexpr int W = 2;
 
+  static constexpr bool kCanStream = false;  // no non-temporal vector store worth using here
+  static void stream_f(float *p, const F &v) { store_f(p, v); }
+  static void stream_h(float *p, H v) { vst1_f32(p, v); }
+  static void store_fence() {}
   static D set(double x) { return D(x); }
   static D load(const double *p) { return D::load_aligned(p); }
   static void store(double *p, const D &v) { v.store_aligned(p); }

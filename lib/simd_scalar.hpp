@@ -25,6 +25,10 @@ struct Simd<scalar_arch> {
   using H = float;   // W floats
   static constexpr int W = 1;
 
+  static constexpr bool kCanStream = false;  // one float at a time: nothing to gain
+  static void stream_f(float *p, const F &v) { store_f(p, v); }
+  static void stream_h(float *p, H v) { *p = v; }
+  static void store_fence() {}
   static D set(double x) { return x; }
   static D load(const double *p) { return *p; }
   static void store(double *p, D v) { *p = v; }

@@ -47,6 +47,10 @@ template <>
 struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   using H = __m128;  // W = 4 floats
 
+  static constexpr bool kCanStream = true;
+  static void stream_f(float *p, const F &v) { _mm256_stream_ps(p, v); }
+  static void stream_h(float *p, H v) { _mm_stream_ps(p, v); }
+  static void store_fence() { _mm_sfence(); }
   static D fma(const D &a, const D &b, const D &c) { return D(_mm256_fmadd_pd(a, b, c)); }
   static D fms(const D &a, const D &b, const D &c) { return D(_mm256_fmsub_pd(a, b, c)); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(_mm256_fmadd_ps(a, x, y)); }
@@ -108,6 +112,10 @@ template <>
 struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   using H = __m256;  // W = 8 floats
 
+  static constexpr bool kCanStream = true;
+  static void stream_f(float *p, const F &v) { _mm512_stream_ps(p, v); }
+  static void stream_h(float *p, H v) { _mm256_stream_ps(p, v); }
+  static void store_fence() { _mm_sfence(); }
   static D fma(const D &a, const D &b, const D &c) { return D(_mm512_fmadd_pd(a, b, c)); }
   static D fms(const D &a, const D &b, const D &c) { return D(_mm512_fmsub_pd(a, b, c)); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(_mm512_fmadd_ps(a, x, y)); }
