@@ -128,18 +128,10 @@ struct Engine {
   static F settle_turned(const detail::Freq &f, int64_t p, int64_t j, const D &s, const D &c) {
     const D delta = S::set(kTurnedBound);
     const F lo = S::narrow2(s - delta, c - delta);
-    if (S::same_bits(lo, S::narrow2(s + delta, c + delta)) && !has_zero(lo)) return kZip ? S::zip(lo) : lo;
+    // Equal ends settle it (rounding is monotone). A value within delta of zero cannot pass: its ends
+    // have opposite signs, and delta is far above the float32 underflow threshold.
+    if (S::same_bits(lo, S::narrow2(s + delta, c + delta))) return kZip ? S::zip(lo) : lo;
     return settle<kZip>(f, p, j);
-  }
-
-  // A float32 zero says the value is below 2^-150 in magnitude, where a sign from an absolute error bound
-  // means nothing: those go to the direct method, which carries relative bounds.
-  static bool has_zero(const F &v) {
-    alignas(64) float a[2 * W];
-    S::store_f(a, v);
-    for (int l = 0; l < 2 * W; ++l)
-      if (a[l] == 0.0f) return true;
-    return false;
   }
 
   // The absolute error of the rotation path (docs/math.md): 3 sqrt2 e_d + 2 sqrt2 2^-52 with the direct
