@@ -65,7 +65,7 @@ cd "$tmp"
 
 echo "== (a) C99 through pkg-config"
 # Only what pkg-config says, without --static: the static archive must link with its Libs alone.
-quiet cc -std=c99 -pedantic-errors -Wall -Wextra -Werror -MD -MF c_example.d examples/c_pkgconfig/main.c \
+quiet "${CC:-cc}" -std=c99 -pedantic-errors -Wall -Wextra -Werror -MD -MF c_example.d examples/c_pkgconfig/main.c \
   $(pkg-config --cflags --libs posenc) -o c_example
 headers_from_prefix "the C example" "$(cat c_example.d)"
 ./c_example >c_example.out || { cat c_example.out; fail "the C example"; }
