@@ -199,6 +199,13 @@ inline void expect(bool shape_ok) {
   if (!shape_ok) throw error(POSENC_ERR_INVALID);
 }
 inline void expect_positions(const positions &pos, int64_t rows) { expect(!pos.is_list() || pos.size() == rows); }
+// The shapes of every embedding call with a spec: rows of d_model, one token and one position per row.
+template <class T>
+void expect_embed(const spec &s, const rows_view<const T> &table, array_view<const int32_t> tokens,
+                  const positions &pos, const rows_view<float> &out) {
+  expect(out.cols() == s.d_model() && table.cols() == s.d_model() && tokens.size() == out.rows());
+  expect_positions(pos, out.rows());
+}
 
 }  // namespace detail
 
@@ -245,24 +252,21 @@ inline void add_f32(const spec &s, rows_view<const float> x, float scale, positi
 /** posenc_embed_f32: out = fmaf(scale, table[token], PE); the vocabulary is table.rows(). */
 inline void embed_f32(const spec &s, rows_view<const float> table, array_view<const int32_t> tokens, float scale,
                       positions pos, rows_view<float> out) {
-  detail::expect(out.cols() == s.d_model() && table.cols() == s.d_model() && tokens.size() == out.rows());
-  detail::expect_positions(pos, out.rows());
+  detail::expect_embed(s, table, tokens, pos, out);
   check(posenc_embed_f32(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
                          pos.first(), out.rows(), out.data(), out.stride()));
 }
 /** posenc_embed_bf16: a bfloat16 embedding table. */
 inline void embed_bf16(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens, float scale,
                        positions pos, rows_view<float> out) {
-  detail::expect(out.cols() == s.d_model() && table.cols() == s.d_model() && tokens.size() == out.rows());
-  detail::expect_positions(pos, out.rows());
+  detail::expect_embed(s, table, tokens, pos, out);
   check(posenc_embed_bf16(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale,
                           pos.list(), pos.first(), out.rows(), out.data(), out.stride()));
 }
 /** posenc_embed_f16: a binary16 embedding table. */
 inline void embed_f16(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens, float scale,
                       positions pos, rows_view<float> out) {
-  detail::expect(out.cols() == s.d_model() && table.cols() == s.d_model() && tokens.size() == out.rows());
-  detail::expect_positions(pos, out.rows());
+  detail::expect_embed(s, table, tokens, pos, out);
   check(posenc_embed_f16(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
                          pos.first(), out.rows(), out.data(), out.stride()));
 }
