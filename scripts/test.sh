@@ -33,5 +33,8 @@ configure build-test-neon --cross-file cross/aarch64-linux-gnu.ini --buildtype=r
 ninja -C build-test-neon -j "$jobs"
 meson test -C build-test-neon --num-processes "$jobs" --print-errorlogs || status=1
 
+echo "== install into a temporary prefix and build the examples against it; meson subproject"
+bash scripts/test_install.sh && bash scripts/test_subproject.sh || status=1
+
 python3 tools/test_summary.py build-test/meson-logs/testlog.json build-test-neon/meson-logs/testlog.json || status=1
 exit $status

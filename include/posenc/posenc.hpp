@@ -1,0 +1,313 @@
+// posenc.hpp: the C++17 face of posenc.h, header-only. It adds no computation: a value type for the spec
+// with one named constructor per framework convention, pointer-and-length views for the buffers, one thin
+// call per C function, and an exception instead of a status code (the C ABI itself never throws).
+//
+// The views carry the shapes the C ABI cannot see, so the wrapper checks them before calling: a row
+// width that is not d_model, or a token / position list whose length is not the number of output rows,
+// throws posenc::error with POSENC_ERR_INVALID and writes nothing. Everything else is the C function's
+// own check, reported with its own status.
+#ifndef POSENC_POSENC_HPP
+#define POSENC_POSENC_HPP
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "posenc/posenc.h"
+
+namespace posenc {
+
+/** A call that returned a status other than POSENC_OK; the call wrote nothing. */
+class error : public std::runtime_error {
+ public:
+  explicit error(posenc_status status)
+      : std::runtime_error(std::string("posenc: ") + posenc_status_string(status)), status_(status) {}
+  /** The C status the call returned. */
+  posenc_status status() const noexcept { return status_; }
+
+ private:
+  posenc_status status_;
+};
+
+/** Throws posenc::error unless status is POSENC_OK. */
+inline void check(posenc_status status) {
+  if (status != POSENC_OK) throw error(status);
+}
+
+/** posenc_status_string: a static name for a status, never NULL. */
+inline const char *status_string(posenc_status status) noexcept { return posenc_status_string(status); }
+
+/** posenc_layout as a scoped enum, same values. */
+enum class layout : int {
+  interleaved = POSENC_INTERLEAVED,
+  sin_cos_halves = POSENC_SIN_COS_HALVES,
+  cos_sin_halves = POSENC_COS_SIN_HALVES,
+};
+
+/** The encoding (posenc_spec) as a value type: named constructors for the framework conventions of
+ *  docs/conventions.md, and with_* setters that return a modified copy. */
+class spec {
+ public:
+  /** Vaswani et al. (posenc_spec_default): interleaved, base 1e4, D = h, position_scale 1. */
+  explicit spec(int64_t d_model) noexcept : c_(posenc_spec_default(d_model)) {}
+  /** The C spec as it is. */
+  explicit spec(const posenc_spec &c) noexcept : c_(c) {}
+
+  /** Vaswani et al. section 3.5, the PyTorch tutorial, HF Marian; positions from 0. */
+  static spec vaswani(int64_t d_model) noexcept { return spec(d_model); }
+  /** fairseq SinusoidalPositionalEmbedding: halves, D = h - 1. Positions come from fairseq_positions(). */
+  static spec fairseq(int64_t d_model) noexcept {
+    return spec(d_model).with_layout(posenc::layout::sin_cos_halves).with_freq_denominator(double(d_model / 2 - 1));
+  }
+  /** tensor2tensor get_timing_signal_1d: halves, base max/min, D = max(h - 1, 1), positions times min. */
+  static spec tensor2tensor(int64_t d_model, double min_timescale = 1.0, double max_timescale = 1.0e4) noexcept {
+    const int64_t h = d_model / 2;
+    return spec(d_model)
+        .with_layout(posenc::layout::sin_cos_halves)
+        .with_base(max_timescale / min_timescale)
+        .with_freq_denominator(double(h - 1 > 1 ? h - 1 : 1))
+        .with_position_scale(min_timescale);
+  }
+  /** CTranslate2 and OpenNMT-tf: halves, D = h - 1; their positions start at 1 (first = 1). */
+  static spec ctranslate2(int64_t d_model) noexcept { return fairseq(d_model); }
+  /** ggml timestep_embedding: cos first, base max_period, D = h; the position is the timestep. */
+  static spec ggml_timestep(int64_t d_model, double max_period = 10000.0) noexcept {
+    return spec(d_model).with_layout(posenc::layout::cos_sin_halves).with_base(max_period);
+  }
+  /** diffusers get_timestep_embedding with its defaults: halves (cos first when flipped), base max_period,
+   *  D = h - downscale_freq_shift, position_scale = scale. */
+  static spec diffusers(int64_t d_model, bool flip_sin_to_cos = false, double downscale_freq_shift = 1.0,
+                        double scale = 1.0, double max_period = 10000.0) noexcept {
+    return spec(d_model)
+        .with_layout(flip_sin_to_cos ? posenc::layout::cos_sin_halves : posenc::layout::sin_cos_halves)
+        .with_base(max_period)
+        .with_freq_denominator(double(d_model / 2) - downscale_freq_shift)
+        .with_position_scale(scale);
+  }
+
+  int64_t d_model() const noexcept { return c_.d_model; }
+  posenc::layout layout() const noexcept { return posenc::layout(c_.layout); }
+  double base() const noexcept { return c_.base; }
+  double freq_denominator() const noexcept { return c_.freq_denominator; }
+  double position_scale() const noexcept { return c_.position_scale; }
+  /** The C struct, for the C calls. */
+  const posenc_spec &c_spec() const noexcept { return c_; }
+
+  spec with_d_model(int64_t v) const noexcept { spec t = *this; t.c_.d_model = v; return t; }
+  spec with_layout(posenc::layout v) const noexcept { spec t = *this; t.c_.layout = posenc_layout(v); return t; }
+  spec with_base(double v) const noexcept { spec t = *this; t.c_.base = v; return t; }
+  spec with_freq_denominator(double v) const noexcept { spec t = *this; t.c_.freq_denominator = v; return t; }
+  spec with_position_scale(double v) const noexcept { spec t = *this; t.c_.position_scale = v; return t; }
+
+  /** Throws POSENC_ERR_INVALID for a spec every call would refuse (a call with no rows checks only the spec). */
+  void validate() const { check(posenc_table_f32(&c_, 0, 0, nullptr, c_.d_model)); }
+
+  /** Equal fields, hence the same encoding. */
+  friend bool operator==(const spec &a, const spec &b) noexcept {
+    return a.c_.d_model == b.c_.d_model && a.c_.layout == b.c_.layout && a.c_.base == b.c_.base &&
+           a.c_.freq_denominator == b.c_.freq_denominator && a.c_.position_scale == b.c_.position_scale;
+  }
+  friend bool operator!=(const spec &a, const spec &b) noexcept { return !(a == b); }
+
+ private:
+  posenc_spec c_;
+};
+
+/** size contiguous elements (token ids, positions): a pointer and a length, like C++20's std::span. */
+template <class T>
+class array_view {
+ public:
+  array_view() noexcept = default;
+  array_view(T *data, int64_t size) noexcept : data_(data), size_(size) {}
+  /** Any container with data() and size() (std::vector, std::array); not a temporary. */
+  template <class C, class = std::enable_if_t<std::is_convertible<decltype(std::declval<C &>().data()), T *>::value>>
+  array_view(C &c) noexcept : data_(c.data()), size_(static_cast<int64_t>(c.size())) {}
+  /** A view of T is also a view of const T. */
+  template <class U, class = std::enable_if_t<std::is_same<const U, T>::value>>
+  array_view(array_view<U> v) noexcept : data_(v.data()), size_(v.size()) {}
+
+  T *data() const noexcept { return data_; }
+  int64_t size() const noexcept { return size_; }
+  T &operator[](int64_t i) const noexcept { return data_[i]; }
+  T *begin() const noexcept { return data_; }
+  T *end() const noexcept { return data_ + size_; }
+  /** Elements [offset, offset + count). */
+  array_view subview(int64_t offset, int64_t count) const noexcept { return array_view(data_ + offset, count); }
+
+ private:
+  T *data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+/** rows x cols elements, row r starting at data + r * stride (in elements, >= cols): a table, a table with
+ *  padded rows, or a range of rows of a larger one. */
+template <class T>
+class rows_view {
+ public:
+  rows_view() noexcept = default;
+  rows_view(T *data, int64_t rows, int64_t cols) noexcept : rows_view(data, rows, cols, cols) {}
+  rows_view(T *data, int64_t rows, int64_t cols, int64_t stride) noexcept
+      : data_(data), rows_(rows), cols_(cols), stride_(stride) {}
+  /** A view of T is also a view of const T. */
+  template <class U, class = std::enable_if_t<std::is_same<const U, T>::value>>
+  rows_view(rows_view<U> v) noexcept : rows_view(v.data(), v.rows(), v.cols(), v.stride()) {}
+
+  T *data() const noexcept { return data_; }
+  int64_t rows() const noexcept { return rows_; }
+  int64_t cols() const noexcept { return cols_; }
+  int64_t stride() const noexcept { return stride_; }
+  T *row(int64_t r) const noexcept { return data_ + r * stride_; }
+  T &operator()(int64_t r, int64_t c) const noexcept { return data_[r * stride_ + c]; }
+  /** Rows [first, first + count): what one worker of a row-split call writes. */
+  rows_view subrows(int64_t first, int64_t count) const noexcept {
+    return rows_view(data_ + first * stride_, count, cols_, stride_);
+  }
+
+ private:
+  T *data_ = nullptr;
+  int64_t rows_ = 0, cols_ = 0, stride_ = 0;
+};
+
+/** Where the position of output row r comes from: first + r, or an explicit list (POSENC_PAD: a zero row). */
+class positions {
+ public:
+  /** A run: first, first + 1, ... */
+  positions(int64_t first) noexcept : first_(first) {}
+  /** One position per row. */
+  positions(array_view<const int64_t> list) noexcept : list_(list), is_list_(true) {}
+  template <class C, class = std::enable_if_t<
+                         std::is_convertible<decltype(std::declval<C &>().data()), const int64_t *>::value>>
+  positions(C &c) noexcept : positions(array_view<const int64_t>(c)) {}
+
+  bool is_list() const noexcept { return is_list_; }
+  /** The explicit positions, or NULL for a run (as the C calls take them). */
+  const int64_t *list() const noexcept { return is_list_ ? list_.data() : nullptr; }
+  int64_t size() const noexcept { return list_.size(); }
+  int64_t first() const noexcept { return first_; }
+
+ private:
+  array_view<const int64_t> list_;
+  int64_t first_ = 0;
+  bool is_list_ = false;
+};
+
+namespace detail {
+
+inline void expect(bool shape_ok) {
+  if (!shape_ok) throw error(POSENC_ERR_INVALID);
+}
+inline void expect_positions(const positions &pos, int64_t rows) { expect(!pos.is_list() || pos.size() == rows); }
+// The shapes of every embedding call with a spec: rows of d_model, one token and one position per row.
+template <class T>
+void expect_embed(const spec &s, const rows_view<const T> &table, array_view<const int32_t> tokens,
+                  const positions &pos, const rows_view<float> &out) {
+  expect(out.cols() == s.d_model() && table.cols() == s.d_model() && tokens.size() == out.rows());
+  expect_positions(pos, out.rows());
+}
+
+}  // namespace detail
+
+/** posenc_table_f32: out.rows() rows for positions first, first + 1, ... */
+inline void table_f32(const spec &s, int64_t first, rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model());
+  check(posenc_table_f32(&s.c_spec(), first, out.rows(), out.data(), out.stride()));
+}
+/** posenc_table_bf16: bfloat16 bit patterns. */
+inline void table_bf16(const spec &s, int64_t first, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model());
+  check(posenc_table_bf16(&s.c_spec(), first, out.rows(), out.data(), out.stride()));
+}
+/** posenc_table_f16: IEEE binary16 bit patterns. */
+inline void table_f16(const spec &s, int64_t first, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model());
+  check(posenc_table_f16(&s.c_spec(), first, out.rows(), out.data(), out.stride()));
+}
+
+/** posenc_rows_f32: one row per explicit position. */
+inline void rows_f32(const spec &s, array_view<const int64_t> list, rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
+  check(posenc_rows_f32(&s.c_spec(), list.data(), out.rows(), out.data(), out.stride()));
+}
+/** posenc_rows_bf16. */
+inline void rows_bf16(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
+  check(posenc_rows_bf16(&s.c_spec(), list.data(), out.rows(), out.data(), out.stride()));
+}
+/** posenc_rows_f16. */
+inline void rows_f16(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
+  check(posenc_rows_f16(&s.c_spec(), list.data(), out.rows(), out.data(), out.stride()));
+}
+
+/** posenc_add_f32: out = fmaf(scale, x, PE); out may be x itself. */
+inline void add_f32(const spec &s, rows_view<const float> x, float scale, positions pos, rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model() && x.cols() == s.d_model() && x.rows() == out.rows());
+  detail::expect_positions(pos, out.rows());
+  check(posenc_add_f32(&s.c_spec(), x.data(), x.stride(), scale, pos.list(), pos.first(), out.rows(), out.data(),
+                       out.stride()));
+}
+
+/** posenc_embed_f32: out = fmaf(scale, table[token], PE); the vocabulary is table.rows(). */
+inline void embed_f32(const spec &s, rows_view<const float> table, array_view<const int32_t> tokens, float scale,
+                      positions pos, rows_view<float> out) {
+  detail::expect_embed(s, table, tokens, pos, out);
+  check(posenc_embed_f32(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
+                         pos.first(), out.rows(), out.data(), out.stride()));
+}
+/** posenc_embed_bf16: a bfloat16 embedding table. */
+inline void embed_bf16(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens, float scale,
+                       positions pos, rows_view<float> out) {
+  detail::expect_embed(s, table, tokens, pos, out);
+  check(posenc_embed_bf16(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale,
+                          pos.list(), pos.first(), out.rows(), out.data(), out.stride()));
+}
+/** posenc_embed_f16: a binary16 embedding table. */
+inline void embed_f16(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens, float scale,
+                      positions pos, rows_view<float> out) {
+  detail::expect_embed(s, table, tokens, pos, out);
+  check(posenc_embed_f16(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
+                         pos.first(), out.rows(), out.data(), out.stride()));
+}
+
+/** posenc_embed_learned_f32: out = fmaf(scale, table[token], pos_table[position]); d_model is out.cols(). */
+inline void embed_learned_f32(rows_view<const float> table, array_view<const int32_t> tokens, float scale,
+                              rows_view<const float> pos_table, positions pos, rows_view<float> out) {
+  detail::expect(table.cols() == out.cols() && pos_table.cols() == out.cols() && tokens.size() == out.rows());
+  detail::expect_positions(pos, out.rows());
+  check(posenc_embed_learned_f32(out.cols(), table.data(), table.rows(), table.stride(), tokens.data(), scale,
+                                 pos_table.data(), pos_table.rows(), pos_table.stride(), pos.list(), pos.first(),
+                                 out.rows(), out.data(), out.stride()));
+}
+
+/** fairseq's make_positions for one sequence: real tokens count up from padding_idx + 1, padding tokens get
+ *  POSENC_PAD (fairseq zeroes the padding row of its table). Use with spec::fairseq and rows_f32 / embed_f32. */
+inline void fairseq_positions(array_view<const int32_t> tokens, int32_t padding_idx, array_view<int64_t> out) {
+  detail::expect(out.size() == tokens.size());
+  int64_t next = int64_t(padding_idx) + 1;
+  for (int64_t r = 0; r < tokens.size(); ++r) out[r] = tokens[r] == padding_idx ? POSENC_PAD : next++;
+}
+
+/** posenc_isa as a scoped enum, same values. */
+enum class isa : int {
+  scalar = POSENC_ISA_SCALAR,
+  avx2 = POSENC_ISA_AVX2,
+  avx512 = POSENC_ISA_AVX512,
+  neon = POSENC_ISA_NEON,
+};
+
+/** posenc_active_isa. */
+inline isa active_isa() noexcept { return isa(posenc_active_isa()); }
+/** posenc_isa_name: "scalar", "avx2", "avx512", "neon". */
+inline const char *isa_name(isa i) noexcept { return posenc_isa_name(posenc_isa(i)); }
+/** posenc_isa_available. */
+inline bool isa_available(isa i) noexcept { return posenc_isa_available(posenc_isa(i)) != 0; }
+/** posenc_force_isa: throws POSENC_ERR_UNSUPPORTED (and changes nothing) for a path this machine lacks. */
+inline void force_isa(isa i) { check(posenc_force_isa(posenc_isa(i))); }
+/** posenc_version: "MAJOR.MINOR.PATCH". */
+inline const char *version() noexcept { return posenc_version(); }
+
+}  // namespace posenc
+
+#endif  // POSENC_POSENC_HPP

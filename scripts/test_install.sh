@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The consumers' view of a clean install: builds posenc (library only), installs it into a temporary
+# prefix, then builds and runs the three examples against that prefix alone. The example sources are
+# copied out of the tree first, and every posenc header the compilers read must come from the prefix.
+# Also checks the installed file list, that --destdir stages the same files, that the installed text
+# files name neither the source nor the build tree, and that every version is meson.build's.
+# Ends with "test_install: ok"; stops at the first failure with "test_install: FAILED: ...".
+#   scripts/test_install.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+posenc_install_deps cmake
+
+src=$PWD
+jobs=${POSENC_JOBS:-2}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/posenc-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+fail() {
+  echo "test_install: FAILED: $*" >&2
+  exit 1
+}
+quiet() {  # runs a command, showing its output only when it fails
+  "$@" >"$tmp/step.log" 2>&1 || { cat "$tmp/step.log" >&2; fail "$*"; }
+}
+# Every posenc header in a dependency list must be the installed one.
+headers_from_prefix() {  # what, dependency listing
+  local found
+  found=$(grep -o '[^ :]*posenc/posenc\.hp*' <<<"$2" | sort -u)
+  [ -n "$found" ] || fail "$1: no posenc header among its dependencies"
+  grep -v "^$prefix/include/" <<<"$found" && fail "$1 read posenc headers from outside the prefix"
+  return 0
+}
+
+echo "== build posenc and install it into $prefix"
+quiet meson setup "$tmp/build" --prefix="$prefix" --buildtype=release -Dtests=disabled -Dbenchmarks=disabled
+quiet ninja -C "$tmp/build" -j "$jobs"
+quiet meson install -C "$tmp/build"
+quiet meson install -C "$tmp/build" --destdir "$tmp/stage"
+version=$(meson introspect --projectinfo "$tmp/build" | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
+
+pc=$(find "$prefix" -name posenc.pc)
+[ -n "$pc" ] || fail "posenc.pc not installed"
+libdir=${pc%/pkgconfig/posenc.pc}
+libdir=${libdir#"$prefix/"}
+expected=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp "$libdir/libposenc.a" \
+  "$libdir/pkgconfig/posenc.pc" "$libdir/cmake/posenc/posenc-config.cmake" \
+  "$libdir/cmake/posenc/posenc-config-version.cmake" | sort)
+installed=$(cd "$prefix" && find . -type f | sed 's|^\./||' | sort)
+[ "$installed" = "$expected" ] || fail "installed files: got"$'\n'"$installed"$'\n'"expected"$'\n'"$expected"
+staged=$(cd "$tmp/stage$prefix" && find . -type f | sed 's|^\./||' | sort)
+[ "$staged" = "$installed" ] || fail "meson install --destdir staged other files:"$'\n'"$staged"
+grep -rl -e "$src" -e "$tmp/build" "$prefix/include" "$prefix/$libdir/pkgconfig" "$prefix/$libdir/cmake" &&
+  fail "installed files name the source or build tree"
+
+export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
+[ "$(pkg-config --modversion posenc)" = "$version" ] || fail "posenc.pc version is not $version"
+requires=$(pkg-config --print-requires posenc; pkg-config --print-requires-private posenc)
+[ -z "$requires" ] || fail "posenc.pc requires other packages: $requires"
+echo "installed posenc $version: $(pkg-config --libs posenc)"
+
+cp -r examples "$tmp/examples"
+cd "$tmp"
+
+echo "== (a) C99 through pkg-config"
+# Only what pkg-config says, without --static: the static archive must link with its Libs alone.
+quiet "${CC:-cc}" -std=c99 -pedantic-errors -Wall -Wextra -Werror -MD -MF c_example.d examples/c_pkgconfig/main.c \
+  $(pkg-config --cflags --libs posenc) -o c_example
+headers_from_prefix "the C example" "$(cat c_example.d)"
+./c_example >c_example.out || { cat c_example.out; fail "the C example"; }
+cat c_example.out
+grep -q "^posenc $version," c_example.out || fail "the C example did not report version $version"
+
+cmake_example() {  # folder, program
+  echo "== ($1) through find_package(posenc CONFIG)"
+  quiet cmake -S "examples/$1" -B "build-$1" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DCMAKE_CXX_FLAGS="-Wall -Wextra"
+  grep -qx "posenc_DIR:PATH=$prefix/$libdir/cmake/posenc" "build-$1/CMakeCache.txt" ||
+    fail "$1: CMake found posenc outside $prefix"
+  quiet cmake --build "build-$1" -j "$jobs"
+  headers_from_prefix "$1" "$(ninja -C "build-$1" -t deps)"
+  "build-$1/$2" >"$2.out" || { cat "$2.out"; fail "$1"; }
+  cat "$2.out"
+}
+cmake_example cpp_cmake cpp_example
+grep -q "^posenc $version (CMake package $version)" cpp_example.out || fail "the CMake package is not version $version"
+cmake_example inference_runtime embed_sentence
+
+echo "test_install: ok"
