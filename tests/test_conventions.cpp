@@ -220,3 +220,29 @@ TEST_CASE("diffusers get_timestep_embedding", "[conventions]") {
     expect_rows(s, pos, want);
   }
 }
+
+TEST_CASE("Hugging Face MarianSinusoidalPositionalEmbedding (even dims)", "[conventions]") {
+  // position_enc[pos][j] = pos / 10000^(2 (j // 2) / dim); out[:, :dim/2] = sin(position_enc[:, 0::2]);
+  // out[:, dim/2:] = cos(position_enc[:, 1::2]): sin and cos halves with w_i = 10000^(-2i/dim), D = h.
+  // (CONTRACT.md files Marian under the interleaved layout; its code writes halves. Odd dims give the
+  // sin half one more column than the cos half, a layout posenc does not produce.)
+  for (int64_t dim : {8, 512}) {
+    const int64_t h = dim / 2;
+    std::vector<int64_t> pos;
+    std::vector<float> want;
+    for (int64_t p = 0; p < 30; ++p) {
+      pos.push_back(p * 11);
+      std::vector<float> row(dim);
+      for (int64_t i = 0; i < h; ++i) {
+        // 10000^(2i/dim) = exp(2i * log(10000) / dim): the same real number as exp(i * -log(10000) / h)
+        const ref::Pair v = framework_pair(10000.0, double(dim), double(2 * i), double(p * 11), 1.0);
+        row[i] = v.s;
+        row[h + i] = v.c;
+      }
+      want.insert(want.end(), row.begin(), row.end());
+    }
+    posenc_spec s = posenc_spec_default(dim);
+    s.layout = POSENC_SIN_COS_HALVES;
+    expect_rows(s, pos, want);
+  }
+}

@@ -47,8 +47,9 @@ const char *posenc_status_string(posenc_status s);
 
 /** Where sin and cos of pair i go in a row. */
 typedef enum posenc_layout {
-  POSENC_INTERLEAVED = 0,    /**< s0 c0 s1 c1 ...: Vaswani et al., the PyTorch tutorial, HF Marian */
-  POSENC_SIN_COS_HALVES = 1, /**< s0 .. s(h-1) c0 .. c(h-1): tensor2tensor, fairseq, CTranslate2 */
+  POSENC_INTERLEAVED = 0,    /**< s0 c0 s1 c1 ...: Vaswani et al., the PyTorch tutorial */
+  POSENC_SIN_COS_HALVES = 1, /**< s0 .. s(h-1) c0 .. c(h-1): tensor2tensor, fairseq, CTranslate2, HF Marian
+                                  (CONTRACT.md lists Marian as interleaved; its code writes halves) */
   POSENC_COS_SIN_HALVES = 2  /**< c0 .. c(h-1) s0 .. s(h-1): ggml timestep_embedding, diffusers flipped */
 } posenc_layout;
 
