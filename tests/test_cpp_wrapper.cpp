@@ -55,6 +55,7 @@ TEST_CASE("named conventions are the specs of the contract table", "[cpp]") {
     const int64_t h = d / 2;
     INFO("d_model " << d);
     same_spec(posenc::spec::vaswani(d), C{d, POSENC_INTERLEAVED, 1e4, 0.0, 1.0});
+    same_spec(posenc::spec::marian(d), C{d, POSENC_SIN_COS_HALVES, 1e4, 0.0, 1.0});
     same_spec(posenc::spec(d), posenc_spec_default(d));
     same_spec(posenc::spec::fairseq(d), C{d, POSENC_SIN_COS_HALVES, 1e4, double(h - 1), 1.0});
     same_spec(posenc::spec::ctranslate2(d), C{d, POSENC_SIN_COS_HALVES, 1e4, double(h - 1), 1.0});

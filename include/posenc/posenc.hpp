@@ -55,8 +55,11 @@ class spec {
   /** The C spec as it is. */
   explicit spec(const posenc_spec &c) noexcept : c_(c) {}
 
-  /** Vaswani et al. section 3.5, the PyTorch tutorial, HF Marian; positions from 0. */
+  /** Vaswani et al. section 3.5, the PyTorch tutorial; positions from 0. */
   static spec vaswani(int64_t d_model) noexcept { return spec(d_model); }
+  /** Hugging Face MarianSinusoidalPositionalEmbedding (even d_model): Vaswani's frequencies, written as
+   *  sin/cos halves. */
+  static spec marian(int64_t d_model) noexcept { return spec(d_model).with_layout(posenc::layout::sin_cos_halves); }
   /** fairseq SinusoidalPositionalEmbedding: halves, D = h - 1. Positions come from fairseq_positions(). */
   static spec fairseq(int64_t d_model) noexcept {
     return spec(d_model).with_layout(posenc::layout::sin_cos_halves).with_freq_denominator(double(d_model / 2 - 1));
