@@ -192,6 +192,9 @@ struct Engine {
 
   // Writes rows of one call: PE alone, or fmaf(scale, x, PE) with x from activations or a gathered table.
   // kZip: the interleaved layout (values arrive interleaved); otherwise the halves, at soff and coff.
+  // Rows are written chunk by chunk (kChunk pairs): chunk() points the puts at the chunk's place in the
+  // row, or, for float32 outputs far larger than the caches, at an L1 stage that flush() then copies out
+  // with non-temporal stores (whatever the destination's alignment).
   template <detail::Src kSrc, detail::Dst kDst, bool kZip>
   struct Sink {
     using OutT = typename std::conditional<kDst == detail::Dst::kF32, float, uint16_t>::type;
@@ -203,104 +206,130 @@ struct Engine {
     static constexpr bool kInterleaved = kZip;
     static constexpr int kAhead = 1024;  // bytes of x prefetched ahead of the current vector
 
+    alignas(64) float stage[2 * kChunk];  // interleaved values, or the sin run then (at kChunk) the cos run
     const detail::Job &job;
     int64_t soff, coff;  // halves: where the sin and the cos run of a row start
     F scale;
-    OutT *out = nullptr;  // the current row
-    const InT *x = nullptr;
+    bool staged;  // far larger than the caches: non-temporal stores, through the stage unless aligned
+    bool direct;  // ... and every full vector store is aligned: non-temporal stores straight to the row
+    OutT *row_out = nullptr;  // the current row
+    const InT *row_x = nullptr;
+    OutT *os = nullptr, *oc = nullptr;  // the current chunk: where its sin (or all) and cos values go
+    const InT *xs = nullptr, *xc = nullptr;
 
     explicit Sink(const detail::Job &j)
         : job(j),
           soff(j.layout == POSENC_COS_SIN_HALVES ? j.h : 0),
           coff(j.layout == POSENC_COS_SIN_HALVES ? 0 : j.h),
-          scale(S::splat(j.scale)) {}
+          scale(S::splat(j.scale)),
+          staged(kDst == detail::Dst::kF32 && S::kCanStream && j.stream),
+          direct(staged && aligned_rows()) {}
+
+    // Every full vector store of the call lands on a multiple of its own size (runtimes usually allocate
+    // 64-byte aligned rows): then the stage copy can be skipped.
+    bool aligned_rows() const {
+      const size_t unit = sizeof(float) * (kZip ? 2 * W : W);
+      const auto addr = reinterpret_cast<uintptr_t>(job.out);
+      bool ok = addr % unit == 0 && (size_t(job.out_stride) * sizeof(float)) % unit == 0;
+      if (!kZip) ok = ok && (size_t(job.h) * sizeof(float)) % unit == 0 && (kChunk * sizeof(float)) % unit == 0;
+      return ok;
+    }
 
     void row(int64_t r) {
-      out = static_cast<OutT *>(job.out) + r * job.out_stride;
+      row_out = static_cast<OutT *>(job.out) + r * job.out_stride;
       if constexpr (kSrc == detail::Src::kActivations) {
-        x = static_cast<const InT *>(job.x) + r * job.x_stride;
+        row_x = static_cast<const InT *>(job.x) + r * job.x_stride;
       } else if constexpr (kHasX) {
-        x = static_cast<const InT *>(job.x) + int64_t(job.tokens[r]) * job.x_stride;
+        row_x = static_cast<const InT *>(job.x) + int64_t(job.tokens[r]) * job.x_stride;
+      }
+    }
+
+    // The chunk of pairs from j0 of the current row; puts take pair indices relative to j0.
+    void chunk(int64_t j0) {
+      if constexpr (kHasX) {
+        xs = kZip ? row_x + 2 * j0 : row_x + soff + j0;
+        xc = row_x + coff + j0;
+      }
+      if constexpr (kDst == detail::Dst::kF32) {
+        if (staged && !direct) {
+          os = stage;
+          oc = stage + kChunk;
+          return;
+        }
+      }
+      os = kZip ? row_out + 2 * j0 : row_out + soff + j0;
+      oc = row_out + coff + j0;
+    }
+
+    // The chunk's n pairs from j0 are complete: copy them out of the stage.
+    void flush(int64_t j0, int64_t n) {
+      if constexpr (kDst == detail::Dst::kF32) {
+        if (!staged || direct) return;
+        if (kZip) {
+          S::stream_copy(row_out + 2 * j0, stage, 2 * n);
+        } else {
+          S::stream_copy(row_out + soff + j0, stage, n);
+          S::stream_copy(row_out + coff + j0, stage + kChunk, n);
+        }
       }
     }
 
     F combine_x(const F &pe, const F &xv) const { return S::fmaf(scale, xv, pe); }
 
-    // pe holds the W pairs from j (interleaved, or [sin lanes | cos lanes] for the halves); all are real.
-    // kStream: non-temporal stores, for float32 outputs whose every full vector is aligned (stream_ok).
-    template <bool kStream = false>
-    void put(int64_t j, const F &pe) const {
-      constexpr bool kNt = kStream && kDst == detail::Dst::kF32;
+    // pe holds the W pairs from j0 + jj (interleaved, or [sin lanes | cos lanes] for the halves).
+    // kNt: non-temporal stores straight to the row (only when direct).
+    template <bool kNt = false>
+    void put(int64_t jj, const F &pe) const {
+      F v = pe;
       if constexpr (kZip) {
-        F v = pe;
         if constexpr (kHasX) {
           // x rows are read in chunk-sized pieces of rows far apart (gathered tokens): too short for the
           // hardware prefetcher, so ask for the data kAhead bytes on.
-          __builtin_prefetch(reinterpret_cast<const char *>(x + 2 * j) + kAhead);
-          v = combine_x(v, load2<InT, kInBF16>(x + 2 * j));
+          __builtin_prefetch(reinterpret_cast<const char *>(xs + 2 * jj) + kAhead);
+          v = combine_x(v, load2<InT, kInBF16>(xs + 2 * jj));
         }
-        if constexpr (kNt) S::stream_f(out + 2 * j, v);
-        else store2<OutT, kOutBF16>(out + 2 * j, v);
+        if constexpr (kNt && kDst == detail::Dst::kF32) S::stream_f(os + 2 * jj, v);
+        else store2<OutT, kOutBF16>(os + 2 * jj, v);
       } else {
-        F v = pe;
         if constexpr (kHasX) {
-          __builtin_prefetch(reinterpret_cast<const char *>(x + soff + j) + kAhead);
-          __builtin_prefetch(reinterpret_cast<const char *>(x + coff + j) + kAhead);
-          v = combine_x(v, S::combine(load_h<InT, kInBF16>(x + soff + j), load_h<InT, kInBF16>(x + coff + j)));
+          __builtin_prefetch(reinterpret_cast<const char *>(xs + jj) + kAhead);
+          __builtin_prefetch(reinterpret_cast<const char *>(xc + jj) + kAhead);
+          v = combine_x(v, S::combine(load_h<InT, kInBF16>(xs + jj), load_h<InT, kInBF16>(xc + jj)));
         }
-        if constexpr (kNt) {
-          S::stream_h(out + soff + j, S::lo(v));
-          S::stream_h(out + coff + j, S::hi(v));
+        if constexpr (kNt && kDst == detail::Dst::kF32) {
+          S::stream_h(os + jj, S::lo(v));
+          S::stream_h(oc + jj, S::hi(v));
         } else {
-          store_h<OutT, kOutBF16>(out + soff + j, S::lo(v));
-          store_h<OutT, kOutBF16>(out + coff + j, S::hi(v));
+          store_h<OutT, kOutBF16>(os + jj, S::lo(v));
+          store_h<OutT, kOutBF16>(oc + jj, S::hi(v));
         }
       }
     }
 
-    // Whether every full-vector store of this call lands on an address aligned to its own size, so that
-    // non-temporal stores can be used; only worth it when the output is far larger than the caches.
-    bool stream_ok() const {
-      if constexpr (kDst != detail::Dst::kF32 || !S::kCanStream) {
-        return false;
-      } else {
-        const size_t unit = sizeof(float) * (kZip ? 2 * W : W);
-        const auto addr = reinterpret_cast<uintptr_t>(job.out);
-        bool ok = job.stream && addr % unit == 0 && (size_t(job.out_stride) * sizeof(float)) % unit == 0;
-        if (!kZip) ok = ok && (size_t(job.h) * sizeof(float)) % unit == 0;
-        return ok;
-      }
-    }
-
-    // The same for the last vector of a row when only its first m < W pairs are real: through buffers,
+    // The same for the last vector of a chunk when only its first m < W pairs are real: through buffers,
     // so that nothing outside the row is read or written.
-    void put_partial(int64_t j, const F &pe, int64_t m) {
+    void put_partial(int64_t jj, const F &pe, int64_t m) const {
       F v = pe;
       alignas(64) OutT o[2 * W];
       if constexpr (kZip) {
         if constexpr (kHasX) {
           alignas(64) InT t[2 * W] = {};
-          std::memcpy(t, x + 2 * j, sizeof(InT) * size_t(2 * m));
+          std::memcpy(t, xs + 2 * jj, sizeof(InT) * size_t(2 * m));
           v = combine_x(v, load2<InT, kInBF16>(t));
         }
         store2<OutT, kOutBF16>(o, v);
-        std::memcpy(out + 2 * j, o, sizeof(OutT) * size_t(2 * m));
+        std::memcpy(os + 2 * jj, o, sizeof(OutT) * size_t(2 * m));
       } else {
         if constexpr (kHasX) {
           alignas(64) InT t[2 * W] = {};
-          std::memcpy(t, x + soff + j, sizeof(InT) * size_t(m));
-          std::memcpy(t + W, x + coff + j, sizeof(InT) * size_t(m));
+          std::memcpy(t, xs + jj, sizeof(InT) * size_t(m));
+          std::memcpy(t + W, xc + jj, sizeof(InT) * size_t(m));
           v = combine_x(v, load2<InT, kInBF16>(t));
         }
         store2<OutT, kOutBF16>(o, v);
-        std::memcpy(out + soff + j, o, sizeof(OutT) * size_t(m));
-        std::memcpy(out + coff + j, o + W, sizeof(OutT) * size_t(m));
+        std::memcpy(os + jj, o, sizeof(OutT) * size_t(m));
+        std::memcpy(oc + jj, o + W, sizeof(OutT) * size_t(m));
       }
-    }
-
-    void put_any(int64_t j, const F &pe, int64_t m) {
-      if (m == W) put(j, pe);
-      else put_partial(j, pe, m);
     }
 
     // The 0.0 column of an odd d_model (with x added when there is an x).
@@ -308,14 +337,14 @@ struct Engine {
       if ((job.d & 1) == 0) return;
       const int64_t e = job.d - 1;
       if constexpr (!kHasX) {
-        out[e] = OutT(0);
+        row_out[e] = OutT(0);
       } else {
         alignas(64) InT t[2 * W] = {};
-        t[0] = x[e];
+        t[0] = row_x[e];
         const F v = combine_x(S::splat(0.0f), load2<InT, kInBF16>(t));
         alignas(64) OutT o[2 * W];
         store2<OutT, kOutBF16>(o, v);
-        out[e] = o[0];
+        row_out[e] = o[0];
       }
     }
 
@@ -323,7 +352,15 @@ struct Engine {
     void pad(int64_t r) {
       row(r);
       const F zero = S::splat(0.0f);
-      for (int64_t j = 0; j < job.h; j += W) put_any(j, zero, min64(W, job.h - j));
+      for (int64_t j0 = 0; j0 < job.h; j0 += kChunk) {
+        const int64_t jn = min64(kChunk, job.h - j0);
+        chunk(j0);
+        for (int64_t jj = 0; jj < jn; jj += W) {
+          if (jn - jj >= W) put(jj, zero);
+          else put_partial(jj, zero, jn - jj);
+        }
+        flush(j0, jn);
+      }
       finish();
     }
   };
@@ -344,10 +381,9 @@ struct Engine {
   // One row of a chunk: every full W-pair vector v of the state (src_s, src_c) turned by the table row
   // (ts, tc). kMode 0: no turn (the block's first row); 1: turn by far[a] and keep the result in
   // (keep_s, keep_c) for the next rows (the first row of a group of 8); 2: turn by near[b].
-  template <int kMode, bool kStream, class K>
+  template <int kMode, bool kNt, class K>
   static int64_t row_pass(const K &sink, const double *src_s, const double *src_c, const double *ts,
-                          const double *tc, double *keep_s, double *keep_c, int64_t j0, int64_t nfull,
-                          Redo *redo) {
+                          const double *tc, double *keep_s, double *keep_c, int64_t nfull, Redo *redo) {
     int64_t nr = 0;
     for (int64_t v = 0; v < nfull; ++v) {
       D s = S::load(src_s + v * W), c = S::load(src_c + v * W);
@@ -361,14 +397,21 @@ struct Engine {
         redo[nr++] = Redo(v);
         continue;
       }
-      sink.template put<kStream>(j0 + v * W, val);
+      sink.template put<kNt>(v * W, val);
     }
     return nr;
   }
 
+  template <int kMode, class K>
+  static int64_t row_pass_any(const K &sink, const double *src_s, const double *src_c, const double *ts,
+                              const double *tc, double *keep_s, double *keep_c, int64_t nfull, Redo *redo) {
+    if (sink.direct) return row_pass<kMode, true>(sink, src_s, src_c, ts, tc, keep_s, keep_c, nfull, redo);
+    return row_pass<kMode, false>(sink, src_s, src_c, ts, tc, keep_s, keep_c, nfull, redo);
+  }
+
   // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row 8a + b is the direct value
   // at p0 turned by far[a] (8a steps), then by near[b] (b steps).
-  template <bool kStream, class K>
+  template <class K>
   static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
     constexpr bool kZip = K::kInterleaved;
     alignas(64) double as[kChunk], ac[kChunk], ms[kChunk], mc[kChunk];
@@ -386,11 +429,12 @@ struct Engine {
           const int64_t k = 8 * a + b, p = p0 + k;
           const double *ns = f.near_sin + b * pad + j0, *nc = f.near_cos + b * pad + j0;
           sink.row(r0 + k);
+          sink.chunk(j0);
           int64_t nr;
-          if (b > 0) nr = row_pass<2, kStream>(sink, mid_s, mid_c, ns, nc, nullptr, nullptr, j0, nfull, redo);
-          else if (a > 0) nr = row_pass<1, kStream>(sink, as, ac, fs, fc, ms, mc, j0, nfull, redo);
-          else nr = row_pass<0, kStream>(sink, as, ac, nullptr, nullptr, nullptr, nullptr, j0, nfull, redo);
-          if (b == 0 && a > 0) {  // the rest of the group state: the partial vector and the redo list
+          if (b > 0) nr = row_pass_any<2>(sink, mid_s, mid_c, ns, nc, nullptr, nullptr, nfull, redo);
+          else if (a > 0) nr = row_pass_any<1>(sink, as, ac, fs, fc, ms, mc, nfull, redo);
+          else nr = row_pass_any<0>(sink, as, ac, nullptr, nullptr, nullptr, nullptr, nfull, redo);
+          if (b == 0 && a > 0) {  // the rest of the group state: the partial vector
             for (int64_t v = nfull; v < nv; ++v) {
               D s = S::load(as + v * W), c = S::load(ac + v * W);
               turn(s, c, S::load(fs + v * W), S::load(fc + v * W));
@@ -399,19 +443,19 @@ struct Engine {
             }
           }
           for (int64_t t = 0; t < nr; ++t) {
-            const int64_t v = redo[t], j = j0 + v * W;
+            const int64_t v = redo[t];
             D s = S::load(mid_s + v * W), c = S::load(mid_c + v * W);
             if (b > 0) turn(s, c, S::load(ns + v * W), S::load(nc + v * W));
-            sink.put(j, settle_turned<kZip>(f, p, j, s, c));
+            sink.put(v * W, settle_turned<kZip>(f, p, j0 + v * W, s, c));
           }
-          if (nfull < nv) {  // the partial last vector of the row
-            const int64_t j = j0 + nfull * W;
+          if (nfull < nv) {  // the partial last vector of the chunk
             D s = S::load(mid_s + nfull * W), c = S::load(mid_c + nfull * W);
             if (b > 0) turn(s, c, S::load(ns + nfull * W), S::load(nc + nfull * W));
             F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
-            if (!S::decided(s, c, val)) val = settle_turned<kZip>(f, p, j, s, c);
-            sink.put_partial(j, val, h - j);
+            if (!S::decided(s, c, val)) val = settle_turned<kZip>(f, p, j0 + nfull * W, s, c);
+            sink.put_partial(nfull * W, val, jn - nfull * W);
           }
+          sink.flush(j0, jn);
         }
       }
     }
@@ -425,7 +469,6 @@ struct Engine {
   static void run_sink(const detail::Job &job) {
     K sink(job);
     const detail::Freq &f = *job.freq;
-    const bool stream = sink.stream_ok();
     int64_t r = 0;
     while (r < job.n) {
       int64_t len = 1, p0;
@@ -441,11 +484,10 @@ struct Engine {
         p0 = job.first + r;
         len = min64(kBlock, job.n - r);
       }
-      if (stream) segment<true>(sink, f, job.h, r, len, p0);
-      else segment<false>(sink, f, job.h, r, len, p0);
+      segment(sink, f, job.h, r, len, p0);
       r += len;
     }
-    if (stream) S::store_fence();  // order the non-temporal stores before whatever the caller does next
+    if (sink.staged) S::store_fence();  // order the non-temporal stores before whatever the caller does next
   }
 
   template <detail::Src kSrc, detail::Dst kDst>

@@ -25,6 +25,7 @@ struct Simd<xsimd::neon64> {
   static constexpr int W = 2;
 
   static constexpr bool kCanStream = false;  // no non-temporal vector store worth using here
+  static void stream_copy(float *dst, const float *src, int64_t n) { std::memcpy(dst, src, sizeof(float) * size_t(n)); }
   static void stream_f(float *p, const F &v) { store_f(p, v); }
   static void stream_h(float *p, H v) { vst1_f32(p, v); }
   static void store_fence() {}

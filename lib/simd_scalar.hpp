@@ -26,6 +26,7 @@ struct Simd<scalar_arch> {
   static constexpr int W = 1;
 
   static constexpr bool kCanStream = false;  // one float at a time: nothing to gain
+  static void stream_copy(float *dst, const float *src, int64_t n) { std::memcpy(dst, src, sizeof(float) * size_t(n)); }
   static void stream_f(float *p, const F &v) { store_f(p, v); }
   static void stream_h(float *p, H v) { *p = v; }
   static void store_fence() {}

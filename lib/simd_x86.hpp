@@ -48,6 +48,16 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   using H = __m128;  // W = 4 floats
 
   static constexpr bool kCanStream = true;
+  // n floats from src to dst: plain stores up to the first 32-byte boundary of dst and after the last,
+  // non-temporal stores between.
+  static void stream_copy(float *dst, const float *src, int64_t n) {
+    while (n > 0 && (reinterpret_cast<uintptr_t>(dst) & 31) != 0) {
+      *dst++ = *src++;
+      --n;
+    }
+    for (; n >= 8; n -= 8, dst += 8, src += 8) _mm256_stream_ps(dst, _mm256_loadu_ps(src));
+    for (; n > 0; --n) *dst++ = *src++;
+  }
   static void stream_f(float *p, const F &v) { _mm256_stream_ps(p, v); }
   static void stream_h(float *p, H v) { _mm_stream_ps(p, v); }
   static void store_fence() { _mm_sfence(); }
@@ -113,6 +123,16 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   using H = __m256;  // W = 8 floats
 
   static constexpr bool kCanStream = true;
+  // n floats from src to dst: plain stores up to the first cache-line boundary of dst and after the last,
+  // non-temporal stores of whole lines between.
+  static void stream_copy(float *dst, const float *src, int64_t n) {
+    while (n > 0 && (reinterpret_cast<uintptr_t>(dst) & 63) != 0) {
+      *dst++ = *src++;
+      --n;
+    }
+    for (; n >= 16; n -= 16, dst += 16, src += 16) _mm512_stream_ps(dst, _mm512_loadu_ps(src));
+    for (; n > 0; --n) *dst++ = *src++;
+  }
   static void stream_f(float *p, const F &v) { _mm512_stream_ps(p, v); }
   static void stream_h(float *p, H v) { _mm256_stream_ps(p, v); }
   static void store_fence() { _mm_sfence(); }
