@@ -1,0 +1,79 @@
+// Every public kernel behind one call description, so that the hardening tests (bad-input matrix, guard
+// pages, threads) can sweep all of them with one loop instead of one copy per function.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "posenc/posenc.h"
+
+namespace ref {
+
+enum class Kernel {
+  kTableF32,
+  kTableBF16,
+  kTableF16,
+  kRowsF32,
+  kRowsBF16,
+  kRowsF16,
+  kAddF32,
+  kEmbedF32,
+  kEmbedBF16,
+  kEmbedF16,
+  kEmbedLearnedF32,
+};
+
+extern const Kernel kAllKernels[11];
+
+// Which arguments a kernel has, and the sizes of the elements its pointers address.
+struct KernelTraits {
+  const char *name;
+  bool has_spec;            // everything but embed_learned, which takes d_model
+  bool positions_required;  // rows_*: the positions array is the only source of positions
+  bool positions_optional;  // add, embed*: explicit positions or first + r
+  bool has_activations;     // add: x with x_stride, n rows
+  bool has_table;           // embed*: vocab rows gathered by token id
+  bool has_pos_table;       // embed_learned
+  size_t in_size;           // bytes per element of x or the embedding table (0: none)
+  size_t out_size;          // bytes per output element
+};
+const KernelTraits &traits(Kernel k);
+
+// Every argument of every kernel; each kernel reads the ones it has. For the table sources, x is the
+// embedding table and x_stride its row stride.
+struct Call {
+  Kernel kernel = Kernel::kTableF32;
+  const posenc_spec *spec = nullptr;
+  int64_t d_model = 0;  // embed_learned only; the others take spec->d_model
+  int64_t first = 0, n = 0;
+  const int64_t *positions = nullptr;
+  const void *x = nullptr;
+  int64_t x_stride = 0;
+  int64_t vocab = 0;
+  const int32_t *tokens = nullptr;
+  float scale = 1.0f;
+  const float *pos_table = nullptr;
+  int64_t pos_rows = 0, pos_stride = 0;
+  void *out = nullptr;
+  int64_t out_stride = 0;
+};
+posenc_status invoke(const Call &c);
+
+// Bytes filled with a pattern, to prove that a call left them alone.
+class Canary {
+ public:
+  explicit Canary(size_t bytes, unsigned char fill = 0xA5) : bytes_(bytes, fill), fill_(fill) {}
+  unsigned char *data() { return bytes_.data(); }
+  size_t size() const { return bytes_.size(); }
+  void reset() { bytes_.assign(bytes_.size(), fill_); }
+  // Index of the first changed byte, or -1.
+  std::ptrdiff_t first_change() const;
+  bool intact() const { return first_change() < 0; }
+
+ private:
+  std::vector<unsigned char> bytes_;
+  unsigned char fill_;
+};
+
+}  // namespace ref
