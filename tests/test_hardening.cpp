@@ -407,10 +407,10 @@ TEST_CASE("the ISA and name functions outside their enums", "[hardening]") {
 }
 
 // The one-time setup sizes its table from d_model. A d_model whose table size does not fit in size_t must
-// be refused as NO_MEMORY, not wrap to a small allocation that the setup then writes past. The first value
-// makes 36 doubles and one 48-byte exact lane per padded pair (5376 bytes per 16 pairs) wrap around 2^64 to
-// 4352 bytes; the others are simply far beyond any address space. The caller's buffer is small: the call
-// fails before it could be touched, and must leave it alone.
+// be refused as NO_MEMORY, not wrap to a small allocation that the setup then writes past. With 36 doubles
+// and one 48-byte exact lane per padded pair (5376 bytes per 16 pairs), the first value wraps around 2^64 to
+// 4352 bytes, 2^61 - 2 wraps to 5376 bytes, and 2^60 asks for 2^63 bytes. The caller's buffer is small: the
+// call fails before it could be touched, and must leave it alone.
 TEST_CASE("a d_model whose frequency table cannot be sized is NO_MEMORY, nothing written", "[hardening]") {
   const int64_t wrap_pairs = ((int64_t(1) << 56) + 17) / 21 * 16 - 16;  // h with padded = 16 (2^56+17)/21
   for (int64_t d : {2 * wrap_pairs, int64_t(1) << 60, (int64_t(1) << 61) - 2}) {
