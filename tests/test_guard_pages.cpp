@@ -2,9 +2,9 @@
 // activations, the embedding table with its first and last rows, the learned position table, the token
 // and position arrays) is placed with its last byte right before a PROT_NONE page, and then with its first
 // byte right after one. One byte read or written past either end faults and kills the test. Every kernel,
-// every available path, widths 1..67 (every tail length of every vector width, twice over), row strides
-// d .. d+3 (rows start at every alignment), all three layouts; the values are checked against the scalar
-// path computed in ordinary memory, and the gaps between output rows against their canary.
+// every available path, widths 1..67, row strides d .. d+3 (rows start at many alignments), all three
+// layouts; the values are checked against the scalar path computed in ordinary memory, and the gaps
+// between output rows against their canary.
 #include <catch2/catch.hpp>
 
 #include <sys/mman.h>
@@ -48,71 +48,10 @@ class GuardedRegion {
   unsigned char *base_;
 };
 
-constexpr int64_t kRows = 3, kVocab = 3, kPosRows = 4, kMaxWidth = 67;
+// 67: every tail length of the widest vector (16 floats) four times over, and odd widths throughout.
+constexpr int64_t kMaxWidth = 67;
 
-// Deterministic finite inputs, different in every element.
-float input_value(size_t i) { return float(int(i * 37 % 101) - 50) / 32.0f; }
-
-// The inputs of one call in ordinary memory, and the same call with every buffer moved into the regions.
-struct Inputs {
-  std::vector<unsigned char> x, pos_table;
-  std::vector<int32_t> tokens;
-  std::vector<int64_t> positions;
-};
-
-size_t extent(int64_t rows, int64_t stride, int64_t width) { return size_t((rows - 1) * stride + width); }
-
-// The call of `kernel` at width d with strides d + (k + j) % 4, explicit positions on odd k (a POSENC_PAD
-// row last), first + r on even k. Token ids include 0 and vocab - 1; learned positions include the table's
-// first and last rows.
-ref::Call make_call(Kernel kernel, const posenc_spec &spec, int k, Inputs &in) {
-  const ref::KernelTraits &t = ref::traits(kernel);
-  const int64_t d = spec.d_model;
-  ref::Call c;
-  c.kernel = kernel;
-  c.spec = &spec;
-  c.d_model = d;
-  c.n = kRows;
-  c.out_stride = d + k % 4;
-  c.x_stride = d + (k + 1) % 4;
-  c.pos_stride = d + (k + 2) % 4;
-  c.scale = -1.5f;
-  const bool explicit_positions = t.positions_required || (t.positions_optional && k % 2 == 1);
-  if (t.has_pos_table) {
-    c.first = 1;  // rows 1, 2, 3 = kPosRows - 1
-    in.positions = {kPosRows - 1, 0, POSENC_PAD};
-  } else {
-    c.first = 5;
-    in.positions = {5, 1000, POSENC_PAD};
-  }
-  in.tokens = {0, kVocab - 1, 1};
-  const int64_t x_rows = t.has_activations ? kRows : t.has_table ? kVocab : 0;
-  in.x.resize(x_rows ? extent(x_rows, c.x_stride, d) * t.in_size : 0);
-  if (t.in_size == 4) {
-    for (size_t i = 0; i < in.x.size() / 4; ++i) {
-      const float v = input_value(i);
-      std::memcpy(&in.x[4 * i], &v, 4);
-    }
-  } else {
-    for (size_t i = 0; i < in.x.size() / 2; ++i) {
-      const uint16_t h = uint16_t(0x3C00 + (i * 13 % 512));  // finite as binary16 and as bfloat16
-      std::memcpy(&in.x[2 * i], &h, 2);
-    }
-  }
-  in.pos_table.resize(t.has_pos_table ? extent(kPosRows, c.pos_stride, d) * 4 : 0);
-  for (size_t i = 0; i < in.pos_table.size() / 4; ++i) {
-    const float v = input_value(i + 7);
-    std::memcpy(&in.pos_table[4 * i], &v, 4);
-  }
-  c.positions = explicit_positions ? in.positions.data() : nullptr;
-  c.x = in.x.empty() ? nullptr : in.x.data();
-  c.vocab = t.has_table ? kVocab : 0;
-  c.tokens = t.has_table ? in.tokens.data() : nullptr;
-  c.pos_table = t.has_pos_table ? reinterpret_cast<const float *>(in.pos_table.data()) : nullptr;
-  c.pos_rows = t.has_pos_table ? kPosRows : 0;
-  return c;
-}
-
+// One region per buffer, so that each can sit against its own guard in the same call.
 struct Regions {
   GuardedRegion out{1}, x{1}, pos_table{1}, tokens{1}, positions{1};
 };
@@ -130,7 +69,7 @@ const T *move_next_to_guard(GuardedRegion &r, const T *src, size_t count, bool a
 
 TEST_CASE("the guard pages fault on the first byte past them", "[guard]") {
   // Without this, a test that never faults would prove nothing: a child process touches the byte right
-  // after a data page and must die (or, under a sanitizer, report and exit non-zero).
+  // after a data page and must die of the signal.
   GuardedRegion r(1);
   unsigned char *past = r.trailing_guard();
   const pid_t pid = fork();
@@ -159,9 +98,9 @@ TEST_CASE("no kernel reads or writes a byte outside its buffers, on any path, at
         posenc_spec spec = posenc_spec_default(d);
         spec.layout = layout;
         for (int k = 0; k < 4; ++k) {
-          Inputs in;
-          const ref::Call plain = make_call(kernel, spec, k, in);
-          const size_t out_elems = extent(kRows, plain.out_stride, d);
+          const ref::SmallCall in(kernel, spec, k);
+          const ref::Call &plain = in.call;
+          const size_t out_elems = in.out_elements();
           // the scalar path in ordinary memory is the reference
           std::vector<unsigned char> want(out_elems * t.out_size, 0x5C);
           ref::Call c = plain;
@@ -169,8 +108,8 @@ TEST_CASE("no kernel reads or writes a byte outside its buffers, on any path, at
           ref::on_path(POSENC_ISA_SCALAR, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
           for (bool at_end : {true, false}) {
             c = plain;
-            c.positions = move_next_to_guard(g.positions, plain.positions, size_t(kRows), at_end);
-            c.tokens = move_next_to_guard(g.tokens, plain.tokens, size_t(kRows), at_end);
+            c.positions = move_next_to_guard(g.positions, plain.positions, in.positions.size(), at_end);
+            c.tokens = move_next_to_guard(g.tokens, plain.tokens, in.tokens.size(), at_end);
             c.x = move_next_to_guard(g.x, static_cast<const unsigned char *>(plain.x), in.x.size(), at_end);
             c.pos_table = reinterpret_cast<const float *>(move_next_to_guard(
                 g.pos_table, reinterpret_cast<const unsigned char *>(plain.pos_table), in.pos_table.size(), at_end));

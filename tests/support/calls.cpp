@@ -1,5 +1,7 @@
 #include "calls.hpp"
 
+#include <cstring>
+
 namespace ref {
 
 const Kernel kAllKernels[11] = {
@@ -56,6 +58,63 @@ posenc_status invoke(const Call &c) {
   }
   return posenc_status(-1);  // not a kernel: never equal to an expected status
 }
+
+namespace {
+
+size_t extent(int64_t rows, int64_t stride, int64_t width) { return size_t((rows - 1) * stride + width); }
+
+// Deterministic finite inputs, different in neighbouring elements.
+float input_value(size_t i) { return float(int(i * 37 % 101) - 50) / 32.0f; }
+
+void fill_f32(std::vector<unsigned char> &b, size_t salt) {
+  for (size_t i = 0; i < b.size() / 4; ++i) {
+    const float v = input_value(i + salt);
+    std::memcpy(&b[4 * i], &v, 4);
+  }
+}
+
+}  // namespace
+
+SmallCall::SmallCall(Kernel kernel, const posenc_spec &spec, int variant, int64_t rows) {
+  const KernelTraits &t = traits(kernel);
+  const int64_t d = spec.d_model;
+  call.kernel = kernel;
+  call.spec = &spec;
+  call.d_model = d;
+  call.n = rows;
+  call.out_stride = d + variant % 4;
+  call.x_stride = d + (variant + 1) % 4;
+  call.pos_stride = d + (variant + 2) % 4;
+  call.scale = -1.5f;
+  for (int64_t r = 0; r < rows; ++r) {
+    tokens.push_back(r == 0 ? 0 : r == 1 ? int32_t(kVocab - 1) : int32_t(r % kVocab));
+    if (t.has_pos_table) positions.push_back(r == 0 ? kPosRows - 1 : r == 1 ? 0 : r == 2 ? POSENC_PAD : r % kPosRows);
+    else positions.push_back(r == 0 ? 5 : r == 2 ? POSENC_PAD : 1000 + r);
+  }
+  call.first = t.has_pos_table ? kPosRows - rows : 5;  // implicit learned rows end at the table's last
+  if (call.first < 0) call.first = 0;
+  const int64_t x_rows = t.has_activations ? rows : t.has_table ? kVocab : 0;
+  x.resize(x_rows ? extent(x_rows, call.x_stride, d) * t.in_size : 0);
+  if (t.in_size == 4) {
+    fill_f32(x, 0);
+  } else {
+    for (size_t i = 0; i < x.size() / 2; ++i) {
+      const uint16_t h = uint16_t(0x3C00 + (i * 13 % 512));  // finite as binary16 and as bfloat16
+      std::memcpy(&x[2 * i], &h, 2);
+    }
+  }
+  pos_table.resize(t.has_pos_table ? extent(kPosRows, call.pos_stride, d) * 4 : 0);
+  fill_f32(pos_table, 7);
+  const bool explicit_positions = t.positions_required || (t.positions_optional && variant % 2 == 1);
+  call.positions = explicit_positions ? positions.data() : nullptr;
+  call.x = x.empty() ? nullptr : x.data();
+  call.vocab = t.has_table ? kVocab : 0;
+  call.tokens = t.has_table ? tokens.data() : nullptr;
+  call.pos_table = t.has_pos_table ? reinterpret_cast<const float *>(pos_table.data()) : nullptr;
+  call.pos_rows = t.has_pos_table ? kPosRows : 0;
+}
+
+size_t SmallCall::out_elements() const { return extent(call.n, call.out_stride, call.d_model); }
 
 std::ptrdiff_t Canary::first_change() const {
   for (size_t k = 0; k < bytes_.size(); ++k)

@@ -60,6 +60,24 @@ struct Call {
 };
 posenc_status invoke(const Call &c);
 
+// A small valid call of any kernel with its inputs in ordinary memory, for tests that vary where the
+// buffers live or who calls: `rows` rows; strides d + (variant + j) % 4 for out, x and the learned table
+// (rows start at every alignment); explicit positions (a POSENC_PAD last of the first three) on odd
+// variants, first + r on even ones; token ids 0 and vocab - 1 both used; learned positions reach the
+// table's first and last rows. The caller sets call.out (out_elements() elements of out_size bytes).
+struct SmallCall {
+  static constexpr int64_t kVocab = 3, kPosRows = 4;
+  std::vector<unsigned char> x, pos_table;
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> positions;
+  Call call;
+
+  SmallCall(Kernel kernel, const posenc_spec &spec, int variant, int64_t rows = 3);
+  SmallCall(const SmallCall &) = delete;  // call points into the vectors
+  SmallCall &operator=(const SmallCall &) = delete;
+  size_t out_elements() const;
+};
+
 // Bytes filled with a pattern, to prove that a call left them alone.
 class Canary {
  public:
