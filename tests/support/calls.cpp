@@ -86,13 +86,13 @@ SmallCall::SmallCall(Kernel kernel, const posenc_spec &spec, int variant, int64_
   call.x_stride = d + (variant + 1) % 4;
   call.pos_stride = d + (variant + 2) % 4;
   call.scale = -1.5f;
+  const int64_t pos_rows = rows > kPosRows ? rows : kPosRows;
   for (int64_t r = 0; r < rows; ++r) {
     tokens.push_back(r == 0 ? 0 : r == 1 ? int32_t(kVocab - 1) : int32_t(r % kVocab));
-    if (t.has_pos_table) positions.push_back(r == 0 ? kPosRows - 1 : r == 1 ? 0 : r == 2 ? POSENC_PAD : r % kPosRows);
+    if (t.has_pos_table) positions.push_back(r == 0 ? pos_rows - 1 : r == 1 ? 0 : r == 2 ? POSENC_PAD : r);
     else positions.push_back(r == 0 ? 5 : r == 2 ? POSENC_PAD : 1000 + r);
   }
-  call.first = t.has_pos_table ? kPosRows - rows : 5;  // implicit learned rows end at the table's last
-  if (call.first < 0) call.first = 0;
+  call.first = t.has_pos_table ? pos_rows - rows : 5;  // implicit learned rows end at the table's last
   const int64_t x_rows = t.has_activations ? rows : t.has_table ? kVocab : 0;
   x.resize(x_rows ? extent(x_rows, call.x_stride, d) * t.in_size : 0);
   if (t.in_size == 4) {
@@ -103,7 +103,7 @@ SmallCall::SmallCall(Kernel kernel, const posenc_spec &spec, int variant, int64_
       std::memcpy(&x[2 * i], &h, 2);
     }
   }
-  pos_table.resize(t.has_pos_table ? extent(kPosRows, call.pos_stride, d) * 4 : 0);
+  pos_table.resize(t.has_pos_table ? extent(pos_rows, call.pos_stride, d) * 4 : 0);
   fill_f32(pos_table, 7);
   const bool explicit_positions = t.positions_required || (t.positions_optional && variant % 2 == 1);
   call.positions = explicit_positions ? positions.data() : nullptr;
@@ -111,7 +111,7 @@ SmallCall::SmallCall(Kernel kernel, const posenc_spec &spec, int variant, int64_
   call.vocab = t.has_table ? kVocab : 0;
   call.tokens = t.has_table ? tokens.data() : nullptr;
   call.pos_table = t.has_pos_table ? reinterpret_cast<const float *>(pos_table.data()) : nullptr;
-  call.pos_rows = t.has_pos_table ? kPosRows : 0;
+  call.pos_rows = t.has_pos_table ? pos_rows : 0;
 }
 
 size_t SmallCall::out_elements() const { return extent(call.n, call.out_stride, call.d_model); }

@@ -64,7 +64,7 @@ posenc_status invoke(const Call &c);
 // buffers live or who calls: `rows` rows; strides d + (variant + j) % 4 for out, x and the learned table
 // (rows start at every alignment); explicit positions (a POSENC_PAD last of the first three) on odd
 // variants, first + r on even ones; token ids 0 and vocab - 1 both used; learned positions reach the
-// table's first and last rows. The caller sets call.out (out_elements() elements of out_size bytes).
+// first and last rows of a table of max(kPosRows, rows) rows. The caller sets call.out (out_elements() elements of out_size bytes).
 struct SmallCall {
   static constexpr int64_t kVocab = 3, kPosRows = 4;
   std::vector<unsigned char> x, pos_table;
