@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/calls.hpp"
+#include "support/halves.hpp"
 #include "support/paths.hpp"
 
 namespace {
@@ -429,32 +430,14 @@ TEST_CASE("a d_model whose frequency table cannot be sized is NO_MEMORY, nothing
 
 namespace {
 
-float from_bits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-uint32_t bits_of(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
-// The exact float32 value of a binary16 bit pattern, written out from the format's definition.
-float widen_f16(uint16_t h) {
-  const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-  const float sign = (h & 0x8000) ? -1.0f : 1.0f;
-  if (e == 0x1F) return m ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
-  if (e == 0) return sign * std::ldexp(float(m), -24);
-  return sign * std::ldexp(float(1024 + m), e - 25);
-}
-float widen_bf16(uint16_t b) { return from_bits(uint32_t(b) << 16); }
+using ref::widen_bf16;
+using ref::widen_f16;
 
 // got must be what IEEE fmaf gives: the same bits, or a NaN where the exact result is a NaN (which NaN
 // a fused multiply-add returns when two operands are NaNs is not specified).
 bool ieee_same(float got, float want) {
   if (std::isnan(want)) return std::isnan(got);
-  return bits_of(got) == bits_of(want);
+  return ref::bits_of_float(got) == ref::bits_of_float(want);
 }
 
 // Specials, as float32 bits and as the same values in bfloat16 and binary16: quiet and signalling NaNs of
