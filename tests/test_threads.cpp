@@ -15,7 +15,7 @@
 
 namespace {
 
-constexpr int kWorkers = 4, kRounds = 8, kSpecs = 40;
+constexpr int kWorkers = 4, kRounds = 5, kSpecs = 40;
 constexpr int64_t kRows = 70;  // two of the kernel's 64-row blocks
 
 posenc_spec spec_number(int i) {
