@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -79,7 +80,8 @@ TEST_CASE("kernels on many threads during first-use initialisation match one thr
     while (!done.load())
       for (posenc_isa isa : isas) {
         if (posenc_force_isa(isa) == POSENC_OK) forced.fetch_add(1);
-        std::this_thread::yield();
+        // a pause, not a spin: on a two-core machine the workers need the cores
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
   });
   while (ready.load() < kWorkers + 1) std::this_thread::yield();
