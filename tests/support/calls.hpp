@@ -83,6 +83,7 @@ class Canary {
  public:
   explicit Canary(size_t bytes, unsigned char fill = 0xA5) : bytes_(bytes, fill), fill_(fill) {}
   unsigned char *data() { return bytes_.data(); }
+  const unsigned char *data() const { return bytes_.data(); }
   size_t size() const { return bytes_.size(); }
   void reset() { bytes_.assign(bytes_.size(), fill_); }
   // Index of the first changed byte, or -1.
