@@ -67,7 +67,7 @@ elapsed
 # 2. valgrind memcheck, scalar path only (valgrind does not run AVX-512), on an optimised build with debug
 # information. Leaks that are definitely lost count as errors; the frequency caches stay reachable.
 echo "== valgrind memcheck: scalar path"
-vg_suites=(api hardening guard_pages threads paths seeds golden fpenv)
+vg_suites=(api hardening guard_pages threads paths seeds golden fpenv internals)
 if built valgrind configure build-hard-plain --buildtype=debugoptimized -Db_ndebug=false -Dbenchmarks=disabled &&
    built valgrind ninja -C build-hard-plain -j "$jobs" "${vg_suites[@]/#/tests/test_}"; then
   meson test -C build-hard-plain --no-rebuild --num-processes "$jobs" --print-errorlogs \
