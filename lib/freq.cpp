@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -63,8 +64,15 @@ posenc_status check_spec(const posenc_spec &spec) {
 std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
   const int64_t h = spec.d_model / 2;
   const int64_t padded = (h + Freq::kPad - 1) / Freq::kPad * Freq::kPad + Freq::kPad;
-  const size_t doubles = size_t(padded) * (4 + 4 * Freq::kSteps);
-  const size_t bytes = doubles * sizeof(double) + size_t(padded) * sizeof(LaneExact);
+  // A d_model no memory could hold (api.cpp only bounds the caller's buffers) must fail here: a size that
+  // wrapped around size_t would allocate a small block that the loops below write far past. No object is
+  // larger than PTRDIFF_MAX, so such a request is refused without asking the allocator.
+  size_t doubles, bytes, lanes;
+  if (__builtin_mul_overflow(size_t(padded), size_t(4 + 4 * Freq::kSteps), &doubles) ||
+      __builtin_mul_overflow(doubles, sizeof(double), &bytes) ||
+      __builtin_mul_overflow(size_t(padded), sizeof(LaneExact), &lanes) ||
+      __builtin_add_overflow(bytes, lanes, &bytes) || bytes > size_t(PTRDIFF_MAX))
+    return nullptr;
   void *storage = ::operator new(bytes, std::align_val_t(64), std::nothrow);
   if (storage == nullptr) return nullptr;
   std::unique_ptr<Freq> f(new (std::nothrow) Freq);

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of fuzz_api (fuzz/corpus/): one input per kernel and situation, encoded the way
+fuzz_api.cpp decodes its input, so that fuzzing starts from valid calls of every kernel and from each kind
+of bad argument instead of having to discover the format. Run from the repository root after changing
+the decoder:  python3 fuzz/make_seeds.py
+"""
+import os
+import struct
+
+KERNELS = ["table_f32", "table_bf16", "table_f16", "rows_f32", "rows_bf16", "rows_f16", "add_f32",
+           "embed_f32", "embed_bf16", "embed_f16", "embed_learned_f32"]
+REQUIRED = {3, 4, 5}        # rows_*: positions always explicit
+OPTIONAL = {6, 7, 8, 9, 10}  # add, embed*: an extra byte chooses explicit positions
+
+
+def seed(kernel, d=13, layout=0, n=5, first=3, vocab=7, pos_rows=12, gaps=(0, 1, 2), explicit=True,
+         rows=None, base=b"\0", null=0, specials=0):
+    """rows: per-row (position byte(s), token byte(s)); default: a run with one POSENC_PAD, tokens 0.."""
+    # base (its mode byte, and an index into the decoder's special values), then 1e4's defaults for
+    # freq_denominator (0) and position_scale (1)
+    out = bytearray([kernel, d - 1, layout]) + base + bytes([0, 0, n, 0, first & 0xFF, vocab - 1, pos_rows - 1])
+    out += bytes(gaps)  # out, x and learned-table strides: d + gap
+    out += bytes([0, null])  # scale 1.0; the NULL selector
+    if kernel in OPTIONAL:
+        out.append(1 if explicit else 0)
+    out += struct.pack("<Q", 0x243F6A8885A308D3) + bytes([specials])
+    if rows is None:
+        rows = [(bytes([0 if r != 2 else 130]), bytes([r % vocab])) for r in range(n)]
+    for pos, tok in rows:
+        out += pos + tok
+    return bytes(out)
+
+
+def main():
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    os.makedirs(here, exist_ok=True)
+    seeds = {}
+    for k, name in enumerate(KERNELS):
+        learned = k == 10
+        for d, layout in ((1, 0), (13, 1), (40, 2), (67, 0)):
+            seeds[f"{name}-d{d}-layout{layout}"] = seed(k, d=d, layout=layout, first=0 if learned else 3)
+        seeds[f"{name}-nan-inputs"] = seed(k, d=33, specials=250, first=0 if learned else 3)
+        seeds[f"{name}-base-nan"] = seed(k, base=bytes([232, 4]))  # the special list's NaN
+        seeds[f"{name}-stride-short"] = seed(k, gaps=(200, 1, 2))  # d - 1
+        seeds[f"{name}-stride-byte-overflow"] = seed(k, gaps=(205, 1, 2))
+        bad_last = [(bytes([0]), bytes([0]))] * 4 + [(bytes([231, 1]), bytes([0]))]  # 2^31 + 1 last
+        if not learned:
+            seeds[f"{name}-position-2p31-last"] = seed(k, rows=bad_last)
+        if k >= 7:
+            bad_token = [(bytes([0]), bytes([0]))] * 4 + [(bytes([0]), bytes([240]))]  # token -1 last
+            seeds[f"{name}-token-minus-1-last"] = seed(k, rows=bad_token, first=0 if learned else 3)
+            seeds[f"{name}-implicit-positions"] = seed(k, explicit=False, first=0 if learned else 3)
+        seeds[f"{name}-null-out"] = seed(k, null=241)
+        seeds[f"{name}-n-zero"] = seed(k, n=0)
+    for name, data in sorted(seeds.items()):
+        with open(os.path.join(here, name), "wb") as fh:
+            fh.write(data)
+    print(f"{len(seeds)} seeds in {here}")
+
+
+if __name__ == "__main__":
+    main()

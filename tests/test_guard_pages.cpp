@@ -1,0 +1,138 @@
+// Overruns and underruns that land outside any allocation: every buffer a kernel touches (output rows,
+// activations, the embedding table with its first and last rows, the learned position table, the token
+// and position arrays) is placed with its last byte right before a PROT_NONE page, and then with its first
+// byte right after one. One byte read or written past either end faults and kills the test. Every kernel,
+// every available path, widths 1..67, row strides d .. d+3 (rows start at many alignments), all three
+// layouts; the values are checked against the scalar path computed in ordinary memory, and the gaps
+// between output rows against their canary.
+#include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "support/calls.hpp"
+#include "support/paths.hpp"
+
+namespace {
+
+using ref::Kernel;
+
+// [PROT_NONE page][data pages][PROT_NONE page], from mmap, so nothing else is mapped right beside the data.
+class GuardedRegion {
+ public:
+  explicit GuardedRegion(size_t data_pages) : page_(size_t(sysconf(_SC_PAGESIZE))), data_(data_pages * page_) {
+    void *p = mmap(nullptr, data_ + 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    base_ = static_cast<unsigned char *>(p);
+    REQUIRE(mprotect(base_, page_, PROT_NONE) == 0);
+    REQUIRE(mprotect(base_ + page_ + data_, page_, PROT_NONE) == 0);
+  }
+  ~GuardedRegion() { munmap(base_, data_ + 2 * page_); }
+  GuardedRegion(const GuardedRegion &) = delete;
+  GuardedRegion &operator=(const GuardedRegion &) = delete;
+
+  // `bytes` bytes that end at the trailing guard (at_end) or begin at the leading one.
+  unsigned char *place(size_t bytes, bool at_end) {
+    REQUIRE(bytes <= data_);
+    return at_end ? base_ + page_ + data_ - bytes : base_ + page_;
+  }
+
+ private:
+  size_t page_, data_;
+  unsigned char *base_;
+};
+
+// 67: every tail length of the widest vector (16 floats) four times over, and odd widths throughout.
+constexpr int64_t kMaxWidth = 67;
+
+// One region per buffer, so that each can sit against its own guard in the same call.
+struct Regions {
+  GuardedRegion out{1}, x{1}, pos_table{1}, tokens{1}, positions{1};
+};
+
+// Copies the call's inputs next to the guards (end or start) and points the call at them.
+template <class T>
+const T *move_next_to_guard(GuardedRegion &r, const T *src, size_t count, bool at_end) {
+  if (!src) return nullptr;
+  unsigned char *p = r.place(count * sizeof(T), at_end);
+  std::memcpy(p, src, count * sizeof(T));
+  return reinterpret_cast<const T *>(p);
+}
+
+}  // namespace
+
+TEST_CASE("the guard pages are inaccessible right at the buffer boundaries", "[guard]") {
+  // Without this, a test that never faults would prove nothing. The kernel itself is asked, through
+  // write() from each address: EFAULT for the first byte of each guard, success for the bytes right inside.
+  // (A process that touched the guard would have to be forked and watched; under qemu-user, which runs
+  // the NEON tests, such a process hangs instead of dying, and so would the run on a real overrun.)
+  GuardedRegion r(1);
+  int fd[2];
+  REQUIRE(pipe(fd) == 0);
+  const auto readable = [&](const unsigned char *p) {
+    errno = 0;
+    const ssize_t n = write(fd[1], p, 1);
+    return n == 1 ? 0 : errno;
+  };
+  unsigned char *first = r.place(1, false), *last = r.place(1, true);
+  CHECK(readable(first) == 0);
+  CHECK(readable(last) == 0);
+  CHECK(readable(last + 1) == EFAULT);
+  CHECK(readable(first - 1) == EFAULT);
+  close(fd[0]);
+  close(fd[1]);
+}
+
+TEST_CASE("no kernel reads or writes a byte outside its buffers, on any path, at any width", "[guard]") {
+  Regions g;
+  const std::vector<posenc_isa> isas = ref::paths();
+  int64_t calls = 0;
+  for (Kernel kernel : ref::kAllKernels) {
+    const ref::KernelTraits &t = ref::traits(kernel);
+    for (int64_t d = 1; d <= kMaxWidth; ++d)
+      for (posenc_layout layout : {POSENC_INTERLEAVED, POSENC_SIN_COS_HALVES, POSENC_COS_SIN_HALVES}) {
+        if (!t.has_spec && layout != POSENC_INTERLEAVED) continue;  // embed_learned has no layout
+        posenc_spec spec = posenc_spec_default(d);
+        spec.layout = layout;
+        for (int k = 0; k < 4; ++k) {
+          const ref::SmallCall in(kernel, spec, k);
+          const ref::Call &plain = in.call;
+          const size_t out_elems = in.out_elements();
+          // the scalar path in ordinary memory is the reference
+          std::vector<unsigned char> want(out_elems * t.out_size, 0x5C);
+          ref::Call c = plain;
+          c.out = want.data();
+          ref::on_path(POSENC_ISA_SCALAR, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
+          for (bool at_end : {true, false}) {
+            c = plain;
+            c.positions = move_next_to_guard(g.positions, plain.positions, in.positions.size(), at_end);
+            c.tokens = move_next_to_guard(g.tokens, plain.tokens, in.tokens.size(), at_end);
+            c.x = move_next_to_guard(g.x, static_cast<const unsigned char *>(plain.x), in.x.size(), at_end);
+            c.pos_table = reinterpret_cast<const float *>(move_next_to_guard(
+                g.pos_table, reinterpret_cast<const unsigned char *>(plain.pos_table), in.pos_table.size(), at_end));
+            unsigned char *out = g.out.place(want.size(), at_end);
+            c.out = out;
+            for (posenc_isa isa : isas) {
+              std::memset(out, 0x5C, want.size());
+              ref::on_path(isa, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
+              ++calls;
+              // row values and the canary in the stride gaps, byte for byte
+              if (std::memcmp(out, want.data(), want.size()) != 0) {
+                FAIL(t.name << " d " << d << " layout " << int(layout) << " stride gap " << k << " path "
+                            << posenc_isa_name(isa) << (at_end ? " at the end" : " at the start")
+                            << ": differs from the scalar path in ordinary memory");
+              }
+            }
+            // inputs are read-only
+            if (c.x) CHECK(std::memcmp(c.x, plain.x, in.x.size()) == 0);
+            if (c.pos_table) CHECK(std::memcmp(c.pos_table, plain.pos_table, in.pos_table.size()) == 0);
+          }
+        }
+      }
+  }
+  CHECK(calls > 10000);
+}

@@ -1,0 +1,523 @@
+// Bad input, every public kernel: the documented status, and not one byte of any buffer changed (outputs
+// canary-filled, inputs compared with their copies). Every case starts from a call that succeeds, so the
+// one argument a case breaks is what the status is about. n = 70 rows spans two 64-row blocks of the
+// kernel: an implementation that checked a block's positions or tokens only when it reached that block
+// would already have written the first one when the bad value is the last.
+// Also: valid edge values (they must write exactly the rows), NaN and Inf in activations and embedding
+// tables (IEEE propagation, element by element), a spec whose frequency table cannot be sized, and the
+// ISA and enum functions given values outside their enums.
+#include <catch2/catch.hpp>
+
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "support/calls.hpp"
+#include "support/halves.hpp"
+#include "support/paths.hpp"
+
+namespace {
+
+using ref::Kernel;
+using ref::KernelTraits;
+
+constexpr int64_t k2p31 = int64_t(1) << 31;
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+// A successful call of one kernel with every buffer it reads or writes. Inputs hold finite values (the
+// 0xA5 byte pattern is a small negative float, bfloat16 and binary16 alike); positions are a run with a
+// POSENC_PAD in it, all inside the learned table; token ids cover the embedding table.
+struct Fixture {
+  static constexpr int64_t kRows = 70, kVocab = 7, kPosRows = 80, kFirst = 2;
+  Kernel kernel;
+  const KernelTraits &t;
+  posenc_spec spec;
+  int64_t d;
+  std::vector<int64_t> positions, positions_copy;
+  std::vector<int32_t> tokens, tokens_copy;
+  ref::Canary out, x, pos_table;
+  ref::Call call;
+
+  static size_t extent(int64_t rows, int64_t stride, int64_t width) { return size_t((rows - 1) * stride + width); }
+
+  Fixture(Kernel k, int64_t d_model, posenc_layout layout)
+      : kernel(k),
+        t(ref::traits(k)),
+        spec(posenc_spec_default(d_model)),
+        d(d_model),
+        out((extent(kRows, d_model + 3, d_model) + 32) * t.out_size, 0x5C),
+        x(t.has_activations ? extent(kRows, d_model + 1, d_model) * t.in_size
+                            : t.has_table ? extent(kVocab, d_model + 1, d_model) * t.in_size : 0),
+        pos_table(t.has_pos_table ? extent(kPosRows, d_model + 2, d_model) * 4 : 0) {
+    spec.layout = layout;
+    for (int64_t r = 0; r < kRows; ++r) {
+      positions.push_back(r == 10 ? POSENC_PAD : r + 3);
+      tokens.push_back(int32_t((r * 5 + 1) % kVocab));
+    }
+    tokens[0] = 0;
+    tokens[1] = int32_t(kVocab - 1);
+    positions_copy = positions;
+    tokens_copy = tokens;
+    call.kernel = k;
+    call.spec = &spec;
+    call.d_model = d;
+    call.first = kFirst;
+    call.n = kRows;
+    call.positions = t.positions_required || t.positions_optional ? positions.data() : nullptr;
+    call.x = t.has_activations || t.has_table ? x.data() : nullptr;
+    call.x_stride = d + 1;
+    call.vocab = t.has_table ? kVocab : 0;
+    call.tokens = t.has_table ? tokens.data() : nullptr;
+    call.scale = 0.75f;
+    call.pos_table = t.has_pos_table ? reinterpret_cast<const float *>(pos_table.data()) : nullptr;
+    call.pos_rows = t.has_pos_table ? kPosRows : 0;
+    call.pos_stride = d + 2;
+    call.out = out.data();
+    call.out_stride = d + 3;
+  }
+
+  // Every buffer exactly as the fixture made it, the mutated arrays excepted (the cases change them).
+  bool inputs_intact() const { return x.intact() && pos_table.intact(); }
+  bool arrays_as_built() const { return positions == positions_copy && tokens == tokens_copy; }
+
+  // After a successful call: the bytes outside the n rows of d elements (stride gaps, the tail) unchanged.
+  bool only_rows_written() const {
+    const unsigned char *b = out.data();
+    const size_t es = t.out_size;
+    const int64_t n = call.n, stride = call.out_stride;
+    for (size_t k = 0; k < out.size(); ++k) {
+      const int64_t e = int64_t(k / es);
+      const bool in_row = e < n * stride && e % stride < d && e / stride < n;
+      if (!in_row && b[k] != 0x5C) return false;
+    }
+    return true;
+  }
+};
+
+// One bad argument (or a few, for the check order) and the status the header documents for it.
+struct Case {
+  std::string what;
+  posenc_status want;
+  std::function<bool(const KernelTraits &)> applies;
+  std::function<void(Fixture &)> mutate;
+  int64_t min_d = 1;  // frequency limits need a pair: a one-column row has no frequency to be too large
+};
+
+bool any(const KernelTraits &) { return true; }
+bool spec_kernels(const KernelTraits &t) { return t.has_spec; }
+bool learned(const KernelTraits &t) { return t.has_pos_table; }
+bool explicit_positions(const KernelTraits &t) { return t.positions_required || t.positions_optional; }
+bool implicit_positions(const KernelTraits &t) { return !t.positions_required; }
+bool table_sources(const KernelTraits &t) { return t.has_table; }
+
+// A stride that makes rows - 1 strides plus d elements fit in int64 but their bytes not.
+int64_t byte_overflow_stride(int64_t rows, size_t elem) {
+  return (kI64Max / int64_t(elem)) / (rows - 1) + 1;
+}
+
+void set_layout(posenc_spec &s, int v) { std::memcpy(&s.layout, &v, sizeof v); }
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  const auto add = [&](std::string what, posenc_status want, std::function<bool(const KernelTraits &)> applies,
+                       std::function<void(Fixture &)> mutate) {
+    c.push_back(Case{std::move(what), want, std::move(applies), std::move(mutate)});
+  };
+  // sizes and the n == 0 shortcut
+  for (int64_t n : {int64_t(-1), int64_t(-70), kI64Min})
+    add("n = " + std::to_string(n), POSENC_ERR_INVALID, any, [n](Fixture &f) { f.call.n = n; });
+  add("n < 0 comes before NULL", POSENC_ERR_INVALID, any, [](Fixture &f) {
+    f.call.n = -1;
+    f.call.out = nullptr;
+    f.call.spec = nullptr;
+  });
+  add("n = 0 with every pointer NULL and garbage strides", POSENC_OK, any, [](Fixture &f) {
+    f.call = ref::Call{f.kernel};
+    f.call.d_model = f.d;
+    f.call.out_stride = f.call.x_stride = f.call.pos_stride = -5;
+    f.call.vocab = f.call.pos_rows = -1;
+  });
+  add("n = 0 still validates a given spec", POSENC_ERR_INVALID, spec_kernels, [](Fixture &f) {
+    f.call.n = 0;
+    f.spec.base = kNaN;
+    f.call.out = nullptr;
+  });
+  add("n = 0 still validates d_model", POSENC_ERR_INVALID, learned, [](Fixture &f) {
+    f.call.n = 0;
+    f.call.d_model = 0;
+  });
+  // NULL pointers
+  add("out NULL", POSENC_ERR_NULL, any, [](Fixture &f) { f.call.out = nullptr; });
+  add("spec NULL", POSENC_ERR_NULL, spec_kernels, [](Fixture &f) { f.call.spec = nullptr; });
+  add("positions NULL", POSENC_ERR_NULL, [](const KernelTraits &t) { return t.positions_required; },
+      [](Fixture &f) { f.call.positions = nullptr; });
+  add("activations NULL", POSENC_ERR_NULL, [](const KernelTraits &t) { return t.has_activations; },
+      [](Fixture &f) { f.call.x = nullptr; });
+  add("embedding table NULL", POSENC_ERR_NULL, table_sources, [](Fixture &f) { f.call.x = nullptr; });
+  add("tokens NULL", POSENC_ERR_NULL, table_sources, [](Fixture &f) { f.call.tokens = nullptr; });
+  add("learned position table NULL", POSENC_ERR_NULL, learned, [](Fixture &f) { f.call.pos_table = nullptr; });
+  add("NULL comes before a bad spec", POSENC_ERR_NULL, spec_kernels, [](Fixture &f) {
+    f.call.out = nullptr;
+    f.spec.base = -1.0;
+  });
+  add("NULL comes before a bad d_model", POSENC_ERR_NULL, learned, [](Fixture &f) {
+    f.call.tokens = nullptr;
+    f.call.d_model = -1;
+  });
+  // the spec
+  for (int64_t d : {int64_t(0), int64_t(-1), kI64Min})
+    add("d_model = " + std::to_string(d), POSENC_ERR_INVALID, any, [d](Fixture &f) {
+      f.spec.d_model = d;
+      f.call.d_model = d;
+    });
+  for (double base : {0.0, -0.0, -1.0, -std::numeric_limits<double>::denorm_min(), kNaN, -kNaN, kInf, -kInf})
+    add("base = " + num(base), POSENC_ERR_INVALID, spec_kernels, [base](Fixture &f) { f.spec.base = base; });
+  for (double den : {-1.0, -std::numeric_limits<double>::denorm_min(), kNaN, kInf, -kInf})
+    add("freq_denominator = " + num(den), POSENC_ERR_INVALID, spec_kernels,
+        [den](Fixture &f) { f.spec.freq_denominator = den; });
+  for (double sc : {kNaN, kInf, -kInf})
+    add("position_scale = " + num(sc), POSENC_ERR_INVALID, spec_kernels,
+        [sc](Fixture &f) { f.spec.position_scale = sc; });
+  for (double sc : {0x1p1000, -0x1p1000, std::numeric_limits<double>::max()}) {
+    add("position_scale = " + num(sc), POSENC_ERR_INVALID, spec_kernels,
+        [sc](Fixture &f) { f.spec.position_scale = sc; });
+    c.back().min_d = 2;
+  }
+  add("a frequency base^(-i/D) of 2^1000 or more", POSENC_ERR_INVALID,
+      [](const KernelTraits &t) { return t.has_spec; },
+      [](Fixture &f) {
+        f.spec.base = 0.5;
+        f.spec.freq_denominator = 1e-3;  // w_(h-1) = 2^(1000 (h-1)): too large from h = 2 on
+        if (f.spec.d_model < 4) f.spec.position_scale = 0x1p1000;  // one pair: w_0 = 1
+      });
+  c.back().min_d = 2;
+  for (int layout : {3, -1, INT_MIN, INT_MAX})
+    add("layout = " + std::to_string(layout), POSENC_ERR_INVALID, spec_kernels,
+        [layout](Fixture &f) { set_layout(f.spec, layout); });
+  add("a bad spec comes before a bad stride and an overflow", POSENC_ERR_INVALID, spec_kernels, [](Fixture &f) {
+    f.spec.position_scale = kNaN;
+    f.call.out_stride = kI64Max;
+  });
+  // strides and counts
+  add("out_stride = d - 1", POSENC_ERR_INVALID, any, [](Fixture &f) { f.call.out_stride = f.d - 1; });
+  for (int64_t s : {int64_t(0), int64_t(-1), kI64Min})
+    add("out_stride = " + std::to_string(s), POSENC_ERR_INVALID, any, [s](Fixture &f) { f.call.out_stride = s; });
+  add("activation stride = d - 1", POSENC_ERR_INVALID, [](const KernelTraits &t) { return t.has_activations; },
+      [](Fixture &f) { f.call.x_stride = f.d - 1; });
+  add("embedding table stride = d - 1", POSENC_ERR_INVALID, table_sources,
+      [](Fixture &f) { f.call.x_stride = f.d - 1; });
+  add("embedding table stride = -1", POSENC_ERR_INVALID, table_sources, [](Fixture &f) { f.call.x_stride = -1; });
+  add("learned table stride = d - 1", POSENC_ERR_INVALID, learned, [](Fixture &f) { f.call.pos_stride = f.d - 1; });
+  add("vocab = -1", POSENC_ERR_INVALID, table_sources, [](Fixture &f) { f.call.vocab = -1; });
+  add("pos_rows = -1", POSENC_ERR_INVALID, learned, [](Fixture &f) { f.call.pos_rows = -1; });
+  add("out rows overflow int64 elements", POSENC_ERR_OVERFLOW, any,
+      [](Fixture &f) { f.call.out_stride = kI64Max / 4; });
+  add("out elements fit int64, their bytes do not", POSENC_ERR_OVERFLOW, any,
+      [](Fixture &f) { f.call.out_stride = byte_overflow_stride(f.call.n, f.t.out_size); });
+  add("n = INT64_MAX (never read past the 70 positions)", POSENC_ERR_OVERFLOW, any,
+      [](Fixture &f) { f.call.n = kI64Max; });
+  add("n = 2^62", POSENC_ERR_OVERFLOW, any, [](Fixture &f) { f.call.n = int64_t(1) << 62; });
+  add("d_model = 2^62: one row's bytes overflow", POSENC_ERR_OVERFLOW, any, [](Fixture &f) {
+    f.spec.d_model = f.call.d_model = int64_t(1) << 62;
+    f.call.out_stride = f.call.x_stride = f.call.pos_stride = int64_t(1) << 62;
+  });
+  add("activation rows overflow", POSENC_ERR_OVERFLOW, [](const KernelTraits &t) { return t.has_activations; },
+      [](Fixture &f) { f.call.x_stride = byte_overflow_stride(f.call.n, 4); });
+  add("embedding table rows overflow", POSENC_ERR_OVERFLOW, table_sources,
+      [](Fixture &f) { f.call.x_stride = byte_overflow_stride(f.call.vocab, f.t.in_size); });
+  add("vocab = INT64_MAX", POSENC_ERR_OVERFLOW, table_sources, [](Fixture &f) { f.call.vocab = kI64Max; });
+  add("learned table rows overflow", POSENC_ERR_OVERFLOW, learned,
+      [](Fixture &f) { f.call.pos_stride = byte_overflow_stride(f.call.pos_rows, 4); });
+  add("pos_rows = INT64_MAX", POSENC_ERR_OVERFLOW, learned, [](Fixture &f) { f.call.pos_rows = kI64Max; });
+  add("an overflow comes before a bad token and a bad position", POSENC_ERR_OVERFLOW, table_sources, [](Fixture &f) {
+    f.call.vocab = kI64Max;
+    f.tokens.back() = -1;
+    f.positions.back() = kI64Max;
+  });
+  // positions, explicit: first and last of the 70, both signs
+  const struct {
+    const char *name;
+    int64_t value;
+  } bad_positions[] = {{"2^31", k2p31}, {"-2^31", -k2p31}, {"INT64_MAX", kI64Max}, {"INT64_MIN + 1", kI64Min + 1}};
+  for (const auto &bp : bad_positions)
+    for (bool last : {false, true}) {
+      const int64_t v = bp.value;
+      add(std::string("explicit position ") + bp.name + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE,
+          [](const KernelTraits &t) { return explicit_positions(t) && t.has_spec; },
+          [v, last](Fixture &f) { (last ? f.positions.back() : f.positions.front()) = v; });
+    }
+  // positions, implicit first + r
+  const struct {
+    const char *name;
+    int64_t first;
+  } bad_firsts[] = {{"2^31 - 69 (last is 2^31)", k2p31 - 69}, {"-2^31", -k2p31},     {"INT64_MAX", kI64Max},
+                    {"INT64_MAX - 3 (first + n wraps)", kI64Max - 3}, {"POSENC_PAD", POSENC_PAD}, {"2^31", k2p31}};
+  for (const auto &bf : bad_firsts) {
+    const int64_t v = bf.first;
+    add(std::string("first = ") + bf.name, POSENC_ERR_OUT_OF_RANGE,
+        [](const KernelTraits &t) { return implicit_positions(t); },
+        [v](Fixture &f) {
+          f.call.first = v;
+          f.call.positions = nullptr;
+        });
+  }
+  // learned positions
+  for (int64_t v : {int64_t(-1), int64_t(Fixture::kPosRows), kI64Max, kI64Min + 1, -k2p31})
+    for (bool last : {false, true})
+      add("learned position " + std::to_string(v) + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE,
+          learned, [v, last](Fixture &f) { (last ? f.positions.back() : f.positions.front()) = v; });
+  add("learned first + n - 1 = pos_rows", POSENC_ERR_OUT_OF_RANGE, learned, [](Fixture &f) {
+    f.call.positions = nullptr;
+    f.call.first = Fixture::kPosRows - Fixture::kRows + 1;
+  });
+  add("learned first = -1", POSENC_ERR_OUT_OF_RANGE, learned, [](Fixture &f) {
+    f.call.positions = nullptr;
+    f.call.first = -1;
+  });
+  add("learned pos_rows = 0", POSENC_ERR_OUT_OF_RANGE, learned, [](Fixture &f) { f.call.pos_rows = 0; });
+  // token ids
+  for (int32_t tok : {int32_t(-1), int32_t(Fixture::kVocab), INT32_MAX, INT32_MIN})
+    for (bool last : {false, true})
+      add("token " + std::to_string(tok) + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE, table_sources,
+          [tok, last](Fixture &f) { (last ? f.tokens.back() : f.tokens.front()) = tok; });
+  add("vocab = 0", POSENC_ERR_OUT_OF_RANGE, table_sources, [](Fixture &f) { f.call.vocab = 0; });
+  add("a bad token with implicit positions", POSENC_ERR_OUT_OF_RANGE, table_sources, [](Fixture &f) {
+    f.call.positions = nullptr;
+    f.tokens.back() = int32_t(Fixture::kVocab);
+  });
+  return c;
+}
+
+// The widths: one column, one pair, odd with tails on every path, and several full vectors.
+const int64_t kWidths[] = {1, 2, 13, 40};
+
+}  // namespace
+
+TEST_CASE("bad input: the documented status, and not one byte written", "[hardening]") {
+  const std::vector<Case> all = cases();
+  int checked = 0;
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (Kernel k : ref::kAllKernels)
+        for (int64_t d : kWidths) {
+          const posenc_layout layout = d == 13 ? POSENC_SIN_COS_HALVES : POSENC_INTERLEAVED;
+          {
+            Fixture ok(k, d, layout);  // the unbroken call succeeds and writes only its rows
+            INFO(ok.t.name << " d " << d << " path " << posenc_isa_name(isa));
+            REQUIRE(ref::invoke(ok.call) == POSENC_OK);
+            REQUIRE(ok.only_rows_written());
+            REQUIRE(ok.inputs_intact());
+            REQUIRE(ok.arrays_as_built());
+          }
+          for (const Case &c : all) {
+            Fixture f(k, d, layout);
+            if (!c.applies(f.t) || d < c.min_d) continue;
+            c.mutate(f);
+            const std::vector<int64_t> positions = f.positions;
+            const std::vector<int32_t> tokens = f.tokens;
+            const posenc_status st = ref::invoke(f.call);
+            INFO(f.t.name << " d " << d << " path " << posenc_isa_name(isa) << ": " << c.what);
+            CHECK(st == c.want);
+            CHECK(f.out.first_change() == -1);
+            CHECK(f.inputs_intact());
+            CHECK(f.positions == positions);
+            CHECK(f.tokens == tokens);
+            ++checked;
+          }
+        }
+    });
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("valid edge values succeed and write exactly the rows", "[hardening]") {
+  const std::vector<std::pair<const char *, std::function<void(Fixture &)>>> edges = {
+      {"positions +-(2^31 - 1)", [](Fixture &f) {
+         if (f.t.has_pos_table) return;  // the learned table is indexed by the position
+         f.positions.front() = k2p31 - 1;
+         f.positions.back() = -(k2p31 - 1);
+         f.call.first = -(k2p31 - 1);
+       }},
+      {"first + n - 1 = 2^31 - 1", [](Fixture &f) {
+         if (f.t.has_pos_table) return;
+         f.call.positions = f.t.positions_required ? f.call.positions : nullptr;
+         f.call.first = k2p31 - Fixture::kRows;
+       }},
+      {"POSENC_PAD first and last", [](Fixture &f) { f.positions.front() = f.positions.back() = POSENC_PAD; }},
+      {"every token the last id", [](Fixture &f) { f.tokens.assign(f.tokens.size(), int32_t(Fixture::kVocab - 1)); }},
+      {"learned positions at both ends of the table", [](Fixture &f) {
+         f.positions.front() = 0;
+         f.positions.back() = Fixture::kPosRows - 1;
+       }},
+      {"freq_denominator = -0.0 (means h)", [](Fixture &f) { f.spec.freq_denominator = -0.0; }},
+      {"base 1: every frequency 1", [](Fixture &f) { f.spec.base = 1.0; }},
+      {"base at the smallest subnormal, D large", [](Fixture &f) {
+         f.spec.base = std::numeric_limits<double>::denorm_min();
+         f.spec.freq_denominator = 1e6;
+       }},
+      {"position_scale 0", [](Fixture &f) { f.spec.position_scale = 0.0; }},
+      {"position_scale -1e-300", [](Fixture &f) { f.spec.position_scale = -1e-300; }},
+      {"a large frequency, 2^300", [](Fixture &f) {
+         f.spec.base = 0.5;
+         f.spec.freq_denominator = f.spec.d_model / 2 >= 2 ? double(f.spec.d_model / 2 - 1) / 300.0 : 1.0;
+       }},
+      {"tight strides (= d)", [](Fixture &f) { f.call.out_stride = f.call.x_stride = f.call.pos_stride = f.d; }},
+  };
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (Kernel k : ref::kAllKernels)
+        for (int64_t d : kWidths)
+          for (const auto &e : edges) {
+            Fixture f(k, d, d == 40 ? POSENC_COS_SIN_HALVES : POSENC_INTERLEAVED);
+            e.second(f);
+            INFO(f.t.name << " d " << d << " path " << posenc_isa_name(isa) << ": " << e.first);
+            REQUIRE(ref::invoke(f.call) == POSENC_OK);
+            CHECK(f.only_rows_written());
+            CHECK(f.inputs_intact());
+          }
+    });
+}
+
+TEST_CASE("the ISA and name functions outside their enums", "[hardening]") {
+  for (int v : {-1, 4, 5, 99, INT_MIN, INT_MAX}) {
+    const posenc_isa isa = posenc_isa(v);
+    INFO("isa value " << v);
+    CHECK(posenc_isa_available(isa) == 0);
+    CHECK(std::strcmp(posenc_isa_name(isa), "unknown") == 0);
+    const posenc_isa before = posenc_active_isa();
+    CHECK(posenc_force_isa(isa) == POSENC_ERR_INVALID);
+    CHECK(posenc_active_isa() == before);
+  }
+  for (int v : {-1, 7, 1000, INT_MIN, INT_MAX}) {
+    INFO("status value " << v);
+    CHECK(std::strcmp(posenc_status_string(posenc_status(v)), "unknown status") == 0);
+  }
+}
+
+// The one-time setup sizes its table from d_model. A d_model whose table size does not fit in size_t must
+// be refused as NO_MEMORY, not wrap to a small allocation that the setup then writes past. With 36 doubles
+// and one 48-byte exact lane per padded pair (5376 bytes per 16 pairs), the first value wraps around 2^64 to
+// 4352 bytes, 2^61 - 2 wraps to 5376 bytes, and 2^60 asks for 2^63 bytes. The caller's buffer is small: the
+// call fails before it could be touched, and must leave it alone.
+TEST_CASE("a d_model whose frequency table cannot be sized is NO_MEMORY, nothing written", "[hardening]") {
+  const int64_t wrap_pairs = ((int64_t(1) << 56) + 17) / 21 * 16 - 16;  // h with padded = 16 (2^56+17)/21
+  for (int64_t d : {2 * wrap_pairs, int64_t(1) << 60, (int64_t(1) << 61) - 2}) {
+    INFO("d_model " << d);
+    posenc_spec s = posenc_spec_default(d);
+    ref::Canary out(256, 0x5C);
+    for (posenc_isa isa : ref::paths())
+      ref::on_path(isa, [&] {
+        CHECK(posenc_table_bf16(&s, 0, 1, reinterpret_cast<uint16_t *>(out.data()), d) == POSENC_ERR_NO_MEMORY);
+      });
+    CHECK(out.intact());
+  }
+}
+
+// ---- NaN and Inf in activations and embedding tables --------------------------------------------------
+
+namespace {
+
+using ref::widen_bf16;
+using ref::widen_f16;
+
+// got must be what IEEE fmaf gives: the same bits, or a NaN where the exact result is a NaN (which NaN
+// a fused multiply-add returns when two operands are NaNs is not specified).
+bool ieee_same(float got, float want) {
+  if (std::isnan(want)) return std::isnan(got);
+  return ref::bits_of_float(got) == ref::bits_of_float(want);
+}
+
+// Specials, as float32 bits and as the same values in bfloat16 and binary16: quiet and signalling NaNs of
+// both signs, infinities, a negative zero, the smallest subnormal, the largest finite value.
+const uint32_t kSpecialF32[] = {0x7FC00000u, 0xFFC00001u, 0x7F800001u, 0x7F800000u,
+                                0xFF800000u, 0x80000000u, 0x00000001u, 0x7F7FFFFFu};
+const uint16_t kSpecialBF16[] = {0x7FC0, 0xFFC1, 0x7F81, 0x7F80, 0xFF80, 0x8000, 0x0001, 0x7F7F};
+const uint16_t kSpecialF16[] = {0x7E00, 0xFE01, 0x7C01, 0x7C00, 0xFC00, 0x8000, 0x0001, 0x7BFF};
+
+}  // namespace
+
+TEST_CASE("NaN and Inf inputs propagate as fmaf says, element by element", "[hardening][nan]") {
+  const Kernel kernels[] = {Kernel::kAddF32, Kernel::kEmbedF32, Kernel::kEmbedBF16, Kernel::kEmbedF16,
+                            Kernel::kEmbedLearnedF32};
+  const float nanf = std::numeric_limits<float>::quiet_NaN(), inff = std::numeric_limits<float>::infinity();
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (Kernel k : kernels)
+        for (int64_t d : {int64_t(1), int64_t(13), int64_t(40)})
+          for (posenc_layout layout : {POSENC_INTERLEAVED, POSENC_SIN_COS_HALVES, POSENC_COS_SIN_HALVES})
+            for (float scale : {1.0f, -2.5f, 0.0f, nanf, inff})
+              for (bool in_place : {false, true}) {
+                Fixture f(k, d, layout);
+                if (in_place && !f.t.has_activations) continue;
+                f.call.scale = scale;
+                // specials at the first and last element of rows, the odd column, the middle (a partial
+                // vector on the SIMD paths), and the last element of the last row
+                const int64_t n = f.call.n, xs = f.call.x_stride, rows = f.t.has_activations ? n : Fixture::kVocab;
+                std::vector<int64_t> spots = {0, d - 1, xs + d / 2, 3 * xs + d - 1, (rows - 1) * xs + d - 1};
+                for (size_t s = 0; s < spots.size(); ++s) {
+                  const size_t at = size_t(spots[s]), which = (s * 3 + size_t(d)) % 8;
+                  if (f.t.in_size == 4) std::memcpy(f.x.data() + 4 * at, &kSpecialF32[which], 4);
+                  else if (k == Kernel::kEmbedBF16) std::memcpy(f.x.data() + 2 * at, &kSpecialBF16[which], 2);
+                  else std::memcpy(f.x.data() + 2 * at, &kSpecialF16[which], 2);
+                }
+                if (f.t.has_pos_table) {  // the learned table's values are added as they are: NaN too
+                  float v = nanf;
+                  std::memcpy(f.pos_table.data() + 4 * size_t(f.call.pos_stride * 4 + d - 1), &v, 4);
+                  v = -inff;
+                  std::memcpy(f.pos_table.data() + 4 * size_t(f.call.pos_stride * 5), &v, 4);
+                }
+                if (in_place) {  // out = x: copy the activations to the output rows first
+                  f.call.out_stride = f.call.x_stride;
+                  std::memcpy(f.out.data(), f.x.data(), f.x.size());
+                  f.call.x = f.out.data();
+                }
+                const std::vector<unsigned char> x(f.x.data(), f.x.data() + f.x.size());
+                // PE of every row on this path (POSENC_PAD rows are zeros), or the learned table's rows
+                std::vector<float> pe(size_t(n * d), 0.0f);
+                if (f.t.has_spec)
+                  REQUIRE(posenc_rows_f32(&f.spec, f.positions.data(), n, pe.data(), d) == POSENC_OK);
+                REQUIRE(ref::invoke(f.call) == POSENC_OK);
+                const auto *out = reinterpret_cast<const float *>(f.out.data());
+                for (int64_t r = 0; r < n; ++r) {
+                  const int64_t xrow = f.t.has_activations ? r : f.tokens[size_t(r)];
+                  const int64_t p = f.positions[size_t(r)];
+                  for (int64_t e = 0; e < d; ++e) {
+                    const size_t xi = size_t(xrow * xs + e);
+                    float xv;
+                    if (f.t.in_size == 4) {
+                      std::memcpy(&xv, x.data() + 4 * xi, 4);
+                    } else {
+                      uint16_t hv;
+                      std::memcpy(&hv, x.data() + 2 * xi, 2);
+                      xv = k == Kernel::kEmbedBF16 ? widen_bf16(hv) : widen_f16(hv);
+                    }
+                    float pv = pe[size_t(r * d + e)];
+                    if (f.t.has_pos_table && p != POSENC_PAD)
+                      std::memcpy(&pv, f.pos_table.data() + 4 * size_t(p * f.call.pos_stride + e), 4);
+                    const float want = std::fmaf(scale, xv, pv), got = out[r * f.call.out_stride + e];
+                    if (!ieee_same(got, want)) {
+                      FAIL_CHECK(f.t.name << " path " << posenc_isa_name(isa) << " d " << d << " layout "
+                                          << int(layout) << " scale " << scale << " in place " << in_place
+                                          << " row " << r << " element " << e << ": got " << got << " want "
+                                          << want << " (x " << xv << ", pe " << pv << ")");
+                      return;
+                    }
+                  }
+                }
+                if (!in_place) CHECK(f.only_rows_written());
+              }
+    });
+}
