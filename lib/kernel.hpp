@@ -160,6 +160,29 @@ struct Engine {
     return kZip ? S::zip(S::load_f(a)) : S::load_f(a);
   }
 
+  // ---- the fused operation -----------------------------------------------------------------------
+
+  // fmaf(scale, x, y), with a NaN result made the same on every path and architecture: which operand's
+  // payload an FMA propagates depends on the instruction form the compiler picked and on the ISA, and
+  // 0 * inf gives -qNaN on x86 but +qNaN on ARM. The rule: the first NaN among x, y, scale, quieted;
+  // otherwise (an invalid operation) +qNaN, 0x7fc00000.
+  static F fused(const F &scale, const F &x, const F &y) {
+    const F r = S::fmaf(scale, x, y);
+    if (!S::any_nan(r)) return r;
+    alignas(64) uint32_t rv[2 * W], xv[2 * W], yv[2 * W], sv[2 * W];
+    S::store_f(reinterpret_cast<float *>(rv), r);
+    S::store_f(reinterpret_cast<float *>(xv), x);
+    S::store_f(reinterpret_cast<float *>(yv), y);
+    S::store_f(reinterpret_cast<float *>(sv), scale);
+    auto is_nan = [](uint32_t b) { return (b & 0x7FFFFFFFu) > 0x7F800000u; };
+    for (int l = 0; l < 2 * W; ++l) {
+      if (!is_nan(rv[l])) continue;
+      const uint32_t src = is_nan(xv[l]) ? xv[l] : is_nan(yv[l]) ? yv[l] : is_nan(sv[l]) ? sv[l] : 0x7FC00000u;
+      rv[l] = src | 0x00400000u;
+    }
+    return S::load_f(reinterpret_cast<const float *>(rv));
+  }
+
   // ---- where the values go -------------------------------------------------------------------------
 
   // Loads and stores of 2W elements, contiguous or as two runs of W, converting to and from float32.
@@ -274,7 +297,7 @@ struct Engine {
       }
     }
 
-    F combine_x(const F &pe, const F &xv) const { return S::fmaf(scale, xv, pe); }
+    F combine_x(const F &pe, const F &xv) const { return fused(scale, xv, pe); }
 
     // pe holds the W pairs from j0 + jj (interleaved, or [sin lanes | cos lanes] for the halves).
     // kNt: non-temporal stores straight to the row (only when direct).
@@ -542,14 +565,14 @@ struct Engine {
       float *o = job.out + r * job.out_stride;
       for (int64_t e = 0; e < full; e += 2 * W) {
         const F pv = pe ? S::load_f(pe + e) : S::splat(0.0f);
-        S::store_f(o + e, S::fmaf(scale, S::load_f(x + e), pv));
+        S::store_f(o + e, fused(scale, S::load_f(x + e), pv));
       }
       if (full < job.d) {
         const int64_t m = job.d - full;
         alignas(64) float tx[2 * W] = {}, tp[2 * W] = {}, to[2 * W];
         std::memcpy(tx, x + full, sizeof(float) * size_t(m));
         if (pe) std::memcpy(tp, pe + full, sizeof(float) * size_t(m));
-        S::store_f(to, S::fmaf(scale, S::load_f(tx), S::load_f(tp)));
+        S::store_f(to, fused(scale, S::load_f(tx), S::load_f(tp)));
         std::memcpy(o + full, to, sizeof(float) * size_t(m));
       }
     }

@@ -44,6 +44,7 @@ struct Simd<xsimd::neon64> {
   static M lor(const M &a, const M &b) { return a || b; }
   static F splat(float x) { return F(x); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(vfmaq_f32(y, a, x)); }
+  static bool any_nan(const F &v) { return vminvq_u32(vceqq_f32(v, v)) == 0; }
   static F load_f(const float *p) { return F::load_unaligned(p); }
   static void store_f(float *p, const F &v) { v.store_unaligned(p); }
 

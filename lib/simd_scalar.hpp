@@ -69,6 +69,7 @@ struct Simd<scalar_arch> {
   static F fmaf(const F &a, const F &x, const F &y) {
     return F{{std::fmaf(a.v[0], x.v[0], y.v[0]), std::fmaf(a.v[1], x.v[1], y.v[1])}};
   }
+  static bool any_nan(const F &v) { return v.v[0] != v.v[0] || v.v[1] != v.v[1]; }
   static F load_f(const float *p) { return F{{p[0], p[1]}}; }
   static void store_f(float *p, const F &v) {
     p[0] = v.v[0];

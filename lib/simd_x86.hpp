@@ -64,6 +64,7 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   static D fma(const D &a, const D &b, const D &c) { return D(_mm256_fmadd_pd(a, b, c)); }
   static D fms(const D &a, const D &b, const D &c) { return D(_mm256_fmsub_pd(a, b, c)); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(_mm256_fmadd_ps(a, x, y)); }
+  static bool any_nan(const F &v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0; }
 
   static F narrow2(const D &s, const D &c) {
     return F(_mm256_set_m128(_mm256_cvtpd_ps(c), _mm256_cvtpd_ps(s)));
@@ -139,6 +140,7 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   static D fma(const D &a, const D &b, const D &c) { return D(_mm512_fmadd_pd(a, b, c)); }
   static D fms(const D &a, const D &b, const D &c) { return D(_mm512_fmsub_pd(a, b, c)); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(_mm512_fmadd_ps(a, x, y)); }
+  static bool any_nan(const F &v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
 
   static F narrow2(const D &s, const D &c) {
     return F(_mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(s)), _mm512_cvtpd_ps(c), 1));

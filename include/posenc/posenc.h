@@ -84,7 +84,10 @@ posenc_status posenc_rows_f16(const posenc_spec *spec, const int64_t *positions,
                               int64_t out_stride);
 
 /** out[r] = fmaf(scale, x[r], PE(pos_r)) element-wise; pos_r = positions[r], or first + r when positions is
- *  NULL. out may equal x (in place); other overlaps are undefined. */
+ *  NULL. out may equal x (in place); other overlaps are undefined.
+ *  NaN results are the same on every path and architecture: the first NaN among x, the position term and
+ *  scale, quieted; an invalid operation (0 * inf, inf - inf) gives +qNaN (0x7fc00000). This holds for every
+ *  fused call below too. */
 posenc_status posenc_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
                              const int64_t *positions, int64_t first, int64_t n, float *out, int64_t out_stride);
 
@@ -102,7 +105,7 @@ posenc_status posenc_embed_f16(const posenc_spec *spec, const uint16_t *table, i
                                int64_t n, float *out, int64_t out_stride);
 
 /** Learned positions (BERT, GPT-2, a trained LSPE): out[r] = fmaf(scale, table[tokens[r]], pos_table[pos_r]);
- *  pos_r must lie in [0, pos_rows). */
+ *  pos_r must lie in [0, pos_rows), or be POSENC_PAD (explicit positions only), which adds +0.0. */
 posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int64_t vocab, int64_t table_stride,
                                        const int32_t *tokens, float scale, const float *pos_table,
                                        int64_t pos_rows, int64_t pos_stride, const int64_t *positions,

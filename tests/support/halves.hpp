@@ -26,7 +26,13 @@ inline float widen_bf16(uint16_t h) { return float_of_bits(uint32_t(h) << 16); }
 inline float widen_f16(uint16_t h) {
   const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
   const float sign = (h & 0x8000) ? -1.0f : 1.0f;
-  if (e == 0x1F) return m ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
+  if (e == 0x1F && m) {  // NaN: sign and payload carried over (the payload's top bit is the quiet bit)
+    const uint32_t b = uint32_t(h & 0x8000) << 16 | 0x7F800000u | uint32_t(m) << 13;
+    float f;
+    std::memcpy(&f, &b, sizeof f);
+    return f;
+  }
+  if (e == 0x1F) return sign * std::numeric_limits<float>::infinity();
   if (e == 0) return sign * std::ldexp(float(m), -24);
   return sign * std::ldexp(float(1024 + m), e - 25);
 }
