@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian bookworm machine: installs what is missing, builds, runs every
-# test natively (each x86 path, and the suite again once per forced path), then cross-builds for aarch64
-# and runs the same suite under qemu (the NEON path). Ends with "tests: N passed, M failed".
+# test natively (each x86 path, and the suite again once per forced path), cross-builds for aarch64 and
+# runs the same suite under qemu (the NEON path), installs into a temporary prefix and builds the examples
+# against it, then the hardening runs (sanitizers, valgrind, fuzzing, TSan). Ends with
+# "tests: N passed, M failed".
 #   scripts/test.sh [--werror]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,5 +38,13 @@ meson test -C build-test-neon --num-processes "$jobs" --print-errorlogs || statu
 echo "== install into a temporary prefix and build the examples against it; meson subproject"
 bash scripts/test_install.sh && bash scripts/test_subproject.sh || status=1
 
-python3 tools/test_summary.py build-test/meson-logs/testlog.json build-test-neon/meson-logs/testlog.json || status=1
+echo "== hardening: ASan+UBSan, valgrind, libFuzzer, TSan"
+bash scripts/test_hardening.sh || status=1
+
+logs=(build-test/meson-logs/testlog.json build-test-neon/meson-logs/testlog.json)
+for f in build-hard-asan/meson-logs/testlog.json build-hard-plain/meson-logs/testlog-valgrind.json \
+         build-hard-tsan/meson-logs/testlog.json; do
+  [ -f "$f" ] && logs+=("$f")
+done
+python3 tools/test_summary.py "${logs[@]}" || status=1
 exit $status
