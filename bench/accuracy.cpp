@@ -72,8 +72,8 @@ void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group
     std::perror(path);
     std::exit(2);
   }
-  std::fprintf(f, "{\n  \"d_model\": %lld, \"positions_per_group\": %lld,\n  \"results\": [\n", (long long)kD,
-               (long long)kRows);
+  std::fprintf(f, "{\n  \"mpfr\": \"%s\", \"d_model\": %lld, \"positions_per_group\": %lld,\n  \"results\": [\n",
+               MPFR_VERSION_STRING, (long long)kD, (long long)kRows);
   const char *sep = "";
   for (size_t g = 0; g < by_group.size(); ++g)
     for (const Impl &im : by_group[g]) {

@@ -22,8 +22,9 @@ Case table_case(const char *kernel, const std::string &impl, const Shape &s, siz
 }
 
 // The memset bound on the same bytes as the table.
-void add_memset(const char *kernel, const Shape &s, size_t elem_size) {
+void add_memset(const char *kernel, const Shape &s, size_t elem_size, const char *pos_kind = nullptr) {
   Case c = table_case(kernel, "memset", s, elem_size);
+  if (pos_kind) c.extra = {{"pos", pos_kind}};
   c.prepare = [bytes = size_t(c.bytes)] {
     void *out = buffer("out", bytes);
     return Work([out, bytes] {
@@ -108,8 +109,8 @@ void add_table_cases(const Plan &plan) {
     for (const char *kind : {"packed", "scattered"}) {
       add_posenc_rows(s, kind);
       add_peers("rows_f32", s, kind, false);
+      add_memset("rows_f32", s, sizeof(float), kind);
     }
-    add_memset("rows_f32", s, sizeof(float));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#define PEERS_UNIT avx2
 #include "kernels.hpp"
 
 namespace peers {

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#define PEERS_UNIT avx512
 #include "kernels.hpp"
 
 namespace peers {

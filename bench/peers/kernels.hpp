@@ -3,7 +3,23 @@
 // instantiation is local to its unit and built with that unit's flags only.
 #pragma once
 
+// xsimd 8.1 defines two helpers of its large-argument sin/cos reduction as plain inline functions, not
+// templates on the arch, so every ISA unit would emit a copy of the same symbol built with its own flags
+// and the linker would keep one for all (the ODR trap of STYLE.md: the AVX2 peer could end up running
+// AVX-512 code). Each unit renames them to a name of its own before xsimd is seen.
+#ifndef PEERS_UNIT
+#error "define PEERS_UNIT (the ISA name) before including kernels.hpp"
+#endif
+#ifdef XSIMD_HPP
+#error "kernels.hpp must be the first to include xsimd in a peer unit"
+#endif
+#define PEERS_CAT2(a, b) a##_##b
+#define PEERS_CAT(a, b) PEERS_CAT2(a, b)
+#define __kernel_rem_pio2 PEERS_CAT(kernel_rem_pio2, PEERS_UNIT)
+#define __ieee754_rem_pio2 PEERS_CAT(ieee754_rem_pio2, PEERS_UNIT)
 #include <xsimd/xsimd.hpp>
+#undef __kernel_rem_pio2
+#undef __ieee754_rem_pio2
 
 #include "naive.hpp"
 #include "row_loop.hpp"

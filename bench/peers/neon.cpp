@@ -3,6 +3,7 @@
 #include <arm_neon.h>
 #include <sleef.h>
 
+#define PEERS_UNIT neon
 #include "kernels.hpp"
 
 namespace peers {
