@@ -39,7 +39,7 @@ def problems(cases, groups, acc):
 
 
 def write_docs(text, charts_made, out_dir, docs_path):
-    """The summary for the repository: the charts copied next to it, links rewritten."""
+    """The summary for the repository, with the measurement charts copied next to it (links rewritten)."""
     img_dir = os.path.splitext(docs_path)[0]
     os.makedirs(img_dir, exist_ok=True)
     for _, name in charts_made:
@@ -65,16 +65,20 @@ def main(argv):
             acc = json.load(f)
     groups = results.groups(cases)
     os.makedirs(args.out, exist_ok=True)
-    made = charts.draw_all(groups, acc, args.out)
-    made += [(t, f) for t, f in (p.rsplit("=", 1) for p in args.pictures)
-             if os.path.exists(os.path.join(args.out, f))]
+    measured = charts.draw_all(groups, acc, args.out)
+    pictures = [(t, f) for t, f in (p.rsplit("=", 1) for p in args.pictures)
+                if os.path.exists(os.path.join(args.out, f))]
     reps = max((len(c.times) for c in cases.values()), default=0)
-    text = summary.render(context, groups, acc, machine.describe(context, acc), made,
-                          targets.simd_paths_of(groups), reps)
+
+    def render(chart_list, command):
+        return summary.render(context, groups, acc, machine.describe(context, acc), chart_list,
+                              targets.simd_paths_of(groups), reps, command)
+
+    text = render(measured + pictures, "scripts/report.sh")
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(text)
-    if args.docs:
-        write_docs(text, made, args.out, args.docs)
+    if args.docs:  # the pictures of the encoding do not depend on the machine: they stay in report/
+        write_docs(render(measured, "scripts/report.sh --docs"), measured, args.out, args.docs)
     print(text)
     bad = problems(cases, groups, acc)
     for p in bad:

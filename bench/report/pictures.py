@@ -18,6 +18,18 @@ import numpy as np  # noqa: E402
 plt.rcParams["svg.hashsalt"] = "posenc"
 
 
+def heatmap(values, xlabel, ylabel, title, cmap, size, path, low=-1.0):
+    fig, ax = plt.subplots(figsize=size)
+    im = ax.imshow(values, aspect="auto", cmap=cmap, vmin=low, vmax=1, interpolation="nearest")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(fig)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cli", required=True)
@@ -32,28 +44,13 @@ def main(argv):
     pe = np.load(npy)
     what = "d = %d, %d positions%s" % (args.d_model, args.positions, (", " + " ".join(spec)) if spec else "")
 
-    fig, ax = plt.subplots(figsize=(8, 5))
-    im = ax.imshow(pe, aspect="auto", cmap="RdBu", vmin=-1, vmax=1, interpolation="nearest")
-    ax.set_xlabel("dimension")
-    ax.set_ylabel("position")
-    ax.set_title("Sinusoidal positional encoding (" + what + ")", fontsize=10)
-    fig.colorbar(im, ax=ax)
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "pe_heatmap.svg"), format="svg", metadata={"Date": None})
-    plt.close(fig)
-
+    heatmap(pe, "dimension", "position", "Sinusoidal positional encoding (" + what + ")", "RdBu", (8, 5),
+            os.path.join(args.out, "pe_heatmap.svg"))
     # cosine similarity of every pair of positions: how much position p "looks like" position q
     unit = pe / np.maximum(np.linalg.norm(pe, axis=1, keepdims=True), 1e-30)
     sim = unit @ unit.T
-    fig, ax = plt.subplots(figsize=(6.5, 5.5))
-    im = ax.imshow(sim, cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
-    ax.set_xlabel("position")
-    ax.set_ylabel("position")
-    ax.set_title("Cosine similarity of PE rows (" + what + ")", fontsize=10)
-    fig.colorbar(im, ax=ax)
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "pe_cosine_similarity.svg"), format="svg", metadata={"Date": None})
-    plt.close(fig)
+    heatmap(sim, "position", "position", "Cosine similarity of PE rows (" + what + ")", "viridis", (6.5, 5.5),
+            os.path.join(args.out, "pe_cosine_similarity.svg"), low=float(sim.min()))
     print("wrote %s, pe_heatmap.svg, pe_cosine_similarity.svg in %s" % (os.path.basename(npy), args.out))
 
 
