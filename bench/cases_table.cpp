@@ -18,13 +18,15 @@ bool is_slow(const Plan &plan, const Shape &s) {
 }
 
 Case table_case(const char *kernel, const std::string &impl, const Shape &s, size_t elem_size) {
-  return make_case(kernel, impl, s.d, s.n, double(elem_size));
+  Case c = make_case(kernel, impl, s.d, s.n, double(elem_size));
+  if (s.first != 0) c.extra = {{"first", std::to_string(s.first)}};
+  return c;
 }
 
 // The memset bound on the same bytes as the table.
 void add_memset(const char *kernel, const Shape &s, size_t elem_size, const char *pos_kind = nullptr) {
   Case c = table_case(kernel, "memset", s, elem_size);
-  if (pos_kind) c.extra = {{"pos", pos_kind}};
+  if (pos_kind) c.extra.push_back({"pos", pos_kind});
   c.prepare = [bytes = size_t(c.bytes)] {
     void *out = buffer("out", bytes);
     return Work([out, bytes] {
@@ -40,14 +42,14 @@ void add_peers(const char *kernel, const Shape &s, const char *pos_kind, bool sl
   for (const peers::TablePeer &peer : peers::table_peers()) {
     if (peer.needs == POSENC_ISA_SCALAR && !slow_too) continue;
     Case c = table_case(kernel, peer.name, s, sizeof(float));
-    if (pos_kind) c.extra = {{"pos", pos_kind}};
+    if (pos_kind) c.extra.push_back({"pos", pos_kind});
     c.isa = peer.needs;
     c.prepare = [fn = peer.fn, s, pos_kind] {
       auto freqs = std::make_shared<peers::Freqs>(posenc_spec_default(s.d));
       float *out = buffer_of<float>("out", s.d * s.n);
       const int64_t *pos = pos_kind ? positions(pos_kind, s.n) : nullptr;
       return Work([fn, freqs, out, pos, s] {
-        fn(*freqs, pos, 0, s.n, out, s.d);
+        fn(*freqs, pos, s.first, s.n, out, s.d);
         return POSENC_OK;
       });
     };
@@ -68,7 +70,7 @@ void add_posenc_table(const char *kernel, TableCall<T> call, const Shape &s, boo
     c.prepare = [call, s] {
       const posenc_spec spec = posenc_spec_default(s.d);
       T *out = buffer_of<T>("out", s.d * s.n);
-      return Work([call, spec, out, s] { return call(&spec, 0, s.n, out, s.d); });
+      return Work([call, spec, out, s] { return call(&spec, s.first, s.n, out, s.d); });
     };
     add(std::move(c));
   }
@@ -77,7 +79,7 @@ void add_posenc_table(const char *kernel, TableCall<T> call, const Shape &s, boo
 void add_posenc_rows(const Shape &s, const char *pos_kind) {
   for (posenc_isa isa : paths()) {
     Case c = table_case("rows_f32", posenc_isa_name(isa), s, sizeof(float));
-    c.extra = {{"pos", pos_kind}};
+    c.extra.push_back({"pos", pos_kind});
     c.isa = isa;
     c.forces_path = true;
     c.prepare = [s, pos_kind] {

@@ -41,7 +41,7 @@ def _plain_tables(groups, kernel="table_f32"):
     out = {}
     for (k, params), g in groups.items():
         p = dict(params)
-        if k == kernel and set(p) == {"d", "n"}:
+        if k == kernel and set(p) <= {"d", "n", "first"}:
             out[(p["d"], p["n"])] = g
     return out
 
