@@ -38,6 +38,12 @@ Case make_case(const std::string &kernel, const std::string &impl, int64_t d, in
 // wall-clock time, one rule for the single-threaded cases and the 2-thread split alike.
 void add(Case c);
 
+// Registers "ratio/<a>|<b>": a and b (names of registered cases) called alternately, the order swapped
+// every iteration, each call timed; its counter "ratio" is the median of time(a) / time(b) over the
+// iterations. Noise that lasts longer than one pair of calls hits both sides alike. False when a or b
+// is not registered (not in this plan, or not available here).
+bool add_pair(const std::string &a, const std::string &b);
+
 // The posenc paths this build and this CPU can run, in enum order.
 std::vector<posenc_isa> paths();
 

@@ -41,7 +41,11 @@ mkdir -p "$out"
 echo "== accuracy against MPFR"
 "$build/bench/posenc-accuracy" --json "$out/accuracy.json"
 echo "== benchmarks ($mode; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
-"$build/bench/posenc-bench" "${bench_args[@]}" --benchmark_enable_random_interleaving=true \
+# the issues' target ratios are also timed as alternated pairs of calls (bench/report/targets.py)
+quick_pairs=()
+[ $mode = quick ] && quick_pairs=(--quick)
+"$py" bench/report/targets.py --pairs "${quick_pairs[@]}" > "$out/pairs.txt"
+"$build/bench/posenc-bench" "${bench_args[@]}" --pairs "$out/pairs.txt" --benchmark_enable_random_interleaving=true \
   --benchmark_out="$out/bench.json" --benchmark_out_format=json --benchmark_counters_tabular=true
 echo "== pictures of the encoding"
 "$py" bench/report/pictures.py --cli "$build/bench/posenc-cli" --out "$out" --positions 512 --d-model 200

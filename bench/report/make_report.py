@@ -20,11 +20,14 @@ import targets
 KERNELS_REQUIRED = summary.KERNELS
 
 
-def problems(cases, groups, acc):
+def problems(cases, groups, pairs, acc):
     found = []
     for c in cases.values():
         if c.error:
             found.append("%s: %s" % (c.name, c.error))
+    found += ["paired %s | %s failed" % ab for ab, ratios in pairs.items() if None in ratios]
+    if not pairs:
+        found.append("no paired ratio was measured")
     kernels = {k for k, _ in groups}
     found += ["no case for kernel %s" % k for k in KERNELS_REQUIRED if k not in kernels]
     paths = {c.impl for c in cases.values() if c.impl in results.POSENC_PATHS}
@@ -58,7 +61,7 @@ def main(argv):
     ap.add_argument("--docs")
     args = ap.parse_args(argv)
 
-    context, cases = results.load(args.bench)
+    context, cases, pairs = results.load(args.bench)
     acc = None
     if args.accuracy and os.path.exists(args.accuracy):
         with open(args.accuracy) as f:
@@ -71,7 +74,7 @@ def main(argv):
     reps = max((len(c.times) for c in cases.values()), default=0)
 
     def render(chart_list, command):
-        return summary.render(context, groups, acc, machine.describe(context, acc), chart_list,
+        return summary.render(context, groups, pairs, acc, machine.describe(context, acc), chart_list,
                               targets.simd_paths_of(groups), reps, command)
 
     text = render(measured + pictures, "scripts/report.sh")
@@ -80,7 +83,7 @@ def main(argv):
     if args.docs:  # the pictures of the encoding do not depend on the machine: they stay in report/
         write_docs(render(measured, "scripts/report.sh --docs"), measured, args.out, args.docs)
     print(text)
-    bad = problems(cases, groups, acc)
+    bad = problems(cases, groups, pairs, acc)
     for p in bad:
         print("report: " + p, file=sys.stderr)
     return 1 if bad else 0

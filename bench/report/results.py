@@ -35,10 +35,11 @@ class Case:
 
     @property
     def spread(self):
-        """(max - min) / median over the repetitions: how noisy this case was."""
-        if len(self.times) < 2:
+        """The interquartile range over the median of the repetitions: how noisy this case was."""
+        if len(self.times) < 4:
             return 0.0
-        return (max(self.times) - min(self.times)) / self.median
+        q = statistics.quantiles(self.times, n=4)
+        return (q[2] - q[0]) / self.median
 
     def key(self):
         return (self.kernel, tuple(sorted(self.params.items())))
@@ -48,21 +49,34 @@ UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 def load(path):
-    """Returns (context dict, {name: Case}) from the repetitions themselves (medians computed here)."""
+    """Returns (context dict, {name: Case}, {(a, b): [paired ratio per repetition]}), from the repetitions
+    themselves (medians are computed here)."""
     with open(path) as f:
         data = json.load(f)
     cases = {}
+    pairs = {}
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate":
             continue
-        name = b.get("run_name", b["name"]).removesuffix("/real_time")
+        name = b.get("run_name", b["name"]).removesuffix("/real_time").removesuffix("/manual_time")
+        if name.startswith("ratio/"):
+            a, _, other = name[len("ratio/"):].partition("|")
+            # None marks a repetition that failed, for the report's completeness check
+            pairs.setdefault((a, other), []).append(None if b.get("error_occurred") else b.get("ratio"))
+            continue
         c = cases.setdefault(name, Case(name))
         if b.get("error_occurred"):
             c.error = b.get("error_message", "error")
             continue
         c.times.append(b["real_time"] * UNIT[b.get("time_unit", "ns")])
         c.bytes_per_s.append(b.get("bytes/s", 0.0))
-    return data.get("context", {}), cases
+    return data.get("context", {}), cases, pairs
+
+
+def case_name(kernel, impl, params):
+    """The benchmark's name of a case (bench/harness.cpp): d and n first, then the other parameters."""
+    rest = "".join("/%s=%s" % (k, v) for k, v in params.items() if k not in ("d", "n"))
+    return "%s/%s/d=%d/n=%d%s" % (kernel, impl, params["d"], params["n"], rest)
 
 
 def groups(cases):
