@@ -48,7 +48,9 @@ def targets_section(groups, pairs, simd_paths):
             "ratios, median over the repetitions; the verdict uses it. *Of medians*: the ratio of the two "
             "cases' own medians (the cases measured apart, interleaved at random with all others). First, "
             "second: those medians. Spread: the larger interquartile range / median of the two cases' "
-            "repetitions, a measure of how noisy the host was.\n\n" +
+            "repetitions, a measure of how noisy the host was. A paired call finds the caches as the other "
+            "implementation left them (posenc's per-spec rotation tables evicted by a long libm call, for "
+            "one), so a paired ratio can be below the ratio of medians, which times back-to-back calls.\n\n" +
             table(("target", "path", "paired", "of medians", "wanted", "verdict", "first", "second", "spread"),
                   rows))
 
@@ -145,7 +147,8 @@ IMPLS = """## What is compared
   the scale, add a precomputed PE table, each a separate pass over the output (compiled for the widest ISA
   this CPU runs); for `add_f32`, scale then add.
 - **memset / memcpy / memcpy_gather**: the bounds. memset of the same output buffer (tables), memcpy of the
-  activations (`add_f32`), memcpy of the same embedding rows chosen by the same tokens (embeddings).
+  activations (`add_f32`), memcpy of the same embedding rows chosen by the same tokens (embeddings; for
+  `embed_learned_f32` it does not read the position table, so it is below the true bound there).
 """
 
 
