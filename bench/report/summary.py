@@ -1,0 +1,175 @@
+"""The Markdown report: targets first, then accuracy, the 2-thread split, every kernel's ratios, the charts
+and the machine."""
+from results import BOUNDS, POSENC_PATHS, posenc_paths
+from targets import evaluate
+
+KERNELS = ("table_f32", "rows_f32", "table_bf16", "table_f16", "add_f32", "embed_f32", "embed_bf16",
+           "embed_f16", "embed_learned_f32")
+# Kernels without peers of their own are compared with another kernel's cases on the same shape:
+# "=path" means the same posenc path there.
+CROSS = {"table_bf16": [("table_f32", "=path")], "table_f16": [("table_f32", "=path")],
+         "embed_bf16": [("embed_f32", "=path"), ("embed_f32", "memcpy_gather")],
+         "embed_f16": [("embed_f32", "=path"), ("embed_f32", "memcpy_gather")]}
+
+
+def fmt_time(s):
+    if s is None:
+        return "-"
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale:
+            return "%.3g %s" % (s / scale, unit)
+    return "%.3g ns" % (s * 1e9)
+
+
+def fmt_ratio(r):
+    return "-" if r is None else ("%.3g" % r)
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def shape_label(params):
+    s = "%d x %d" % (params["d"], params["n"])
+    extra = ["%s=%s" % (k, v) for k, v in sorted(params.items()) if k not in ("d", "n")]
+    return s + (" (" + ", ".join(extra) + ")" if extra else "")
+
+
+def targets_section(groups, pairs, simd_paths):
+    rows = []
+    for title, path, r, p, op, target, met, a, b, noise in evaluate(groups, pairs, simd_paths):
+        verdict = "not measured" if r is None else "no target" if met is None else "met" if met else "**not met**"
+        rows.append((title, path, fmt_ratio(p), fmt_ratio(r), "%s %g" % (op, target), verdict, fmt_time(a),
+                     fmt_time(b), "-" if noise is None else "%.0f%%" % (100 * noise)))
+    return ("## The issues' targets\n\nEvery ratio is first time / second time, as the row states it, from this "
+            "one run. *Paired*: the two calls alternated (order swapped each time), median of the per-pair "
+            "ratios, median over the repetitions; the verdict uses it. *Of medians*: the ratio of the two "
+            "cases' own medians (the cases measured apart, interleaved at random with all others). First, "
+            "second: those medians. Spread: the larger interquartile range / median of the two cases' "
+            "repetitions, a measure of how noisy the host was. A paired call finds the caches as the other "
+            "implementation left them (posenc's per-spec rotation tables evicted by a long libm call, for "
+            "one), so a paired ratio can be below the ratio of medians, which times back-to-back calls.\n\n" +
+            table(("target", "path", "paired", "of medians", "wanted", "verdict", "first", "second", "spread"),
+                  rows))
+
+
+def accuracy_section(acc):
+    if not acc:
+        return "## Accuracy\n\nnot measured\n"
+    groups = list(dict.fromkeys(r["group"] for r in acc["results"]))
+    impls = list(dict.fromkeys((r["kind"], r["impl"]) for r in acc["results"]))
+    by = {(r["kind"], r["impl"], r["group"]): r for r in acc["results"]}
+    rows = []
+    for kind, impl in impls:
+        cells = []
+        for g in groups:
+            r = by[(kind, impl, g)]
+            cells.append("%.3g (%.0f%%)" % (r["max_ulp"], 100.0 * r["over_1ulp"] / max(1, r["count"])))
+        worst_abs = max(by[(kind, impl, g)]["max_abs"] for g in groups)
+        rows.append([("posenc " if kind == "posenc" else "") + impl] + cells + ["%.2g" % worst_abs])
+    return ("## Accuracy next to speed\n\nMax error in float32 ULPs against MPFR (exact angle from the spec's "
+            "doubles; ULP at the exact value's binade, unit floored at 2^-149), and in parentheses the share of "
+            "elements off by more than 1 ULP; d = %d, all pairs, %d positions around each centre. The float "
+            "peers form fl(p*w) as frameworks do.\n\n" % (acc["d_model"], acc["positions_per_group"]) +
+            table(["impl"] + ["p ~ %s" % g for g in groups] + ["max abs error"], rows))
+
+
+def _lookup(groups, kernel, params, impl):
+    return groups.get((kernel, tuple(sorted(params.items()))), {}).get(impl)
+
+
+def kernel_section(groups, kernel):
+    keys = sorted((k for k in groups if k[0] == kernel and "threads" not in dict(k[1])),
+                  key=lambda k: sorted(dict(k[1]).items()))
+    if not keys:
+        return None
+    others = []
+    for k in keys:
+        others += [i for i in groups[k] if i not in POSENC_PATHS and i not in others]
+    others.sort(key=lambda i: (i in BOUNDS, i))
+    cross = CROSS.get(kernel, [])
+    header = ["shape", "path", "time", "GB/s"] + ["vs " + o for o in others] + \
+             ["vs %s %s" % (k, "same path" if i == "=path" else i) for k, i in cross]
+    rows = []
+    for k in keys:
+        params = dict(k[1])
+        g = groups[k]
+        for path in posenc_paths(g):
+            c = g[path]
+            if c.median is None:
+                rows.append([shape_label(params), path, "error: %s" % c.error] + [""] * (len(header) - 3))
+                continue
+            gbs = sorted(c.bytes_per_s)[len(c.bytes_per_s) // 2] / 1e9 if c.bytes_per_s else 0
+            cells = [shape_label(params), path, fmt_time(c.median), "%.3g" % gbs]
+            for o in others:
+                oc = g.get(o)
+                cells.append(fmt_ratio(oc.median / c.median) if oc and oc.median else "-")
+            for ck, ci in cross:
+                oc = _lookup(groups, ck, params, path if ci == "=path" else ci)
+                cells.append(fmt_ratio(oc.median / c.median) if oc and oc.median else "-")
+            rows.append(cells)
+    return "### %s\n\n%s" % (kernel, table(header, rows))
+
+
+def split_section(groups):
+    rows = []
+    for (kernel, params), g in sorted(groups.items()):
+        p = dict(params)
+        if p.get("threads") != 2:
+            continue
+        single = dict(p)
+        del single["threads"]
+        for impl, c in sorted(g.items()):
+            one = _lookup(groups, kernel, single, impl)
+            speedup = one.median / c.median if one and one.median and c.median else None
+            rows.append((kernel, shape_label(single), impl, fmt_time(one.median if one else None),
+                         fmt_time(c.median), fmt_ratio(speedup)))
+    if not rows:
+        return None
+    return ("## One call split over 2 threads\n\nTwo std::threads each make the same call on half the rows "
+            "(started and joined inside the timing); the benchmark first checks that the split writes the "
+            "same bytes as one whole call.\n\n" +
+            table(("kernel", "shape", "impl", "1 thread", "2 threads", "speed-up"), rows))
+
+
+IMPLS = """## What is compared
+
+- **posenc scalar / avx2 / avx512 / neon**: the library, each path forced with `posenc_force_isa`, every value
+  meant to be correctly rounded from the exact angle (the accuracy table checks a sample).
+- **sleef_u10_\\*, sleef_u35_\\***: SLEEF 3.5 `Sleef_sincosf8_u10avx2` / `_u35avx2`, `Sleef_sincosf16_u10avx512f` /
+  `_u35avx512f` (NEON: `Sleef_sincosf4_u10advsimd` / `_u35advsimd`) on the float32 angle fl(p*w), w rounded to
+  float32 once per spec, as frameworks do; interleaved with register shuffles.
+- **xsimd_avx2 / xsimd_avx512**: `xsimd::sincos` on the same float32 angle (`fma3<avx2>`, `avx512f`).
+- **libm_double**: glibc `sincos` in double on the double angle p*w, rounded to float32 (scalar loop).
+- **naive_3pass / naive_2pass**: what a framework runs without a fused kernel: gather the rows, multiply by
+  the scale, add a precomputed PE table, each a separate pass over the output (compiled for the widest ISA
+  this CPU runs); for `add_f32`, scale then add.
+- **memset / memcpy / memcpy_gather**: the bounds. memset of the same output buffer (tables), memcpy of the
+  activations (`add_f32`), memcpy of the same embedding rows chosen by the same tokens (embeddings; for
+  `embed_learned_f32` it does not read the position table, so it is below the true bound there).
+"""
+
+
+def render(context, groups, pairs, acc, machine_rows, charts, simd_paths, repetitions, command):
+    parts = ["# posenc benchmark report",
+             "Generated by `%s` on %s, %s. The %s plan, median of %s repetitions per case, all cases "
+             "interleaved at random (`--benchmark_enable_random_interleaving`) so that the host's noise hits "
+             "them alike; wall-clock time, one thread unless stated. Ratios compare medians from this one "
+             "run; absolute times from another run or machine are not comparable."
+             % (command, context.get("date", "?"), dict(machine_rows).get("CPU", "?"), context.get("plan", "?"),
+                repetitions),
+             targets_section(groups, pairs, simd_paths), accuracy_section(acc), IMPLS]
+    split = split_section(groups)
+    if split:
+        parts.append(split)
+    parts.append("## Every kernel\n\nRatios are (time of the other impl) / (time of this posenc path) on the "
+                 "same shape and output: above 1 posenc is faster; against a bound (memset, memcpy, "
+                 "memcpy_gather) it is the share of the bound's speed reached. GB/s counts the bytes an ideal "
+                 "single pass moves (read + written).")
+    parts += [s for s in (kernel_section(groups, k) for k in KERNELS) if s]
+    if charts:
+        parts.append("## Charts\n\n" + "\n\n".join("![%s](%s)" % (t, f) for t, f in charts))
+    parts.append("## Machine\n\n" + table(("", ""), machine_rows))
+    return "\n\n".join(parts) + "\n"

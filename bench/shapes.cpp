@@ -1,0 +1,40 @@
+#include "shapes.hpp"
+
+namespace bench {
+
+// Table shapes: for each d in {64, 512, 1024, 4096, 8192}, 1 MiB of output (cache-resident), and
+// 128 MiB (beyond the 105 MiB L3 of the reference machine; d = 64 stops at 131072 positions, 32 MiB);
+// positions from 1 to 131072 at d = 64; a decode step (1 position: 1000, and 0) at d = 512; the shapes the
+// issues set targets on (512 x 2048, 8192 x 4096).
+Plan full_plan() {
+  Plan p;
+  p.table = {{64, 4096},  {512, 512},    {1024, 256},  {4096, 64},   {8192, 32},  {64, 131072},
+             {512, 65536}, {1024, 32768}, {4096, 8192}, {8192, 4096}, {64, 1, 1000}, {64, 64},
+             {64, 1024},   {64, 16384},   {512, 1, 1000}, {512, 1},   {512, 2048}};
+  p.table_slow = {{64, 4096}, {512, 512},     {1024, 256}, {4096, 64},  {8192, 32},
+                  {64, 1},    {64, 64},       {512, 1},    {512, 2048}, {8192, 4096}};
+  p.half = {{1024, 256}, {512, 2048}, {8192, 4096}};
+  p.rows = {{512, 2048}, {4096, 2048}};
+  p.add = {{1024, 2048}, {4096, 8192}};
+  p.embed = {{512, 2048}, {1024, 2048}, {4096, 8192}};
+  p.split_table = {{512, 2048}, {8192, 4096}};
+  p.split_embed = {{1024, 2048}, {4096, 8192}};
+  p.vocab = 32000;
+  return p;
+}
+
+Plan quick_plan() {
+  Plan p;
+  p.table = {{64, 1, 1000}, {64, 256}, {512, 64}};
+  p.table_slow = p.table;
+  p.half = {{512, 64}};
+  p.rows = {{512, 64}};
+  p.add = {{512, 64}};
+  p.embed = {{512, 64}};
+  p.split_table = {{512, 64}};
+  p.split_embed = {{512, 64}};
+  p.vocab = 1000;
+  return p;
+}
+
+}  // namespace bench
