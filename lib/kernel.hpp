@@ -203,14 +203,22 @@ struct Engine {
     if constexpr (sizeof(T) == 4) return S::load_f(p);
     else return S::combine(load_h<T, kBF16>(p), load_h<T, kBF16>(p + W));
   }
+  // Lanes [0, W) of v to a, lanes [W, 2W) to b; half-precision outputs convert all 2W lanes at once.
+  template <class T, bool kBF16>
+  static void store_split(T *a, T *b, const F &v) {
+    if constexpr (sizeof(T) == 4) {
+      S::store_h(a, S::lo(v));
+      S::store_h(b, S::hi(v));
+    } else if constexpr (kBF16) {
+      S::store2_bf16(a, b, v);
+    } else {
+      S::store2_f16(a, b, v);
+    }
+  }
   template <class T, bool kBF16>
   static void store2(T *p, const F &v) {
-    if constexpr (sizeof(T) == 4) {
-      S::store_f(p, v);
-    } else {
-      store_h<T, kBF16>(p, S::lo(v));
-      store_h<T, kBF16>(p + W, S::hi(v));
-    }
+    if constexpr (sizeof(T) == 4) S::store_f(p, v);
+    else store_split<T, kBF16>(p, p + W, v);
   }
 
   // Writes rows of one call: PE alone, or fmaf(scale, x, PE) with x from activations or a gathered table.
@@ -323,8 +331,7 @@ struct Engine {
           S::stream_h(os + jj, S::lo(v));
           S::stream_h(oc + jj, S::hi(v));
         } else {
-          store_h<OutT, kOutBF16>(os + jj, S::lo(v));
-          store_h<OutT, kOutBF16>(oc + jj, S::hi(v));
+          store_split<OutT, kOutBF16>(os + jj, oc + jj, v);
         }
       }
     }
@@ -371,17 +378,21 @@ struct Engine {
       }
     }
 
+    // The same value vector for all n pairs of the current chunk.
+    void fill(const F &val, int64_t n) {
+      for (int64_t jj = 0; jj < n; jj += W) {
+        if (n - jj >= W) put(jj, val);
+        else put_partial(jj, val, n - jj);
+      }
+    }
+
     // A POSENC_PAD row: PE is +0.0 everywhere.
     void pad(int64_t r) {
       row(r);
-      const F zero = S::splat(0.0f);
       for (int64_t j0 = 0; j0 < job.h; j0 += kChunk) {
         const int64_t jn = min64(kChunk, job.h - j0);
         chunk(j0);
-        for (int64_t jj = 0; jj < jn; jj += W) {
-          if (jn - jj >= W) put(jj, zero);
-          else put_partial(jj, zero, jn - jj);
-        }
+        fill(S::splat(0.0f), jn);
         flush(j0, jn);
       }
       finish();
@@ -453,6 +464,19 @@ struct Engine {
           const double *ns = f.near_sin + b * pad + j0, *nc = f.near_cos + b * pad + j0;
           sink.row(r0 + k);
           sink.chunk(j0);
+          if (p == 0) {  // the exact zero angle: (+0, 1) everywhere, which the fast test would reject
+            const F sc = S::narrow2(S::set(0.0), S::set(1.0));
+            sink.fill(kZip ? S::zip(sc) : sc, jn);
+            if (b == 0 && a > 0)  // the group state is still needed by the next rows
+              for (int64_t v = 0; v < nv; ++v) {
+                D s = S::load(as + v * W), c = S::load(ac + v * W);
+                turn(s, c, S::load(fs + v * W), S::load(fc + v * W));
+                S::store(ms + v * W, s);
+                S::store(mc + v * W, c);
+              }
+            sink.flush(j0, jn);
+            continue;
+          }
           int64_t nr;
           if (b > 0) nr = row_pass_any<2>(sink, mid_s, mid_c, ns, nc, nullptr, nullptr, nfull, redo);
           else if (a > 0) nr = row_pass_any<1>(sink, as, ac, fs, fc, ms, mc, nfull, redo);

@@ -84,6 +84,17 @@ struct Simd<xsimd::neon64> {
     p[0] = uint16_t(vget_lane_u32(r, 0));
     p[1] = uint16_t(vget_lane_u32(r, 1));
   }
+  static void store2_bf16(uint16_t *a, uint16_t *b, const F &v) {
+    store_h_bf16(a, lo(v));
+    store_h_bf16(b, hi(v));
+  }
+  static void store2_f16(uint16_t *a, uint16_t *b, const F &v) {
+    const uint16x4_t r = vreinterpret_u16_f16(vcvt_f16_f32(v));
+    a[0] = vget_lane_u16(r, 0);
+    a[1] = vget_lane_u16(r, 1);
+    b[0] = vget_lane_u16(r, 2);
+    b[1] = vget_lane_u16(r, 3);
+  }
   static H load_h_f16(const uint16_t *p) {
     uint16_t w[4] = {p[0], p[1], 0, 0};
     return vget_low_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w))));

@@ -95,6 +95,14 @@ struct Simd<scalar_arch> {
     }
     *p = uint16_t((b + 0x7FFFu + ((b >> 16) & 1)) >> 16);
   }
+  static void store2_bf16(uint16_t *a, uint16_t *b, const F &v) {
+    store_h_bf16(a, v.v[0]);
+    store_h_bf16(b, v.v[1]);
+  }
+  static void store2_f16(uint16_t *a, uint16_t *b, const F &v) {
+    store_h_f16(a, v.v[0]);
+    store_h_f16(b, v.v[1]);
+  }
   static H load_h_f16(const uint16_t *p) {
     const uint32_t h = *p;
     const uint32_t sign = (h & 0x8000u) << 16;

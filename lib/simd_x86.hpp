@@ -110,6 +110,24 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   static H load_h_f16(const uint16_t *p) {
     return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
   }
+  // All 2W lanes converted at once; lanes [0, W) stored at a, [W, 2W) at b.
+  static void store2_bf16(uint16_t *a, uint16_t *b, const F &v) {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i mag = _mm256_and_si256(x, _mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7F800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40)), nan);
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);  // 8 x u16 in lane 0
+    const __m128i h = _mm256_castsi256_si128(packed);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(a), h);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(b), _mm_unpackhi_epi64(h, h));
+  }
+  static void store2_f16(uint16_t *a, uint16_t *b, const F &v) {
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(a), h);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(b), _mm_unpackhi_epi64(h, h));
+  }
   static void store_h_f16(uint16_t *p, H v) {
     _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   }
@@ -189,6 +207,27 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   }
   static H load_h_f16(const uint16_t *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
+  // All 2W lanes converted at once; lanes [0, W) stored at a, [W, 2W) at b.
+  static void store2_bf16(uint16_t *a, uint16_t *b, const F &v) {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                  _mm512_set1_epi32(0x7F800000));
+    r = _mm512_mask_blend_epi32(nan, r, _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40)));
+    store_halves(a, b, _mm512_cvtepi32_epi16(r));
+  }
+  static void store2_f16(uint16_t *a, uint16_t *b, const F &v) {
+    store_halves(a, b, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void store_halves(uint16_t *a, uint16_t *b, __m256i h) {
+    if (b == a + W) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(a), h);
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(a), _mm256_castsi256_si128(h));
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(b), _mm256_extracti128_si256(h, 1));
+    }
   }
   static void store_h_f16(uint16_t *p, H v) {
     _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
