@@ -21,3 +21,11 @@ posenc_install_deps() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
+
+# Records one more case for the closing "tests: N passed, M failed" line (tools/test_summary.py reads the
+# file as a meson test log): a step that is not a meson test, such as the install check or the fuzz run.
+# Does nothing unless POSENC_RESULTS names the file (scripts/test.sh sets it).
+posenc_record() {  # name OK|FAIL
+  [ -n "${POSENC_RESULTS:-}" ] || return 0
+  printf '{"name": "%s", "result": "%s"}\n' "$1" "$2" >>"$POSENC_RESULTS"
+}

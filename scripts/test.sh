@@ -3,17 +3,45 @@
 # test natively (each x86 path, and the suite again once per forced path), cross-builds for aarch64 and
 # runs the same suite under qemu (the NEON path), installs into a temporary prefix and builds the examples
 # against it, then the hardening runs (sanitizers, valgrind, fuzzing, TSan). Ends with
-# "tests: N passed, M failed".
-#   scripts/test.sh [--werror]
+# "tests: N passed, M failed", which counts the Catch2 test cases of every meson log plus one case for each
+# step that is not a meson test (the install and subproject checks, the fuzz run, each build of the
+# hardening script, and with --report the quick benchmark report).
+#   scripts/test.sh [--werror] [--report]
+#     --werror   warnings are errors (CI)
+#     --report   first runs scripts/report.sh --quick, so that the report pipeline cannot rot (CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 posenc_install_deps g++-aarch64-linux-gnu qemu-user libsleef-dev:arm64 libmpfr-dev:arm64 libgmp-dev:arm64
 
-werror=false
-[ "${1:-}" = "--werror" ] && werror=true
+werror=false report=false
+for arg in "$@"; do
+  case "$arg" in
+    --werror) werror=true ;;
+    --report) report=true ;;
+    *) echo "usage: scripts/test.sh [--werror] [--report]" >&2; exit 2 ;;
+  esac
+done
 jobs=${POSENC_JOBS:-2}
 status=0
+export POSENC_RESULTS=$PWD/build-steps.json  # the steps that are not meson tests
+: >"$POSENC_RESULTS"
+
+step() {  # name command...: a step that is not a meson test counts as one case
+  local name=$1
+  shift
+  if "$@"; then
+    posenc_record "$name" OK
+  else
+    posenc_record "$name" FAIL
+    status=1
+  fi
+}
+
+if $report; then
+  echo "== the benchmark report on small shapes (scripts/report.sh --quick)"
+  step "report --quick" bash scripts/report.sh --quick
+fi
 
 configure() {  # dir [extra meson args]
   local dir=$1
@@ -36,12 +64,13 @@ ninja -C build-test-neon -j "$jobs"
 meson test -C build-test-neon --num-processes "$jobs" --print-errorlogs || status=1
 
 echo "== install into a temporary prefix and build the examples against it; meson subproject"
-bash scripts/test_install.sh && bash scripts/test_subproject.sh || status=1
+step "install + examples" bash scripts/test_install.sh
+step "meson subproject" bash scripts/test_subproject.sh
 
 echo "== hardening: ASan+UBSan, valgrind, libFuzzer, TSan"
 bash scripts/test_hardening.sh || status=1
 
-logs=(build-test/meson-logs/testlog.json build-test-neon/meson-logs/testlog.json)
+logs=(build-test/meson-logs/testlog.json build-test-neon/meson-logs/testlog.json "$POSENC_RESULTS")
 for f in build-hard-asan/meson-logs/testlog.json build-hard-plain/meson-logs/testlog-valgrind.json \
          build-hard-tsan/meson-logs/testlog.json; do
   [ -f "$f" ] && logs+=("$f")

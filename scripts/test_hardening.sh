@@ -43,6 +43,7 @@ built() {  # name command...: runs a build step; a failure counts as one failed 
   fi
   echo "hardening: build failed: $name"
   extra_failed=$((extra_failed + 1))
+  posenc_record "hardening build: $name" FAIL
   return 1
 }
 
@@ -90,10 +91,12 @@ if CXX=clang++-14 built fuzz configure build-hard-fuzz --buildtype=debugoptimize
        >build-hard-fuzz/fuzz.log 2>&1 && grep -q "stat::number_of_executed_units: [1-9]" build-hard-fuzz/fuzz.log; then
     grep -E "^#[0-9]+ +DONE|stat::(number_of_executed_units|average_exec_per_sec)" build-hard-fuzz/fuzz.log || true
     extra_passed=$((extra_passed + 1))
+    posenc_record "libFuzzer ${fuzz_seconds} s" OK
   else
     tail -n 60 build-hard-fuzz/fuzz.log
     echo "hardening: the fuzz run failed; the input is in build-hard-fuzz/ (crash-*, timeout-*, oom-*)"
     extra_failed=$((extra_failed + 1))
+    posenc_record "libFuzzer ${fuzz_seconds} s" FAIL
   fi
 fi
 elapsed
