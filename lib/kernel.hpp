@@ -235,7 +235,6 @@ struct Engine {
     static constexpr bool kOutBF16 = kDst == detail::Dst::kBF16;
     static constexpr bool kInBF16 = kSrc == detail::Src::kTableBF16;
     static constexpr bool kInterleaved = kZip;
-    static constexpr int kAhead = 1024;  // bytes of x prefetched ahead of the current vector
 
     alignas(64) float stage[2 * kChunk];  // interleaved values, or the sin run then (at kChunk) the cos run
     const detail::Job &job;
@@ -245,8 +244,10 @@ struct Engine {
     bool direct;  // ... and every full vector store is aligned: non-temporal stores straight to the row
     OutT *row_out = nullptr;  // the current row
     const InT *row_x = nullptr;
+    const InT *next_x = nullptr;  // the x row of row r + 1, which the segment loop writes next
     OutT *os = nullptr, *oc = nullptr;  // the current chunk: where its sin (or all) and cos values go
     const InT *xs = nullptr, *xc = nullptr;
+    const InT *pfs = nullptr, *pfc = nullptr;  // the same chunk of next_x
 
     explicit Sink(const detail::Job &j)
         : job(j),
@@ -270,8 +271,10 @@ struct Engine {
       row_out = static_cast<OutT *>(job.out) + r * job.out_stride;
       if constexpr (kSrc == detail::Src::kActivations) {
         row_x = static_cast<const InT *>(job.x) + r * job.x_stride;
+        next_x = r + 1 < job.n ? row_x + job.x_stride : row_x;
       } else if constexpr (kHasX) {
         row_x = static_cast<const InT *>(job.x) + int64_t(job.tokens[r]) * job.x_stride;
+        next_x = r + 1 < job.n ? static_cast<const InT *>(job.x) + int64_t(job.tokens[r + 1]) * job.x_stride : row_x;
       }
     }
 
@@ -280,6 +283,8 @@ struct Engine {
       if constexpr (kHasX) {
         xs = kZip ? row_x + 2 * j0 : row_x + soff + j0;
         xc = row_x + coff + j0;
+        pfs = kZip ? next_x + 2 * j0 : next_x + soff + j0;
+        pfc = next_x + coff + j0;
       }
       if constexpr (kDst == detail::Dst::kF32) {
         if (staged && !direct) {
@@ -315,16 +320,16 @@ struct Engine {
       if constexpr (kZip) {
         if constexpr (kHasX) {
           // x rows are read in chunk-sized pieces of rows far apart (gathered tokens): too short for the
-          // hardware prefetcher, so ask for the data kAhead bytes on.
-          __builtin_prefetch(reinterpret_cast<const char *>(xs + 2 * jj) + kAhead);
+          // hardware prefetcher, so ask for the same piece of the next row's x (a row's time ahead).
+          __builtin_prefetch(pfs + 2 * jj);
           v = combine_x(v, load2<InT, kInBF16>(xs + 2 * jj));
         }
         if constexpr (kNt && kDst == detail::Dst::kF32) S::stream_f(os + 2 * jj, v);
         else store2<OutT, kOutBF16>(os + 2 * jj, v);
       } else {
         if constexpr (kHasX) {
-          __builtin_prefetch(reinterpret_cast<const char *>(xs + jj) + kAhead);
-          __builtin_prefetch(reinterpret_cast<const char *>(xc + jj) + kAhead);
+          __builtin_prefetch(pfs + jj);
+          __builtin_prefetch(pfc + jj);
           v = combine_x(v, S::combine(load_h<InT, kInBF16>(xs + jj), load_h<InT, kInBF16>(xc + jj)));
         }
         if constexpr (kNt && kDst == detail::Dst::kF32) {
