@@ -287,7 +287,8 @@ posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int6
     const Path *path = active_path();
     if (!path) return POSENC_ERR_UNSUPPORTED;
     LearnedJob job{d_model, table, table_stride, tokens, scale, pos_table, pos_stride, positions, first, n,
-                   out, out_stride};
+                   out, out_stride,
+                   uint64_t(n) * uint64_t(out_stride) * sizeof(float) >= stream_threshold()};
     FpEnvironment env;
     path->run_learned(job);
     return POSENC_OK;

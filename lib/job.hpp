@@ -41,6 +41,7 @@ struct LearnedJob {
   int64_t first, n;
   float *out;
   int64_t out_stride;
+  bool stream;  // the output is large enough to bypass the caches
 };
 
 }  // namespace detail

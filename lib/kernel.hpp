@@ -583,18 +583,26 @@ struct Engine {
   }
 
   // Learned positions: out = fmaf(scale, table[token], pos_table[position]), 2W floats at a time; a
-  // POSENC_PAD position adds +0.0.
-  static void run_learned(const detail::LearnedJob &job) {
+  // POSENC_PAD position adds +0.0. With each vector, the same vector of the next row's token is
+  // prefetched (gathered rows are too short for the hardware prefetcher to get ahead); outputs far
+  // larger than the caches are written with non-temporal stores where the row is vector-aligned.
+  template <bool kStream>
+  static void learned_rows(const detail::LearnedJob &job) {
     const F scale = S::splat(job.scale);
     const int64_t full = job.d / (2 * W) * (2 * W);
     for (int64_t r = 0; r < job.n; ++r) {
       const int64_t p = job.positions ? job.positions[r] : job.first + r;
       const float *x = job.table + int64_t(job.tokens[r]) * job.table_stride;
+      const float *next = r + 1 < job.n ? job.table + int64_t(job.tokens[r + 1]) * job.table_stride : x;
       const float *pe = p == POSENC_PAD ? nullptr : job.pos_table + p * job.pos_stride;
       float *o = job.out + r * job.out_stride;
+      const bool nt = kStream && reinterpret_cast<uintptr_t>(o) % (sizeof(float) * 2 * W) == 0;
       for (int64_t e = 0; e < full; e += 2 * W) {
+        __builtin_prefetch(next + e);
         const F pv = pe ? S::load_f(pe + e) : S::splat(0.0f);
-        S::store_f(o + e, fused(scale, S::load_f(x + e), pv));
+        const F v = fused(scale, S::load_f(x + e), pv);
+        if (kStream && nt) S::stream_f(o + e, v);
+        else S::store_f(o + e, v);
       }
       if (full < job.d) {
         const int64_t m = job.d - full;
@@ -605,6 +613,11 @@ struct Engine {
         std::memcpy(o + full, to, sizeof(float) * size_t(m));
       }
     }
+    if (kStream) S::store_fence();  // order the non-temporal stores before whatever the caller does next
+  }
+  static void run_learned(const detail::LearnedJob &job) {
+    if (S::kCanStream && job.stream) learned_rows<S::kCanStream>(job);
+    else learned_rows<false>(job);
   }
 };
 

@@ -3,6 +3,7 @@
 // strides, unaligned pointers and the bytes around each row, which must stay untouched.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -142,5 +143,65 @@ TEST_CASE("outputs larger than the caches (non-temporal stores) equal the same r
           CHECK(same);
         }
       });
+}
+
+TEST_CASE("gathered embeddings larger than the caches equal the same rows written in pieces", "[paths][big]") {
+  // 96 MiB of output again, from a small vocabulary and position table: posenc_embed_f32 (non-temporal
+  // stores, the next row's x prefetched) and posenc_embed_learned_f32 (the same for its own loop), whose
+  // rows are also checked against fmaf of their inputs on a sample (it has no PE to compute).
+  const int64_t d = 3072, n = 8192, vocab = 97, pos_rows = 61;
+  std::mt19937 rng(11);
+  std::vector<float> emb(size_t(vocab) * d), pos(size_t(pos_rows) * d);
+  for (float &v : emb) v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+  for (float &v : pos) v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+  std::vector<int32_t> tokens(n);
+  std::vector<int64_t> positions(n);
+  for (int64_t r = 0; r < n; ++r) {
+    tokens[size_t(r)] = int32_t(rng() % uint32_t(vocab));
+    positions[size_t(r)] = (r * 7) % pos_rows;
+  }
+  const posenc_spec s = make(d, POSENC_INTERLEAVED);
+  const float scale = 55.425625f;
+  for (posenc_isa isa : ref::paths()) {
+    if (isa == POSENC_ISA_SCALAR) continue;  // it never streams (and is slow under the sanitizers)
+    ref::on_path(isa, [&] {
+      for (int64_t offset : {0, 3}) {  // 64-byte aligned rows (streamed), and not
+        std::vector<float> buf(size_t(n) * d + 16 + 2), piece(size_t(64) * d);
+        const uintptr_t a = reinterpret_cast<uintptr_t>(buf.data());
+        float *whole = buf.data() + ((64 - a % 64) % 64) / 4 + offset;
+        INFO("path " << posenc_isa_name(isa) << " offset " << offset);
+
+        REQUIRE(posenc_embed_f32(&s, emb.data(), vocab, d, tokens.data(), scale, nullptr, 100, n, whole, d) ==
+                POSENC_OK);
+        bool same = true;
+        for (int64_t r = 0; r < n && same; r += 64) {
+          REQUIRE(posenc_embed_f32(&s, emb.data(), vocab, d, tokens.data() + r, scale, nullptr, 100 + r, 64,
+                                   piece.data(), d) == POSENC_OK);
+          same = std::memcmp(piece.data(), whole + r * d, piece.size() * sizeof(float)) == 0;
+        }
+        CHECK(same);
+
+        REQUIRE(posenc_embed_learned_f32(d, emb.data(), vocab, d, tokens.data(), scale, pos.data(), pos_rows, d,
+                                         positions.data(), 0, n, whole, d) == POSENC_OK);
+        same = true;
+        for (int64_t r = 0; r < n && same; r += 64) {
+          REQUIRE(posenc_embed_learned_f32(d, emb.data(), vocab, d, tokens.data() + r, scale, pos.data(), pos_rows,
+                                           d, positions.data() + r, 0, 64, piece.data(), d) == POSENC_OK);
+          same = std::memcmp(piece.data(), whole + r * d, piece.size() * sizeof(float)) == 0;
+        }
+        CHECK(same);
+        bool exact = true;
+        for (int64_t r = 0; r < n && exact; r += 31) {  // a sample of rows, element by element
+          const float *x = emb.data() + int64_t(tokens[size_t(r)]) * d;
+          const float *pe = pos.data() + positions[size_t(r)] * d;
+          for (int64_t e = 0; e < d && exact; ++e) {
+            const float want = std::fmaf(scale, x[e], pe[e]);
+            exact = std::memcmp(&want, whole + r * d + e, sizeof(float)) == 0;
+          }
+        }
+        CHECK(exact);
+      }
+    });
+  }
 }
 #endif
