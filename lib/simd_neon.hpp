@@ -84,6 +84,8 @@ struct Simd<xsimd::neon64> {
     p[0] = uint16_t(vget_lane_u32(r, 0));
     p[1] = uint16_t(vget_lane_u32(r, 1));
   }
+  static F load2_bf16(const uint16_t *a, const uint16_t *b) { return combine(load_h_bf16(a), load_h_bf16(b)); }
+  static F load2_f16(const uint16_t *a, const uint16_t *b) { return combine(load_h_f16(a), load_h_f16(b)); }
   static void store2_bf16(uint16_t *a, uint16_t *b, const F &v) {
     store_h_bf16(a, lo(v));
     store_h_bf16(b, hi(v));

@@ -95,6 +95,8 @@ struct Simd<scalar_arch> {
     }
     *p = uint16_t((b + 0x7FFFu + ((b >> 16) & 1)) >> 16);
   }
+  static F load2_bf16(const uint16_t *a, const uint16_t *b) { return combine(load_h_bf16(a), load_h_bf16(b)); }
+  static F load2_f16(const uint16_t *a, const uint16_t *b) { return combine(load_h_f16(a), load_h_f16(b)); }
   static void store2_bf16(uint16_t *a, uint16_t *b, const F &v) {
     store_h_bf16(a, v.v[0]);
     store_h_bf16(b, v.v[1]);

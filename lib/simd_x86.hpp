@@ -110,6 +110,16 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   static H load_h_f16(const uint16_t *p) {
     return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
   }
+  // 2W lanes converted at once: [0, W) from a, [W, 2W) from b (one load when b follows a).
+  static __m128i halves16(const uint16_t *a, const uint16_t *b) {
+    if (b == a + W) return _mm_loadu_si128(reinterpret_cast<const __m128i *>(a));
+    return _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(a)),
+                              _mm_loadl_epi64(reinterpret_cast<const __m128i *>(b)));
+  }
+  static F load2_bf16(const uint16_t *a, const uint16_t *b) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(halves16(a, b)), 16));
+  }
+  static F load2_f16(const uint16_t *a, const uint16_t *b) { return _mm256_cvtph_ps(halves16(a, b)); }
   // All 2W lanes converted at once; lanes [0, W) stored at a, [W, 2W) at b.
   static void store2_bf16(uint16_t *a, uint16_t *b, const F &v) {
     const __m256i x = _mm256_castps_si256(v);
@@ -208,6 +218,16 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   static H load_h_f16(const uint16_t *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
   }
+  // 2W lanes converted at once: [0, W) from a, [W, 2W) from b (one load when b follows a).
+  static __m256i halves16(const uint16_t *a, const uint16_t *b) {
+    if (b == a + W) return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a));
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(a))),
+                                   _mm_loadu_si128(reinterpret_cast<const __m128i *>(b)), 1);
+  }
+  static F load2_bf16(const uint16_t *a, const uint16_t *b) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves16(a, b)), 16));
+  }
+  static F load2_f16(const uint16_t *a, const uint16_t *b) { return _mm512_cvtph_ps(halves16(a, b)); }
   // All 2W lanes converted at once; lanes [0, W) stored at a, [W, 2W) at b.
   static void store2_bf16(uint16_t *a, uint16_t *b, const F &v) {
     const __m512i x = _mm512_castps_si512(v);
