@@ -61,6 +61,11 @@ uint64_t stream_threshold() {
   return t;
 }
 
+// Whether n rows of out_stride floats are written with non-temporal stores.
+bool streams(int64_t n, int64_t out_stride) {
+  return uint64_t(n) * uint64_t(out_stride) * sizeof(float) >= stream_threshold();
+}
+
 size_t element_size(Src s) { return s == Src::kTableBF16 || s == Src::kTableF16 ? 2 : 4; }
 size_t element_size(Dst d) { return d == Dst::kF32 ? 4 : 2; }
 
@@ -115,7 +120,7 @@ posenc_status run_call(const Call &c) {
   job.dst = c.dst;
   job.out = c.out;
   job.out_stride = c.out_stride;
-  job.stream = c.dst == Dst::kF32 && uint64_t(c.n) * uint64_t(c.out_stride) * sizeof(float) >= stream_threshold();
+  job.stream = c.dst == Dst::kF32 && streams(c.n, c.out_stride);
   path->run(job);
   return POSENC_OK;
 }
@@ -287,8 +292,7 @@ posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int6
     const Path *path = active_path();
     if (!path) return POSENC_ERR_UNSUPPORTED;
     LearnedJob job{d_model, table, table_stride, tokens, scale, pos_table, pos_stride, positions, first, n,
-                   out, out_stride,
-                   uint64_t(n) * uint64_t(out_stride) * sizeof(float) >= stream_threshold()};
+                   out, out_stride, streams(n, out_stride)};
     FpEnvironment env;
     path->run_learned(job);
     return POSENC_OK;

@@ -199,7 +199,7 @@ struct Engine {
   // ---- where the values go -------------------------------------------------------------------------
 
   // Loads and stores of 2W elements, contiguous or as two runs of W, converting to and from float32.
-  // Lanes [0, W) from a, [W, 2W) from b.
+  // load_split: lanes [0, W) from a, [W, 2W) from b.
   template <class T, bool kBF16>
   static F load_split(const T *a, const T *b) {
     if constexpr (sizeof(T) == 4) return S::combine(S::load_h(a), S::load_h(b));
@@ -609,7 +609,7 @@ struct Engine {
         __builtin_prefetch(next + e);
         const F pv = pe ? S::load_f(pe + e) : S::splat(0.0f);
         const F v = fused(scale, S::load_f(x + e), pv);
-        if (kStream && nt) S::stream_f(o + e, v);
+        if (nt) S::stream_f(o + e, v);
         else S::store_f(o + e, v);
       }
       if (full < job.d) {
