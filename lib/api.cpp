@@ -5,8 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-#include <unistd.h>
-
+#include "cpu.hpp"
 #include "dispatch.hpp"
 #include "fpenv.hpp"
 #include "freq.hpp"
@@ -50,14 +49,10 @@ struct Call {
   int64_t out_stride;
 };
 
-// Outputs at least this large are written with non-temporal stores, as glibc's memset does past 3/4 of
-// the last-level cache: they cannot stay cached anyway, and streaming saves the read-for-ownership.
+// Outputs at least this large are written with non-temporal stores (cpu.hpp says how large): they
+// cannot stay cached anyway, and streaming saves the read-for-ownership of every line.
 uint64_t stream_threshold() {
-  static const uint64_t t = [] {
-    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return llc > 0 ? uint64_t(llc) / 4 * 3 : uint64_t(32) << 20;
-  }();
+  static const uint64_t t = detail::stream_threshold_bytes();
   return t;
 }
 

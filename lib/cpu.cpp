@@ -20,5 +20,23 @@ CpuFeatures decide_x86(const X86Registers &r) {
   return f;
 }
 
+CacheLevel decode_cache_leaf(uint32_t eax, uint32_t ebx, uint32_t ecx) {
+  CacheLevel c;
+  const uint32_t type = eax & 0x1F;  // 1 data, 2 instruction, 3 unified; 0 ends the list
+  if (type != 1 && type != 3) return c;
+  c.level = int((eax >> 5) & 0x7);
+  const uint64_t ways = ((ebx >> 22) & 0x3FF) + 1, partitions = ((ebx >> 12) & 0x3FF) + 1,
+                 line = (ebx & 0xFFF) + 1, sets = uint64_t(ecx) + 1;
+  c.bytes = ways * partitions * line * sets;
+  c.sharing = ((eax >> 14) & 0xFFF) + 1;
+  return c;
+}
+
+uint64_t stream_threshold_for(uint64_t l2, uint64_t l3, uint32_t l3_sharing) {
+  const uint64_t share = l3 / (l3_sharing ? l3_sharing : 1) + l2;
+  if (share == 0) return uint64_t(32) << 20;  // nothing known: a size past any L2 of today
+  return share / 4 * 3;
+}
+
 }  // namespace detail
 }  // namespace posenc

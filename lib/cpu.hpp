@@ -21,6 +21,24 @@ struct X86Registers {
 };
 
 CpuFeatures decide_x86(const X86Registers &r);
+
+// One data or unified cache as a subleaf of cpuid leaf 4 (Intel) or 0x8000001D (AMD, same layout)
+// describes it; level 0 when the subleaf describes no such cache (the end of the list, or an
+// instruction cache).
+struct CacheLevel {
+  int level = 0;
+  uint64_t bytes = 0;
+  uint32_t sharing = 1;  // logical processors sharing it, as the CPU (or hypervisor) reports
+};
+CacheLevel decode_cache_leaf(uint32_t eax, uint32_t ebx, uint32_t ecx);
+
+// Output bytes from which one thread's writes go out with non-temporal stores: 3/4 of what one thread
+// can expect to keep cached, its share of the last-level cache plus its own L2 (the same size glibc
+// gives its memcpy/memset non-temporal threshold). A 2-vCPU slice of a 260 MiB L3 gets 99 MiB, not
+// 195: sizing by the whole L3 kept 128 MiB tables on cached stores there, at ~0.55x of memset.
+uint64_t stream_threshold_for(uint64_t l2, uint64_t l3, uint32_t l3_sharing);
+// This machine's (x86: from cpuid; elsewhere from sysconf, or 32 MiB when it does not know).
+uint64_t stream_threshold_bytes();
 // What this process runs on (x86: from cpuid; aarch64: NEON is architectural).
 CpuFeatures detect_cpu();
 

@@ -2,6 +2,7 @@
 // switch. Both are needed: a CPU with AVX-512 under an OS (or hypervisor) that does not enable ZMM state
 // faults on the first AVX-512 instruction.
 #include <cpuid.h>
+#include <unistd.h>
 
 #include "cpu.hpp"
 
@@ -25,6 +26,37 @@ CpuFeatures detect_cpu() {
     r.xcr0 = (uint64_t(hi) << 32) | lo;
   }
   return decide_x86(r);
+}
+
+uint64_t stream_threshold_bytes() {
+  uint64_t l2 = 0, l3 = 0;
+  uint32_t sharing = 1;
+  // Intel lists its caches in leaf 4, AMD (with topology extensions) in 0x8000001D, in the same format.
+  auto scan = [&](unsigned leaf) {
+    for (unsigned sub = 0; sub < 16; ++sub) {
+      unsigned a = 0, b = 0, c = 0, d = 0;
+      __cpuid_count(leaf, sub, a, b, c, d);
+      if ((a & 0x1F) == 0) break;
+      const CacheLevel lv = decode_cache_leaf(a, b, c);
+      if (lv.level == 2) l2 = lv.bytes;
+      if (lv.level == 3) {
+        l3 = lv.bytes;
+        sharing = lv.sharing;
+      }
+    }
+  };
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) && a >= 4) scan(4);
+  if (l2 == 0 && l3 == 0 && __get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x8000001D) {
+    __get_cpuid(0x80000001, &a, &b, &c, &d);
+    if ((c >> 22) & 1) scan(0x8000001D);
+  }
+  if (l2 == 0 && l3 == 0) {  // no cache leaves (an old CPU, a hypervisor hiding them): what libc knows
+    const long s2 = sysconf(_SC_LEVEL2_CACHE_SIZE), s3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    l2 = s2 > 0 ? uint64_t(s2) : 0;
+    l3 = s3 > 0 ? uint64_t(s3) : 0;
+  }
+  return stream_threshold_for(l2, l3, sharing);
 }
 
 }  // namespace detail

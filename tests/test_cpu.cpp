@@ -2,6 +2,8 @@
 // and the real answer against the compiler's own detection and the kernel's /proc/cpuinfo.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -98,5 +100,47 @@ TEST_CASE("detection agrees with the compiler builtins and /proc/cpuinfo", "[cpu
   CHECK(f.neon);
   CHECK_FALSE(f.avx2);
   CHECK(posenc_isa_available(POSENC_ISA_NEON) == 1);
+#endif
+}
+
+TEST_CASE("cache leaves decode as the Intel SDM lays them out", "[cpu]") {
+  using posenc::detail::decode_cache_leaf;
+  // A 2-vCPU Sapphire Rapids guest's leaf 4: an L1 data cache, an L1 instruction cache, the L3. Sizes
+  // worked out by hand from the fields: ways x partitions x line x sets.
+  auto l1d = decode_cache_leaf(0x4000121, 0x2c0003f, 0x3f);  // 12 ways, 64 B lines, 64 sets
+  CHECK(l1d.level == 1);
+  CHECK(l1d.bytes == 49152);
+  CHECK(l1d.sharing == 1);
+  CHECK(decode_cache_leaf(0x4000122, 0x1c0003f, 0x3f).level == 0);  // instruction cache: not counted
+  auto l3 = decode_cache_leaf(0x4004163, 0x4c0003f, 0x33fff);  // 20 ways, 64 B lines, 212992 sets, 2 sharing
+  CHECK(l3.level == 3);
+  CHECK(l3.bytes == 272629760);
+  CHECK(l3.sharing == 2);
+  // a made-up unified L2: 16 ways, 2 partitions, 128 B lines, 1024 sets, 4 sharing
+  auto l2 = decode_cache_leaf(3u | (2u << 5) | (3u << 14), (15u << 22) | (1u << 12) | 127u, 1023);
+  CHECK(l2.level == 2);
+  CHECK(l2.bytes == 16ull * 2 * 128 * 1024);
+  CHECK(l2.sharing == 4);
+  CHECK(decode_cache_leaf(0, 0, 0).level == 0);  // the end of the list
+}
+
+TEST_CASE("the streaming threshold is 3/4 of one thread's cache", "[cpu]") {
+  using posenc::detail::stream_threshold_for;
+  const uint64_t MiB = 1 << 20;
+  CHECK(stream_threshold_for(2 * MiB, 260 * MiB, 2) == 99 * MiB);  // (130 + 2) * 3/4
+  CHECK(stream_threshold_for(2 * MiB, 260 * MiB, 1) == 196 * MiB + MiB / 2);  // 262 * 3/4
+  CHECK(stream_threshold_for(2 * MiB, 260 * MiB, 0) == 196 * MiB + MiB / 2);  // an unknown sharing counts as 1
+  CHECK(stream_threshold_for(4 * MiB, 0, 1) == 3 * MiB);            // no L3
+  CHECK(stream_threshold_for(0, 0, 1) == 32 * MiB);                 // nothing known
+  const uint64_t t = posenc::detail::stream_threshold_bytes();
+  CHECK(t > 0);
+#if defined(__x86_64__)
+  // glibc reads the same cpuid leaves for sysconf: the machine's threshold lies between 3/4 of its L2
+  // and 3/4 of its whole L3 plus L2 (equal to the latter only when no other thread shares the L3).
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l2 > 0 && l3 > 0) {
+    CHECK(t >= uint64_t(l2) / 4 * 3);
+    CHECK(t <= (uint64_t(l2) + uint64_t(l3)) / 4 * 3);
+  }
 #endif
 }

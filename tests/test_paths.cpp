@@ -3,11 +3,13 @@
 // strides, unaligned pointers and the bytes around each row, which must stay untouched.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "cpu.hpp"
 #include "support/paths.hpp"
 #include "support/reference.hpp"
 
@@ -120,10 +122,24 @@ TEST_CASE("explicit positions with padding, repeats and runs on every path", "[p
 }
 
 #if defined(__x86_64__)  // only the x86 paths stream; under qemu the size would only cost time
+namespace {
+
+// A number of d-float rows (a multiple of 64) whose output is past the library's streaming threshold
+// (cpu.hpp; 99 MiB on a 2-vCPU slice of a 260 MiB L3), so that the whole call streams. Capped at 1 GiB:
+// a machine with a larger threshold still checks the split, through the cache.
+int64_t rows_past_stream_threshold(int64_t d) {
+  const uint64_t t = posenc::detail::stream_threshold_bytes(), cap = uint64_t(1) << 30;
+  if (t >= cap) WARN("streaming threshold " << t << " bytes: the big outputs stay below it");
+  const uint64_t bytes = std::min(t + t / 16, cap);
+  return int64_t((bytes / (sizeof(float) * uint64_t(d)) + 63) / 64 * 64);
+}
+
+}  // namespace
+
 TEST_CASE("outputs larger than the caches (non-temporal stores) equal the same rows written in pieces", "[paths][big]") {
-  // 96 MiB: past 3/4 of this machine's last-level cache, so the library streams the output; the pieces
-  // are small enough to be written through the cache.
-  const int64_t d = 3072, n = 8192;
+  // Past the streaming threshold, so the library streams the output; the pieces are small enough to be
+  // written through the cache.
+  const int64_t d = 3072, n = rows_past_stream_threshold(d);
   for (posenc_layout layout : {POSENC_INTERLEAVED, POSENC_COS_SIN_HALVES})
     for (posenc_isa isa : ref::paths())
       ref::on_path(isa, [&] {
@@ -146,10 +162,10 @@ TEST_CASE("outputs larger than the caches (non-temporal stores) equal the same r
 }
 
 TEST_CASE("gathered embeddings larger than the caches equal the same rows written in pieces", "[paths][big]") {
-  // 96 MiB of output again, from a small vocabulary and position table: posenc_embed_f32 (non-temporal
-  // stores, the next row's x prefetched) and posenc_embed_learned_f32 (the same for its own loop), whose
-  // rows are also checked against fmaf of their inputs on a sample (it has no PE to compute).
-  const int64_t d = 3072, n = 8192, vocab = 97, pos_rows = 61;
+  // Past the streaming threshold again, from a small vocabulary and position table: posenc_embed_f32
+  // (non-temporal stores, the next row's x prefetched) and posenc_embed_learned_f32 (the same for its own
+  // loop), whose rows are also checked against fmaf of their inputs on a sample (it has no PE to compute).
+  const int64_t d = 3072, n = rows_past_stream_threshold(d), vocab = 97, pos_rows = 61;
   std::mt19937 rng(11);
   std::vector<float> emb(size_t(vocab) * d), pos(size_t(pos_rows) * d);
   for (float &v : emb) v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
