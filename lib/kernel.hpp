@@ -319,6 +319,7 @@ struct Engine {
     }
 
     F combine_x(const F &pe, const F &xv) const { return fused(scale, xv, pe); }
+    static void prefetch_x(const InT *p) { __builtin_prefetch(p, 0, 1); }
 
     // pe holds the W pairs from j0 + jj (interleaved, or [sin lanes | cos lanes] for the halves).
     // kNt: non-temporal stores straight to the row (only when direct).
@@ -329,15 +330,17 @@ struct Engine {
         if constexpr (kHasX) {
           // x rows are read in chunk-sized pieces of rows far apart (gathered tokens): too short for the
           // hardware prefetcher, so ask for the same piece of the next row's x (a row's time ahead).
-          __builtin_prefetch(pfs + 2 * jj);
+          // Into L2 only (prefetcht2), where a row's piece waits for its turn without taking L1 space:
+          // ~8% faster than prefetcht0 on embed 32000 x 4096, 8192 tokens (docs/math.md section 7).
+          prefetch_x(pfs + 2 * jj);
           v = combine_x(v, load2<InT, kInBF16>(xs + 2 * jj));
         }
         if constexpr (kNt && kDst == detail::Dst::kF32) S::stream_f(os + 2 * jj, v);
         else store2<OutT, kOutBF16>(os + 2 * jj, v);
       } else {
         if constexpr (kHasX) {
-          __builtin_prefetch(pfs + jj);
-          __builtin_prefetch(pfc + jj);
+          prefetch_x(pfs + jj);
+          prefetch_x(pfc + jj);
           v = combine_x(v, load_split<InT, kInBF16>(xs + jj, xc + jj));
         }
         if constexpr (kNt && kDst == detail::Dst::kF32) {
