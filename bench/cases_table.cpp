@@ -37,6 +37,20 @@ void add_memset(const char *kernel, const Shape &s, size_t elem_size, const char
   add(std::move(c));
 }
 
+// The store bound: the same bytes written with plain vector stores of one value (the widest ISA this CPU
+// runs), what posenc would take if its arithmetic were free.
+void add_stores(const Shape &s) {
+  Case c = table_case("table_f32", "stores", s, sizeof(float));
+  c.prepare = [s, fill = peers::best_passes().fill] {
+    float *out = buffer_of<float>("out", s.d * s.n);
+    return Work([out, s, fill] {
+      fill(out, 0.5f, s.d * s.n);  // through a pointer into another unit: not turned into memset
+      return POSENC_OK;
+    });
+  };
+  add(std::move(c));
+}
+
 // Every table peer on the rows of `positions` (or 0, 1, ...).
 void add_peers(const char *kernel, const Shape &s, const char *pos_kind, bool slow_too) {
   for (const peers::TablePeer &peer : peers::table_peers()) {
@@ -100,6 +114,7 @@ void add_table_cases(const Plan &plan) {
     add_posenc_table<float>("table_f32", posenc_table_f32, s, slow);
     add_peers("table_f32", s, nullptr, slow);
     add_memset("table_f32", s, sizeof(float));
+    add_stores(s);
   }
   for (const Shape &s : plan.half) {
     add_posenc_table<uint16_t>("table_bf16", posenc_table_bf16, s, true);

@@ -57,7 +57,7 @@ Unit make_unit(posenc_isa isa, const char *u10, const char *u35, const char *xs)
   return Unit{{{u10, isa, fill_rows<SleefKernel<V, U10>>},
                {u35, isa, fill_rows<SleefKernel<V, U35>>},
                {xs, isa, fill_rows<XsimdKernel<V, Arch>>}},
-              {isa, Naive<V>::three_pass, Naive<V>::two_pass}};
+              {isa, Naive<V>::three_pass, Naive<V>::two_pass, Naive<V>::fill}};
 }
 
 }  // namespace peers

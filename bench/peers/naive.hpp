@@ -24,6 +24,10 @@ struct Naive {
     for (int64_t e = 0; e < n * d; ++e) out[e] *= scale;
     add_pass(out, pe, n * d);
   }
+  // the store bound of tables (value is not known at compile time, so this is not turned into memset)
+  static void fill(float *__restrict o, float value, int64_t m) {
+    for (int64_t e = 0; e < m; ++e) o[e] = value;
+  }
   // scale into out, add the PE table
   static void two_pass(const float *x, float scale, const float *pe, int64_t n, int64_t d, float *out) {
     scale_pass(out, x, scale, n * d);

@@ -40,6 +40,9 @@ using ThreePassFn = void (*)(const float *table, const int32_t *tokens, float sc
                              int64_t d, float *out);
 // The naive add of a precomputed PE table to activations: out = x * scale; out += pe (two passes).
 using TwoPassFn = void (*)(const float *x, float scale, const float *pe, int64_t n, int64_t d, float *out);
+// m floats set to value with plain vector stores (read-for-ownership included, unlike memset's string
+// stores): the time a table kernel would take if its arithmetic were free.
+using FillFn = void (*)(float *out, float value, int64_t m);
 
 struct TablePeer {
   const char *name;  // "sleef_u35_avx2", ...: the report's column names
@@ -50,6 +53,7 @@ struct PassPeer {
   posenc_isa isa;
   ThreePassFn three_pass;
   TwoPassFn two_pass;
+  FillFn fill;
 };
 
 // What one ISA unit offers, as plain data (no container code is instantiated in those units).

@@ -29,7 +29,7 @@ struct Baseline {};
 
 Unit unit() {
   return Unit{{{"libm_double", POSENC_ISA_SCALAR, libm_double}, {}, {}},
-              {POSENC_ISA_SCALAR, Naive<Baseline>::three_pass, Naive<Baseline>::two_pass}};
+              {POSENC_ISA_SCALAR, Naive<Baseline>::three_pass, Naive<Baseline>::two_pass, Naive<Baseline>::fill}};
 }
 
 }  // namespace scalar

@@ -146,6 +146,9 @@ IMPLS = """## What is compared
 - **naive_3pass / naive_2pass**: what a framework runs without a fused kernel: gather the rows, multiply by
   the scale, add a precomputed PE table, each a separate pass over the output (compiled for the widest ISA
   this CPU runs); for `add_f32`, scale then add.
+- **stores**: the same table output written with plain vector stores of one value (the widest ISA this CPU
+  runs; read-for-ownership included, unlike memset's string stores): what posenc would take if its
+  arithmetic were free.
 - **memset / memcpy / memcpy_gather**: the bounds. memset of the same output buffer (tables), memcpy of the
   activations (`add_f32`), memcpy of the same embedding rows chosen by the same tokens (embeddings; for
   `embed_learned_f32` it does not read the position table, so it is below the true bound there).
