@@ -330,8 +330,8 @@ struct Engine {
         if constexpr (kHasX) {
           // x rows are read in chunk-sized pieces of rows far apart (gathered tokens): too short for the
           // hardware prefetcher, so ask for the same piece of the next row's x (a row's time ahead).
-          // Into L2 only (prefetcht2), where a row's piece waits for its turn without taking L1 space:
-          // ~8% faster than prefetcht0 on embed 32000 x 4096, 8192 tokens (docs/math.md section 7).
+          // Into L2 only (prefetcht2), where a row's piece waits for its turn without taking L1 space;
+          // measured no slower than prefetcht0, and not clearly faster (docs/math.md section 7).
           prefetch_x(pfs + 2 * jj);
           v = combine_x(v, load2<InT, kInBF16>(xs + 2 * jj));
         }
