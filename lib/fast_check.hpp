@@ -15,6 +15,11 @@ namespace fast_check {
 constexpr int64_t kWindow = int64_t(1) << 17;                        // half-width, in double ulps
 constexpr int64_t kBias = kWindow - (int64_t(1) << 28);              // shifts the window to start at 0
 constexpr int64_t kMask = ((int64_t(1) << 29) - 1) & ~(2 * kWindow - 1);  // bits that must not all be 0
+// The same test on the low 32 bits of the double alone (bits 18 to 28 of a sum do not depend on the bits
+// above 31 of its operands), as the vector paths run it.
+constexpr int32_t kBias32 = int32_t(kBias);
+constexpr int32_t kMask32 = int32_t(kMask);
+static_assert(kBias32 == kBias && kMask32 == kMask, "the window constants fit in 32 bits");
 constexpr uint32_t kSmallestBits = 0x39800001u;  // float32 bits of the float after 2^-12: |f| below is rejected
 
 }  // namespace fast_check

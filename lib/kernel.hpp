@@ -578,15 +578,15 @@ struct Engine {
     }
   }
 
-  // For tests: how many of n (sin, cos) pairs fail the fast acceptance test, W at a time (the rest of a
-  // vector is filled with 0.5, which passes).
+  // For tests: how many of n (sin, cos) pairs fail the fast acceptance test, one pair per vector, pair k in
+  // lane k mod W (the rest of the vector is filled with 0.5, which passes).
   static int64_t fast_rejects(const double *s, const double *c, int64_t n) {
     int64_t rejected = 0;
     for (int64_t k = 0; k < n; ++k) {
       alignas(64) double vs[W], vc[W];
       for (int l = 0; l < W; ++l) vs[l] = vc[l] = 0.5;
-      vs[0] = s[k];
-      vc[0] = c[k];
+      vs[k % W] = s[k];  // each value in another lane, so that every lane's test is exercised
+      vc[k % W] = c[k];
       const D ds = S::load(vs), dc = S::load(vc);
       rejected += S::decided(ds, dc, S::narrow2(ds, dc)) ? 0 : 1;
     }

@@ -77,14 +77,17 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     return F(_mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
   }
   static F narrow2_zip(const D &s, const D &c) { return zip(narrow2(s, c)); }
+  // The window test looks at the 29 low bits of each double only, so it runs on the low 32-bit halves of
+  // all 8 doubles gathered into one vector (fast_check.hpp: the masked bits of the sum are the same in 32
+  // bits). Lane order does not matter: the answer is whether any value is rejected.
   static bool decided(const D &s, const D &c, const F &f) {
-    const __m256i bias = _mm256_set1_epi64x(fast_check::kBias), mask = _mm256_set1_epi64x(fast_check::kMask);
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i ms = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_add_epi64(_mm256_castpd_si256(s), bias), mask), zero);
-    const __m256i mc = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_add_epi64(_mm256_castpd_si256(c), bias), mask), zero);
+    const __m256i low = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castpd_ps(s), _mm256_castpd_ps(c), 0x88));
+    const __m256i window = _mm256_and_si256(_mm256_add_epi32(low, _mm256_set1_epi32(fast_check::kBias32)),
+                                            _mm256_set1_epi32(fast_check::kMask32));
+    const __m256i near_mid = _mm256_cmpeq_epi32(window, _mm256_setzero_si256());
     const __m256i mag = _mm256_and_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0x7FFFFFFF));
     const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(fast_check::kSmallestBits)), mag);
-    const __m256i any = _mm256_or_si256(_mm256_or_si256(ms, mc), small);
+    const __m256i any = _mm256_or_si256(near_mid, small);
     return _mm256_testz_si256(any, any) != 0;
   }
   static F combine(H lo, H hi) { return F(_mm256_set_m128(hi, lo)); }
@@ -185,15 +188,18 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
     return F(_mm512_permutex2var_ps(_mm512_castps256_ps512(_mm512_cvtpd_ps(s)), idx,
                                     _mm512_castps256_ps512(_mm512_cvtpd_ps(c))));
   }
+  // As on AVX2: the window test on the low 32-bit halves of all 16 doubles in one vector, and the
+  // small-value test under its mask, so that one mask test answers for every lane (lane order does not
+  // matter). 6 micro-ops instead of 9 in the loop that writes most of every table.
   static bool decided(const D &s, const D &c, const F &f) {
-    const __m512i bias = _mm512_set1_epi64(fast_check::kBias), mask = _mm512_set1_epi64(fast_check::kMask);
-    const __mmask8 ms = _mm512_testn_epi64_mask(_mm512_add_epi64(_mm512_castpd_si512(s), bias), mask);
-    const __mmask8 mc = _mm512_testn_epi64_mask(_mm512_add_epi64(_mm512_castpd_si512(c), bias), mask);
-    const __mmask16 small = _mm512_cmplt_epu32_mask(
-        _mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x7FFFFFFF)),
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i low = _mm512_permutex2var_epi32(_mm512_castpd_si512(s), even, _mm512_castpd_si512(c));
+    const __mmask16 outside = _mm512_test_epi32_mask(_mm512_add_epi32(low, _mm512_set1_epi32(fast_check::kBias32)),
+                                                     _mm512_set1_epi32(fast_check::kMask32));
+    const __mmask16 ok = _mm512_mask_cmpge_epu32_mask(
+        outside, _mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x7FFFFFFF)),
         _mm512_set1_epi32(int(fast_check::kSmallestBits)));
-    const __mmask16 any = _kor_mask16(_kor_mask16(__mmask16(ms), __mmask16(mc)), small);
-    return _kortestz_mask16_u8(any, any) != 0;
+    return _kortestc_mask16_u8(ok, ok) != 0;  // every lane set
   }
   static F combine(H lo, H hi) { return F(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)); }
   static H lo(const F &v) { return _mm512_castps512_ps256(v); }

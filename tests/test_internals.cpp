@@ -333,4 +333,13 @@ TEST_CASE("the fast acceptance test rejects values near a float32 midpoint or at
   // The same values as cos lanes.
   std::vector<double> half(n, 0.5);
   CHECK(posenc::scalar::fast_rejects(half.data(), s, n) == expected);
+#ifdef POSENC_HAVE_AVX2
+  if (posenc_isa_available(POSENC_ISA_AVX2)) CHECK(posenc::avx2::fast_rejects(half.data(), s, n) == expected);
+#endif
+#ifdef POSENC_HAVE_AVX512
+  if (posenc_isa_available(POSENC_ISA_AVX512)) CHECK(posenc::avx512::fast_rejects(half.data(), s, n) == expected);
+#endif
+#ifdef POSENC_HAVE_NEON
+  CHECK(posenc::neon::fast_rejects(half.data(), s, n) == expected);
+#endif
 }
