@@ -1,5 +1,7 @@
 // The x86 feature decision, a pure function of cpuid/xgetbv values: built on every architecture so the
 // detection tests can run it on synthetic CPUs everywhere.
+#include <unistd.h>
+
 #include "cpu.hpp"
 
 namespace posenc {
@@ -36,6 +38,11 @@ uint64_t stream_threshold_for(uint64_t l2, uint64_t l3, uint32_t l3_sharing) {
   const uint64_t share = l3 / (l3_sharing ? l3_sharing : 1) + l2;
   if (share == 0) return uint64_t(32) << 20;  // nothing known: a size past any L2 of today
   return share / 4 * 3;
+}
+
+uint64_t stream_threshold_from_sysconf() {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return stream_threshold_for(l2 > 0 ? uint64_t(l2) : 0, l3 > 0 ? uint64_t(l3) : 0, 1);
 }
 
 }  // namespace detail

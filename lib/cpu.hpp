@@ -37,7 +37,9 @@ CacheLevel decode_cache_leaf(uint32_t eax, uint32_t ebx, uint32_t ecx);
 // gives its memcpy/memset non-temporal threshold). A 2-vCPU slice of a 260 MiB L3 gets 99 MiB, not
 // 195: sizing by the whole L3 kept 128 MiB tables on cached stores there, at ~0.55x of memset.
 uint64_t stream_threshold_for(uint64_t l2, uint64_t l3, uint32_t l3_sharing);
-// This machine's (x86: from cpuid; elsewhere from sysconf, or 32 MiB when it does not know).
+// The same from what libc's sysconf reports (0 sizes when it does not know; no sharing known).
+uint64_t stream_threshold_from_sysconf();
+// This machine's (x86: from cpuid; elsewhere, or without cache leaves, from sysconf).
 uint64_t stream_threshold_bytes();
 // What this process runs on (x86: from cpuid; aarch64: NEON is architectural).
 CpuFeatures detect_cpu();

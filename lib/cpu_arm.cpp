@@ -1,7 +1,5 @@
 // AArch64 feature detection: Advanced SIMD is part of the architecture, so the NEON path is always
 // usable.
-#include <unistd.h>
-
 #include "cpu.hpp"
 
 namespace posenc {
@@ -16,10 +14,7 @@ CpuFeatures detect_cpu() {
 }
 
 // The non-x86 paths never stream; this only keeps the decision defined (glibc often reports 0 here).
-uint64_t stream_threshold_bytes() {
-  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return stream_threshold_for(l2 > 0 ? uint64_t(l2) : 0, l3 > 0 ? uint64_t(l3) : 0, 1);
-}
+uint64_t stream_threshold_bytes() { return stream_threshold_from_sysconf(); }
 
 }  // namespace detail
 }  // namespace posenc

@@ -2,7 +2,6 @@
 // switch. Both are needed: a CPU with AVX-512 under an OS (or hypervisor) that does not enable ZMM state
 // faults on the first AVX-512 instruction.
 #include <cpuid.h>
-#include <unistd.h>
 
 #include "cpu.hpp"
 
@@ -51,11 +50,8 @@ uint64_t stream_threshold_bytes() {
     __get_cpuid(0x80000001, &a, &b, &c, &d);
     if ((c >> 22) & 1) scan(0x8000001D);
   }
-  if (l2 == 0 && l3 == 0) {  // no cache leaves (an old CPU, a hypervisor hiding them): what libc knows
-    const long s2 = sysconf(_SC_LEVEL2_CACHE_SIZE), s3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    l2 = s2 > 0 ? uint64_t(s2) : 0;
-    l3 = s3 > 0 ? uint64_t(s3) : 0;
-  }
+  // no cache leaves (an old CPU, a hypervisor hiding them): what libc knows
+  if (l2 == 0 && l3 == 0) return stream_threshold_from_sysconf();
   return stream_threshold_for(l2, l3, sharing);
 }
 

@@ -105,7 +105,7 @@ TEST_CASE("detection agrees with the compiler builtins and /proc/cpuinfo", "[cpu
 
 TEST_CASE("cache leaves decode as the Intel SDM lays them out", "[cpu]") {
   using posenc::detail::decode_cache_leaf;
-  // A 2-vCPU Sapphire Rapids guest's leaf 4: an L1 data cache, an L1 instruction cache, the L3. Sizes
+  // A 2-vCPU Emerald Rapids guest's leaf 4: an L1 data cache, an L1 instruction cache, the L3. Sizes
   // worked out by hand from the fields: ways x partitions x line x sets.
   auto l1d = decode_cache_leaf(0x4000121, 0x2c0003f, 0x3f);  // 12 ways, 64 B lines, 64 sets
   CHECK(l1d.level == 1);
