@@ -4,13 +4,15 @@
 #include "job.hpp"
 
 namespace posenc {
-// fast_rejects: for tests, how many of the n (sin, cos) pairs the rotation path's acceptance test
-// (fast_check.hpp) would hand to the slower methods.
-#define POSENC_DECLARE_ISA(ns)                                           \
-  namespace ns {                                                         \
-  void run(const detail::Job &job);                                      \
-  void run_learned(const detail::LearnedJob &job);                       \
-  int64_t fast_rejects(const double *s, const double *c, int64_t n);     \
+// For tests: fast_rejects, how many of the n (sin, cos) pairs the rotation path's acceptance test
+// (fast_check.hpp) would hand to the slower methods; anchors, the block anchors' values (sin and cos at
+// position p) of all f.padded pairs, as this path computes them.
+#define POSENC_DECLARE_ISA(ns)                                                     \
+  namespace ns {                                                                   \
+  void run(const detail::Job &job);                                                \
+  void run_learned(const detail::LearnedJob &job);                                 \
+  int64_t fast_rejects(const double *s, const double *c, int64_t n);               \
+  void anchors(const detail::Freq &f, int64_t p, double *s, double *c);            \
   }
 POSENC_DECLARE_ISA(scalar)
 POSENC_DECLARE_ISA(avx2)

@@ -12,6 +12,7 @@ using E = Engine<Simd<scalar_arch>>;
 void run(const detail::Job &job) { E::run(job); }
 void run_learned(const detail::LearnedJob &job) { E::run_learned(job); }
 int64_t fast_rejects(const double *s, const double *c, int64_t n) { return E::fast_rejects(s, c, n); }
+void anchors(const detail::Freq &f, int64_t p, double *s, double *c) { E::anchors(f, p, s, c); }
 
 void fill_tables(detail::Freq &f) {
   for (int k = 0; k < detail::Freq::kSteps; ++k) {

@@ -4,9 +4,10 @@
 //
 // Three ways to get an element, cheapest first; docs/math.md has the error analysis behind each bound.
 //  - Rotation (most elements): a block of up to 64 consecutive positions p0 + 8a + b starts from the
-//    direct value at p0 and turns it by the tabulated rotations of 8a and b steps (angle addition in
-//    double). Absolute error below 2^-47.7 whatever a and b are.
-//  - Direct (the first row of a block, and the fallback): the angle in quarter turns p u_i reduced with
+//    anchor at p0 (anchor_values: a shorter form of the direct method, absolute error below 2^-51.4)
+//    and turns it by the tabulated rotations of 8a and b steps (angle addition in double). Absolute
+//    error below 2^-47.7 whatever a and b are.
+//  - Direct (the fallback, and the rotation tables): the angle in quarter turns p u_i reduced with
 //    error-free transformations, then Taylor polynomials of sin and cos of (pi/2) t on |t| <= 1/2.
 //    Error below 2^-47 |y| + 2^-97 min(1, |p u0|) (the analysis gives 2^-50 |y|; the rest is margin).
 //  - Exact (exact.cpp): integer multi-precision, for what the direct method cannot settle.
@@ -28,7 +29,6 @@ namespace posenc {
 template <class S>
 struct Engine {
   using D = typename S::D;
-  using M = typename S::M;
   using F = typename S::F;
   using H = typename S::H;
   static constexpr int W = S::W;
@@ -59,8 +59,9 @@ struct Engine {
     // p u = q + e0 + m1 + e1 + p u2, with q = fl(p u0) and e0, e1 the exact errors of the two products
     const D q = pd * u0;
     const D e0 = S::fma(pd, u0, -q);
-    const D n = S::nearbyint(q);
-    const D th = q - n;  // exact (Sterbenz)
+    const D y = q + S::set(kRound);
+    const D n = y - S::set(kRound);  // nearest integer to q (|q| < 2^32)
+    const D th = q - n;              // exact (Sterbenz)
     const D m1 = pd * u1;
     const D e1 = S::fma(pd, u1, -m1);
     // t + tl = th + e0 + m1 + e1 + p u2 by two error-free sums; |error| < 2^-105 quarter turns
@@ -95,15 +96,7 @@ struct Engine {
     pc = S::fma(pc, z, S::set(kC4));
     pc = S::fma(pc, z, S::set(kC2));
     const D cs = S::fma(z, pc, S::set(1.0));
-    // quadrant n mod 4, exactly in double (|n| <= 2^33)
-    const D quad = n - S::set(4.0) * S::floor(n * S::set(0.25));
-    const M odd = S::lor(S::eq(quad, S::set(1.0)), S::eq(quad, S::set(3.0)));
-    const M neg_s = S::ge(quad, S::set(2.0));
-    const M neg_c = S::lor(S::eq(quad, S::set(1.0)), S::eq(quad, S::set(2.0)));
-    const D s0 = S::select(odd, cs, sn), c0 = S::select(odd, sn, cs);
-    const D zero = S::set(0.0);
-    s = S::select(neg_s, -s0, s0) + zero;  // + 0 turns the -0 of p = 0 into +0
-    c = S::select(neg_c, -c0, c0) + zero;
+    quadrant(y, sn, cs, s, c);
     q_out = q;
   }
   static void direct_values(double p, const detail::Freq &f, int64_t j, double *s, double *c) {
@@ -112,6 +105,53 @@ struct Engine {
     S::store(s, sv);
     S::store(c, cv);
   }
+
+  // The block anchors: sin and cos at p for the W pairs from j with an absolute error below 2^-51.4
+  // (docs/math.md section 3, "anchors"), about half the work of direct_values. The rotation path needs
+  // only an absolute bound (its analysis assumes 2^-50 per component), not the relative one that
+  // settle() needs near zeros, so the reduction keeps t to 2^-54 (no double-double tail) and the
+  // series stop at degrees 15 and 16. Inlined so that consecutive vectors overlap.
+  [[gnu::always_inline]] static inline void anchor_values(double p, const detail::Freq &f, int64_t j, double *s_out,
+                                                          double *c_out) {
+    const D pd = S::set(p);
+    const D u0 = S::load(f.u0 + j);
+    const D q = pd * u0;
+    const D e0 = S::fma(pd, u0, -q);  // exact
+    const D y = q + S::set(kRound);
+    const D n = y - S::set(kRound);                      // nearest integer to q (|q| < 2^32)
+    const D th = q - n;                                  // exact (Sterbenz)
+    const D t = th + S::fma(pd, S::load(f.u1 + j), e0);  // |error| < 2^-54 + 2^-72 quarter turns
+    // Both series in z = t^2 by Estrin's scheme (the same rounding behaviour as Horner's here, where
+    // every higher term is far smaller than the first, and half the dependent steps).
+    const D z = t * t;
+    const D z2 = z * z;
+    const D z4 = z2 * z2;
+    const D s_lo = S::fma(S::fma(S::set(kS9), z, S::set(kS7)), z2, S::fma(S::set(kS5), z, S::set(kS3)));
+    const D s_hi = S::fma(S::set(kS15), z2, S::fma(S::set(kS13), z, S::set(kS11)));
+    const D ps = S::fma(s_hi, z4, s_lo);
+    const D sn = S::fma(t * z, ps, S::set(kHalfPiHi) * t);
+    const D c_lo = S::fma(S::fma(S::set(kC8), z, S::set(kC6)), z2, S::fma(S::set(kC4), z, S::set(kC2)));
+    const D c_hi = S::fma(S::fma(S::set(kC16), z, S::set(kC14)), z2, S::fma(S::set(kC12), z, S::set(kC10)));
+    const D pc = S::fma(c_hi, z4, c_lo);
+    const D cs = S::fma(z, pc, S::set(1.0));
+    D s, c;
+    quadrant(y, sn, cs, s, c);
+    S::store(s_out, s);
+    S::store(c_out, c);
+  }
+
+  // (sin, cos) of n quarter turns plus the reduced angle whose sin and cos are sn, cs, with y = n + kRound
+  // (S::quadrant reads n mod 4 from y's low bits); + 0 turns the -0 of p = 0 into +0.
+  [[gnu::always_inline]] static inline void quadrant(const D &y, const D &sn, const D &cs, D &s, D &c) {
+    S::quadrant(y, sn, cs, s, c);
+    const D zero = S::set(0.0);
+    s = s + zero;
+    c = c + zero;
+  }
+
+  // 1.5 2^52: for |x| < 2^51, fl(x + kRound) - kRound is x rounded to the nearest integer (ties to even,
+  // the mode every call runs in, fpenv.hpp), exactly, and the low bits of fl(x + kRound) hold it.
+  static constexpr double kRound = 0x1.8p52;
 
   // The same with error bounds bs, bc; +inf for the lanes marked slow.
   static void direct(double p, const detail::Freq &f, int64_t j, D &s, D &c, D &bs, D &bc) {
@@ -470,7 +510,7 @@ struct Engine {
     for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
-      for (int64_t v = 0; v < nv; ++v) direct_values(double(p0), f, j0 + v * W, as + v * W, ac + v * W);
+      for (int64_t v = 0; v < nv; ++v) anchor_values(double(p0), f, j0 + v * W, as + v * W, ac + v * W);
       for (int64_t a = 0; 8 * a < len; ++a) {
         const double *mid_s = a > 0 ? ms : as, *mid_c = a > 0 ? mc : ac;
         const double *fs = f.far_sin + a * pad + j0, *fc = f.far_cos + a * pad + j0;
@@ -591,6 +631,11 @@ struct Engine {
       rejected += S::decided(ds, dc, S::narrow2(ds, dc)) ? 0 : 1;
     }
     return rejected;
+  }
+
+  // For tests: anchor_values for all padded pairs (s and c 64-byte aligned).
+  static void anchors(const detail::Freq &f, int64_t p, double *s, double *c) {
+    for (int64_t j = 0; j < f.padded; j += W) anchor_values(double(p), f, j, s + j, c + j);
   }
 
   // Learned positions: out = fmaf(scale, table[token], pos_table[position]), 2W floats at a time; a

@@ -19,7 +19,6 @@ template <>
 struct Simd<xsimd::neon64> {
   using A = xsimd::neon64;
   using D = xsimd::batch<double, A>;
-  using M = xsimd::batch_bool<double, A>;
   using F = xsimd::batch<float, A>;
   using H = float32x2_t;
   static constexpr int W = 2;
@@ -34,14 +33,19 @@ struct Simd<xsimd::neon64> {
   static void store(double *p, const D &v) { v.store_aligned(p); }
   static D fma(const D &a, const D &b, const D &c) { return D(vfmaq_f64(c, a, b)); }  // fused, always
   static D fms(const D &a, const D &b, const D &c) { return D(vnegq_f64(vfmsq_f64(c, a, b))); }  // -(c - ab)
-  static D nearbyint(const D &a) { return xsimd::nearbyint(a); }
-  static D floor(const D &a) { return xsimd::floor(a); }
   static D abs(const D &a) { return xsimd::abs(a); }
   static D min(const D &a, const D &b) { return xsimd::min(a, b); }
-  static D select(const M &m, const D &a, const D &b) { return xsimd::select(m, a, b); }
-  static M eq(const D &a, const D &b) { return a == b; }
-  static M ge(const D &a, const D &b) { return a >= b; }
-  static M lor(const M &a, const M &b) { return a || b; }
+  // As in simd_scalar.hpp: y = n + 1.5 2^52; bit 0 of its encoding swaps, bit 1 (of n, of n + 1) negates.
+  static void quadrant(const D &y, const D &sn, const D &cs, D &s, D &c) {
+    const uint64x2_t k = vreinterpretq_u64_f64(y);
+    const uint64x2_t odd = vtstq_u64(k, vdupq_n_u64(1));
+    const uint64x2_t sign = vdupq_n_u64(0x8000000000000000u);
+    const uint64x2_t fs = vandq_u64(vshlq_n_u64(k, 62), sign);
+    const uint64x2_t fc = vandq_u64(vshlq_n_u64(vaddq_u64(k, vdupq_n_u64(1)), 62), sign);
+    const float64x2_t s0 = vbslq_f64(odd, cs, sn), c0 = vbslq_f64(odd, sn, cs);
+    s = D(vreinterpretq_f64_u64(veorq_u64(vreinterpretq_u64_f64(s0), fs)));
+    c = D(vreinterpretq_f64_u64(veorq_u64(vreinterpretq_u64_f64(c0), fc)));
+  }
   static F splat(float x) { return F(x); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(vfmaq_f32(y, a, x)); }
   static bool any_nan(const F &v) { return vminvq_u32(vceqq_f32(v, v)) == 0; }

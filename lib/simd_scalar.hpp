@@ -18,7 +18,6 @@ struct Simd;
 template <>
 struct Simd<scalar_arch> {
   using D = double;  // W doubles: one per pair
-  using M = bool;
   struct F {         // 2W floats: the sin lanes, then the cos lanes
     float v[2];
   };
@@ -35,14 +34,24 @@ struct Simd<scalar_arch> {
   static void store(double *p, D v) { *p = v; }
   static D fma(D a, D b, D c) { return std::fma(a, b, c); }
   static D fms(D a, D b, D c) { return std::fma(a, b, -c); }
-  static D nearbyint(D a) { return std::nearbyint(a); }
-  static D floor(D a) { return std::floor(a); }
   static D abs(D a) { return std::fabs(a); }
   static D min(D a, D b) { return b < a ? b : a; }
-  static D select(M m, D a, D b) { return m ? a : b; }
-  static M eq(D a, D b) { return a == b; }
-  static M ge(D a, D b) { return a >= b; }
-  static M lor(M a, M b) { return a || b; }
+  // (sin, cos) of n quarter turns plus a reduced angle whose sin and cos are sn and cs, where y = n + 1.5 2^52
+  // (so the low bits of y's encoding are n mod 2^51, two's complement): bit 0 swaps sin and cos, bit 1
+  // negates the sin, bit 1 of n + 1 negates the cos.
+  static void quadrant(D y, D sn, D cs, D &s, D &c) {
+    uint64_t k;
+    std::memcpy(&k, &y, sizeof k);
+    const bool odd = (k & 1) != 0;
+    uint64_t sb, cb;
+    const double s0 = odd ? cs : sn, c0 = odd ? sn : cs;
+    std::memcpy(&sb, &s0, sizeof sb);
+    std::memcpy(&cb, &c0, sizeof cb);
+    sb ^= (k << 62) & 0x8000000000000000u;
+    cb ^= ((k + 1) << 62) & 0x8000000000000000u;
+    std::memcpy(&s, &sb, sizeof sb);
+    std::memcpy(&c, &cb, sizeof cb);
+  }
 
   static F narrow2(D s, D c) { return F{{float(s), float(c)}}; }
   static bool same_bits(const F &a, const F &b) { return std::memcmp(a.v, b.v, sizeof a.v) == 0; }

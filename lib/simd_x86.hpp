@@ -22,21 +22,14 @@ struct Simd;
 template <class A>
 struct SimdXsimd {
   using D = xsimd::batch<double, A>;
-  using M = xsimd::batch_bool<double, A>;
   using F = xsimd::batch<float, A>;
   static constexpr int W = int(D::size);
 
   static D set(double x) { return D(x); }
   static D load(const double *p) { return D::load_aligned(p); }
   static void store(double *p, const D &v) { v.store_aligned(p); }
-  static D nearbyint(const D &a) { return xsimd::nearbyint(a); }
-  static D floor(const D &a) { return xsimd::floor(a); }
   static D abs(const D &a) { return xsimd::abs(a); }
   static D min(const D &a, const D &b) { return xsimd::min(a, b); }
-  static D select(const M &m, const D &a, const D &b) { return xsimd::select(m, a, b); }
-  static M eq(const D &a, const D &b) { return a == b; }
-  static M ge(const D &a, const D &b) { return a >= b; }
-  static M lor(const M &a, const M &b) { return a || b; }
   static F splat(float x) { return F(x); }
   static F load_f(const float *p) { return F::load_unaligned(p); }
   static void store_f(float *p, const F &v) { v.store_unaligned(p); }
@@ -64,6 +57,18 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   static D fma(const D &a, const D &b, const D &c) { return D(_mm256_fmadd_pd(a, b, c)); }
   static D fms(const D &a, const D &b, const D &c) { return D(_mm256_fmsub_pd(a, b, c)); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(_mm256_fmadd_ps(a, x, y)); }
+  // As in simd_scalar.hpp: y = n + 1.5 2^52; bit 0 of its encoding swaps (moved to the sign bit, which
+  // is all blendv reads), bit 1 (of n, of n + 1) negates.
+  static void quadrant(const D &y, const D &sn, const D &cs, D &s, D &c) {
+    const __m256i k = _mm256_castpd_si256(y);
+    const __m256d odd = _mm256_castsi256_pd(_mm256_slli_epi64(k, 63));
+    const __m256d sign = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MIN));
+    const __m256d fs = _mm256_and_pd(_mm256_castsi256_pd(_mm256_slli_epi64(k, 62)), sign);
+    const __m256d fc =
+        _mm256_and_pd(_mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(k, _mm256_set1_epi64x(1)), 62)), sign);
+    s = D(_mm256_xor_pd(_mm256_blendv_pd(sn, cs, odd), fs));
+    c = D(_mm256_xor_pd(_mm256_blendv_pd(cs, sn, odd), fc));
+  }
   static bool any_nan(const F &v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0; }
 
   static F narrow2(const D &s, const D &c) {
@@ -171,6 +176,19 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   static D fma(const D &a, const D &b, const D &c) { return D(_mm512_fmadd_pd(a, b, c)); }
   static D fms(const D &a, const D &b, const D &c) { return D(_mm512_fmsub_pd(a, b, c)); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(_mm512_fmadd_ps(a, x, y)); }
+  // As in simd_scalar.hpp: y = n + 1.5 2^52; bit 0 of its encoding swaps, bit 1 (of n, of n + 1) negates:
+  // one ternary-logic instruction per result flips the sign (a ^ (b & c), table 0x78).
+  static void quadrant(const D &y, const D &sn, const D &cs, D &s, D &c) {
+    const __m512i k = _mm512_castpd_si512(y);
+    const __mmask8 odd = _mm512_test_epi64_mask(k, _mm512_set1_epi64(1));
+    const __m512i sign = _mm512_set1_epi64(INT64_MIN);
+    const __m512i fs = _mm512_slli_epi64(k, 62);
+    const __m512i fc = _mm512_slli_epi64(_mm512_add_epi64(k, _mm512_set1_epi64(1)), 62);
+    const __m512i s0 = _mm512_castpd_si512(_mm512_mask_blend_pd(odd, sn, cs));
+    const __m512i c0 = _mm512_castpd_si512(_mm512_mask_blend_pd(odd, cs, sn));
+    s = D(_mm512_castsi512_pd(_mm512_ternarylogic_epi64(s0, fs, sign, 0x78)));
+    c = D(_mm512_castsi512_pd(_mm512_ternarylogic_epi64(c0, fc, sign, 0x78)));
+  }
   static bool any_nan(const F &v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
 
   static F narrow2(const D &s, const D &c) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "posenc_version.h"
@@ -34,7 +35,8 @@ TEST_CASE("bad specs are INVALID and write nothing", "[api]") {
   Canary c;
   posenc_spec s = posenc_spec_default(8);
   REQUIRE(table(s, 0, 2, 8, c) == POSENC_OK);
-  Canary fresh;
+  // check_spec remembers the last valid spec of each thread (s, from here on): every bad spec below differs
+  // from it in one field and must still be caught.
   auto bad = [&](posenc_spec b) {
     Canary k;
     const posenc_status st = table(b, 0, 2, 8, k);
@@ -75,6 +77,11 @@ TEST_CASE("bad specs are INVALID and write nothing", "[api]") {
   b.freq_denominator = 0.01;  // 2^(3/0.01) = 2^300 is fine
   Canary ok;
   CHECK(table(b, 0, 2, 8, ok) == POSENC_OK);
+  // An all-zero spec is invalid, on a thread that has seen no valid spec (the memory starts empty) and after one.
+  posenc_status first_call = POSENC_OK;
+  std::thread([&] { first_call = bad(posenc_spec{}); }).join();
+  CHECK(first_call == POSENC_ERR_INVALID);
+  CHECK(bad(posenc_spec{}) == POSENC_ERR_INVALID);
 }
 
 TEST_CASE("sizes, strides, NULLs and positions get their status before anything is written", "[api]") {

@@ -5,7 +5,9 @@
 #include <gmp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -262,6 +264,67 @@ TEST_CASE("the direct method stays within 2^-50 |y| + 2^-104, the analysed bound
   }
   WARN("direct method: worst relative error 2^" << worst);
   CHECK(worst < -51);
+}
+
+TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals][direct]") {
+  // docs/math.md section 4: the anchors' analysed bound is 2^-51.4 absolute; the rotation analysis
+  // assumes 2^-50. Random positions over the whole range (every quadrant, both signs, t near +-1/2),
+  // small ones, and p = 0; each path's own code (its quadrant primitive in particular).
+  struct Path {
+    const char *name;
+    void (*fn)(const Freq &, int64_t, double *, double *);
+  };
+  std::vector<Path> paths = {{"scalar", posenc::scalar::anchors}};
+#ifdef POSENC_HAVE_AVX2
+  if (posenc_isa_available(POSENC_ISA_AVX2)) paths.push_back({"avx2", posenc::avx2::anchors});
+#endif
+#ifdef POSENC_HAVE_AVX512
+  if (posenc_isa_available(POSENC_ISA_AVX512)) paths.push_back({"avx512", posenc::avx512::anchors});
+#endif
+#ifdef POSENC_HAVE_NEON
+  paths.push_back({"neon", posenc::neon::anchors});
+#endif
+  std::mt19937_64 rng(4242);
+  double worst = -1000;
+  int64_t compared = 0;
+  const posenc_spec specs[] = {spec(512, 10000.0, 0.0, 1.0), spec(64, 1e6, 0.0, 1.0), spec(30, 2.0, 3.0, 7.5),
+                               spec(34, 10000.0, 0.0, 0x1p200), spec(2, 10000.0, 0.0, -3.0)};
+  for (const posenc_spec &s : specs) {
+    const auto f = posenc::detail::build_frequencies(s);
+    const size_t bytes = sizeof(double) * size_t(f->padded);
+    struct Free {
+      void operator()(double *p) const { std::free(p); }
+    };
+    std::vector<std::unique_ptr<double, Free>> out;
+    for (size_t k = 0; k < 2 * paths.size(); ++k) out.emplace_back(static_cast<double *>(std::aligned_alloc(64, bytes)));
+    for (int trial = 0; trial < 40; ++trial) {
+      int64_t p = int64_t(rng() % (uint64_t(1) << 31));
+      if (trial % 4 == 0) p %= 1000;
+      if (trial % 2) p = -p;
+      if (trial == 0) p = 0;
+      for (size_t k = 0; k < paths.size(); ++k) paths[k].fn(*f, p, out[2 * k].get(), out[2 * k + 1].get());
+      const int64_t step = f->h > 64 ? 7 : 1;
+      for (int64_t i = trial % step; i < f->h; i += step) {
+        if (f->slow[i] != 0.0) continue;  // slow lanes never use these values (u = 0 there)
+        ref::Big es(100), ec(100);
+        ref::exact_pair(s, i, p, es, ec);
+        for (size_t k = 0; k < paths.size(); ++k) {
+          for (int m = 0; m < 2; ++m) {
+            ref::Big diff(1200);
+            mpfr_sub_d(diff, m == 0 ? (mpfr_srcptr)es : (mpfr_srcptr)ec, out[2 * k + m].get()[i], MPFR_RNDN);
+            const double err = std::fabs(mpfr_get_d(diff, MPFR_RNDU));
+            INFO(paths[k].name << " pair " << i << " position " << p << (m == 0 ? " sin " : " cos ")
+                               << out[2 * k + m].get()[i] << " error " << err);
+            CHECK(err <= 0x1p-51);
+            if (err > 0) worst = std::max(worst, std::log2(err));
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  WARN("block anchors: worst absolute error 2^" << worst << " over " << compared << " values");
+  CHECK(compared > 5000);
 }
 
 TEST_CASE("rotation tables: k and 8k steps within 2^-50", "[internals][freq]") {
