@@ -104,10 +104,10 @@ const int32_t *tokens(int64_t n, int64_t vocab) {
 }
 
 const int64_t *positions(const char *kind, int64_t n) {
-  const bool packed = std::strcmp(kind, "packed") == 0;
-  return cached<int64_t>(key(kind, n, 0), n, [packed](int64_t *p, int64_t m) {
+  const bool packed = std::strcmp(kind, "packed") == 0, step = std::strcmp(kind, "step") == 0;
+  return cached<int64_t>(key(kind, n, 0), n, [packed, step](int64_t *p, int64_t m) {
     Rng g(5);
-    for (int64_t r = 0; r < m; ++r) p[r] = packed ? r % 128 : int64_t(g.next() >> 44);
+    for (int64_t r = 0; r < m; ++r) p[r] = step ? 1000 : packed ? r % 128 : int64_t(g.next() >> 44);
   });
 }
 

@@ -26,7 +26,8 @@ const uint16_t *embedding_f16(int64_t vocab, int64_t d);
 // n token ids uniform in [0, vocab), fixed seed.
 const int32_t *tokens(int64_t n, int64_t vocab);
 // Explicit positions: "packed" = sequences of 128 positions from 0, one after another (a packed batch);
-// "scattered" = uniform in [0, 2^20) (decode steps of unrelated sequences).
+// "scattered" = uniform in [0, 2^20) (decode steps of unrelated sequences); "step" = every row at 1000
+// (one decode step of a batch or a beam).
 const int64_t *positions(const char *kind, int64_t n);
 // Activations of n rows of d floats in [-1, 1).
 const float *activations(int64_t n, int64_t d);

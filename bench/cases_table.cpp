@@ -129,6 +129,11 @@ void add_table_cases(const Plan &plan) {
       add_memset("rows_f32", s, sizeof(float), kind);
     }
   }
+  for (const Shape &s : plan.rows_step) {
+    add_posenc_rows(s, "step");
+    add_peers("rows_f32", s, "step", false);
+    add_memset("rows_f32", s, sizeof(float), "step");
+  }
 }
 
 }  // namespace bench

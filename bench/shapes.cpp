@@ -5,7 +5,8 @@ namespace bench {
 // Table shapes: for each d in {64, 512, 1024, 4096, 8192}, 1 MiB of output (cache-resident), and
 // 128 MiB (beyond the 105 MiB L3 of the reference machine; d = 64 stops at 131072 positions, 32 MiB);
 // positions from 1 to 131072 at d = 64; a decode step (1 position: 1000, and 0) at d = 512; the shapes the
-// issues set targets on (512 x 2048, 8192 x 4096).
+// issues set targets on (512 x 2048, 8192 x 4096). Rows: packed and scattered positions, and the decode
+// step of a batch or beam of 32 (every row at position 1000).
 Plan full_plan() {
   Plan p;
   p.table = {{64, 4096},  {512, 512},    {1024, 256},  {4096, 64},   {8192, 32},  {64, 131072},
@@ -15,6 +16,7 @@ Plan full_plan() {
                   {64, 1},    {64, 64},       {512, 1},    {512, 2048}, {8192, 4096}};
   p.half = {{1024, 256}, {512, 2048}, {8192, 4096}};
   p.rows = {{512, 2048}, {4096, 2048}};
+  p.rows_step = {{512, 32}, {4096, 32}};
   p.add = {{1024, 2048}, {4096, 8192}};
   p.embed = {{512, 2048}, {1024, 2048}, {4096, 8192}};
   p.split_table = {{512, 2048}, {8192, 4096}};
@@ -29,6 +31,7 @@ Plan quick_plan() {
   p.table_slow = p.table;
   p.half = {{512, 64}};
   p.rows = {{512, 64}};
+  p.rows_step = {{512, 8}};
   p.add = {{512, 64}};
   p.embed = {{512, 64}};
   p.split_table = {{512, 64}};

@@ -18,6 +18,7 @@ struct Plan {
   std::vector<Shape> table_slow;  // the subset on which the slow scalar impls run too
   std::vector<Shape> half;        // posenc_table_bf16 / _f16
   std::vector<Shape> rows;        // posenc_rows_f32, each with packed and scattered positions
+  std::vector<Shape> rows_step;   // posenc_rows_f32 with every row at one position (a batch's decode step)
   std::vector<Shape> add;         // posenc_add_f32
   std::vector<Shape> embed;       // embed_f32 / _bf16 / _f16 / learned, n tokens of vocab
   std::vector<Shape> split_table, split_embed;  // the 2-thread row split

@@ -502,7 +502,8 @@ struct Engine {
   // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row 8a + b is the direct value
   // at p0 turned by far[a] (8a steps), then by near[b] (b steps).
   template <class K>
-  static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
+  // repeat: every row is at p0 (a decode step of a batch or a beam: one anchor serves all the rows).
+  static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0, bool repeat) {
     constexpr bool kZip = K::kInterleaved;
     alignas(64) double as[kChunk], ac[kChunk], ms[kChunk], mc[kChunk];
     Redo redo[kChunk / W];
@@ -511,12 +512,13 @@ struct Engine {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
       for (int64_t v = 0; v < nv; ++v) anchor_values(double(p0), f, j0 + v * W, as + v * W, ac + v * W);
-      for (int64_t a = 0; 8 * a < len; ++a) {
+      for (int64_t a = 0; a == 0 || (!repeat && 8 * a < len); ++a) {
         const double *mid_s = a > 0 ? ms : as, *mid_c = a > 0 ? mc : ac;
         const double *fs = f.far_sin + a * pad + j0, *fc = f.far_cos + a * pad + j0;
-        const int64_t nb = min64(8, len - 8 * a);
-        for (int64_t b = 0; b < nb; ++b) {
-          const int64_t k = 8 * a + b, p = p0 + k;
+        const int64_t nb = repeat ? len : min64(8, len - 8 * a);
+        for (int64_t i = 0; i < nb; ++i) {
+          const int64_t b = repeat ? 0 : i;  // steps from the group's first row
+          const int64_t k = 8 * a + i, p = repeat ? p0 : p0 + k;
           const double *ns = f.near_sin + b * pad + j0, *nc = f.near_cos + b * pad + j0;
           sink.row(r0 + k);
           sink.chunk(j0);
@@ -575,6 +577,7 @@ struct Engine {
     int64_t r = 0;
     while (r < job.n) {
       int64_t len = 1, p0;
+      bool repeat = false;
       if (job.positions) {
         p0 = job.positions[r];
         if (p0 == POSENC_PAD) {
@@ -582,12 +585,17 @@ struct Engine {
           ++r;
           continue;
         }
-        while (r + len < job.n && len < kBlock && job.positions[r + len] == p0 + len) ++len;
+        repeat = r + 1 < job.n && job.positions[r + 1] == p0;
+        if (repeat) {
+          while (r + len < job.n && len < kBlock && job.positions[r + len] == p0) ++len;
+        } else {
+          while (r + len < job.n && len < kBlock && job.positions[r + len] == p0 + len) ++len;
+        }
       } else {
         p0 = job.first + r;
         len = min64(kBlock, job.n - r);
       }
-      segment(sink, f, job.h, r, len, p0);
+      segment(sink, f, job.h, r, len, p0, repeat);
       r += len;
     }
     if (sink.staged) S::store_fence();  // order the non-temporal stores before whatever the caller does next

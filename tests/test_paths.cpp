@@ -121,6 +121,48 @@ TEST_CASE("explicit positions with padding, repeats and runs on every path", "[p
     });
 }
 
+TEST_CASE("rows at a repeated position (a decode step of a batch or beam) equal one-row calls", "[paths]") {
+  // A run of equal positions shares one anchor per call (kernel.hpp); each row must still be the one-row
+  // call's, for tables and for the fused embedding (whose reference is fmaf over the one-row PE).
+  std::vector<int64_t> pos;
+  for (int k = 0; k < 150; ++k) pos.push_back(123457);  // longer than a block of 64
+  pos.push_back(123458);
+  pos.push_back(123458);
+  pos.push_back(-77);
+  for (int k = 0; k < 5; ++k) pos.push_back(0);
+  pos.push_back(POSENC_PAD);
+  pos.push_back(2000000000);
+  pos.push_back(2000000000);
+  const int64_t n = int64_t(pos.size()), vocab = 11;
+  for (const posenc_spec &s : {make(512, POSENC_INTERLEAVED), make(37, POSENC_COS_SIN_HALVES, 1e6, 16.0)}) {
+    const int64_t d = s.d_model;
+    std::vector<float> emb(static_cast<size_t>(vocab * d));
+    for (size_t e = 0; e < emb.size(); ++e) emb[e] = float(int(e % 97) - 48) * 0.0625f;
+    std::vector<int32_t> tok(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) tok[size_t(r)] = int32_t((r * 7) % vocab);
+    const float scale = 3.5f;
+    for (posenc_isa isa : ref::paths())
+      ref::on_path(isa, [&] {
+        INFO("path " << posenc_isa_name(isa) << " d " << d);
+        std::vector<float> rows(static_cast<size_t>(n * d)), fused(static_cast<size_t>(n * d)), one(static_cast<size_t>(d));
+        REQUIRE(posenc_rows_f32(&s, pos.data(), n, rows.data(), d) == POSENC_OK);
+        REQUIRE(posenc_embed_f32(&s, emb.data(), vocab, d, tok.data(), scale, pos.data(), 0, n, fused.data(), d) ==
+                POSENC_OK);
+        int64_t bad_rows = 0, bad_fused = 0;
+        for (int64_t r = 0; r < n; ++r) {
+          REQUIRE(posenc_rows_f32(&s, &pos[size_t(r)], 1, one.data(), d) == POSENC_OK);
+          if (std::memcmp(&rows[size_t(r * d)], one.data(), sizeof(float) * size_t(d)) != 0) ++bad_rows;
+          for (int64_t e = 0; e < d; ++e) {
+            const float want = std::fmaf(scale, emb[size_t(tok[size_t(r)] * d + e)], one[size_t(e)]);
+            if (ref::bits(fused[size_t(r * d + e)]) != ref::bits(want)) ++bad_fused;
+          }
+        }
+        CHECK(bad_rows == 0);
+        CHECK(bad_fused == 0);
+      });
+  }
+}
+
 #if defined(__x86_64__)  // only the x86 paths stream; under qemu the size would only cost time
 namespace {
 
