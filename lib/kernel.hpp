@@ -32,7 +32,7 @@ struct Engine {
   using F = typename S::F;
   using H = typename S::H;
   static constexpr int W = S::W;
-  static constexpr int64_t kBlock = 64;   // rows turned from one direct row: 8 x 8 table steps
+  static constexpr int64_t kBlock = 64;   // rows turned from one anchor: 8 x 8 table steps
   static constexpr int64_t kChunk = 512;  // pairs whose block state lives on the stack at once
 
   static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -499,10 +499,10 @@ struct Engine {
     return row_pass<kMode, false>(sink, src_s, src_c, ts, tc, keep_s, keep_c, nfull, redo);
   }
 
-  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row 8a + b is the direct value
-  // at p0 turned by far[a] (8a steps), then by near[b] (b steps).
+  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row 8a + b is the anchor at p0
+  // turned by far[a] (8a steps), then by near[b] (b steps). With repeat, every row is at p0 (a decode
+  // step of a batch or a beam) and takes the anchor itself.
   template <class K>
-  // repeat: every row is at p0 (a decode step of a batch or a beam: one anchor serves all the rows).
   static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0, bool repeat) {
     constexpr bool kZip = K::kInterleaved;
     alignas(64) double as[kChunk], ac[kChunk], ms[kChunk], mc[kChunk];

@@ -299,7 +299,7 @@ TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals]
     for (size_t k = 0; k < 2 * paths.size(); ++k) out.emplace_back(static_cast<double *>(std::aligned_alloc(64, bytes)));
     for (int trial = 0; trial < 40; ++trial) {
       int64_t p = int64_t(rng() % (uint64_t(1) << 31));
-      if (trial % 4 == 0) p %= 1000;
+      if (trial % 3 == 0) p %= 1000;  // small positions of both signs
       if (trial % 2) p = -p;
       if (trial == 0) p = 0;
       for (size_t k = 0; k < paths.size(); ++k) paths[k].fn(*f, p, out[2 * k].get(), out[2 * k + 1].get());

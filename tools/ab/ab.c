@@ -10,6 +10,7 @@
 //
 //   cc -O2 -I include tools/ab/ab.c -ldl -lm -o /tmp/ab
 //   /tmp/ab embed|table D N REPS build1.so [build2.so ...]      (VOCAB=... sets the vocabulary, 32000)
+// D must be a multiple of 16; the reference loops are AVX-512, so the host must have it.
 #include <dlfcn.h>
 #include <immintrin.h>
 #include <math.h>
@@ -74,6 +75,14 @@ int main(int argc, char **argv) {
   const long n = atol(argv[3]);
   int reps = atoi(argv[4]);
   if (reps > kMaxReps) reps = kMaxReps;
+  if ((!embed && strcmp(argv[1], "table") != 0) || d <= 0 || d % 16 != 0 || n <= 0 || reps <= 0) {
+    fprintf(stderr, "embed or table; D a positive multiple of 16; N and REPS positive\n");
+    return 2;
+  }
+  if (!__builtin_cpu_supports("avx512f")) {
+    fprintf(stderr, "the reference loops need AVX-512F\n");
+    return 2;
+  }
   const int nb = argc - 5;
   const long vocab = getenv("VOCAB") ? atol(getenv("VOCAB")) : 32000;
   embed_fn ef[kMaxBuilds];
@@ -88,20 +97,33 @@ int main(int argc, char **argv) {
     ef[k] = (embed_fn)dlsym(h, "posenc_embed_f32");
     tf[k] = (table_fn)dlsym(h, "posenc_table_f32");
     if (!sf) sf = (spec_fn)dlsym(h, "posenc_spec_default");
+    if (!ef[k] || !tf[k] || !sf) {
+      fprintf(stderr, "%s: not a posenc build\n", argv[5 + k]);
+      return 1;
+    }
   }
   const posenc_spec spec = sf(d);
   const float scale = sqrtf((float)d);
   float *table = NULL, *pe = NULL;
   float *out = aligned_alloc(64, (size_t)d * (size_t)n * 4);
-  memset(out, 0, (size_t)d * (size_t)n * 4);
   int32_t *tok = malloc((size_t)n * sizeof *tok);
+  if (embed) {
+    table = aligned_alloc(64, (size_t)d * (size_t)vocab * 4);
+    pe = aligned_alloc(64, (size_t)d * (size_t)n * 4);
+  }
+  if (!out || !tok || (embed && (!table || !pe))) {
+    fprintf(stderr, "out of memory\n");
+    return 1;
+  }
+  memset(out, 0, (size_t)d * (size_t)n * 4);
   srand(1);
   for (long r = 0; r < n; ++r) tok[r] = (int32_t)(rand() % vocab);
   if (embed) {
-    table = aligned_alloc(64, (size_t)d * (size_t)vocab * 4);
     for (size_t i = 0; i < (size_t)d * (size_t)vocab; ++i) table[i] = (float)(i % 1000) * 1e-3f;
-    pe = aligned_alloc(64, (size_t)d * (size_t)n * 4);
-    tf[0](&spec, 0, n, pe, d);
+    if (tf[0](&spec, 0, n, pe, d) != POSENC_OK) {
+      fprintf(stderr, "the PE table call failed\n");
+      return 1;
+    }
   }
   static double t[kMaxBuilds + 2][kMaxReps], ratio[kMaxBuilds][kMaxReps];
   for (int r = 0; r < reps; ++r) {
@@ -110,17 +132,27 @@ int main(int argc, char **argv) {
       if (embed) naive(table, tok, n, d, scale, pe, out);
       else memset(out, 0, (size_t)d * (size_t)n * 4);
       const double t0 = now();
-      if (embed) ef[k](&spec, table, vocab, d, tok, scale, NULL, 0, n, out, d);
-      else tf[k](&spec, 0, n, out, d);
+      const posenc_status st = embed ? ef[k](&spec, table, vocab, d, tok, scale, NULL, 0, n, out, d)
+                                     : tf[k](&spec, 0, n, out, d);
       t[k][r] = now() - t0;
+      if (st != POSENC_OK) {
+        fprintf(stderr, "%s: status %d\n", argv[5 + k], (int)st);
+        return 1;
+      }
     }
+    // The references get the same reset before their timed call.
+    if (embed) naive(table, tok, n, d, scale, pe, out);
+    else memset(out, 0, (size_t)d * (size_t)n * 4);
     double t0 = now();
     if (embed) naive(table, tok, n, d, scale, pe, out);
     else memset(out, 0, (size_t)d * (size_t)n * 4);
     t[nb][r] = now() - t0;
-    t0 = now();
-    if (embed) stream_gather(table, tok, n, d, out);
-    t[nb + 1][r] = now() - t0;
+    if (embed) {
+      naive(table, tok, n, d, scale, pe, out);
+      t0 = now();
+      stream_gather(table, tok, n, d, out);
+      t[nb + 1][r] = now() - t0;
+    }
     for (int k = 0; k < nb; ++k) ratio[k][r] = t[k][r] / t[0][r];
   }
   for (int k = 0; k < nb; ++k) {

@@ -10,8 +10,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=/tmp/posenc-ab
 mkdir -p "$out"
 build=$out/build-$name
-[ -d "$build" ] || meson setup "$build" "$root" --buildtype=release -Dtests=disabled -Dbenchmarks=disabled \
-  -Dcpp_args="$args" > /dev/null
+if [ -d "$build" ]; then  # the same name again: take this call's arguments, not the first call's
+  meson configure "$build" -Dcpp_args="$args" > /dev/null
+else
+  meson setup "$build" "$root" --buildtype=release -Dtests=disabled -Dbenchmarks=disabled -Dcpp_args="$args" > /dev/null
+fi
 ninja -C "$build" -j2 libposenc.a > /dev/null
 g++ -shared -o "$out/$name.so" -Wl,--whole-archive "$build/libposenc.a" -Wl,--no-whole-archive -Wl,-Bsymbolic
 echo "$out/$name.so"
