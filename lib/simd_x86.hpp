@@ -90,10 +90,12 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     const __m256i window = _mm256_and_si256(_mm256_add_epi32(low, _mm256_set1_epi32(fast_check::kBias32)),
                                             _mm256_set1_epi32(fast_check::kMask32));
     const __m256i near_mid = _mm256_cmpeq_epi32(window, _mm256_setzero_si256());
+    // |f| - smallest is negative exactly for the small values (no overflow: both are below 2^31), and
+    // near_mid is all ones where it holds: the sign bits of the or answer for every lane, and one
+    // movemask reads them (vptest took two micro-ops, and GCC turned the signed compare into two).
     const __m256i mag = _mm256_and_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0x7FFFFFFF));
-    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(fast_check::kSmallestBits)), mag);
-    const __m256i any = _mm256_or_si256(near_mid, small);
-    return _mm256_testz_si256(any, any) != 0;
+    const __m256i small = _mm256_sub_epi32(mag, _mm256_set1_epi32(int(fast_check::kSmallestBits)));
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(near_mid, small))) == 0;
   }
   static F combine(H lo, H hi) { return F(_mm256_set_m128(hi, lo)); }
   static H lo(const F &v) { return _mm256_castps256_ps128(v); }
