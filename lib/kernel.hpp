@@ -586,11 +586,8 @@ struct Engine {
           continue;
         }
         repeat = r + 1 < job.n && job.positions[r + 1] == p0;
-        if (repeat) {
-          while (r + len < job.n && len < kBlock && job.positions[r + len] == p0) ++len;
-        } else {
-          while (r + len < job.n && len < kBlock && job.positions[r + len] == p0 + len) ++len;
-        }
+        const int64_t step = repeat ? 0 : 1;  // a run of one position, or of consecutive ones
+        while (r + len < job.n && len < kBlock && job.positions[r + len] == p0 + step * len) ++len;
       } else {
         p0 = job.first + r;
         len = min64(kBlock, job.n - r);

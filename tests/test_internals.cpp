@@ -267,8 +267,8 @@ TEST_CASE("the direct method stays within 2^-50 |y| + 2^-104, the analysed bound
 }
 
 TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals][direct]") {
-  // docs/math.md section 4: the anchors' analysed bound is 2^-51.4 absolute; the rotation analysis
-  // assumes 2^-50. Random positions over the whole range (every quadrant, both signs, t near +-1/2),
+  // docs/math.md section 3 ("Anchors"): the analysed bound is 2^-51.46 absolute; the rotation analysis of
+  // section 4 assumes 2^-50. Random positions over the whole range (every quadrant, both signs, t near +-1/2),
   // small ones, and p = 0; each path's own code (its quadrant primitive in particular).
   struct Path {
     const char *name;
