@@ -129,7 +129,7 @@ void add_table_cases(const Plan &plan) {
       add_memset("rows_f32", s, sizeof(float), kind);
     }
   }
-  // A decode step: posenc shares one anchor across the run of equal positions, while the peers compute
+  // A decode step: posenc makes the values once for the run of equal positions, while the peers compute
   // every row as they would for scattered positions (a runtime might instead index a precomputed table):
   // these ratios measure that sharing as much as the arithmetic. posenc's own pos=scattered rows are the
   // like-for-like comparison.

@@ -358,38 +358,78 @@ struct Engine {
       }
     }
 
-    F combine_x(const F &pe, const F &xv) const { return fused(scale, xv, pe); }
-    static void prefetch_x(const InT *p) { __builtin_prefetch(p, 0, 1); }
+    static F combine_x(const F &scale, const F &pe, const F &xv) { return fused(scale, xv, pe); }
+    F combine_x(const F &pe, const F &xv) const { return combine_x(scale, pe, xv); }
+    // Inlined always: an out-of-line copy has no side effect GCC can see, so it was found to be a const
+    // function and every call to it deleted.
+    [[gnu::always_inline]] static inline void prefetch_x(const InT *p) { __builtin_prefetch(p, 0, 1); }
 
-    // pe holds the W pairs from j0 + jj (interleaved, or [sin lanes | cos lanes] for the halves).
-    // kNt: non-temporal stores straight to the row (only when direct).
-    template <bool kNt = false>
-    void put(int64_t jj, const F &pe) const {
-      F v = pe;
-      if constexpr (kZip) {
-        if constexpr (kHasX) {
-          // x rows are read in chunk-sized pieces of rows far apart (gathered tokens): too short for the
-          // hardware prefetcher, so ask for the same piece of the next row's x (a row's time ahead).
-          // Into L2 only (prefetcht2), where a row's piece waits for its turn without taking L1 space;
-          // measured no slower than prefetcht0, and not clearly faster (docs/math.md section 7).
-          prefetch_x(pfs + 2 * jj);
-          v = combine_x(v, load2<InT, kInBF16>(xs + 2 * jj));
-        }
-        if constexpr (kNt && kDst == detail::Dst::kF32) S::stream_f(os + 2 * jj, v);
-        else store2<OutT, kOutBF16>(os + 2 * jj, v);
-      } else {
-        if constexpr (kHasX) {
-          prefetch_x(pfs + jj);
-          prefetch_x(pfc + jj);
-          v = combine_x(v, load_split<InT, kInBF16>(xs + jj, xc + jj));
-        }
-        if constexpr (kNt && kDst == detail::Dst::kF32) {
-          S::stream_h(os + jj, S::lo(v));
-          S::stream_h(oc + jj, S::hi(v));
+    // Where the current chunk's full vectors go, as a value: the row loops copy it into a local, which no
+    // store of theirs can alias, so that its pointers stay in registers (stores through the vector types,
+    // which may alias anything, made GCC reload them from the sink after every store).
+    struct Out {
+      OutT *os, *oc;
+      const InT *xs, *xc, *pfs, *pfc;
+      F scale;
+
+      // pe holds the W pairs from j0 + jj (interleaved, or [sin lanes | cos lanes] for the halves).
+      // kNt: non-temporal stores straight to the row (only when direct).
+      template <bool kNt = false>
+      [[gnu::always_inline]] inline void put(int64_t jj, const F &pe) const {
+        put_impl<kNt, false>(jj, pe);
+      }
+      // The same, except that a NaN result is not written: false then (the loops leave such a vector to
+      // put(), whose NaN rule is a call that would push their constants out of registers).
+      template <bool kNt = false>
+      [[gnu::always_inline]] inline bool put_fast(int64_t jj, const F &pe) const {
+        return put_impl<kNt, true>(jj, pe);
+      }
+      template <bool kNt, bool kFast>
+      [[gnu::always_inline]] inline bool put_impl(int64_t jj, const F &pe) const {
+        F v = pe;
+        if constexpr (kZip) {
+          if constexpr (kHasX) {
+            // x rows are read in chunk-sized pieces of rows far apart (gathered tokens): too short for the
+            // hardware prefetcher, so ask for the same piece of the next row's x (a row's time ahead).
+            // Into L2 only (prefetcht2), where a row's piece waits for its turn without taking L1 space;
+            // measured no slower than prefetcht0, and not clearly faster (docs/math.md section 7).
+            prefetch_x(pfs + 2 * jj);
+            if (!combine<kFast>(v, load2<InT, kInBF16>(xs + 2 * jj))) return false;
+          }
+          if constexpr (kNt && kDst == detail::Dst::kF32) S::stream_f(os + 2 * jj, v);
+          else store2<OutT, kOutBF16>(os + 2 * jj, v);
         } else {
-          store_split<OutT, kOutBF16>(os + jj, oc + jj, v);
+          if constexpr (kHasX) {
+            prefetch_x(pfs + jj);
+            prefetch_x(pfc + jj);
+            if (!combine<kFast>(v, load_split<InT, kInBF16>(xs + jj, xc + jj))) return false;
+          }
+          if constexpr (kNt && kDst == detail::Dst::kF32) {
+            S::stream_h(os + jj, S::lo(v));
+            S::stream_h(oc + jj, S::hi(v));
+          } else {
+            store_split<OutT, kOutBF16>(os + jj, oc + jj, v);
+          }
+        }
+        return true;
+      }
+      // v = fmaf(scale, x, v); with kFast, false instead of the NaN rule when the result has a NaN.
+      template <bool kFast>
+      [[gnu::always_inline]] inline bool combine(F &v, const F &x) const {
+        if constexpr (kFast) {
+          v = S::fmaf(scale, x, v);
+          return !S::any_nan(v);
+        } else {
+          v = combine_x(scale, v, x);
+          return true;
         }
       }
+    };
+    Out out() const { return Out{os, oc, xs, xc, pfs, pfc, scale}; }
+
+    template <bool kNt = false>
+    void put(int64_t jj, const F &pe) const {
+      out().template put<kNt>(jj, pe);
     }
 
     // The same for the last vector of a chunk when only its first m < W pairs are real: through buffers,
@@ -464,8 +504,9 @@ struct Engine {
     s = s1;
   }
 
-  // Vectors whose rounding the fast test could not settle, left for after the loop so that the loop
-  // itself makes no call (which would force its constants out of registers).
+  // Vectors whose rounding the fast test could not settle, or whose fused result has a NaN, left for
+  // after the loop so that the loop itself makes no call (which would force its constants out of
+  // registers, and did: GCC kept the scale on the stack for the NaN rule's call).
   using Redo = int16_t;
 
   // One row of a chunk: every full W-pair vector v of the state (src_s, src_c) turned by the table row
@@ -475,19 +516,26 @@ struct Engine {
   static int64_t row_pass(const K &sink, const double *src_s, const double *src_c, const double *ts,
                           const double *tc, double *keep_s, double *keep_c, int64_t nfull, Redo *redo) {
     int64_t nr = 0;
+    const typename K::Out out = sink.out();
+    typename S::Consts kc = S::consts();
+    S::pin_consts(kc);
     for (int64_t v = 0; v < nfull; ++v) {
       D s = S::load(src_s + v * W), c = S::load(src_c + v * W);
-      if constexpr (kMode != 0) turn(s, c, S::load(ts + v * W), S::load(tc + v * W));
+      S::pin(s);  // each loaded once (S::pin)
+      S::pin(c);
+      if constexpr (kMode != 0) {
+        D rs = S::load(ts + v * W), rc = S::load(tc + v * W);
+        S::pin(rs);
+        S::pin(rc);
+        turn(s, c, rs, rc);
+      }
       if constexpr (kMode == 1) {
         S::store(keep_s + v * W, s);
         S::store(keep_c + v * W, c);
       }
-      const F val = K::kInterleaved ? S::narrow2_zip(s, c) : S::narrow2(s, c);
-      if (!S::decided(s, c, val)) {
-        redo[nr++] = Redo(v);
-        continue;
-      }
-      sink.template put<kNt>(v * W, val);
+      const F val = K::kInterleaved ? S::narrow2_zip(s, c, kc) : S::narrow2(s, c);
+      if (S::decided(s, c, val, kc) && out.template put_fast<kNt>(v * W, val)) continue;
+      redo[nr++] = Redo(v);
     }
     return nr;
   }
@@ -499,11 +547,57 @@ struct Engine {
     return row_pass<kMode, false>(sink, src_s, src_c, ts, tc, keep_s, keep_c, nfull, redo);
   }
 
-  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row 8a + b is the anchor at p0
-  // turned by far[a] (8a steps), then by near[b] (b steps). With repeat, every row is at p0 (a decode
-  // step of a batch or a beam) and takes the anchor itself.
+  // Rows r0 .. r0+len-1 all at position p0 (a decode step of a batch or a beam): each chunk's PE floats
+  // are made once, from the anchor, into an L1 stage, and every row takes them from there, so a row
+  // costs what its loads and stores cost (and the fused operation, with an x).
+  template <bool kNt, class K>
+  static int64_t put_stage(const K &sink, const float *pe, int64_t nfull, Redo *redo) {
+    const typename K::Out out = sink.out();
+    int64_t nr = 0;
+    for (int64_t v = 0; v < nfull; ++v)
+      if (!out.template put_fast<kNt>(v * W, S::load_f(pe + 2 * W * v))) redo[nr++] = Redo(v);
+    return nr;
+  }
   template <class K>
-  static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0, bool repeat) {
+  static void repeated(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
+    constexpr bool kZip = K::kInterleaved;
+    alignas(64) double as[kChunk], ac[kChunk];
+    alignas(64) float pe[2 * kChunk];  // vector v of the chunk's values at pe + 2 W v, as put() takes them
+    Redo redo[kChunk / W];
+    for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
+      const int64_t jn = min64(kChunk, h - j0);
+      const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
+      if (p0 == 0) {  // the exact zero angle: (+0, 1) everywhere, which the fast test would reject
+        const F sc = S::narrow2(S::set(0.0), S::set(1.0));
+        for (int64_t v = 0; v < nv; ++v) S::store_f(pe + 2 * W * v, kZip ? S::zip(sc) : sc);
+      } else {
+        for (int64_t v = 0; v < nv; ++v) anchor_values(double(p0), f, j0 + v * W, as + v * W, ac + v * W);
+        for (int64_t v = 0; v < nv; ++v) {
+          const D s = S::load(as + v * W), c = S::load(ac + v * W);
+          F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
+          if (!S::decided(s, c, val)) val = settle_turned<kZip>(f, p0, j0 + v * W, s, c);
+          S::store_f(pe + 2 * W * v, val);
+        }
+      }
+      for (int64_t k = 0; k < len; ++k) {
+        sink.row(r0 + k);
+        sink.chunk(j0);
+        const int64_t nr = sink.direct ? put_stage<true>(sink, pe, nfull, redo) : put_stage<false>(sink, pe, nfull, redo);
+        for (int64_t t = 0; t < nr; ++t) sink.put(redo[t] * W, S::load_f(pe + 2 * W * redo[t]));  // NaN results
+        if (nfull < nv) sink.put_partial(nfull * W, S::load_f(pe + 2 * W * nfull), jn - nfull * W);
+        sink.flush(j0, jn);
+      }
+    }
+    for (int64_t k = 0; k < len; ++k) {
+      sink.row(r0 + k);
+      sink.finish();
+    }
+  }
+
+  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row 8a + b is the anchor at p0
+  // turned by far[a] (8a steps), then by near[b] (b steps).
+  template <class K>
+  static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
     constexpr bool kZip = K::kInterleaved;
     alignas(64) double as[kChunk], ac[kChunk], ms[kChunk], mc[kChunk];
     Redo redo[kChunk / W];
@@ -512,13 +606,12 @@ struct Engine {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
       for (int64_t v = 0; v < nv; ++v) anchor_values(double(p0), f, j0 + v * W, as + v * W, ac + v * W);
-      for (int64_t a = 0; a == 0 || (!repeat && 8 * a < len); ++a) {
+      for (int64_t a = 0; 8 * a < len; ++a) {
         const double *mid_s = a > 0 ? ms : as, *mid_c = a > 0 ? mc : ac;
         const double *fs = f.far_sin + a * pad + j0, *fc = f.far_cos + a * pad + j0;
-        const int64_t nb = repeat ? len : min64(8, len - 8 * a);
-        for (int64_t i = 0; i < nb; ++i) {
-          const int64_t b = repeat ? 0 : i;  // steps from the group's first row
-          const int64_t k = 8 * a + i, p = repeat ? p0 : p0 + k;
+        const int64_t nb = min64(8, len - 8 * a);
+        for (int64_t b = 0; b < nb; ++b) {  // b: steps from the group's first row
+          const int64_t k = 8 * a + b, p = p0 + k;
           const double *ns = f.near_sin + b * pad + j0, *nc = f.near_cos + b * pad + j0;
           sink.row(r0 + k);
           sink.chunk(j0);
@@ -592,7 +685,8 @@ struct Engine {
         p0 = job.first + r;
         len = min64(kBlock, job.n - r);
       }
-      segment(sink, f, job.h, r, len, p0, repeat);
+      if (repeat) repeated(sink, f, job.h, r, len, p0);
+      else segment(sink, f, job.h, r, len, p0);
       r += len;
     }
     if (sink.staged) S::store_fence();  // order the non-temporal stores before whatever the caller does next

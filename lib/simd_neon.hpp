@@ -31,6 +31,7 @@ struct Simd<xsimd::neon64> {
   static D set(double x) { return D(x); }
   static D load(const double *p) { return D::load_aligned(p); }
   static void store(double *p, const D &v) { v.store_aligned(p); }
+  static void pin(D &v) { asm("" : "+w"(v.data)); }  // as in simd_x86.hpp
   static D fma(const D &a, const D &b, const D &c) { return D(vfmaq_f64(c, a, b)); }  // fused, always
   static D fms(const D &a, const D &b, const D &c) { return D(vnegq_f64(vfmsq_f64(c, a, b))); }  // -(c - ab)
   static D abs(const D &a) { return xsimd::abs(a); }
@@ -60,8 +61,11 @@ struct Simd<xsimd::neon64> {
     const float32x4_t x = v;
     return F(vzip1q_f32(x, vextq_f32(x, x, 2)));
   }
-  static F narrow2_zip(const D &s, const D &c) { return zip(narrow2(s, c)); }
-  static bool decided(const D &s, const D &c, const F &f) {
+  struct Consts {};  // simd_x86.hpp: no loop constant here that is not a broadcast
+  static Consts consts() { return {}; }
+  static void pin_consts(Consts &) {}
+  static F narrow2_zip(const D &s, const D &c, const Consts & = {}) { return zip(narrow2(s, c)); }
+  static bool decided(const D &s, const D &c, const F &f, const Consts & = {}) {
     const uint64x2_t bias = vdupq_n_u64(uint64_t(fast_check::kBias)), mask = vdupq_n_u64(uint64_t(fast_check::kMask));
     const uint64x2_t ms = vceqzq_u64(vandq_u64(vaddq_u64(vreinterpretq_u64_f64(s), bias), mask));
     const uint64x2_t mc = vceqzq_u64(vandq_u64(vaddq_u64(vreinterpretq_u64_f64(c), bias), mask));

@@ -32,6 +32,7 @@ struct Simd<scalar_arch> {
   static D set(double x) { return x; }
   static D load(const double *p) { return *p; }
   static void store(double *p, D v) { *p = v; }
+  static void pin(D &) {}  // simd_x86.hpp's reason does not apply to scalar loads
   static D fma(D a, D b, D c) { return std::fma(a, b, c); }
   static D fms(D a, D b, D c) { return std::fma(a, b, -c); }
   static D abs(D a) { return std::fabs(a); }
@@ -56,7 +57,10 @@ struct Simd<scalar_arch> {
   static F narrow2(D s, D c) { return F{{float(s), float(c)}}; }
   static bool same_bits(const F &a, const F &b) { return std::memcmp(a.v, b.v, sizeof a.v) == 0; }
   static F zip(const F &v) { return v; }
-  static F narrow2_zip(D s, D c) { return narrow2(s, c); }
+  struct Consts {};  // simd_x86.hpp
+  static Consts consts() { return {}; }
+  static void pin_consts(Consts &) {}
+  static F narrow2_zip(D s, D c, const Consts & = {}) { return narrow2(s, c); }
   // The rotation path's acceptance test (fast_check.hpp): true when both values round safely.
   static bool near_midpoint(D y) {
     int64_t b;
@@ -68,7 +72,7 @@ struct Simd<scalar_arch> {
     std::memcpy(&b, &x, sizeof b);
     return (b & 0x7FFFFFFFu) < fast_check::kSmallestBits;
   }
-  static bool decided(D s, D c, const F &f) {
+  static bool decided(D s, D c, const F &f, const Consts & = {}) {
     return !near_midpoint(s) && !near_midpoint(c) && !small(f.v[0]) && !small(f.v[1]);
   }
   static F combine(H lo, H hi) { return F{{lo, hi}}; }

@@ -28,6 +28,9 @@ struct SimdXsimd {
   static D set(double x) { return D(x); }
   static D load(const double *p) { return D::load_aligned(p); }
   static void store(double *p, const D &v) { v.store_aligned(p); }
+  // Keeps a loaded value in its register: without it GCC folds the load into each instruction that
+  // uses the value, loading it again for each (kernel.hpp, row_pass). No effect on the value.
+  static void pin(D &v) { asm("" : "+v"(v.data)); }
   static D abs(const D &a) { return xsimd::abs(a); }
   static D min(const D &a, const D &b) { return xsimd::min(a, b); }
   static F splat(float x) { return F(x); }
@@ -78,14 +81,21 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     const __m256i x = _mm256_xor_si256(_mm256_castps_si256(a), _mm256_castps_si256(b));
     return _mm256_testz_si256(x, x) != 0;
   }
-  static F zip(const F &v) {  // s0..s3 c0..c3 -> s0 c0 s1 c1 s2 c2 s3 c3
-    return F(_mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  // The loops' vector constants that are not broadcasts (kernel.hpp, row_pass): made once and pinned in
+  // registers; GCC otherwise loads them again from the constant pool on every iteration.
+  struct Consts {
+    __m256i zip;
+  };
+  static Consts consts() { return Consts{_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)}; }
+  static void pin_consts(Consts &k) { asm("" : "+v"(k.zip)); }
+  static F zip(const F &v, const Consts &k = consts()) {  // s0..s3 c0..c3 -> s0 c0 s1 c1 s2 c2 s3 c3
+    return F(_mm256_permutevar8x32_ps(v, k.zip));
   }
-  static F narrow2_zip(const D &s, const D &c) { return zip(narrow2(s, c)); }
+  static F narrow2_zip(const D &s, const D &c, const Consts &k = consts()) { return zip(narrow2(s, c), k); }
   // The window test looks at the 29 low bits of each double only, so it runs on the low 32-bit halves of
   // all 8 doubles gathered into one vector (fast_check.hpp: the masked bits of the sum are the same in 32
   // bits). Lane order does not matter: the answer is whether any value is rejected.
-  static bool decided(const D &s, const D &c, const F &f) {
+  static bool decided(const D &s, const D &c, const F &f, const Consts & = consts()) {
     const __m256i low = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castpd_ps(s), _mm256_castpd_ps(c), 0x88));
     const __m256i window = _mm256_and_si256(_mm256_add_epi32(low, _mm256_set1_epi32(fast_check::kBias32)),
                                             _mm256_set1_epi32(fast_check::kMask32));
@@ -203,17 +213,25 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
     const __m512i idx = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
     return F(_mm512_permutexvar_ps(idx, v));
   }
-  static F narrow2_zip(const D &s, const D &c) {  // both narrowings and the interleave in one permute
-    const __m512i idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    return F(_mm512_permutex2var_ps(_mm512_castps256_ps512(_mm512_cvtpd_ps(s)), idx,
+  // As on AVX2: the permutation indices of narrow2_zip and decided, made once per loop and pinned.
+  struct Consts {
+    __m512i zip, even;
+  };
+  static Consts consts() {
+    return Consts{_mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23),
+                  _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)};
+  }
+  static void pin_consts(Consts &k) { asm("" : "+v"(k.zip), "+v"(k.even)); }
+  // Both narrowings and the interleave in one permute.
+  static F narrow2_zip(const D &s, const D &c, const Consts &k = consts()) {
+    return F(_mm512_permutex2var_ps(_mm512_castps256_ps512(_mm512_cvtpd_ps(s)), k.zip,
                                     _mm512_castps256_ps512(_mm512_cvtpd_ps(c))));
   }
   // As on AVX2: the window test on the low 32-bit halves of all 16 doubles in one vector, and the
   // small-value test under its mask, so that one mask test answers for every lane (lane order does not
   // matter). 6 micro-ops instead of 9 in the loop that writes most of every table.
-  static bool decided(const D &s, const D &c, const F &f) {
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i low = _mm512_permutex2var_epi32(_mm512_castpd_si512(s), even, _mm512_castpd_si512(c));
+  static bool decided(const D &s, const D &c, const F &f, const Consts &k = consts()) {
+    const __m512i low = _mm512_permutex2var_epi32(_mm512_castpd_si512(s), k.even, _mm512_castpd_si512(c));
     const __mmask16 outside = _mm512_test_epi32_mask(_mm512_add_epi32(low, _mm512_set1_epi32(fast_check::kBias32)),
                                                      _mm512_set1_epi32(fast_check::kMask32));
     const __mmask16 ok = _mm512_mask_cmpge_epu32_mask(

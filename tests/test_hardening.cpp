@@ -34,7 +34,8 @@ const double kInf = std::numeric_limits<double>::infinity();
 
 // A successful call of one kernel with every buffer it reads or writes. Inputs hold finite values (the
 // 0xA5 byte pattern is a small negative float, bfloat16 and binary16 alike); positions are a run with a
-// POSENC_PAD in it, all inside the learned table; token ids cover the embedding table.
+// POSENC_PAD in it and rows 20-29 at one repeated position (kernel.hpp takes those rows another way), all
+// inside the learned table; token ids cover the embedding table.
 struct Fixture {
   static constexpr int64_t kRows = 70, kVocab = 7, kPosRows = 80, kFirst = 2;
   Kernel kernel;
@@ -59,7 +60,7 @@ struct Fixture {
         pos_table(t.has_pos_table ? extent(kPosRows, d_model + 2, d_model) * 4 : 0) {
     spec.layout = layout;
     for (int64_t r = 0; r < kRows; ++r) {
-      positions.push_back(r == 10 ? POSENC_PAD : r + 3);
+      positions.push_back(r == 10 ? POSENC_PAD : r >= 20 && r < 30 ? 50 : r + 3);
       tokens.push_back(int32_t((r * 5 + 1) % kVocab));
     }
     tokens[0] = 0;

@@ -122,8 +122,9 @@ TEST_CASE("explicit positions with padding, repeats and runs on every path", "[p
 }
 
 TEST_CASE("rows at a repeated position (a decode step of a batch or beam) equal one-row calls", "[paths]") {
-  // A run of equal positions shares one anchor per call (kernel.hpp); each row must still be the one-row
-  // call's, for tables and for the fused embedding (whose reference is fmaf over the one-row PE).
+  // A run of equal positions makes its values once and every row takes them (kernel.hpp: repeated); each
+  // row must still be the one-row call's, for tables and for the fused embedding (whose reference is fmaf
+  // over the one-row PE).
   std::vector<int64_t> pos;
   for (int k = 0; k < 150; ++k) pos.push_back(123457);  // longer than a block of 64
   pos.push_back(123458);
@@ -234,6 +235,19 @@ TEST_CASE("gathered embeddings larger than the caches equal the same rows writte
         bool same = true;
         for (int64_t r = 0; r < n && same; r += 64) {
           REQUIRE(posenc_embed_f32(&s, emb.data(), vocab, d, tokens.data() + r, scale, nullptr, 100 + r, 64,
+                                   piece.data(), d) == POSENC_OK);
+          same = std::memcmp(piece.data(), whole + r * d, piece.size() * sizeof(float)) == 0;
+        }
+        CHECK(same);
+
+        // Runs of 64 rows at one position (the repeated-position path, kernel.hpp: repeated), streamed.
+        std::vector<int64_t> steps(static_cast<size_t>(n));
+        for (int64_t r = 0; r < n; ++r) steps[size_t(r)] = 1000 + r / 64;
+        REQUIRE(posenc_embed_f32(&s, emb.data(), vocab, d, tokens.data(), scale, steps.data(), 0, n, whole, d) ==
+                POSENC_OK);
+        same = true;
+        for (int64_t r = 0; r < n && same; r += 64) {
+          REQUIRE(posenc_embed_f32(&s, emb.data(), vocab, d, tokens.data() + r, scale, steps.data() + r, 0, 64,
                                    piece.data(), d) == POSENC_OK);
           same = std::memcmp(piece.data(), whole + r * d, piece.size() * sizeof(float)) == 0;
         }

@@ -11,36 +11,13 @@
 //   cc -O2 -I include tools/ab/ab.c -ldl -lm -o /tmp/ab
 //   /tmp/ab embed|table D N REPS build1.so [build2.so ...]      (VOCAB=... sets the vocabulary, 32000)
 // D must be a multiple of 16; the reference loops are AVX-512, so the host must have it.
-#include <dlfcn.h>
 #include <immintrin.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "posenc/posenc.h"
-
-typedef posenc_status (*embed_fn)(const posenc_spec *, const float *, int64_t, int64_t, const int32_t *, float,
-                                  const int64_t *, int64_t, int64_t, float *, int64_t);
-typedef posenc_status (*table_fn)(const posenc_spec *, int64_t, int64_t, float *, int64_t);
-typedef posenc_spec (*spec_fn)(int64_t);
+#include "builds.h"
 
 enum { kMaxBuilds = 8, kMaxReps = 1000 };
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-static int by_value(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, by_value);
-  return v[n / 2];
-}
 
 // What a framework runs: gather, scale in place, add a PE table; each a full pass over the output.
 __attribute__((target("avx512f"))) static void naive(const float *table, const int32_t *tok, long n, int d,
@@ -89,18 +66,11 @@ int main(int argc, char **argv) {
   table_fn tf[kMaxBuilds];
   spec_fn sf = NULL;
   for (int k = 0; k < nb; ++k) {
-    void *h = dlopen(argv[5 + k], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      fprintf(stderr, "%s\n", dlerror());
-      return 1;
-    }
-    ef[k] = (embed_fn)dlsym(h, "posenc_embed_f32");
-    tf[k] = (table_fn)dlsym(h, "posenc_table_f32");
-    if (!sf) sf = (spec_fn)dlsym(h, "posenc_spec_default");
-    if (!ef[k] || !tf[k] || !sf) {
-      fprintf(stderr, "%s: not a posenc build\n", argv[5 + k]);
-      return 1;
-    }
+    struct build b;
+    if (open_build(argv[5 + k], &b)) return 1;
+    ef[k] = b.embed;
+    tf[k] = b.table;
+    if (!sf) sf = b.spec;
   }
   const posenc_spec spec = sf(d);
   const float scale = sqrtf((float)d);
