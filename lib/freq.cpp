@@ -85,7 +85,7 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
   // wrapped around size_t would allocate a small block that the loops below write far past. No object is
   // larger than PTRDIFF_MAX, so such a request is refused without asking the allocator.
   size_t doubles, bytes, lanes;
-  if (__builtin_mul_overflow(size_t(padded), size_t(4 + 4 * Freq::kSteps), &doubles) ||
+  if (__builtin_mul_overflow(size_t(padded), size_t(4 + 2 * (Freq::kFar + Freq::kNear)), &doubles) ||
       __builtin_mul_overflow(doubles, sizeof(double), &bytes) ||
       __builtin_mul_overflow(size_t(padded), sizeof(LaneExact), &lanes) ||
       __builtin_add_overflow(bytes, lanes, &bytes) || bytes > size_t(PTRDIFF_MAX))
@@ -109,11 +109,9 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
   f->u1 = d + padded;
   f->u2 = d + 2 * padded;
   f->slow = d + 3 * padded;
-  f->near_sin = d + 4 * padded;
-  f->near_cos = f->near_sin + Freq::kSteps * padded;
-  f->far_sin = f->near_cos + Freq::kSteps * padded;
-  f->far_cos = f->far_sin + Freq::kSteps * padded;
-  f->exact = reinterpret_cast<LaneExact *>(f->far_cos + Freq::kSteps * padded);
+  f->far = d + 4 * padded;
+  f->near = f->far + 2 * Freq::kFar * padded;
+  f->exact = reinterpret_cast<LaneExact *>(f->near + 2 * Freq::kNear * padded);
   // Padding lanes get a generic angle so that their (never written) values rarely need a fallback.
   for (int64_t i = h; i < padded; ++i) f->u0[i] = 0.7390851332151607;
 

@@ -27,12 +27,26 @@ struct Freq {
   double base, denominator, scale;  // the key; denominator already resolved (0 -> h)
   int64_t h;                        // pairs held
   int64_t padded;
-  static constexpr int kSteps = 8;  // rotation tables: k steps and 8k steps, k < 8
   double *u0, *u1, *u2;  // u_i = u0 + u1 + u2, |u0| <= 2, to ~2^-158 relative
   double *slow;          // 0, or +inf for lanes the double methods must hand to exact.cpp
-  // sin and cos of k position steps (near[k]) and of 8k steps (far[k]) for k in [0, 8), by the direct
-  // method: absolute error below 2^-50. Row-major: near_sin + k * padded + i.
-  double *near_sin, *near_cos, *far_sin, *far_cos;
+
+  // The rotation tables (kernel.hpp, segment): sin and cos of kRows g position steps (far, g < kFar) and
+  // of k steps (near, 0 < k < kRows), by the direct method: absolute error below 2^-50. Stored in blocks
+  // of kLanes pairs (the widest vector), every entry of a block together, so that a row pass reaches all
+  // the entries of a vector at fixed displacements from one pointer: entry e of block b holds the sin of
+  // pairs kLanes b .. kLanes b + kLanes - 1, then their cos.
+  static constexpr int kLanes = 8;
+  static constexpr int kRows = 4;   // rows turned together from one far step
+  static constexpr int kFar = 16;   // far steps 0, 4, ..., 60: a block of kRows kFar = 64 rows
+  static constexpr int kNear = kRows - 1;
+  double *far, *near;
+  // Where the sin of pair j sits for far step g (near step k, 1 <= k < kRows); its cos is kLanes further.
+  static constexpr int64_t far_at(int64_t j, int64_t g) {
+    return ((j / kLanes) * kFar + g) * 2 * kLanes + j % kLanes;
+  }
+  static constexpr int64_t near_at(int64_t j, int64_t k) {
+    return ((j / kLanes) * kNear + (k - 1)) * 2 * kLanes + j % kLanes;
+  }
   LaneExact *exact;
   void *storage;
   ~Freq();

@@ -15,11 +15,15 @@ int64_t fast_rejects(const double *s, const double *c, int64_t n) { return E::fa
 void anchors(const detail::Freq &f, int64_t p, double *s, double *c) { E::anchors(f, p, s, c); }
 
 void fill_tables(detail::Freq &f) {
-  for (int k = 0; k < detail::Freq::kSteps; ++k) {
-    const int64_t row = k * f.padded;
-    for (int64_t j = 0; j < f.padded; ++j) {
-      E::direct_values(double(k), f, j, &f.near_sin[row + j], &f.near_cos[row + j]);
-      E::direct_values(double(8 * k), f, j, &f.far_sin[row + j], &f.far_cos[row + j]);
+  using detail::Freq;
+  for (int64_t j = 0; j < f.padded; ++j) {
+    for (int64_t g = 0; g < Freq::kFar; ++g) {
+      double *t = f.far + Freq::far_at(j, g);
+      E::direct_values(double(Freq::kRows * g), f, j, t, t + Freq::kLanes);
+    }
+    for (int64_t k = 1; k < Freq::kRows; ++k) {
+      double *t = f.near + Freq::near_at(j, k);
+      E::direct_values(double(k), f, j, t, t + Freq::kLanes);
     }
   }
 }

@@ -3,10 +3,10 @@
 // ISA's copy has its own symbols and no inline code is shared between units built with different flags.
 //
 // Three ways to get an element, cheapest first; docs/math.md has the error analysis behind each bound.
-//  - Rotation (most elements): a block of up to 64 consecutive positions p0 + 8a + b starts from the
+//  - Rotation (most elements): a block of up to 64 consecutive positions p0 + 4g + k starts from the
 //    anchor at p0 (anchor_values: a shorter form of the direct method, absolute error below 2^-51.4)
-//    and turns it by the tabulated rotations of 8a and b steps (angle addition in double). Absolute
-//    error below 2^-47.7 whatever a and b are.
+//    and turns it by the tabulated rotations of 4g and k steps (angle addition in double). Absolute
+//    error below 2^-47.7 whatever g and k are. The four rows of a group are written together.
 //  - Direct (the fallback, and the rotation tables): the angle in quarter turns p u_i reduced with
 //    error-free transformations, then Taylor polynomials of sin and cos of (pi/2) t on |t| <= 1/2.
 //    Error below 2^-47 |y| + 2^-97 min(1, |p u0|) (the analysis gives 2^-50 |y|; the rest is margin).
@@ -32,7 +32,7 @@ struct Engine {
   using F = typename S::F;
   using H = typename S::H;
   static constexpr int W = S::W;
-  static constexpr int64_t kBlock = 64;   // rows turned from one anchor: 8 x 8 table steps
+  static constexpr int64_t kBlock = detail::Freq::kRows * detail::Freq::kFar;  // rows turned from one anchor
   static constexpr int64_t kChunk = 512;  // pairs whose block state lives on the stack at once
 
   static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -284,7 +284,9 @@ struct Engine {
     static constexpr bool kInBF16 = kSrc == detail::Src::kTableBF16;
     static constexpr bool kInterleaved = kZip;
 
-    alignas(64) float stage[2 * kChunk];  // interleaved values, or the sin run then (at kChunk) the cos run
+    // One per row of a group (segment writes kRows rows at once): interleaved values, or the sin run then
+    // (at kChunk) the cos run.
+    alignas(64) float stage[detail::Freq::kRows][2 * kChunk];
     const detail::Job &job;
     int64_t soff, coff;  // halves: where the sin and the cos run of a row start
     F scale;
@@ -315,19 +317,22 @@ struct Engine {
       return ok;
     }
 
-    void row(int64_t r) {
+    // Row r; its puts prefetch the x of row r + ahead, the row that takes its place next.
+    void row(int64_t r, int64_t ahead = 1) {
       row_out = static_cast<OutT *>(job.out) + r * job.out_stride;
+      const int64_t next = r + ahead < job.n ? r + ahead : r;
       if constexpr (kSrc == detail::Src::kActivations) {
         row_x = static_cast<const InT *>(job.x) + r * job.x_stride;
-        next_x = r + 1 < job.n ? row_x + job.x_stride : row_x;
+        next_x = static_cast<const InT *>(job.x) + next * job.x_stride;
       } else if constexpr (kHasX) {
         row_x = static_cast<const InT *>(job.x) + int64_t(job.tokens[r]) * job.x_stride;
-        next_x = r + 1 < job.n ? static_cast<const InT *>(job.x) + int64_t(job.tokens[r + 1]) * job.x_stride : row_x;
+        next_x = static_cast<const InT *>(job.x) + int64_t(job.tokens[next]) * job.x_stride;
       }
     }
 
-    // The chunk of pairs from j0 of the current row; puts take pair indices relative to j0.
-    void chunk(int64_t j0) {
+    // The chunk of pairs from j0 of the current row; puts take pair indices relative to j0. slot: the row's
+    // place in its group, whose stage it uses.
+    void chunk(int64_t j0, int slot = 0) {
       if constexpr (kHasX) {
         xs = kZip ? row_x + 2 * j0 : row_x + soff + j0;
         xc = row_x + coff + j0;
@@ -336,8 +341,8 @@ struct Engine {
       }
       if constexpr (kDst == detail::Dst::kF32) {
         if (staged && !direct) {
-          os = stage;
-          oc = stage + kChunk;
+          os = stage[slot];
+          oc = stage[slot] + kChunk;
           return;
         }
       }
@@ -345,15 +350,15 @@ struct Engine {
       oc = row_out + coff + j0;
     }
 
-    // The chunk's n pairs from j0 are complete: copy them out of the stage.
-    void flush(int64_t j0, int64_t n) {
+    // The current row's n pairs from j0 are complete: copy them out of its stage.
+    void flush(int64_t j0, int64_t n, int slot = 0) {
       if constexpr (kDst == detail::Dst::kF32) {
         if (!staged || direct) return;
         if (kZip) {
-          S::stream_copy(row_out + 2 * j0, stage, 2 * n);
+          S::stream_copy(row_out + 2 * j0, stage[slot], 2 * n);
         } else {
-          S::stream_copy(row_out + soff + j0, stage, n);
-          S::stream_copy(row_out + coff + j0, stage + kChunk, n);
+          S::stream_copy(row_out + soff + j0, stage[slot], n);
+          S::stream_copy(row_out + coff + j0, stage[slot] + kChunk, n);
         }
       }
     }
@@ -368,6 +373,7 @@ struct Engine {
     // store of theirs can alias, so that its pointers stay in registers (stores through the vector types,
     // which may alias anything, made GCC reload them from the sink after every store).
     struct Out {
+      static constexpr bool kZipped = kZip;
       OutT *os, *oc;
       const InT *xs, *xc, *pfs, *pfc;
       F scale;
@@ -424,6 +430,31 @@ struct Engine {
           return true;
         }
       }
+      // The same for the last vector of a chunk when only its first m < W pairs are real: through buffers,
+      // so that nothing outside the row is read or written.
+      void put_partial(int64_t jj, const F &pe, int64_t m) const {
+        F v = pe;
+        alignas(64) OutT o[2 * W];
+        if constexpr (kZip) {
+          if constexpr (kHasX) {
+            alignas(64) InT t[2 * W] = {};
+            std::memcpy(t, xs + 2 * jj, sizeof(InT) * size_t(2 * m));
+            v = combine_x(scale, v, load2<InT, kInBF16>(t));
+          }
+          store2<OutT, kOutBF16>(o, v);
+          std::memcpy(os + 2 * jj, o, sizeof(OutT) * size_t(2 * m));
+        } else {
+          if constexpr (kHasX) {
+            alignas(64) InT t[2 * W] = {};
+            std::memcpy(t, xs + jj, sizeof(InT) * size_t(m));
+            std::memcpy(t + W, xc + jj, sizeof(InT) * size_t(m));
+            v = combine_x(scale, v, load2<InT, kInBF16>(t));
+          }
+          store2<OutT, kOutBF16>(o, v);
+          std::memcpy(os + jj, o, sizeof(OutT) * size_t(m));
+          std::memcpy(oc + jj, o + W, sizeof(OutT) * size_t(m));
+        }
+      }
     };
     Out out() const { return Out{os, oc, xs, xc, pfs, pfc, scale}; }
 
@@ -432,31 +463,7 @@ struct Engine {
       out().template put<kNt>(jj, pe);
     }
 
-    // The same for the last vector of a chunk when only its first m < W pairs are real: through buffers,
-    // so that nothing outside the row is read or written.
-    void put_partial(int64_t jj, const F &pe, int64_t m) const {
-      F v = pe;
-      alignas(64) OutT o[2 * W];
-      if constexpr (kZip) {
-        if constexpr (kHasX) {
-          alignas(64) InT t[2 * W] = {};
-          std::memcpy(t, xs + 2 * jj, sizeof(InT) * size_t(2 * m));
-          v = combine_x(v, load2<InT, kInBF16>(t));
-        }
-        store2<OutT, kOutBF16>(o, v);
-        std::memcpy(os + 2 * jj, o, sizeof(OutT) * size_t(2 * m));
-      } else {
-        if constexpr (kHasX) {
-          alignas(64) InT t[2 * W] = {};
-          std::memcpy(t, xs + jj, sizeof(InT) * size_t(m));
-          std::memcpy(t + W, xc + jj, sizeof(InT) * size_t(m));
-          v = combine_x(v, load2<InT, kInBF16>(t));
-        }
-        store2<OutT, kOutBF16>(o, v);
-        std::memcpy(os + jj, o, sizeof(OutT) * size_t(m));
-        std::memcpy(oc + jj, o + W, sizeof(OutT) * size_t(m));
-      }
-    }
+    void put_partial(int64_t jj, const F &pe, int64_t m) const { out().put_partial(jj, pe, m); }
 
     // The 0.0 column of an odd d_model (with x added when there is an x).
     void finish() {
@@ -509,42 +516,91 @@ struct Engine {
   // registers, and did: GCC kept the scale on the stack for the NaN rule's call).
   using Redo = int16_t;
 
-  // One row of a chunk: every full W-pair vector v of the state (src_s, src_c) turned by the table row
-  // (ts, tc). kMode 0: no turn (the block's first row); 1: turn by far[a] and keep the result in
-  // (keep_s, keep_c) for the next rows (the first row of a group of 8); 2: turn by near[b].
-  template <int kMode, bool kNt, class K>
-  static int64_t row_pass(const K &sink, const double *src_s, const double *src_c, const double *ts,
-                          const double *tc, double *keep_s, double *keep_c, int64_t nfull, Redo *redo) {
+  // Turns (s, c) by the table entry at t (its sin there, its cos kLanes further).
+  [[gnu::always_inline]] static inline void turn_by(D &s, D &c, const double *t) {
+    D ts = S::load(t), tc = S::load(t + detail::Freq::kLanes);
+    S::pin(ts);  // each loaded once (S::pin)
+    S::pin(tc);
+    turn(s, c, ts, tc);
+  }
+
+  // Where the vector of pairs v W .. v W + W - 1 of a chunk sits in a far (near) table entry, relative to
+  // the chunk's first pair (a multiple of kLanes, so the offsets do not depend on it).
+  static constexpr int64_t far_offset(int64_t v) { return detail::Freq::far_at(v * W, 0); }
+  static constexpr int64_t near_offset(int64_t v) { return detail::Freq::near_at(v * W, 1); }
+
+  // Narrows, tests and writes one vector of row k of a group; a vector the fast test cannot settle, or
+  // whose fused result has a NaN, goes to the redo list as kRows v + k.
+  template <bool kNt, class O>
+  [[gnu::always_inline]] static inline void emit(const O &o, int64_t v, int k, const D &s, const D &c,
+                                                 const typename S::Consts &kc, Redo *redo, int64_t &nr) {
+    const F val = O::kZipped ? S::narrow2_zip(s, c, kc) : S::narrow2(s, c);
+    if (__builtin_expect(S::decided(s, c, val, kc), 1) && __builtin_expect(o.template put_fast<kNt>(v * W, val), 1))
+      return;
+    redo[nr++] = Redo(detail::Freq::kRows * v + k);
+  }
+
+  // The full vectors of one chunk for the kRows rows of a group. Each vector of the group state (the
+  // anchor (as, ac) turned by the far entry fb, or the anchor itself for the block's first group) is made
+  // once, in registers, written as the group's first row, and turned by each near entry for the others:
+  // the state is never stored, and a vector costs two loads per row besides the anchor's and the far
+  // entry's (docs/math.md section 7: the stores of a state between rows held up the output stream).
+  template <bool kFar, bool kNt, class O>
+  static int64_t group_pass(const O *o, const double *as, const double *ac, const double *fb, const double *nb,
+                            int64_t nfull, Redo *redo) {
+    constexpr int64_t L = detail::Freq::kLanes;
+    static_assert(detail::Freq::kRows == 4, "the group loop writes four rows");
     int64_t nr = 0;
-    const typename K::Out out = sink.out();
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
     for (int64_t v = 0; v < nfull; ++v) {
-      D s = S::load(src_s + v * W), c = S::load(src_c + v * W);
-      S::pin(s);  // each loaded once (S::pin)
-      S::pin(c);
-      if constexpr (kMode != 0) {
-        D rs = S::load(ts + v * W), rc = S::load(tc + v * W);
-        S::pin(rs);
-        S::pin(rc);
-        turn(s, c, rs, rc);
-      }
-      if constexpr (kMode == 1) {
-        S::store(keep_s + v * W, s);
-        S::store(keep_c + v * W, c);
-      }
-      const F val = K::kInterleaved ? S::narrow2_zip(s, c, kc) : S::narrow2(s, c);
-      if (S::decided(s, c, val, kc) && out.template put_fast<kNt>(v * W, val)) continue;
-      redo[nr++] = Redo(v);
+      D ms = S::load(as + v * W), mc = S::load(ac + v * W);
+      S::pin(ms);
+      S::pin(mc);
+      if constexpr (kFar) turn_by(ms, mc, fb + far_offset(v));
+      const double *n = nb + near_offset(v);
+      emit<kNt>(o[0], v, 0, ms, mc, kc, redo, nr);
+      D s = ms, c = mc;
+      turn_by(s, c, n);
+      emit<kNt>(o[1], v, 1, s, c, kc, redo, nr);
+      s = ms;
+      c = mc;
+      turn_by(s, c, n + 2 * L);
+      emit<kNt>(o[2], v, 2, s, c, kc, redo, nr);
+      s = ms;
+      c = mc;
+      turn_by(s, c, n + 4 * L);
+      emit<kNt>(o[3], v, 3, s, c, kc, redo, nr);
     }
     return nr;
   }
 
-  template <int kMode, class K>
-  static int64_t row_pass_any(const K &sink, const double *src_s, const double *src_c, const double *ts,
-                              const double *tc, double *keep_s, double *keep_c, int64_t nfull, Redo *redo) {
-    if (sink.direct) return row_pass<kMode, true>(sink, src_s, src_c, ts, tc, keep_s, keep_c, nfull, redo);
-    return row_pass<kMode, false>(sink, src_s, src_c, ts, tc, keep_s, keep_c, nfull, redo);
+  // One row k of a group on its own (a block's last rows, or short runs of explicit positions): the
+  // anchor turned by the far entry fb (kFar) and by the near entry nk (kNear), whichever apply.
+  template <bool kFar, bool kNear, bool kNt, class O>
+  static int64_t row_pass(const O &o, int k, const double *as, const double *ac, const double *fb,
+                          const double *nk, int64_t nfull, Redo *redo) {
+    int64_t nr = 0;
+    typename S::Consts kc = S::consts();
+    S::pin_consts(kc);
+    for (int64_t v = 0; v < nfull; ++v) {
+      D s = S::load(as + v * W), c = S::load(ac + v * W);
+      S::pin(s);
+      S::pin(c);
+      if constexpr (kFar) turn_by(s, c, fb + far_offset(v));
+      if constexpr (kNear) turn_by(s, c, nk + near_offset(v));
+      emit<kNt>(o, v, k, s, c, kc, redo, nr);
+    }
+    return nr;
+  }
+
+  template <bool kNt, class O>
+  static int64_t row_pass_any(const O &o, int64_t g, int k, const double *as, const double *ac, const double *fb,
+                              const double *nk, int64_t nfull, Redo *redo) {
+    if (g > 0 && k > 0) return row_pass<true, true, kNt>(o, k, as, ac, fb, nk, nfull, redo);
+    if (g > 0) return row_pass<true, false, kNt>(o, k, as, ac, fb, nk, nfull, redo);
+    if (k > 0) return row_pass<false, true, kNt>(o, k, as, ac, fb, nk, nfull, redo);
+    return row_pass<false, false, kNt>(o, k, as, ac, fb, nk, nfull, redo);
   }
 
   // Rows r0 .. r0+len-1 all at position p0 (a decode step of a batch or a beam): each chunk's PE floats
@@ -594,66 +650,67 @@ struct Engine {
     }
   }
 
-  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row 8a + b is the anchor at p0
-  // turned by far[a] (8a steps), then by near[b] (b steps).
+  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row kRows g + k is the anchor at
+  // p0 turned by far[g] (kRows g steps), then by near[k] (k steps). A group's kRows rows are written
+  // together (group_pass); a group cut short by the end of the run goes row by row.
   template <class K>
   static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
+    using detail::Freq;
     constexpr bool kZip = K::kInterleaved;
-    alignas(64) double as[kChunk], ac[kChunk], ms[kChunk], mc[kChunk];
-    Redo redo[kChunk / W];
-    const int64_t pad = f.padded;
+    constexpr int64_t R = Freq::kRows;
+    alignas(64) double as[kChunk], ac[kChunk];
+    Redo redo[R * kChunk / W];
     for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
       for (int64_t v = 0; v < nv; ++v) anchor_values(double(p0), f, j0 + v * W, as + v * W, ac + v * W);
-      for (int64_t a = 0; 8 * a < len; ++a) {
-        const double *mid_s = a > 0 ? ms : as, *mid_c = a > 0 ? mc : ac;
-        const double *fs = f.far_sin + a * pad + j0, *fc = f.far_cos + a * pad + j0;
-        const int64_t nb = min64(8, len - 8 * a);
-        for (int64_t b = 0; b < nb; ++b) {  // b: steps from the group's first row
-          const int64_t k = 8 * a + b, p = p0 + k;
-          const double *ns = f.near_sin + b * pad + j0, *nc = f.near_cos + b * pad + j0;
-          sink.row(r0 + k);
-          sink.chunk(j0);
-          if (p == 0) {  // the exact zero angle: (+0, 1) everywhere, which the fast test would reject
+      const double *nb = f.near + Freq::near_at(j0, 1);
+      for (int64_t g = 0; R * g < len; ++g) {
+        const int64_t nk = min64(R, len - R * g), rg = r0 + R * g, pg = p0 + R * g;
+        const double *fb = f.far + Freq::far_at(j0, g);
+        typename K::Out o[R] = {};
+        for (int k = 0; k < nk; ++k) {
+          sink.row(rg + k, R);  // a row's place is taken next by the row R further
+          sink.chunk(j0, k);
+          o[k] = sink.out();
+        }
+        int64_t nr = 0;
+        if (nk == R) {
+          if (sink.direct) nr = g > 0 ? group_pass<true, true>(o, as, ac, fb, nb, nfull, redo)
+                                      : group_pass<false, true>(o, as, ac, fb, nb, nfull, redo);
+          else nr = g > 0 ? group_pass<true, false>(o, as, ac, fb, nb, nfull, redo)
+                          : group_pass<false, false>(o, as, ac, fb, nb, nfull, redo);
+        } else {
+          for (int k = 0; k < nk; ++k) {
+            const double *nkp = nb + (k - 1) * 2 * Freq::kLanes;  // used only when k > 0
+            nr += sink.direct ? row_pass_any<true>(o[k], g, k, as, ac, fb, nkp, nfull, redo + nr)
+                              : row_pass_any<false>(o[k], g, k, as, ac, fb, nkp, nfull, redo + nr);
+          }
+        }
+        // What the fast test left (and NaN fused results), then the partial last vector of each row
+        auto value = [&](int64_t v, int k, bool tested) {
+          if (pg + k == 0) {  // the exact zero angle: (+0, 1) everywhere, which the fast test rejects
             const F sc = S::narrow2(S::set(0.0), S::set(1.0));
-            sink.fill(kZip ? S::zip(sc) : sc, jn);
-            if (b == 0 && a > 0)  // the group state is still needed by the next rows
-              for (int64_t v = 0; v < nv; ++v) {
-                D s = S::load(as + v * W), c = S::load(ac + v * W);
-                turn(s, c, S::load(fs + v * W), S::load(fc + v * W));
-                S::store(ms + v * W, s);
-                S::store(mc + v * W, c);
-              }
-            sink.flush(j0, jn);
-            continue;
+            return kZip ? S::zip(sc) : sc;
           }
-          int64_t nr;
-          if (b > 0) nr = row_pass_any<2>(sink, mid_s, mid_c, ns, nc, nullptr, nullptr, nfull, redo);
-          else if (a > 0) nr = row_pass_any<1>(sink, as, ac, fs, fc, ms, mc, nfull, redo);
-          else nr = row_pass_any<0>(sink, as, ac, nullptr, nullptr, nullptr, nullptr, nfull, redo);
-          if (b == 0 && a > 0) {  // the rest of the group state: the partial vector
-            for (int64_t v = nfull; v < nv; ++v) {
-              D s = S::load(as + v * W), c = S::load(ac + v * W);
-              turn(s, c, S::load(fs + v * W), S::load(fc + v * W));
-              S::store(ms + v * W, s);
-              S::store(mc + v * W, c);
-            }
+          D s = S::load(as + v * W), c = S::load(ac + v * W);
+          if (g > 0) turn_by(s, c, fb + far_offset(v));
+          if (k > 0) turn_by(s, c, nb + (k - 1) * 2 * Freq::kLanes + near_offset(v));
+          if (tested) {
+            const F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
+            if (S::decided(s, c, val)) return val;
           }
-          for (int64_t t = 0; t < nr; ++t) {
-            const int64_t v = redo[t];
-            D s = S::load(mid_s + v * W), c = S::load(mid_c + v * W);
-            if (b > 0) turn(s, c, S::load(ns + v * W), S::load(nc + v * W));
-            sink.put(v * W, settle_turned<kZip>(f, p, j0 + v * W, s, c));
-          }
-          if (nfull < nv) {  // the partial last vector of the chunk
-            D s = S::load(mid_s + nfull * W), c = S::load(mid_c + nfull * W);
-            if (b > 0) turn(s, c, S::load(ns + nfull * W), S::load(nc + nfull * W));
-            F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
-            if (!S::decided(s, c, val)) val = settle_turned<kZip>(f, p, j0 + nfull * W, s, c);
-            sink.put_partial(nfull * W, val, jn - nfull * W);
-          }
-          sink.flush(j0, jn);
+          return settle_turned<kZip>(f, pg + k, j0 + v * W, s, c);
+        };
+        for (int64_t t = 0; t < nr; ++t) {
+          const int64_t v = redo[t] / R;
+          const int k = int(redo[t] % R);
+          o[k].put(v * W, value(v, k, false));
+        }
+        for (int k = 0; k < nk; ++k) {
+          if (nfull < nv) o[k].put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
+          sink.row(rg + k);
+          sink.flush(j0, jn, k);
         }
       }
     }
@@ -662,6 +719,7 @@ struct Engine {
       sink.finish();
     }
   }
+
 
   template <class K>
   static void run_sink(const detail::Job &job) {

@@ -327,22 +327,26 @@ TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals]
   CHECK(compared > 5000);
 }
 
-TEST_CASE("rotation tables: k and 8k steps within 2^-50", "[internals][freq]") {
+TEST_CASE("rotation tables: 4g and k steps within 2^-50", "[internals][freq]") {
   const posenc_spec s = spec(128, 10000.0, 0.0, 1.0);
   const auto f = posenc::detail::build_frequencies(s);
-  for (int k = 0; k < Freq::kSteps; ++k)
-    for (int64_t i = 0; i < f->h; i += 5) {
-      for (int far = 0; far < 2; ++far) {
-        ref::Big es(100), ec(100);
-        ref::exact_pair(s, i, far ? 8 * k : k, es, ec);
-        const double ts = (far ? f->far_sin : f->near_sin)[k * f->padded + i];
-        const double tc = (far ? f->far_cos : f->near_cos)[k * f->padded + i];
-        mpfr_sub_d(es, es, ts, MPFR_RNDN);
-        mpfr_sub_d(ec, ec, tc, MPFR_RNDN);
-        CHECK(std::fabs(mpfr_get_d(es, MPFR_RNDN)) <= 0x1p-50);
-        CHECK(std::fabs(mpfr_get_d(ec, MPFR_RNDN)) <= 0x1p-50);
-      }
+  int64_t checked = 0;
+  for (int64_t i = 0; i < f->h; i += 5) {
+    // every far entry (4g steps, g < kFar) and near entry (k steps, 0 < k < kRows) of pair i
+    for (int e = 0; e < Freq::kFar + Freq::kNear; ++e) {
+      const bool far = e < Freq::kFar;
+      const int64_t steps = far ? Freq::kRows * e : e - Freq::kFar + 1;
+      const double *t = far ? f->far + Freq::far_at(i, e) : f->near + Freq::near_at(i, steps);
+      ref::Big es(100), ec(100);
+      ref::exact_pair(s, i, steps, es, ec);
+      mpfr_sub_d(es, es, t[0], MPFR_RNDN);
+      mpfr_sub_d(ec, ec, t[Freq::kLanes], MPFR_RNDN);
+      CHECK(std::fabs(mpfr_get_d(es, MPFR_RNDN)) <= 0x1p-50);
+      CHECK(std::fabs(mpfr_get_d(ec, MPFR_RNDN)) <= 0x1p-50);
+      ++checked;
     }
+  }
+  CHECK(checked == (f->h + 4) / 5 * (Freq::kFar + Freq::kNear));
 }
 
 TEST_CASE("the last resort is correctly rounded on its own", "[internals][exact]") {
