@@ -32,18 +32,17 @@ struct Freq {
 
   // The rotation tables (kernel.hpp, segment): sin and cos of kRows g position steps (far, g < kFar) and
   // of k steps (near, 0 < k < kRows), by the direct method: absolute error below 2^-50. Stored in blocks
-  // of kLanes pairs (the widest vector), every entry of a block together, so that a row pass reaches all
-  // the entries of a vector at fixed displacements from one pointer: entry e of block b holds the sin of
-  // pairs kLanes b .. kLanes b + kLanes - 1, then their cos.
+  // of kLanes pairs (the widest vector): a block holds the sin of its pairs, then their cos, so that one
+  // pointer reaches both. The near blocks of all steps of a pair block follow each other (a group pass
+  // reads them all); the far table is one run of blocks per step (a group pass reads one step).
   static constexpr int kLanes = 8;
   static constexpr int kRows = 4;   // rows turned together from one far step
   static constexpr int kFar = 16;   // far steps 0, 4, ..., 60: a block of kRows kFar = 64 rows
   static constexpr int kNear = kRows - 1;
   double *far, *near;
   // Where the sin of pair j sits for far step g (near step k, 1 <= k < kRows); its cos is kLanes further.
-  static constexpr int64_t far_at(int64_t j, int64_t g) {
-    return ((j / kLanes) * kFar + g) * 2 * kLanes + j % kLanes;
-  }
+  int64_t far_at(int64_t j, int64_t g) const { return block_at(j) + g * 2 * padded; }
+  static constexpr int64_t block_at(int64_t j) { return (j / kLanes) * 2 * kLanes + j % kLanes; }
   static constexpr int64_t near_at(int64_t j, int64_t k) {
     return ((j / kLanes) * kNear + (k - 1)) * 2 * kLanes + j % kLanes;
   }

@@ -18,7 +18,7 @@ void fill_tables(detail::Freq &f) {
   using detail::Freq;
   for (int64_t j = 0; j < f.padded; ++j) {
     for (int64_t g = 0; g < Freq::kFar; ++g) {
-      double *t = f.far + Freq::far_at(j, g);
+      double *t = f.far + f.far_at(j, g);
       E::direct_values(double(Freq::kRows * g), f, j, t, t + Freq::kLanes);
     }
     for (int64_t k = 1; k < Freq::kRows; ++k) {

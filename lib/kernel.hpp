@@ -526,7 +526,7 @@ struct Engine {
 
   // Where the vector of pairs v W .. v W + W - 1 of a chunk sits in a far (near) table entry, relative to
   // the chunk's first pair (a multiple of kLanes, so the offsets do not depend on it).
-  static constexpr int64_t far_offset(int64_t v) { return detail::Freq::far_at(v * W, 0); }
+  static constexpr int64_t far_offset(int64_t v) { return detail::Freq::block_at(v * W); }
   static constexpr int64_t near_offset(int64_t v) { return detail::Freq::near_at(v * W, 1); }
 
   // Narrows, tests and writes one vector of row k of a group; a vector the fast test cannot settle, or
@@ -546,7 +546,7 @@ struct Engine {
   // the state is never stored, and a vector costs two loads per row besides the anchor's and the far
   // entry's (docs/math.md section 7: the stores of a state between rows held up the output stream).
   template <bool kFar, bool kNt, class O>
-  static int64_t group_pass(const O *o, const double *as, const double *ac, const double *fb, const double *nb,
+  static int64_t group_pass(const O *o, const double *an, const double *fb, const double *nb,
                             int64_t nfull, Redo *redo) {
     constexpr int64_t L = detail::Freq::kLanes;
     static_assert(detail::Freq::kRows == 4, "the group loop writes four rows");
@@ -554,7 +554,7 @@ struct Engine {
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
     for (int64_t v = 0; v < nfull; ++v) {
-      D ms = S::load(as + v * W), mc = S::load(ac + v * W);
+      D ms = S::load(an + far_offset(v)), mc = S::load(an + far_offset(v) + detail::Freq::kLanes);
       S::pin(ms);
       S::pin(mc);
       if constexpr (kFar) turn_by(ms, mc, fb + far_offset(v));
@@ -578,13 +578,13 @@ struct Engine {
   // One row k of a group on its own (a block's last rows, or short runs of explicit positions): the
   // anchor turned by the far entry fb (kFar) and by the near entry nk (kNear), whichever apply.
   template <bool kFar, bool kNear, bool kNt, class O>
-  static int64_t row_pass(const O &o, int k, const double *as, const double *ac, const double *fb,
+  static int64_t row_pass(const O &o, int k, const double *an, const double *fb,
                           const double *nk, int64_t nfull, Redo *redo) {
     int64_t nr = 0;
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
     for (int64_t v = 0; v < nfull; ++v) {
-      D s = S::load(as + v * W), c = S::load(ac + v * W);
+      D s = S::load(an + far_offset(v)), c = S::load(an + far_offset(v) + detail::Freq::kLanes);
       S::pin(s);
       S::pin(c);
       if constexpr (kFar) turn_by(s, c, fb + far_offset(v));
@@ -595,12 +595,12 @@ struct Engine {
   }
 
   template <bool kNt, class O>
-  static int64_t row_pass_any(const O &o, int64_t g, int k, const double *as, const double *ac, const double *fb,
+  static int64_t row_pass_any(const O &o, int64_t g, int k, const double *an, const double *fb,
                               const double *nk, int64_t nfull, Redo *redo) {
-    if (g > 0 && k > 0) return row_pass<true, true, kNt>(o, k, as, ac, fb, nk, nfull, redo);
-    if (g > 0) return row_pass<true, false, kNt>(o, k, as, ac, fb, nk, nfull, redo);
-    if (k > 0) return row_pass<false, true, kNt>(o, k, as, ac, fb, nk, nfull, redo);
-    return row_pass<false, false, kNt>(o, k, as, ac, fb, nk, nfull, redo);
+    if (g > 0 && k > 0) return row_pass<true, true, kNt>(o, k, an, fb, nk, nfull, redo);
+    if (g > 0) return row_pass<true, false, kNt>(o, k, an, fb, nk, nfull, redo);
+    if (k > 0) return row_pass<false, true, kNt>(o, k, an, fb, nk, nfull, redo);
+    return row_pass<false, false, kNt>(o, k, an, fb, nk, nfull, redo);
   }
 
   // Rows r0 .. r0+len-1 all at position p0 (a decode step of a batch or a beam): each chunk's PE floats
@@ -658,16 +658,17 @@ struct Engine {
     using detail::Freq;
     constexpr bool kZip = K::kInterleaved;
     constexpr int64_t R = Freq::kRows;
-    alignas(64) double as[kChunk], ac[kChunk];
+    alignas(64) double an[2 * kChunk];  // the anchors, in blocks of kLanes pairs like the tables
     Redo redo[R * kChunk / W];
     for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
-      for (int64_t v = 0; v < nv; ++v) anchor_values(double(p0), f, j0 + v * W, as + v * W, ac + v * W);
+      for (int64_t v = 0; v < nv; ++v)
+        anchor_values(double(p0), f, j0 + v * W, an + far_offset(v), an + far_offset(v) + Freq::kLanes);
       const double *nb = f.near + Freq::near_at(j0, 1);
       for (int64_t g = 0; R * g < len; ++g) {
         const int64_t nk = min64(R, len - R * g), rg = r0 + R * g, pg = p0 + R * g;
-        const double *fb = f.far + Freq::far_at(j0, g);
+        const double *fb = f.far + f.far_at(j0, g);
         typename K::Out o[R] = {};
         for (int k = 0; k < nk; ++k) {
           sink.row(rg + k, R);  // a row's place is taken next by the row R further
@@ -676,15 +677,15 @@ struct Engine {
         }
         int64_t nr = 0;
         if (nk == R) {
-          if (sink.direct) nr = g > 0 ? group_pass<true, true>(o, as, ac, fb, nb, nfull, redo)
-                                      : group_pass<false, true>(o, as, ac, fb, nb, nfull, redo);
-          else nr = g > 0 ? group_pass<true, false>(o, as, ac, fb, nb, nfull, redo)
-                          : group_pass<false, false>(o, as, ac, fb, nb, nfull, redo);
+          if (sink.direct) nr = g > 0 ? group_pass<true, true>(o, an, fb, nb, nfull, redo)
+                                      : group_pass<false, true>(o, an, fb, nb, nfull, redo);
+          else nr = g > 0 ? group_pass<true, false>(o, an, fb, nb, nfull, redo)
+                          : group_pass<false, false>(o, an, fb, nb, nfull, redo);
         } else {
           for (int k = 0; k < nk; ++k) {
             const double *nkp = nb + (k - 1) * 2 * Freq::kLanes;  // used only when k > 0
-            nr += sink.direct ? row_pass_any<true>(o[k], g, k, as, ac, fb, nkp, nfull, redo + nr)
-                              : row_pass_any<false>(o[k], g, k, as, ac, fb, nkp, nfull, redo + nr);
+            nr += sink.direct ? row_pass_any<true>(o[k], g, k, an, fb, nkp, nfull, redo + nr)
+                              : row_pass_any<false>(o[k], g, k, an, fb, nkp, nfull, redo + nr);
           }
         }
         // What the fast test left (and NaN fused results), then the partial last vector of each row
@@ -693,7 +694,7 @@ struct Engine {
             const F sc = S::narrow2(S::set(0.0), S::set(1.0));
             return kZip ? S::zip(sc) : sc;
           }
-          D s = S::load(as + v * W), c = S::load(ac + v * W);
+          D s = S::load(an + far_offset(v)), c = S::load(an + far_offset(v) + detail::Freq::kLanes);
           if (g > 0) turn_by(s, c, fb + far_offset(v));
           if (k > 0) turn_by(s, c, nb + (k - 1) * 2 * Freq::kLanes + near_offset(v));
           if (tested) {

@@ -336,7 +336,7 @@ TEST_CASE("rotation tables: 4g and k steps within 2^-50", "[internals][freq]") {
     for (int e = 0; e < Freq::kFar + Freq::kNear; ++e) {
       const bool far = e < Freq::kFar;
       const int64_t steps = far ? Freq::kRows * e : e - Freq::kFar + 1;
-      const double *t = far ? f->far + Freq::far_at(i, e) : f->near + Freq::near_at(i, steps);
+      const double *t = far ? f->far + f->far_at(i, e) : f->near + Freq::near_at(i, steps);
       ref::Big es(100), ec(100);
       ref::exact_pair(s, i, steps, es, ec);
       mpfr_sub_d(es, es, t[0], MPFR_RNDN);
