@@ -529,6 +529,20 @@ struct Engine {
   static constexpr int64_t far_offset(int64_t v) { return detail::Freq::block_at(v * W); }
   static constexpr int64_t near_offset(int64_t v) { return detail::Freq::near_at(v * W, 1); }
 
+  // body(v, offset of v in the far and anchor blocks, offset in the near blocks) for v < n: the kLanes / W
+  // vectors of a table block in one unrolled step, so that narrower vectors also find their entries at
+  // fixed displacements (with W = 4 the offsets took more scalar operations than the rest of the loop).
+  template <class Body>
+  [[gnu::always_inline]] static inline void for_vectors(int64_t n, Body &&body) {
+    constexpr int64_t P = detail::Freq::kLanes / W;
+    int64_t v = 0, fo = 0, no = 0;  // the offsets of vector v, stepped a block at a time
+    for (; v + P <= n; v += P, fo += far_offset(P), no += near_offset(P)) {
+#pragma GCC unroll 8
+      for (int64_t u = 0; u < P; ++u) body(v + u, fo + u * W, no + u * W);
+    }
+    for (; v < n; ++v) body(v, far_offset(v), near_offset(v));
+  }
+
   // Narrows, tests and writes one vector of row k of a group; a vector the fast test cannot settle, or
   // whose fused result has a NaN, goes to the redo list as kRows v + k.
   template <bool kNt, class O>
@@ -546,19 +560,22 @@ struct Engine {
   // the state is never stored, and a vector costs two loads per row besides the anchor's and the far
   // entry's (docs/math.md section 7: the stores of a state between rows held up the output stream).
   template <bool kFar, bool kNt, class O>
-  static int64_t group_pass(const O *o, const double *an, const double *fb, const double *nb,
+  static int64_t group_pass(const O *rows, const double *an, const double *fb, const double *nb,
                             int64_t nfull, Redo *redo) {
     constexpr int64_t L = detail::Freq::kLanes;
     static_assert(detail::Freq::kRows == 4, "the group loop writes four rows");
+    // Local copies, which no store of the loop can alias: read through rows, the row pointers were
+    // loaded again before every store (Sink::Out says why).
+    const O o[4] = {rows[0], rows[1], rows[2], rows[3]};
     int64_t nr = 0;
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
-    for (int64_t v = 0; v < nfull; ++v) {
-      D ms = S::load(an + far_offset(v)), mc = S::load(an + far_offset(v) + detail::Freq::kLanes);
+    for_vectors(nfull, [&](int64_t v, int64_t fo, int64_t no) {
+      D ms = S::load(an + fo), mc = S::load(an + fo + L);
       S::pin(ms);
       S::pin(mc);
-      if constexpr (kFar) turn_by(ms, mc, fb + far_offset(v));
-      const double *n = nb + near_offset(v);
+      if constexpr (kFar) turn_by(ms, mc, fb + fo);
+      const double *n = nb + no;
       emit<kNt>(o[0], v, 0, ms, mc, kc, redo, nr);
       D s = ms, c = mc;
       turn_by(s, c, n);
@@ -571,36 +588,47 @@ struct Engine {
       c = mc;
       turn_by(s, c, n + 4 * L);
       emit<kNt>(o[3], v, 3, s, c, kc, redo, nr);
-    }
+    });
     return nr;
   }
 
-  // One row k of a group on its own (a block's last rows, or short runs of explicit positions): the
-  // anchor turned by the far entry fb (kFar) and by the near entry nk (kNear), whichever apply.
-  template <bool kFar, bool kNear, bool kNt, class O>
-  static int64_t row_pass(const O &o, int k, const double *an, const double *fb,
-                          const double *nk, int64_t nfull, Redo *redo) {
+  // One row k of a group on its own: the vectors of src (the anchor, or a group state kept by an earlier
+  // row) turned by the table entries at t (kTurn: 0 none, 1 a far entry, 2 a near entry), the result also
+  // kept at keep when kKeep. For a group cut short by the end of its run, and on the paths whose
+  // registers do not hold a group pass (S::kGroupPass): there the group's first row keeps its state and the
+  // other rows turn it once each, as group_pass does in registers.
+  template <int kTurn, bool kKeep, bool kNt, class O>
+  static int64_t row_pass(const O &row, int k, const double *src, const double *t, double *keep, int64_t nfull,
+                          Redo *redo) {
+    constexpr int64_t L = detail::Freq::kLanes;
+    const O o = row;  // a local copy, which no store of the loop can alias (Sink::Out)
     int64_t nr = 0;
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
-    for (int64_t v = 0; v < nfull; ++v) {
-      D s = S::load(an + far_offset(v)), c = S::load(an + far_offset(v) + detail::Freq::kLanes);
+    for_vectors(nfull, [&](int64_t v, int64_t fo, int64_t no) {
+      D s = S::load(src + fo), c = S::load(src + fo + L);
       S::pin(s);
       S::pin(c);
-      if constexpr (kFar) turn_by(s, c, fb + far_offset(v));
-      if constexpr (kNear) turn_by(s, c, nk + near_offset(v));
+      if constexpr (kTurn == 1) turn_by(s, c, t + fo);
+      if constexpr (kTurn == 2) turn_by(s, c, t + no);
+      if constexpr (kKeep) {
+        S::store(keep + fo, s);
+        S::store(keep + fo + L, c);
+      }
       emit<kNt>(o, v, k, s, c, kc, redo, nr);
-    }
+    });
     return nr;
   }
 
+  // Row k of group g, row by row (see row_pass): its vectors go to redo as group_pass's do.
   template <bool kNt, class O>
-  static int64_t row_pass_any(const O &o, int64_t g, int k, const double *an, const double *fb,
-                              const double *nk, int64_t nfull, Redo *redo) {
-    if (g > 0 && k > 0) return row_pass<true, true, kNt>(o, k, an, fb, nk, nfull, redo);
-    if (g > 0) return row_pass<true, false, kNt>(o, k, an, fb, nk, nfull, redo);
-    if (k > 0) return row_pass<false, true, kNt>(o, k, an, fb, nk, nfull, redo);
-    return row_pass<false, false, kNt>(o, k, an, fb, nk, nfull, redo);
+  static int64_t row_of_group(const O &o, int64_t g, int k, const double *an, double *ms, const double *fb,
+                              const double *nb, int64_t nfull, Redo *redo) {
+    const double *nk = nb + (k - 1) * 2 * detail::Freq::kLanes;
+    if (k == 0)
+      return g > 0 ? row_pass<1, true, kNt>(o, k, an, fb, ms, nfull, redo)
+                   : row_pass<0, false, kNt>(o, k, an, nullptr, nullptr, nfull, redo);
+    return row_pass<2, false, kNt>(o, k, g > 0 ? ms : an, nk, nullptr, nfull, redo);
   }
 
   // Rows r0 .. r0+len-1 all at position p0 (a decode step of a batch or a beam): each chunk's PE floats
@@ -658,7 +686,8 @@ struct Engine {
     using detail::Freq;
     constexpr bool kZip = K::kInterleaved;
     constexpr int64_t R = Freq::kRows;
-    alignas(64) double an[2 * kChunk];  // the anchors, in blocks of kLanes pairs like the tables
+    // The anchors, and a group state for row_of_group, in blocks of kLanes pairs like the tables.
+    alignas(64) double an[2 * kChunk], ms[2 * kChunk];
     Redo redo[R * kChunk / W];
     for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
       const int64_t jn = min64(kChunk, h - j0);
@@ -676,18 +705,20 @@ struct Engine {
           o[k] = sink.out();
         }
         int64_t nr = 0;
-        if (nk == R) {
-          if (sink.direct) nr = g > 0 ? group_pass<true, true>(o, an, fb, nb, nfull, redo)
-                                      : group_pass<false, true>(o, an, fb, nb, nfull, redo);
-          else nr = g > 0 ? group_pass<true, false>(o, an, fb, nb, nfull, redo)
-                          : group_pass<false, false>(o, an, fb, nb, nfull, redo);
-        } else {
-          for (int k = 0; k < nk; ++k) {
-            const double *nkp = nb + (k - 1) * 2 * Freq::kLanes;  // used only when k > 0
-            nr += sink.direct ? row_pass_any<true>(o[k], g, k, an, fb, nkp, nfull, redo + nr)
-                              : row_pass_any<false>(o[k], g, k, an, fb, nkp, nfull, redo + nr);
+        bool grouped = false;
+        if constexpr (S::kGroupPass) {
+          if (nk == R) {
+            if (sink.direct) nr = g > 0 ? group_pass<true, true>(o, an, fb, nb, nfull, redo)
+                                        : group_pass<false, true>(o, an, fb, nb, nfull, redo);
+            else nr = g > 0 ? group_pass<true, false>(o, an, fb, nb, nfull, redo)
+                            : group_pass<false, false>(o, an, fb, nb, nfull, redo);
+            grouped = true;
           }
         }
+        if (!grouped)
+          for (int k = 0; k < nk; ++k)
+            nr += sink.direct ? row_of_group<true>(o[k], g, k, an, ms, fb, nb, nfull, redo + nr)
+                              : row_of_group<false>(o[k], g, k, an, ms, fb, nb, nfull, redo + nr);
         // What the fast test left (and NaN fused results), then the partial last vector of each row
         auto value = [&](int64_t v, int k, bool tested) {
           if (pg + k == 0) {  // the exact zero angle: (+0, 1) everywhere, which the fast test rejects
