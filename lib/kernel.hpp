@@ -532,6 +532,9 @@ struct Engine {
   // body(v, offset of v in the far and anchor blocks, offset in the near blocks) for v < n: the kLanes / W
   // vectors of a table block in one unrolled step, so that narrower vectors also find their entries at
   // fixed displacements (with W = 4 the offsets took more scalar operations than the rest of the loop).
+  // The bodies capture by value all but the redo count: a variable captured by reference has its address
+  // taken, and after every vector store (which may alias anything) GCC loaded it again; that cost the
+  // AVX2 loops a third more instructions (callgrind) and the AVX-512 embedding 8% of its time.
   template <class Body>
   [[gnu::always_inline]] static inline void for_vectors(int64_t n, Body &&body) {
     constexpr int64_t P = detail::Freq::kLanes / W;
@@ -570,7 +573,7 @@ struct Engine {
     int64_t nr = 0;
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
-    for_vectors(nfull, [&](int64_t v, int64_t fo, int64_t no) {
+    for_vectors(nfull, [=, &nr](int64_t v, int64_t fo, int64_t no) {
       D ms = S::load(an + fo), mc = S::load(an + fo + L);
       S::pin(ms);
       S::pin(mc);
@@ -605,7 +608,7 @@ struct Engine {
     int64_t nr = 0;
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
-    for_vectors(nfull, [&](int64_t v, int64_t fo, int64_t no) {
+    for_vectors(nfull, [=, &nr](int64_t v, int64_t fo, int64_t no) {
       D s = S::load(src + fo), c = S::load(src + fo + L);
       S::pin(s);
       S::pin(c);
@@ -692,10 +695,9 @@ struct Engine {
     using detail::Freq;
     constexpr bool kZip = K::kInterleaved;
     constexpr int64_t R = Freq::kRows;
-    constexpr int64_t kGroupRows = S::kGroupPass ? R : 1;  // rows whose vectors one pass leaves to redo
     // The anchors, and a group state for row_of_group, in blocks of kLanes pairs like the tables.
     alignas(64) double an[2 * kChunk], ms[S::kGroupPass ? 1 : 2 * kChunk];
-    Redo redo[kGroupRows * kChunk / W];
+    Redo redo[(S::kGroupPass ? R : 1) * kChunk / W];  // one group pass's, or one row's
     for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
