@@ -30,17 +30,19 @@ struct Freq {
   double *u0, *u1, *u2;  // u_i = u0 + u1 + u2, |u0| <= 2, to ~2^-158 relative
   double *slow;          // 0, or +inf for lanes the double methods must hand to exact.cpp
 
-  // The rotation tables (kernel.hpp, segment): sin and cos of kRows g position steps (far, g < kFar) and
-  // of k steps (near, 0 < k < kRows), by the direct method: absolute error below 2^-50. Stored in blocks
+  // The rotation tables (kernel.hpp, segment): sin and cos of kRows g + 1 position steps (far, g < kFar)
+  // and of k steps (near, 0 < k <= kNear), by the direct method: absolute error below 2^-50. Row kRows g
+  // + j + 1 of a block (j = -1 .. kRows - 2) is the anchor turned by far[g], then by near[j] (near[-1]
+  // being near[1] turned back, near[0] no turn). Stored in blocks
   // of kLanes pairs (the widest vector): a block holds the sin of its pairs, then their cos, so that one
   // pointer reaches both. The near blocks of all steps of a pair block follow each other (a group pass
   // reads them all); the far table is one run of blocks per step (a group pass reads one step).
   static constexpr int kLanes = 8;
   static constexpr int kRows = 4;   // rows turned together from one far step
-  static constexpr int kFar = 16;   // far steps 0, 4, ..., 60: a block of kRows kFar = 64 rows
-  static constexpr int kNear = kRows - 1;
+  static constexpr int kFar = 16;   // far steps 1, 5, ..., 61: a block of kRows kFar = 64 rows
+  static constexpr int kNear = kRows - 2;
   double *far, *near;
-  // Where the sin of pair j sits for far step g (near step k, 1 <= k < kRows); its cos is kLanes further.
+  // Where the sin of pair j sits for far entry g (near entry k, 1 <= k <= kNear); its cos is kLanes further.
   int64_t far_at(int64_t j, int64_t g) const { return block_at(j) + g * 2 * padded; }
   static constexpr int64_t block_at(int64_t j) { return (j / kLanes) * 2 * kLanes + j % kLanes; }
   static constexpr int64_t near_at(int64_t j, int64_t k) {

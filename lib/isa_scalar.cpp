@@ -19,9 +19,9 @@ void fill_tables(detail::Freq &f) {
   for (int64_t j = 0; j < f.padded; ++j) {
     for (int64_t g = 0; g < Freq::kFar; ++g) {
       double *t = f.far + f.far_at(j, g);
-      E::direct_values(double(Freq::kRows * g), f, j, t, t + Freq::kLanes);
+      E::direct_values(double(Freq::kRows * g + 1), f, j, t, t + Freq::kLanes);
     }
-    for (int64_t k = 1; k < Freq::kRows; ++k) {
+    for (int64_t k = 1; k <= Freq::kNear; ++k) {
       double *t = f.near + Freq::near_at(j, k);
       E::direct_values(double(k), f, j, t, t + Freq::kLanes);
     }

@@ -557,16 +557,26 @@ struct Engine {
     redo[nr++] = Redo(detail::Freq::kRows * v + k);
   }
 
-  // The full vectors of one chunk for the kRows rows of a group. Each vector of the group state (the
-  // anchor (as, ac) turned by the far entry fb, or the anchor itself for the block's first group) is made
-  // once, in registers, written as the group's first row, and turned by each near entry for the others:
-  // the state is never stored, and a vector costs two loads per row besides the anchor's and the far
-  // entry's (docs/math.md section 7: the stores of a state between rows held up the output stream).
-  template <bool kFar, bool kNt, class O>
+  // Turns (s, c) back by the table entry at t: the angle less the entry's.
+  [[gnu::always_inline]] static inline void turn_back_by(D &s, D &c, const double *t) {
+    D ts = S::load(t), tc = S::load(t + detail::Freq::kLanes);
+    S::pin(ts);
+    S::pin(tc);
+    const D s1 = S::fnma(c, ts, s * tc);  // s tc - c ts
+    c = S::fma(s, ts, c * tc);            // c tc + s ts
+    s = s1;
+  }
+
+  // The full vectors of one chunk for the kRows rows of a group: row k is the group state M (the anchor
+  // (an) turned by the far entry fb) turned by near[k - 1], near[-1] being near[1] backwards. Each vector
+  // of M is made once, in registers, and never stored; the rows a step before and after M share the
+  // products with near[1]'s cos, so four rows cost seven products and fused operations besides M's four,
+  // and eight loads (docs/math.md section 4).
+  template <bool kNt, class O>
   static int64_t group_pass(const O *rows, const double *an, const double *fb, const double *nb,
                             int64_t nfull, Redo *redo) {
     constexpr int64_t L = detail::Freq::kLanes;
-    static_assert(detail::Freq::kRows == 4, "the group loop writes four rows");
+    static_assert(detail::Freq::kRows == 4 && detail::Freq::kNear == 2, "the group loop writes four rows");
     // Local copies, which no store of the loop can alias: read through rows, the row pointers were
     // loaded again before every store (Sink::Out says why).
     const O o[4] = {rows[0], rows[1], rows[2], rows[3]};
@@ -577,32 +587,30 @@ struct Engine {
       D ms = S::load(an + fo), mc = S::load(an + fo + L);
       S::pin(ms);
       S::pin(mc);
-      if constexpr (kFar) turn_by(ms, mc, fb + fo);
+      turn_by(ms, mc, fb + fo);
       const double *n = nb + no;
-      emit<kNt>(o[0], v, 0, ms, mc, kc, redo, nr);
+      D ts = S::load(n), tc = S::load(n + L);
+      S::pin(ts);
+      S::pin(tc);
+      const D ps = ms * tc, pc = mc * tc;
+      emit<kNt>(o[0], v, 0, S::fnma(mc, ts, ps), S::fma(ms, ts, pc), kc, redo, nr);  // a step back
+      emit<kNt>(o[1], v, 1, ms, mc, kc, redo, nr);
+      emit<kNt>(o[2], v, 2, S::fma(mc, ts, ps), S::fnma(ms, ts, pc), kc, redo, nr);  // a step on
       D s = ms, c = mc;
-      turn_by(s, c, n);
-      emit<kNt>(o[1], v, 1, s, c, kc, redo, nr);
-      s = ms;
-      c = mc;
       turn_by(s, c, n + 2 * L);
-      emit<kNt>(o[2], v, 2, s, c, kc, redo, nr);
-      s = ms;
-      c = mc;
-      turn_by(s, c, n + 4 * L);
       emit<kNt>(o[3], v, 3, s, c, kc, redo, nr);
     });
     return nr;
   }
 
-  // One row k of a group on its own: the vectors of src (the anchor, or a group state kept by an earlier
-  // row) turned by the table entries at t (kTurn: 0 none, 1 a far entry, 2 a near entry, 3 the far entry
-  // at t and then the near entry at t2), the result also kept at keep when kKeep. For a group cut short by the end of its run, and on the paths whose
-  // registers do not hold a group pass (S::kGroupPass): there the group's first row keeps its state and the
-  // other rows turn it once each, as group_pass does in registers.
-  template <int kTurn, bool kKeep, bool kNt, class O>
-  static int64_t row_pass(const O &row, int k, const double *src, const double *t, const double *t2,
-                          int64_t nfull, Redo *redo, double *keep = nullptr) {
+  // One row of a group on its own: the vectors of src (the anchor, or the group state kept by the group's
+  // first row) turned by the far entry at fb (kFar), kept at keep (kKeep), then turned by the near entry
+  // at nk (kNear: 1 forwards, -1 backwards, 0 not at all). For a group cut short by the end of its run,
+  // and on the paths whose registers do not hold a group pass (S::kGroupPass), where the group's first
+  // row keeps M and the other rows turn it once each.
+  template <bool kFar, bool kKeep, int kNear, bool kNt, class O>
+  static int64_t row_pass(const O &row, int k, const double *src, const double *fb, double *keep,
+                          const double *nk, int64_t nfull, Redo *redo) {
     constexpr int64_t L = detail::Freq::kLanes;
     const O o = row;  // a local copy, which no store of the loop can alias (Sink::Out)
     int64_t nr = 0;
@@ -612,32 +620,30 @@ struct Engine {
       D s = S::load(src + fo), c = S::load(src + fo + L);
       S::pin(s);
       S::pin(c);
-      if constexpr (kTurn == 1 || kTurn == 3) turn_by(s, c, t + fo);
-      if constexpr (kTurn == 2) turn_by(s, c, t + no);
-      if constexpr (kTurn == 3) turn_by(s, c, t2 + no);
+      if constexpr (kFar) turn_by(s, c, fb + fo);
       if constexpr (kKeep) {
         S::store(keep + fo, s);
         S::store(keep + fo + L, c);
       }
+      if constexpr (kNear == 1) turn_by(s, c, nk + no);
+      if constexpr (kNear == -1) turn_back_by(s, c, nk + no);
       emit<kNt>(o, v, k, s, c, kc, redo, nr);
     });
     return nr;
   }
 
-  // Row k of group g, row by row (see row_pass): its vectors go to redo as group_pass's do. Where a group
-  // pass does the full groups (S::kGroupPass), the few rows left to this are turned twice from the anchor,
-  // and no state buffer is needed; elsewhere the group's first row keeps its state in ms.
+  // Row k of a group, row by row (see row_pass): its vectors go to redo as group_pass's do. Where a group
+  // pass does the full groups (S::kGroupPass), the few rows left to this are turned from the anchor, and
+  // no state buffer is needed; elsewhere the group's first row keeps M in ms.
   template <bool kNt, class O>
-  static int64_t row_of_group(const O &o, int64_t g, int k, const double *an, double *ms, const double *fb,
+  static int64_t row_of_group(const O &o, int k, const double *an, double *ms, const double *fb,
                               const double *nb, int64_t nfull, Redo *redo) {
-    const double *nk = nb + (k - 1) * 2 * detail::Freq::kLanes;
-    if constexpr (S::kGroupPass) {
-      if (g > 0 && k > 0) return row_pass<3, false, kNt>(o, k, an, fb, nk, nfull, redo);
-    }
-    if (k == 0)
-      return g > 0 ? row_pass<1, !S::kGroupPass, kNt>(o, k, an, fb, nullptr, nfull, redo, ms)
-                   : row_pass<0, false, kNt>(o, k, an, nullptr, nullptr, nfull, redo);
-    return row_pass<2, false, kNt>(o, k, g > 0 ? ms : an, nk, nullptr, nfull, redo);
+    constexpr int64_t L = detail::Freq::kLanes;
+    constexpr bool kKept = !S::kGroupPass;
+    if (k == 0) return row_pass<true, kKept, -1, kNt>(o, k, an, fb, ms, nb, nfull, redo);
+    const double *src = kKept ? ms : an;
+    if (k == 1) return row_pass<!kKept, false, 0, kNt>(o, k, src, fb, nullptr, nb, nfull, redo);
+    return row_pass<!kKept, false, 1, kNt>(o, k, src, fb, nullptr, nb + (k - 2) * 2 * L, nfull, redo);
   }
 
   // Rows r0 .. r0+len-1 all at position p0 (a decode step of a batch or a beam): each chunk's PE floats
@@ -688,8 +694,9 @@ struct Engine {
   }
 
   // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row kRows g + k is the anchor at
-  // p0 turned by far[g] (kRows g steps), then by near[k] (k steps). A group's kRows rows are written
-  // together (group_pass); a group cut short by the end of the run goes row by row.
+  // p0 turned by far[g] (kRows g + 1 steps), then by near[k - 1] (k - 1 steps, backwards for k = 0). A
+  // group's kRows rows are written together (group_pass); a group cut short by the end of the run, and
+  // every group on the paths without a group pass, go row by row.
   template <class K>
   static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
     using detail::Freq;
@@ -714,8 +721,9 @@ struct Engine {
             return kZip ? S::zip(sc) : sc;
           }
           D s = S::load(an + far_offset(v)), c = S::load(an + far_offset(v) + Freq::kLanes);
-          if (g > 0) turn_by(s, c, fb + far_offset(v));
-          if (k > 0) turn_by(s, c, nb + (k - 1) * 2 * Freq::kLanes + near_offset(v));
+          turn_by(s, c, fb + far_offset(v));
+          if (k == 0) turn_back_by(s, c, nb + near_offset(v));
+          if (k >= 2) turn_by(s, c, nb + (k - 2) * 2 * Freq::kLanes + near_offset(v));
           if (tested) {
             const F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
             if (S::decided(s, c, val)) return val;
@@ -731,11 +739,8 @@ struct Engine {
             sink.chunk(j0);
             o[k] = sink.out();
           }
-          int64_t nr;
-          if (sink.direct) nr = g > 0 ? group_pass<true, true>(o, an, fb, nb, nfull, redo)
-                                      : group_pass<false, true>(o, an, fb, nb, nfull, redo);
-          else nr = g > 0 ? group_pass<true, false>(o, an, fb, nb, nfull, redo)
-                          : group_pass<false, false>(o, an, fb, nb, nfull, redo);
+          const int64_t nr = sink.direct ? group_pass<true>(o, an, fb, nb, nfull, redo)
+                                         : group_pass<false>(o, an, fb, nb, nfull, redo);
           for (int64_t t = 0; t < nr; ++t) {
             const int64_t v = redo[t] / R;
             const int k = int(redo[t] % R);
@@ -748,8 +753,8 @@ struct Engine {
             sink.row(rg + k);
             sink.chunk(j0);
             const typename K::Out o = sink.out();
-            const int64_t nr = sink.direct ? row_of_group<true>(o, g, k, an, ms, fb, nb, nfull, redo)
-                                           : row_of_group<false>(o, g, k, an, ms, fb, nb, nfull, redo);
+            const int64_t nr = sink.direct ? row_of_group<true>(o, k, an, ms, fb, nb, nfull, redo)
+                                           : row_of_group<false>(o, k, an, ms, fb, nb, nfull, redo);
             for (int64_t t = 0; t < nr; ++t) o.put((redo[t] / R) * W, value(redo[t] / R, k, false));
             if (nfull < nv) o.put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
             sink.flush(j0, jn);

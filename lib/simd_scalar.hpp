@@ -36,6 +36,7 @@ struct Simd<scalar_arch> {
   static void pin(D &) {}  // simd_x86.hpp's reason does not apply to scalar loads
   static D fma(D a, D b, D c) { return std::fma(a, b, c); }
   static D fms(D a, D b, D c) { return std::fma(a, b, -c); }
+  static D fnma(D a, D b, D c) { return std::fma(-a, b, c); }
   static D abs(D a) { return std::fabs(a); }
   static D min(D a, D b) { return b < a ? b : a; }
   // (sin, cos) of n quarter turns plus a reduced angle whose sin and cos are sn and cs, where y = n + 1.5 2^52

@@ -62,6 +62,7 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   static void store_fence() { _mm_sfence(); }
   static D fma(const D &a, const D &b, const D &c) { return D(_mm256_fmadd_pd(a, b, c)); }
   static D fms(const D &a, const D &b, const D &c) { return D(_mm256_fmsub_pd(a, b, c)); }
+  static D fnma(const D &a, const D &b, const D &c) { return D(_mm256_fnmadd_pd(a, b, c)); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(_mm256_fmadd_ps(a, x, y)); }
   // As in simd_scalar.hpp: y = n + 1.5 2^52; bit 0 of its encoding swaps (moved to the sign bit, which
   // is all blendv reads), bit 1 (of n, of n + 1) negates.
@@ -191,6 +192,7 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   static void store_fence() { _mm_sfence(); }
   static D fma(const D &a, const D &b, const D &c) { return D(_mm512_fmadd_pd(a, b, c)); }
   static D fms(const D &a, const D &b, const D &c) { return D(_mm512_fmsub_pd(a, b, c)); }
+  static D fnma(const D &a, const D &b, const D &c) { return D(_mm512_fnmadd_pd(a, b, c)); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(_mm512_fmadd_ps(a, x, y)); }
   // As in simd_scalar.hpp: y = n + 1.5 2^52; bit 0 of its encoding swaps, bit 1 (of n, of n + 1) negates:
   // one ternary-logic instruction per result flips the sign (a ^ (b & c), table 0x78).

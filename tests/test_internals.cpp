@@ -327,15 +327,15 @@ TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals]
   CHECK(compared > 5000);
 }
 
-TEST_CASE("rotation tables: 4g and k steps within 2^-50", "[internals][freq]") {
+TEST_CASE("rotation tables: 4g + 1 and k steps within 2^-50", "[internals][freq]") {
   const posenc_spec s = spec(128, 10000.0, 0.0, 1.0);
   const auto f = posenc::detail::build_frequencies(s);
   int64_t checked = 0;
   for (int64_t i = 0; i < f->h; i += 5) {
-    // every far entry (4g steps, g < kFar) and near entry (k steps, 0 < k < kRows) of pair i
+    // every far entry (4g + 1 steps, g < kFar) and near entry (k steps, 0 < k <= kNear) of pair i
     for (int e = 0; e < Freq::kFar + Freq::kNear; ++e) {
       const bool far = e < Freq::kFar;
-      const int64_t steps = far ? Freq::kRows * e : e - Freq::kFar + 1;
+      const int64_t steps = far ? Freq::kRows * e + 1 : e - Freq::kFar + 1;
       const double *t = far ? f->far + f->far_at(i, e) : f->near + Freq::near_at(i, steps);
       ref::Big es(100), ec(100);
       ref::exact_pair(s, i, steps, es, ec);
