@@ -635,11 +635,13 @@ struct Engine {
   // Row k of a group, row by row (see row_pass): its vectors go to redo as group_pass's do. Where a group
   // pass does the full groups (S::kGroupPass), the few rows left to this are turned from the anchor, and
   // no state buffer is needed; elsewhere the group's first row keeps M in ms.
+  // A row at the anchor's own position with no other row after it (a decode step) is the anchor itself.
   template <bool kNt, class O>
-  static int64_t row_of_group(const O &o, int k, const double *an, double *ms, const double *fb,
-                              const double *nb, int64_t nfull, Redo *redo) {
+  static int64_t row_of_group(const O &o, int k, bool anchor_alone, const double *an, double *ms,
+                              const double *fb, const double *nb, int64_t nfull, Redo *redo) {
     constexpr int64_t L = detail::Freq::kLanes;
     constexpr bool kKept = !S::kGroupPass;
+    if (anchor_alone) return row_pass<false, false, 0, kNt>(o, k, an, fb, nullptr, nb, nfull, redo);
     if (k == 0) return row_pass<true, kKept, -1, kNt>(o, k, an, fb, ms, nb, nfull, redo);
     const double *src = kKept ? ms : an;
     if (k == 1) return row_pass<!kKept, false, 0, kNt>(o, k, src, fb, nullptr, nb, nfull, redo);
@@ -658,13 +660,16 @@ struct Engine {
     return nr;
   }
   template <class K>
-  static void repeated(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
+  [[gnu::noinline]] static void repeated(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len,
+                                         int64_t p0) {
     constexpr bool kZip = K::kInterleaved;
-    alignas(64) double as[kChunk], ac[kChunk];
-    alignas(64) float pe[2 * kChunk];  // vector v of the chunk's values at pe + 2 W v, as put() takes them
-    Redo redo[kChunk / W];
-    for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
-      const int64_t jn = min64(kChunk, h - j0);
+    constexpr int64_t C = 512;  // pairs at a time: no longer pieces to gain here, and less stack
+    static_assert(C <= kChunk, "the sink's stage holds kChunk pairs");
+    alignas(64) double as[C], ac[C];
+    alignas(64) float pe[2 * C];  // vector v of the chunk's values at pe + 2 W v, as put() takes them
+    Redo redo[C / W];
+    for (int64_t j0 = 0; j0 < h; j0 += C) {
+      const int64_t jn = min64(C, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
       if (p0 == 0) {  // the exact zero angle: (+0, 1) everywhere, which the fast test would reject
         const F sc = S::narrow2(S::set(0.0), S::set(1.0));
@@ -697,8 +702,11 @@ struct Engine {
   // p0 turned by far[g] (kRows g + 1 steps), then by near[k - 1] (k - 1 steps, backwards for k = 0). A
   // group's kRows rows are written together (group_pass); a group cut short by the end of the run, and
   // every group on the paths without a group pass, go row by row.
+  // Not inlined into run_sink, and neither is repeated(): their buffers are then never on the stack at
+  // the same time (together they took AVX-512 calls past 56 KiB).
   template <class K>
-  static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len, int64_t p0) {
+  [[gnu::noinline]] static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len,
+                                        int64_t p0) {
     using detail::Freq;
     constexpr bool kZip = K::kInterleaved;
     constexpr int64_t R = Freq::kRows;
@@ -721,8 +729,8 @@ struct Engine {
             return kZip ? S::zip(sc) : sc;
           }
           D s = S::load(an + far_offset(v)), c = S::load(an + far_offset(v) + Freq::kLanes);
-          turn_by(s, c, fb + far_offset(v));
-          if (k == 0) turn_back_by(s, c, nb + near_offset(v));
+          if (len > 1) turn_by(s, c, fb + far_offset(v));  // (a lone row is the anchor, as row_of_group says)
+          if (k == 0 && len > 1) turn_back_by(s, c, nb + near_offset(v));
           if (k >= 2) turn_by(s, c, nb + (k - 2) * 2 * Freq::kLanes + near_offset(v));
           if (tested) {
             const F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
@@ -753,8 +761,9 @@ struct Engine {
             sink.row(rg + k);
             sink.chunk(j0);
             const typename K::Out o = sink.out();
-            const int64_t nr = sink.direct ? row_of_group<true>(o, k, an, ms, fb, nb, nfull, redo)
-                                           : row_of_group<false>(o, k, an, ms, fb, nb, nfull, redo);
+            const bool alone = len == 1;  // then g = k = 0
+            const int64_t nr = sink.direct ? row_of_group<true>(o, k, alone, an, ms, fb, nb, nfull, redo)
+                                           : row_of_group<false>(o, k, alone, an, ms, fb, nb, nfull, redo);
             for (int64_t t = 0; t < nr; ++t) o.put((redo[t] / R) * W, value(redo[t] / R, k, false));
             if (nfull < nv) o.put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
             sink.flush(j0, jn);
