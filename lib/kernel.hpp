@@ -3,10 +3,11 @@
 // ISA's copy has its own symbols and no inline code is shared between units built with different flags.
 //
 // Three ways to get an element, cheapest first; docs/math.md has the error analysis behind each bound.
-//  - Rotation (most elements): a block of up to 64 consecutive positions p0 + 4g + k starts from the
-//    anchor at p0 (anchor_values: a shorter form of the direct method, absolute error below 2^-51.4)
-//    and turns it by the tabulated rotations of 4g and k steps (angle addition in double). Absolute
-//    error below 2^-47.7 whatever g and k are. The four rows of a group are written together.
+//  - Rotation (most elements): a block of up to 64 consecutive positions p0 + 4g + j + 1 (g < 16,
+//    j = -1 .. 2) starts from the anchor at p0 (anchor_values: a shorter form of the direct method,
+//    absolute error below 2^-51.4), turns it by the tabulated rotation of 4g + 1 steps into the group
+//    state M, and M by j steps (angle addition in double). Absolute error below 2^-47.7 whatever g and
+//    j are. On AVX-512 the four rows of a group are written together from M held in registers.
 //  - Direct (the fallback, and the rotation tables): the angle in quarter turns p u_i reduced with
 //    error-free transformations, then Taylor polynomials of sin and cos of (pi/2) t on |t| <= 1/2.
 //    Error below 2^-47 |y| + 2^-97 min(1, |p u0|) (the analysis gives 2^-50 |y|; the rest is margin).

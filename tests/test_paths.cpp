@@ -316,13 +316,13 @@ bool run_on_small_stack(size_t bytes, Fn fn) {
 
 }  // namespace
 
-TEST_CASE("calls fit in a 64 KiB thread stack (docs/api.md)", "[paths]") {
-  // The kernels keep their working buffers on the caller's stack (about 24 KiB); a runtime's pool threads
+TEST_CASE("calls fit in a 48 KiB thread stack (docs/api.md)", "[paths]") {
+  // The kernels keep their working buffers on the caller's stack (about 30 KiB); a runtime's pool threads
   // may have small stacks. Sanitizer builds grow every frame, so they get more room; an overflow crashes.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   const size_t stack = size_t(1) << 20;
 #else
-  const size_t stack = size_t(64) << 10;
+  const size_t stack = size_t(48) << 10;
 #endif
   const int64_t d = 4096, n = 70, vocab = 5;  // 4 chunks of pairs, two blocks of rows
   const posenc_spec s = make(d, POSENC_INTERLEAVED);
