@@ -20,8 +20,8 @@ struct LaneExact {
 };
 enum : uint8_t { kNormal = 0, kNegligible = 1 };
 
-// Arrays of pairs, padded with harmless lanes (u = 0) to a multiple of kPad so vector loads never read
-// past the end; 64-byte aligned.
+// Arrays of pairs, padded with harmless lanes (a generic angle, never written out) to a multiple of kPad
+// so vector loads never read past the end; 64-byte aligned.
 struct Freq {
   static constexpr int64_t kPad = 16;
   double base, denominator, scale;  // the key; denominator already resolved (0 -> h)

@@ -7,7 +7,8 @@
 //    j = -1 .. 2) starts from the anchor at p0 (anchor_values: a shorter form of the direct method,
 //    absolute error below 2^-51.4), turns it by the tabulated rotation of 4g + 1 steps into the group
 //    state M, and M by j steps (angle addition in double). Absolute error below 2^-47.7 whatever g and
-//    j are. On AVX-512 the four rows of a group are written together from M held in registers.
+//    j are. On AVX-512 the four rows of a group are written together from M held in registers (unless
+//    the output goes through the stage of unaligned rows); elsewhere one at a time.
 //  - Direct (the fallback, and the rotation tables): the angle in quarter turns p u_i reduced with
 //    error-free transformations, then Taylor polynomials of sin and cos of (pi/2) t on |t| <= 1/2.
 //    Error below 2^-47 |y| + 2^-97 min(1, |p u0|) (the analysis gives 2^-50 |y|; the rest is margin).
@@ -275,9 +276,9 @@ struct Engine {
 
   // Writes rows of one call: PE alone, or fmaf(scale, x, PE) with x from activations or a gathered table.
   // kZip: the interleaved layout (values arrive interleaved); otherwise the halves, at soff and coff.
-  // Rows are written chunk by chunk (kChunk pairs): chunk() points the puts at the chunk's place in the
-  // row, or, for float32 outputs far larger than the caches, at an L1 stage that flush() then copies out
-  // with non-temporal stores (whatever the destination's alignment).
+  // Rows are written chunk by chunk (at most kChunk pairs): chunk() points the puts at the chunk's place in
+  // the row, or, for float32 outputs far larger than the caches, at an L1 stage that flush() then copies
+  // out with non-temporal stores (whatever the destination's alignment).
   template <detail::Src kSrc, detail::Dst kDst, bool kZip>
   struct Sink {
     using OutT = typename std::conditional<kDst == detail::Dst::kF32, float, uint16_t>::type;
@@ -505,7 +506,8 @@ struct Engine {
 
   // ---- the row loop --------------------------------------------------------------------------------
 
-  // Turns the block state (s, c) by near[b]: angle addition, two products and two fused operations.
+  // Turns (s, c) by the angle whose sin and cos are ts, tc: angle addition, two products and two fused
+  // operations, each component one rounded product and one fused rounding (docs/math.md section 4).
   static void turn(D &s, D &c, const D &ts, const D &tc) {
     const D s1 = S::fma(s, tc, c * ts);
     c = S::fms(c, tc, s * ts);
@@ -571,7 +573,7 @@ struct Engine {
   // The full vectors of one chunk for the kRows rows of a group: row k is the group state M (the anchor
   // (an) turned by the far entry fb) turned by near[k - 1], near[-1] being near[1] backwards. Each vector
   // of M is made once, in registers, and never stored; the rows a step before and after M share the
-  // products with near[1]'s cos, so four rows cost seven products and fused operations besides M's four,
+  // products with near[1]'s cos, so four rows cost ten products and fused operations besides M's four,
   // and eight loads (docs/math.md section 4).
   template <bool kNt, class O>
   static int64_t group_pass(const O *rows, const double *an, const double *fb, const double *nb,
@@ -634,8 +636,9 @@ struct Engine {
   }
 
   // Row k of a group, row by row (see row_pass): its vectors go to redo as group_pass's do. Where a group
-  // pass does the full groups (S::kGroupPass), the few rows left to this are turned from the anchor, and
-  // no state buffer is needed; elsewhere the group's first row keeps M in ms.
+  // pass does the full groups (S::kGroupPass), the rows left to this (a group cut short, or every row of
+  // an output written through the stage) are turned from the anchor, and no state buffer is needed;
+  // elsewhere the group's first row keeps M in ms.
   // A row at the anchor's own position with no other row after it (a decode step) is the anchor itself.
   template <bool kNt, class O>
   static int64_t row_of_group(const O &o, int k, bool anchor_alone, const double *an, double *ms,
@@ -701,8 +704,9 @@ struct Engine {
 
   // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row kRows g + k is the anchor at
   // p0 turned by far[g] (kRows g + 1 steps), then by near[k - 1] (k - 1 steps, backwards for k = 0). A
-  // group's kRows rows are written together (group_pass); a group cut short by the end of the run, and
-  // every group on the paths without a group pass, go row by row.
+  // group's kRows rows are written together (group_pass); a group cut short by the end of the run, every
+  // group of an output written through the stage, and every group on the paths without a group pass go
+  // row by row.
   // Not inlined into run_sink, and neither is repeated(): their buffers are then never on the stack at
   // the same time (together they took AVX-512 calls past 56 KiB).
   template <class K>
