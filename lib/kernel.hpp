@@ -519,11 +519,19 @@ struct Engine {
   // registers, and did: GCC kept the scale on the stack for the NaN rule's call).
   using Redo = int16_t;
 
-  // Turns (s, c) by the table entry at t (its sin there, its cos kLanes further).
+  // The sin and cos vectors of a table entry or state block at p (the cos kLanes further), each loaded
+  // once: S::pin keeps GCC from folding the load into every instruction that uses it.
+  [[gnu::always_inline]] static inline void load_pair(const double *p, D &s, D &c) {
+    s = S::load(p);
+    c = S::load(p + detail::Freq::kLanes);
+    S::pin(s);
+    S::pin(c);
+  }
+
+  // Turns (s, c) by the table entry at t.
   [[gnu::always_inline]] static inline void turn_by(D &s, D &c, const double *t) {
-    D ts = S::load(t), tc = S::load(t + detail::Freq::kLanes);
-    S::pin(ts);  // each loaded once (S::pin)
-    S::pin(tc);
+    D ts, tc;
+    load_pair(t, ts, tc);
     turn(s, c, ts, tc);
   }
 
@@ -562,9 +570,8 @@ struct Engine {
 
   // Turns (s, c) back by the table entry at t: the angle less the entry's.
   [[gnu::always_inline]] static inline void turn_back_by(D &s, D &c, const double *t) {
-    D ts = S::load(t), tc = S::load(t + detail::Freq::kLanes);
-    S::pin(ts);
-    S::pin(tc);
+    D ts, tc;
+    load_pair(t, ts, tc);
     const D s1 = S::fnma(c, ts, s * tc);  // s tc - c ts
     c = S::fma(s, ts, c * tc);            // c tc + s ts
     s = s1;
@@ -587,14 +594,11 @@ struct Engine {
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
     for_vectors(nfull, [=, &nr](int64_t v, int64_t fo, int64_t no) {
-      D ms = S::load(an + fo), mc = S::load(an + fo + L);
-      S::pin(ms);
-      S::pin(mc);
+      D ms, mc, ts, tc;
+      load_pair(an + fo, ms, mc);
       turn_by(ms, mc, fb + fo);
       const double *n = nb + no;
-      D ts = S::load(n), tc = S::load(n + L);
-      S::pin(ts);
-      S::pin(tc);
+      load_pair(n, ts, tc);
       const D ps = ms * tc, pc = mc * tc;
       emit<kNt>(o[0], v, 0, S::fnma(mc, ts, ps), S::fma(ms, ts, pc), kc, redo, nr);  // a step back
       emit<kNt>(o[1], v, 1, ms, mc, kc, redo, nr);
@@ -620,9 +624,8 @@ struct Engine {
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
     for_vectors(nfull, [=, &nr](int64_t v, int64_t fo, int64_t no) {
-      D s = S::load(src + fo), c = S::load(src + fo + L);
-      S::pin(s);
-      S::pin(c);
+      D s, c;
+      load_pair(src + fo, s, c);
       if constexpr (kFar) turn_by(s, c, fb + fo);
       if constexpr (kKeep) {
         S::store(keep + fo, s);
