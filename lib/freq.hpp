@@ -31,11 +31,10 @@ struct Freq {
   double *slow;          // 0, or +inf for lanes the double methods must hand to exact.cpp
 
   // The rotation tables (kernel.hpp, segment): sin and cos of kRows g + 1 position steps (far, g < kFar)
-  // and of k steps (near, 0 < k <= kNear), by the direct method: absolute error below 2^-50. Row kRows g
-  // + j + 1 of a block (j = -1 .. kRows - 2) is the anchor turned by far[g], then by near[j] (near[-1]
-  // being near[1] turned back, near[0] no turn). Stored in blocks
-  // of kLanes pairs (the widest vector): a block holds the sin of its pairs, then their cos, so that one
-  // pointer reaches both. The near blocks of all steps of a pair block follow each other (a group pass
+  // and of k steps (near, 0 < k <= kNear), by the direct method: absolute error below 2^-50. Row
+  // kRows g + j + 1 of a block (j = -1 .. kRows - 2) is the anchor turned by far[g], then by near[j]
+  // (near[-1] being near[1] turned back, near[0] no turn). Stored in blocks of kLanes pairs (the widest
+  // vector): a block holds the sin of its pairs, then their cos, so that one pointer reaches both. The near blocks of all steps of a pair block follow each other (a group pass
   // reads them all); the far table is one run of blocks per step (a group pass reads one step).
   static constexpr int kLanes = 8;
   static constexpr int kRows = 4;   // rows turned together from one far step

@@ -535,6 +535,15 @@ struct Engine {
     turn(s, c, ts, tc);
   }
 
+  // Turns (s, c) back by the table entry at t: the angle less the entry's.
+  [[gnu::always_inline]] static inline void turn_back_by(D &s, D &c, const double *t) {
+    D ts, tc;
+    load_pair(t, ts, tc);
+    const D s1 = S::fnma(c, ts, s * tc);  // s tc - c ts
+    c = S::fma(s, ts, c * tc);            // c tc + s ts
+    s = s1;
+  }
+
   // Where the vector of pairs v W .. v W + W - 1 of a chunk sits in a far (near) table entry, relative to
   // the chunk's first pair (a multiple of kLanes, so the offsets do not depend on it).
   static constexpr int64_t far_offset(int64_t v) { return detail::Freq::block_at(v * W); }
@@ -566,15 +575,6 @@ struct Engine {
     if (__builtin_expect(S::decided(s, c, val, kc), 1) && __builtin_expect(o.template put_fast<kNt>(v * W, val), 1))
       return;
     redo[nr++] = Redo(detail::Freq::kRows * v + k);
-  }
-
-  // Turns (s, c) back by the table entry at t: the angle less the entry's.
-  [[gnu::always_inline]] static inline void turn_back_by(D &s, D &c, const double *t) {
-    D ts, tc;
-    load_pair(t, ts, tc);
-    const D s1 = S::fnma(c, ts, s * tc);  // s tc - c ts
-    c = S::fma(s, ts, c * tc);            // c tc + s ts
-    s = s1;
   }
 
   // The full vectors of one chunk for the kRows rows of a group: row k is the group state M (the anchor
@@ -718,6 +718,7 @@ struct Engine {
     using detail::Freq;
     constexpr bool kZip = K::kInterleaved;
     constexpr int64_t R = Freq::kRows;
+    const bool alone = len == 1;  // a lone row is the anchor itself (row_of_group)
     // The anchors, and a group state for row_of_group, in blocks of kLanes pairs like the tables.
     alignas(64) double an[2 * kChunk], ms[S::kGroupPass ? 1 : 2 * kChunk];
     Redo redo[(S::kGroupPass ? R : 1) * kChunk / W];  // one group pass's, or one row's
@@ -737,8 +738,8 @@ struct Engine {
             return kZip ? S::zip(sc) : sc;
           }
           D s = S::load(an + far_offset(v)), c = S::load(an + far_offset(v) + Freq::kLanes);
-          if (len > 1) turn_by(s, c, fb + far_offset(v));  // (a lone row is the anchor, as row_of_group says)
-          if (k == 0 && len > 1) turn_back_by(s, c, nb + near_offset(v));
+          if (!alone) turn_by(s, c, fb + far_offset(v));
+          if (k == 0 && !alone) turn_back_by(s, c, nb + near_offset(v));
           if (k >= 2) turn_by(s, c, nb + (k - 2) * 2 * Freq::kLanes + near_offset(v));
           if (tested) {
             const F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
@@ -769,7 +770,6 @@ struct Engine {
             sink.row(rg + k);
             sink.chunk(j0);
             const typename K::Out o = sink.out();
-            const bool alone = len == 1;  // then g = k = 0
             const int64_t nr = sink.direct ? row_of_group<true>(o, k, alone, an, ms, fb, nb, nfull, redo)
                                            : row_of_group<false>(o, k, alone, an, ms, fb, nb, nfull, redo);
             for (int64_t t = 0; t < nr; ++t) o.put((redo[t] / R) * W, value(redo[t] / R, k, false));
