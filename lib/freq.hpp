@@ -29,6 +29,11 @@ struct Freq {
   int64_t padded;
   double *u0, *u1, *u2;  // u_i = u0 + u1 + u2, |u0| <= 2, to ~2^-158 relative
   double *slow;          // 0, or +inf for lanes the double methods must hand to exact.cpp
+  // For the group pass (kernel.hpp): when the computed sin and cos of a group state both exceed clear_i
+  // in magnitude, every row of the group (at most kNear steps from the state) has |value| > 2^-12, so the
+  // small-value half of the acceptance test can be skipped for that vector of the group:
+  // clear_i = 2^-12 + 2^-34 + kNear |step angle| (1 + 2^-20), +inf for the lanes marked slow.
+  double *clear;
 
   // The rotation tables (kernel.hpp, segment): sin and cos of kRows g + 1 position steps (far, g < kFar)
   // and of k steps (near, 0 < k <= kNear), by the direct method: absolute error below 2^-50. Row

@@ -376,6 +376,7 @@ struct Engine {
     // which may alias anything, made GCC reload them from the sink after every store).
     struct Out {
       static constexpr bool kZipped = kZip;
+      static constexpr bool kHasX = Sink::kHasX;
       OutT *os, *oc;
       const InT *xs, *xc, *pfs, *pfc;
       F scale;
@@ -567,13 +568,16 @@ struct Engine {
   }
 
   // Narrows, tests and writes one vector of row k of a group; a vector the fast test cannot settle, or
-  // whose fused result has a NaN, goes to the redo list as kRows v + k.
-  template <bool kNt, class O>
+  // whose fused result has a NaN, goes to the redo list as kRows v + k. kSmall: the whole acceptance test;
+  // otherwise its window half only, for vectors known to hold no small value (Freq::clear).
+  template <bool kNt, bool kSmall = true, class O>
   [[gnu::always_inline]] static inline void emit(const O &o, int64_t v, int k, const D &s, const D &c,
                                                  const typename S::Consts &kc, Redo *redo, int64_t &nr) {
     const F val = O::kZipped ? S::narrow2_zip(s, c, kc) : S::narrow2(s, c);
-    if (__builtin_expect(S::decided(s, c, val, kc), 1) && __builtin_expect(o.template put_fast<kNt>(v * W, val), 1))
-      return;
+    bool ok;
+    if constexpr (kSmall) ok = S::decided(s, c, val, kc);
+    else ok = S::decided_window(s, c);
+    if (__builtin_expect(ok, 1) && __builtin_expect(o.template put_fast<kNt>(v * W, val), 1)) return;
     redo[nr++] = Redo(detail::Freq::kRows * v + k);
   }
 
@@ -581,21 +585,29 @@ struct Engine {
   // (an) turned by the far entry fb) turned by near[k - 1], near[-1] being near[1] backwards. Each vector
   // of M is made once, in registers, and never stored; the rows a step before and after M share the
   // products with near[1]'s cos, so four rows cost ten products and fused operations besides M's four,
-  // and eight loads (docs/math.md section 4).
-  // Software-pipelined by one vector: the turns of vector v + 1 are issued before the narrowing, test and
-  // stores of vector v, whose values were made in the previous step. Each vector's work is one long chain
-  // (loads, two turns, narrowing, permute, test); written in order, the chains of consecutive vectors
-  // overlapped too little on AMD Zen 4 (the loop took 1.15-1.2x the time; docs/math.md section 7).
+  // and eight loads (docs/math.md section 4). Only on the paths whose registers hold it (S::kGroupPass).
+  // Tables (no x) are software-pipelined by one vector: the turns of vector v + 1 are issued before the
+  // narrowing, test and stores of vector v, whose values were made in the previous step. Each vector's
+  // work is one long chain (loads, two turns, narrowing, permute, test); written in order, the chains of
+  // consecutive vectors overlapped too little on AMD Zen 4, where tables are bound by the arithmetic (the
+  // loop took 1.13x the time). And where both |sin| and |cos| of M exceed the pairs' clear bound (cb,
+  // Freq::clear), no row of the group holds a value near zero, and its four rows skip the small-value
+  // half of the acceptance test (another 0.93x). The fused operations keep the plain loop: there the
+  // x rows, their prefetches and the row pointers of four rows take the registers, and either change
+  // made the embedding slower (1.16x and 1.4x the time at 32000 x 4096, 8192 tokens; section 7).
   struct GroupRows {
     D s[4], c[4];
+    bool clear;
   };
+  template <bool kClear>
   [[gnu::always_inline]] static inline void group_rows(const double *an, const double *fb, const double *nb,
-                                                       int64_t v, GroupRows &r) {
+                                                       const double *cb, int64_t v, GroupRows &r) {
     constexpr int64_t L = detail::Freq::kLanes;
     const int64_t fo = far_offset(v), no = near_offset(v);
     D ms, mc, ts, tc;
     load_pair(an + fo, ms, mc);
     turn_by(ms, mc, fb + fo);
+    if constexpr (kClear) r.clear = S::clear_of(ms, mc, S::load(cb + v * W));
     const double *n = nb + no;
     load_pair(n, ts, tc);
     const D ps = ms * tc, pc = mc * tc;
@@ -610,23 +622,35 @@ struct Engine {
     turn_by(r.s[3], r.c[3], n + 2 * L);
   }
   template <bool kNt, class O>
-  static int64_t group_pass(const O *rows, const double *an, const double *fb, const double *nb,
+  static int64_t group_pass(const O *rows, const double *an, const double *fb, const double *nb, const double *cb,
                             int64_t nfull, Redo *redo) {
     static_assert(detail::Freq::kRows == 4 && detail::Freq::kNear == 2, "the group loop writes four rows");
     // Local copies, which no store of the loop can alias: read through rows, the row pointers were
     // loaded again before every store (Sink::Out says why).
     const O o[4] = {rows[0], rows[1], rows[2], rows[3]};
     int64_t nr = 0;
-    if (nfull == 0) return 0;
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
+    if constexpr (O::kHasX) {
+      for (int64_t v = 0; v < nfull; ++v) {
+        GroupRows r;
+        group_rows<false>(an, fb, nb, cb, v, r);
+        for (int k = 0; k < 4; ++k) emit<kNt>(o[k], v, k, r.s[k], r.c[k], kc, redo, nr);
+      }
+      return nr;
+    }
+    if (nfull == 0) return 0;
     GroupRows next;
-    group_rows(an, fb, nb, 0, next);
+    group_rows<true>(an, fb, nb, cb, 0, next);
     for (int64_t v = 0;; ++v) {
       const GroupRows cur = next;
       const bool more = v + 1 < nfull;
-      if (__builtin_expect(more, 1)) group_rows(an, fb, nb, v + 1, next);
-      for (int k = 0; k < 4; ++k) emit<kNt>(o[k], v, k, cur.s[k], cur.c[k], kc, redo, nr);
+      if (__builtin_expect(more, 1)) group_rows<true>(an, fb, nb, cb, v + 1, next);
+      if (cur.clear) {
+        for (int k = 0; k < 4; ++k) emit<kNt, false>(o[k], v, k, cur.s[k], cur.c[k], kc, redo, nr);
+      } else {
+        for (int k = 0; k < 4; ++k) emit<kNt, true>(o[k], v, k, cur.s[k], cur.c[k], kc, redo, nr);
+      }
       if (!more) break;
     }
     return nr;
@@ -771,33 +795,36 @@ struct Engine {
         };
         // A full group, when the outputs are written in place (not through the one stage): four rows in
         // one pass; otherwise row by row, each finished and flushed before the next.
-        if (S::kGroupPass && nk == R && !(sink.staged && !sink.direct)) {
-          typename K::Out o[R];
-          for (int k = 0; k < R; ++k) {
-            sink.row(rg + k, R);  // a row's place is taken next by the row R further
-            sink.chunk(j0);
-            o[k] = sink.out();
+        if constexpr (S::kGroupPass) {
+          if (nk == R && !(sink.staged && !sink.direct)) {
+            typename K::Out o[R];
+            for (int k = 0; k < R; ++k) {
+              sink.row(rg + k, R);  // a row's place is taken next by the row R further
+              sink.chunk(j0);
+              o[k] = sink.out();
+            }
+            const double *cb = f.clear + j0;
+            const int64_t nr = sink.direct ? group_pass<true>(o, an, fb, nb, cb, nfull, redo)
+                                           : group_pass<false>(o, an, fb, nb, cb, nfull, redo);
+            for (int64_t t = 0; t < nr; ++t) {
+              const int64_t v = redo[t] / R;
+              const int k = int(redo[t] % R);
+              o[k].put(v * W, value(v, k, false));
+            }
+            if (nfull < nv)
+              for (int k = 0; k < R; ++k) o[k].put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
+            continue;
           }
-          const int64_t nr = sink.direct ? group_pass<true>(o, an, fb, nb, nfull, redo)
-                                         : group_pass<false>(o, an, fb, nb, nfull, redo);
-          for (int64_t t = 0; t < nr; ++t) {
-            const int64_t v = redo[t] / R;
-            const int k = int(redo[t] % R);
-            o[k].put(v * W, value(v, k, false));
-          }
-          if (nfull < nv)
-            for (int k = 0; k < R; ++k) o[k].put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
-        } else {
-          for (int k = 0; k < nk; ++k) {
-            sink.row(rg + k);
-            sink.chunk(j0);
-            const typename K::Out o = sink.out();
-            const int64_t nr = sink.direct ? row_of_group<true>(o, k, alone, an, ms, fb, nb, nfull, redo)
-                                           : row_of_group<false>(o, k, alone, an, ms, fb, nb, nfull, redo);
-            for (int64_t t = 0; t < nr; ++t) o.put((redo[t] / R) * W, value(redo[t] / R, k, false));
-            if (nfull < nv) o.put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
-            sink.flush(j0, jn);
-          }
+        }
+        for (int k = 0; k < nk; ++k) {
+          sink.row(rg + k);
+          sink.chunk(j0);
+          const typename K::Out o = sink.out();
+          const int64_t nr = sink.direct ? row_of_group<true>(o, k, alone, an, ms, fb, nb, nfull, redo)
+                                         : row_of_group<false>(o, k, alone, an, ms, fb, nb, nfull, redo);
+          for (int64_t t = 0; t < nr; ++t) o.put((redo[t] / R) * W, value(redo[t] / R, k, false));
+          if (nfull < nv) o.put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
+          sink.flush(j0, jn);
         }
       }
     }

@@ -243,6 +243,18 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
         _mm512_set1_epi32(int(fast_check::kSmallestBits)));
     return _kortestc_mask16_u8(ok, ok) != 0;  // every lane set
   }
+  // The window half alone, for vectors whose values are known to be far from zero (kernel.hpp, group_pass).
+  static bool decided_window(const D &s, const D &c) {
+    const __m512i low = _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castpd_ps(s), _mm512_castpd_ps(c), 0x88));
+    const __mmask16 outside = _mm512_test_epi32_mask(_mm512_add_epi32(low, _mm512_set1_epi32(fast_check::kBias32)),
+                                                     _mm512_set1_epi32(fast_check::kMask32));
+    return _kortestc_mask16_u8(outside, outside) != 0;
+  }
+  // min(|s|, |c|) > t in every lane: one range instruction (the smaller magnitude, sign cleared) and a compare.
+  static bool clear_of(const D &s, const D &c, const D &t) {
+    const __m512d m = _mm512_range_pd(s, c, 0x0A);
+    return _mm512_cmp_pd_mask(m, t, _CMP_GT_OQ) == 0xFF;
+  }
   static F combine(H lo, H hi) { return F(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)); }
   static H lo(const F &v) { return _mm512_castps512_ps256(v); }
   static H hi(const F &v) { return _mm512_extractf32x8_ps(v, 1); }

@@ -231,6 +231,47 @@ TEST_CASE("frequency table: u_i to 150+ bits, the exact copy to 245 bits, the la
   }
 }
 
+// kernel.hpp, group_pass: a group whose state has |sin| and |cos| above clear_i skips the small-value
+// half of the acceptance test for its four rows, which are at most two steps from the state. That is
+// sound when clear_i >= 2^-12 + 2 |step angle| + the state's and a row's errors (2^-48.3, 2^-47.7) + the
+// distance from 2^-12 to the float midpoint above it (2^-36); 2^-35 covers the last three. The bound is
+// also no looser than it needs to be (a looser one would only cost speed, but would mean the formula
+// changed): at most 2^-33 + 2 |step angle| (1 + 2^-19) above 2^-12.
+TEST_CASE("the group pass's clear bound covers two steps of every pair", "[internals][freq]") {
+  const posenc_spec specs[] = {spec(512, 10000.0, 0.0, 1.0),   spec(64, 1e6, 1.0, 1000.0),
+                               spec(40, 2.0, 0.5, -3.0),       spec(34, 10000.0, 0.0, 0x1p900),
+                               spec(34, 10000.0, 0.0, 1e-300), spec(10, 1e300, 1.0, 1.0),
+                               spec(8, 0.001, 2.0, 0x1p50),    spec(6, 3.0, 1e-3, 1.0),
+                               spec(8, 10000.0, 0.0, 0.0)};
+  int64_t finite = 0;
+  for (const posenc_spec &s : specs) {
+    const auto f = posenc::detail::build_frequencies(s);
+    REQUIRE(f);
+    for (int64_t i = 0; i < f->h; ++i) {
+      INFO("spec d=" << s.d_model << " base=" << s.base << " scale=" << s.position_scale << " pair " << i);
+      if (f->slow[i] != 0.0) {
+        CHECK(f->clear[i] == HUGE_VAL);
+        continue;
+      }
+      ref::Big two_steps(100), lo(100), hi(100);
+      exact_turns(two_steps, s, i);
+      mpfr_abs(two_steps, two_steps, MPFR_RNDN);
+      mpfr_set_prec(lo, 200);
+      mpfr_const_pi(lo, MPFR_RNDU);
+      mpfr_mul(two_steps, two_steps, lo, MPFR_RNDU);  // 2 |step angle| = pi |u| radians
+      mpfr_set_prec(lo, mpfr_get_prec(two_steps) + 64);
+      mpfr_set_prec(hi, mpfr_get_prec(two_steps) + 64);
+      mpfr_add_d(lo, two_steps, 0x1p-12 + 0x1p-35, MPFR_RNDU);
+      mpfr_mul_d(hi, two_steps, 1.0 + 0x1p-19, MPFR_RNDN);
+      mpfr_add_d(hi, hi, 0x1p-12 + 0x1p-33, MPFR_RNDN);
+      CHECK(mpfr_cmp_d(lo, f->clear[i]) <= 0);
+      CHECK(mpfr_cmp_d(hi, f->clear[i]) >= 0);
+      ++finite;
+    }
+  }
+  CHECK(finite > 300);
+}
+
 // docs/math.md: relative 2^-50 from the polynomials and roundings, absolute 2^-104 from the reduction
 // (the angle in quarter turns is known to 2^-105.9); the code's bound is 2^-47 |y| + 2^-97 min(1, |p u0|).
 TEST_CASE("the direct method stays within 2^-50 |y| + 2^-104, the analysed bound", "[internals][direct]") {
