@@ -85,7 +85,7 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
   // wrapped around size_t would allocate a small block that the loops below write far past. No object is
   // larger than PTRDIFF_MAX, so such a request is refused without asking the allocator.
   size_t doubles, bytes, lanes;
-  if (__builtin_mul_overflow(size_t(padded), size_t(5 + 2 * (Freq::kFar + Freq::kNear)), &doubles) ||
+  if (__builtin_mul_overflow(size_t(padded), size_t(5 + 2 * Freq::kSteps), &doubles) ||
       __builtin_mul_overflow(doubles, sizeof(double), &bytes) ||
       __builtin_mul_overflow(size_t(padded), sizeof(LaneExact), &lanes) ||
       __builtin_add_overflow(bytes, lanes, &bytes) || bytes > size_t(PTRDIFF_MAX))
@@ -109,10 +109,9 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
   f->u1 = d + padded;
   f->u2 = d + 2 * padded;
   f->slow = d + 3 * padded;
-  f->clear = d + 4 * padded;
-  f->far = d + 5 * padded;
-  f->near = f->far + 2 * Freq::kFar * padded;
-  f->exact = reinterpret_cast<LaneExact *>(f->near + 2 * Freq::kNear * padded);
+  f->reach = d + 4 * padded;
+  f->step = d + 5 * padded;
+  f->exact = reinterpret_cast<LaneExact *>(f->step + 2 * Freq::kSteps * padded);
   // Padding lanes get a generic angle so that their (never written) values rarely need a fallback.
   for (int64_t i = h; i < padded; ++i) f->u0[i] = 0.7390851332151607;
 
@@ -164,13 +163,10 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
       if (i + 1 < h) w = mp::mul(w, r);
     }
   }
-  // The step angle is |u0| pi/2 radians (u is centred in [-2, 2)), so kNear steps turn by at most
-  // kNear |u0| pi/2; 2^-34 covers the errors of the state (2^-48.3) and of a row (2^-47.7) and the
-  // distance from 2^-12 to the midpoint above it (2^-36), the factor 1 + 2^-20 every rounding here.
-  static_assert(Freq::kNear == 2, "clear_i is written for rows at most two steps from the state");
+  // The step angle is |u0| pi/2 radians (u is centred in [-2, 2)); the factor 1 + 2^-20 covers every
+  // rounding here and in the kernel's use of reach (kernel.hpp, segment; docs/math.md section 5).
   for (int64_t i = 0; i < padded; ++i)
-    f->clear[i] = f->slow[i] != 0.0 ? HUGE_VAL
-                                    : 0x1p-12 + 0x1p-34 + 3.141592653589793 * std::fabs(f->u0[i]) * (1.0 + 0x1p-20);
+    f->reach[i] = f->slow[i] != 0.0 ? 0.0 : 1.0 / (1.5707963267948966 * std::fabs(f->u0[i]) * (1.0 + 0x1p-20));
   scalar::fill_tables(*f);
   return f;
 }

@@ -29,29 +29,24 @@ struct Freq {
   int64_t padded;
   double *u0, *u1, *u2;  // u_i = u0 + u1 + u2, |u0| <= 2, to ~2^-158 relative
   double *slow;          // 0, or +inf for lanes the double methods must hand to exact.cpp
-  // For the group pass (kernel.hpp): when the computed sin and cos of a group state both exceed clear_i
-  // in magnitude, every row of the group (at most kNear steps from the state) has |value| > 2^-12, so the
-  // small-value half of the acceptance test can be skipped for that vector of the group:
-  // clear_i = 2^-12 + 2^-34 + kNear |step angle| (1 + 2^-20), +inf for the lanes marked slow.
-  double *clear;
+  // For the quad pass (kernel.hpp): how many steps from the anchor of a block no row can hold a value
+  // near zero. reach_i = 1 / (|step angle| (1 + 2^-20)), in steps per radian (0 for the lanes marked
+  // slow); from the anchor's computed sin and cos, every row within floor((min(|sin|, |cos|) - 2^-12 -
+  // 2^-34) reach_i) - 1 steps has |value| > 2^-12 (docs/math.md section 5).
+  double *reach;
 
-  // The rotation tables (kernel.hpp, segment): sin and cos of kRows g + 1 position steps (far, g < kFar)
-  // and of k steps (near, 0 < k <= kNear), by the direct method: absolute error below 2^-50. Row
-  // kRows g + j + 1 of a block (j = -1 .. kRows - 2) is the anchor turned by far[g], then by near[j]
-  // (near[-1] being near[1] turned back, near[0] no turn). Stored in blocks of kLanes pairs (the widest
-  // vector): a block holds the sin of its pairs, then their cos, so that one pointer reaches both. The near blocks of all steps of a pair block follow each other (a group pass
-  // reads them all); the far table is one run of blocks per step (a group pass reads one step).
+  // The rotation table (kernel.hpp, segment): sin and cos of k position steps, 0 < k <= kSteps, by the
+  // direct method: absolute error below 2^-50. Row c + k of a block is its anchor (the row in the middle,
+  // c) turned by entry |k|, forwards or backwards. Stored in blocks of kLanes pairs (the widest vector): a
+  // block holds the sin of its pairs, then their cos, so that one pointer reaches both; one run of blocks
+  // per step, so a vector finds its entry for every step at the same displacement.
   static constexpr int kLanes = 8;
-  static constexpr int kRows = 4;   // rows turned together from one far step
-  static constexpr int kFar = 16;   // far steps 1, 5, ..., 61: a block of kRows kFar = 64 rows
-  static constexpr int kNear = kRows - 2;
-  double *far, *near;
-  // Where the sin of pair j sits for far entry g (near entry k, 1 <= k <= kNear); its cos is kLanes further.
-  int64_t far_at(int64_t j, int64_t g) const { return block_at(j) + g * 2 * padded; }
+  static constexpr int kBlock = 64;           // rows of a block, turned from its one anchor
+  static constexpr int kSteps = kBlock / 2;   // the rows of a block are at most kSteps from its middle
+  double *step;
+  // Where the sin of pair j sits in the entry of k steps, relative to step; its cos is kLanes further.
+  int64_t step_at(int64_t j, int64_t k) const { return block_at(j) + (k - 1) * 2 * padded; }
   static constexpr int64_t block_at(int64_t j) { return (j / kLanes) * 2 * kLanes + j % kLanes; }
-  static constexpr int64_t near_at(int64_t j, int64_t k) {
-    return ((j / kLanes) * kNear + (k - 1)) * 2 * kLanes + j % kLanes;
-  }
   LaneExact *exact;
   void *storage;
   ~Freq();

@@ -12,6 +12,10 @@ void run(const detail::Job &job) { E::run(job); }
 void run_learned(const detail::LearnedJob &job) { E::run_learned(job); }
 int64_t fast_rejects(const double *s, const double *c, int64_t n) { return E::fast_rejects(s, c, n); }
 void anchors(const detail::Freq &f, int64_t p, double *s, double *c) { E::anchors(f, p, s, c); }
+int64_t clear_steps(const double *s, const double *c, const double *reach) {
+  using S = Simd<xsimd::avx512bw>;
+  return S::clear_steps(S::D::load_unaligned(s), S::D::load_unaligned(c), S::D::load_unaligned(reach));
+}
 
 }  // namespace avx512
 }  // namespace posenc

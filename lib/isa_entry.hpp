@@ -20,8 +20,13 @@ POSENC_DECLARE_ISA(avx512)
 POSENC_DECLARE_ISA(neon)
 #undef POSENC_DECLARE_ISA
 
+namespace avx512 {
+// For tests: Simd::clear_steps on one vector of 8 pairs (kernel.hpp, segment; Freq::reach).
+int64_t clear_steps(const double *s, const double *c, const double *reach);
+}  // namespace avx512
+
 namespace scalar {
-// Fills the rotation tables near_* / far_* with the direct method (freq.cpp calls it once per spec).
+// Fills the rotation table (Freq::step) with the direct method (freq.cpp calls it once per spec).
 void fill_tables(detail::Freq &f);
 // The direct method on one pair, for the tests of its error bound: value and bound for sin and cos.
 void direct_pair(const detail::Freq &f, int64_t i, int64_t p, double out[4]);

@@ -16,16 +16,11 @@ void anchors(const detail::Freq &f, int64_t p, double *s, double *c) { E::anchor
 
 void fill_tables(detail::Freq &f) {
   using detail::Freq;
-  for (int64_t j = 0; j < f.padded; ++j) {
-    for (int64_t g = 0; g < Freq::kFar; ++g) {
-      double *t = f.far + f.far_at(j, g);
-      E::direct_values(double(Freq::kRows * g + 1), f, j, t, t + Freq::kLanes);
-    }
-    for (int64_t k = 1; k <= Freq::kNear; ++k) {
-      double *t = f.near + Freq::near_at(j, k);
+  for (int64_t j = 0; j < f.padded; ++j)
+    for (int64_t k = 1; k <= Freq::kSteps; ++k) {
+      double *t = f.step + f.step_at(j, k);
       E::direct_values(double(k), f, j, t, t + Freq::kLanes);
     }
-  }
 }
 
 void direct_pair(const detail::Freq &f, int64_t i, int64_t p, double out[4]) {

@@ -3,12 +3,11 @@
 // ISA's copy has its own symbols and no inline code is shared between units built with different flags.
 //
 // Three ways to get an element, cheapest first; docs/math.md has the error analysis behind each bound.
-//  - Rotation (most elements): a block of up to 64 consecutive positions p0 + 4g + j + 1 (g < 16,
-//    j = -1 .. 2) starts from the anchor at p0 (anchor_values: a shorter form of the direct method,
-//    absolute error below 2^-51.4), turns it by the tabulated rotation of 4g + 1 steps into the group
-//    state M, and M by j steps (angle addition in double). Absolute error below 2^-47.7 whatever g and
-//    j are. On AVX-512 the four rows of a group are written together from M held in registers (unless
-//    the output goes through the stage of unaligned rows); elsewhere one at a time.
+//  - Rotation (most elements): a block of up to 64 consecutive positions has its anchor in the middle
+//    (anchor_values: a shorter form of the direct method, absolute error below 2^-51.4); the row k
+//    positions away is the anchor turned by the tabulated rotation of |k| steps, forwards or backwards
+//    (angle addition in double), absolute error below 2^-48.8. On AVX-512 the rows k and -k share their
+//    products and four rows are written together; elsewhere one at a time.
 //  - Direct (the fallback, and the rotation tables): the angle in quarter turns p u_i reduced with
 //    error-free transformations, then Taylor polynomials of sin and cos of (pi/2) t on |t| <= 1/2.
 //    Error below 2^-47 |y| + 2^-97 min(1, |p u0|) (the analysis gives 2^-50 |y|; the rest is margin).
@@ -34,7 +33,7 @@ struct Engine {
   using F = typename S::F;
   using H = typename S::H;
   static constexpr int W = S::W;
-  static constexpr int64_t kBlock = detail::Freq::kRows * detail::Freq::kFar;  // rows turned from one anchor
+  static constexpr int64_t kBlock = detail::Freq::kBlock;  // rows turned from one anchor
   // Pairs whose block state lives on the stack at once. The group pass reads each row's x in pieces of a
   // chunk, where longer pieces measured faster (the fused embedding at d = 4096: 0.92x the time with 1024
   // pairs instead of 512; 2048 no better); row by row, the state and tables of 1024 pairs overflow L1.
@@ -320,10 +319,11 @@ struct Engine {
       return ok;
     }
 
-    // Row r; its puts prefetch the x of row r + ahead, the row that takes its place next.
+    // Row r; its puts prefetch the x of row r + ahead (ahead may be negative), the row that takes its
+    // place next.
     void row(int64_t r, int64_t ahead = 1) {
       row_out = static_cast<OutT *>(job.out) + r * job.out_stride;
-      const int64_t next = r + ahead < job.n ? r + ahead : r;
+      const int64_t next = r + ahead >= 0 && r + ahead < job.n ? r + ahead : r;
       if constexpr (kSrc == detail::Src::kActivations) {
         row_x = static_cast<const InT *>(job.x) + r * job.x_stride;
         next_x = static_cast<const InT *>(job.x) + next * job.x_stride;
@@ -520,7 +520,7 @@ struct Engine {
   // registers, and did: GCC kept the scale on the stack for the NaN rule's call).
   using Redo = int16_t;
 
-  // The sin and cos vectors of a table entry or state block at p (the cos kLanes further), each loaded
+  // The sin and cos vectors of a table entry or anchor block at p (the cos kLanes further), each loaded
   // once: S::pin keeps GCC from folding the load into every instruction that uses it.
   [[gnu::always_inline]] static inline void load_pair(const double *p, D &s, D &c) {
     s = S::load(p);
@@ -545,86 +545,77 @@ struct Engine {
     s = s1;
   }
 
-  // Where the vector of pairs v W .. v W + W - 1 of a chunk sits in a far (near) table entry, relative to
-  // the chunk's first pair (a multiple of kLanes, so the offsets do not depend on it).
-  static constexpr int64_t far_offset(int64_t v) { return detail::Freq::block_at(v * W); }
-  static constexpr int64_t near_offset(int64_t v) { return detail::Freq::near_at(v * W, 1); }
+  // Where the vector of pairs v W .. v W + W - 1 of a chunk sits in a step entry or an anchor block,
+  // relative to the chunk's first pair (a multiple of kLanes, so the offset does not depend on it).
+  static constexpr int64_t block_offset(int64_t v) { return detail::Freq::block_at(v * W); }
 
-  // body(v, offset of v in the far and anchor blocks, offset in the near blocks) for v < n: the kLanes / W
-  // vectors of a table block in one unrolled step, so that narrower vectors also find their entries at
-  // fixed displacements (with W = 4 the offsets took more scalar operations than the rest of the loop).
+  // body(v, offset of v in the step and anchor blocks) for v < n: the kLanes / W vectors of a table block
+  // in one unrolled step, so that narrower vectors also find their entries at fixed displacements (with
+  // W = 4 the offsets took more scalar operations than the rest of the loop).
   // The bodies capture by value all but the redo count: a variable captured by reference has its address
   // taken, and after every vector store (which may alias anything) GCC loaded it again; that cost the
   // AVX2 loops a third more instructions (callgrind) and the AVX-512 embedding 8% of its time.
   template <class Body>
   [[gnu::always_inline]] static inline void for_vectors(int64_t n, Body &&body) {
     constexpr int64_t P = detail::Freq::kLanes / W;
-    int64_t v = 0, fo = 0, no = 0;  // the offsets of vector v, stepped a block at a time
-    for (; v + P <= n; v += P, fo += far_offset(P), no += near_offset(P)) {
+    int64_t v = 0, bo = 0;  // the offset of vector v, stepped a block at a time
+    for (; v + P <= n; v += P, bo += block_offset(P)) {
 #pragma GCC unroll 8
-      for (int64_t u = 0; u < P; ++u) body(v + u, fo + u * W, no + u * W);
+      for (int64_t u = 0; u < P; ++u) body(v + u, bo + u * W);
     }
-    for (; v < n; ++v) body(v, far_offset(v), near_offset(v));
+    for (; v < n; ++v) body(v, block_offset(v));
   }
 
-  // Narrows, tests and writes one vector of row k of a group; a vector the fast test cannot settle, or
-  // whose fused result has a NaN, goes to the redo list as kRows v + k. kSmall: the whole acceptance test;
-  // otherwise its window half only, for vectors known to hold no small value (Freq::clear).
+  // Narrows, tests and writes one vector of row q of a pass; a vector the fast test cannot settle, or
+  // whose fused result has a NaN, goes to the redo list as 4 v + q. kSmall: the whole acceptance test;
+  // otherwise its window half only, for vectors known to hold no value near zero (Freq::reach).
   template <bool kNt, bool kSmall = true, class O>
-  [[gnu::always_inline]] static inline void emit(const O &o, int64_t v, int k, const D &s, const D &c,
+  [[gnu::always_inline]] static inline void emit(const O &o, int64_t v, int q, const D &s, const D &c,
                                                  const typename S::Consts &kc, Redo *redo, int64_t &nr) {
     const F val = O::kZipped ? S::narrow2_zip(s, c, kc) : S::narrow2(s, c);
     bool ok;
     if constexpr (kSmall) ok = S::decided(s, c, val, kc);
     else ok = S::decided_window(s, c);
     if (__builtin_expect(ok, 1) && __builtin_expect(o.template put_fast<kNt>(v * W, val), 1)) return;
-    redo[nr++] = Redo(detail::Freq::kRows * v + k);
+    redo[nr++] = Redo(4 * v + q);
   }
 
-  // The full vectors of one chunk for the kRows rows of a group: row k is the group state M (the anchor
-  // (an) turned by the far entry fb) turned by near[k - 1], near[-1] being near[1] backwards. Each vector
-  // of M is made once, in registers, and never stored; the rows a step before and after M share the
-  // products with near[1]'s cos, so four rows cost ten products and fused operations besides M's four,
-  // and eight loads (docs/math.md section 4). Only on the paths whose registers hold it (S::kGroupPass).
-  // Tables (no x) are software-pipelined by one vector: the turns of vector v + 1 are issued before the
-  // narrowing, test and stores of vector v, whose values were made in the previous step. Each vector's
-  // work is one long chain (loads, two turns, narrowing, permute, test); written in order, the chains of
-  // consecutive vectors overlapped too little on AMD Zen 4, where tables are bound by the arithmetic (the
-  // loop took 1.13x the time). And where both |sin| and |cos| of M exceed the pairs' clear bound (cb,
-  // Freq::clear), no row of the group holds a value near zero, and its four rows skip the small-value
-  // half of the acceptance test (another 0.93x). The fused operations keep the plain loop: there the
-  // x rows, their prefetches and the row pointers of four rows take the registers, and either change
-  // made the embedding slower (1.16x and 1.4x the time at 32000 x 4096, 8192 tokens; section 7).
-  struct GroupRows {
+  // Four rows of a block, k and k + 1 steps on either side of its anchor A: A turned by +-t1 (the entry of
+  // k steps) and +-t2 (k + 1 steps). A row and its mirror share the two products with the entry's cos,
+  // so the four rows cost twelve products and fused operations and six loads (docs/math.md section 4).
+  struct QuadRows {
     D s[4], c[4];
-    bool clear;
   };
-  template <bool kClear>
-  [[gnu::always_inline]] static inline void group_rows(const double *an, const double *fb, const double *nb,
-                                                       const double *cb, int64_t v, GroupRows &r) {
-    constexpr int64_t L = detail::Freq::kLanes;
-    const int64_t fo = far_offset(v), no = near_offset(v);
-    D ms, mc, ts, tc;
-    load_pair(an + fo, ms, mc);
-    turn_by(ms, mc, fb + fo);
-    if constexpr (kClear) r.clear = S::clear_of(ms, mc, S::load(cb + v * W));
-    const double *n = nb + no;
-    load_pair(n, ts, tc);
-    const D ps = ms * tc, pc = mc * tc;
-    r.s[0] = S::fnma(mc, ts, ps);  // a step back
-    r.c[0] = S::fma(ms, ts, pc);
-    r.s[1] = ms;
-    r.c[1] = mc;
-    r.s[2] = S::fma(mc, ts, ps);  // a step on
-    r.c[2] = S::fnma(ms, ts, pc);
-    r.s[3] = ms;
-    r.c[3] = mc;
-    turn_by(r.s[3], r.c[3], n + 2 * L);
+  [[gnu::always_inline]] static inline void quad_rows(const double *an, const double *t1, const double *t2,
+                                                      int64_t bo, QuadRows &r) {
+    D as, ac, ts, tc;
+    load_pair(an + bo, as, ac);
+    load_pair(t1 + bo, ts, tc);
+    const D ps = as * tc, pc = ac * tc;
+    r.s[0] = S::fma(ac, ts, ps);   // sin(a + t) = sin a cos t + cos a sin t
+    r.c[0] = S::fnma(as, ts, pc);  // cos(a + t) = cos a cos t - sin a sin t
+    r.s[1] = S::fnma(ac, ts, ps);  // sin(a - t)
+    r.c[1] = S::fma(as, ts, pc);   // cos(a - t)
+    load_pair(t2 + bo, ts, tc);
+    const D qs = as * tc, qc = ac * tc;
+    r.s[2] = S::fma(ac, ts, qs);
+    r.c[2] = S::fnma(as, ts, qc);
+    r.s[3] = S::fnma(ac, ts, qs);
+    r.c[3] = S::fma(as, ts, qc);
   }
+
+  // The full vectors of one chunk for the four rows of quad_rows (the rows +k, -k, +(k + 1), -(k + 1)),
+  // where the registers hold them (S::kGroupPass). Tables (no x) are software-pipelined by one vector:
+  // the turns of vector v + 1 are issued before the narrowing, test and stores of vector v. Each vector's
+  // work is one long chain (loads, turn, narrowing, permute, test); written in order, the chains of
+  // consecutive vectors overlapped too little on AMD Zen 4, where tables are bound by the arithmetic. And
+  // a vector whose clear distance (clear[v], from the anchor: no row within that many steps holds a value
+  // near zero) reaches k + 1 skips the small-value half of the acceptance test. The fused operations keep
+  // the plain loop: there the x rows, their prefetches and four row pointers take the registers, and
+  // either change made the embedding slower (docs/math.md section 7).
   template <bool kNt, class O>
-  static int64_t group_pass(const O *rows, const double *an, const double *fb, const double *nb, const double *cb,
-                            int64_t nfull, Redo *redo) {
-    static_assert(detail::Freq::kRows == 4 && detail::Freq::kNear == 2, "the group loop writes four rows");
+  static int64_t quad_pass(const O *rows, const double *an, const double *t1, const double *t2,
+                           const int16_t *clear, int64_t k, int64_t nfull, Redo *redo) {
     // Local copies, which no store of the loop can alias: read through rows, the row pointers were
     // loaded again before every store (Sink::Out says why).
     const O o[4] = {rows[0], rows[1], rows[2], rows[3]};
@@ -633,72 +624,46 @@ struct Engine {
     S::pin_consts(kc);
     if constexpr (O::kHasX) {
       for (int64_t v = 0; v < nfull; ++v) {
-        GroupRows r;
-        group_rows<false>(an, fb, nb, cb, v, r);
-        for (int k = 0; k < 4; ++k) emit<kNt>(o[k], v, k, r.s[k], r.c[k], kc, redo, nr);
+        QuadRows r;
+        quad_rows(an, t1, t2, block_offset(v), r);
+        for (int q = 0; q < 4; ++q) emit<kNt>(o[q], v, q, r.s[q], r.c[q], kc, redo, nr);
       }
       return nr;
     }
     if (nfull == 0) return 0;
-    GroupRows next;
-    group_rows<true>(an, fb, nb, cb, 0, next);
+    QuadRows next;
+    quad_rows(an, t1, t2, 0, next);
     for (int64_t v = 0;; ++v) {
-      const GroupRows cur = next;
+      const QuadRows cur = next;
       const bool more = v + 1 < nfull;
-      if (__builtin_expect(more, 1)) group_rows<true>(an, fb, nb, cb, v + 1, next);
-      if (cur.clear) {
-        for (int k = 0; k < 4; ++k) emit<kNt, false>(o[k], v, k, cur.s[k], cur.c[k], kc, redo, nr);
+      if (__builtin_expect(more, 1)) quad_rows(an, t1, t2, block_offset(v + 1), next);
+      if (clear[v] > k) {
+        for (int q = 0; q < 4; ++q) emit<kNt, false>(o[q], v, q, cur.s[q], cur.c[q], kc, redo, nr);
       } else {
-        for (int k = 0; k < 4; ++k) emit<kNt, true>(o[k], v, k, cur.s[k], cur.c[k], kc, redo, nr);
+        for (int q = 0; q < 4; ++q) emit<kNt, true>(o[q], v, q, cur.s[q], cur.c[q], kc, redo, nr);
       }
       if (!more) break;
     }
     return nr;
   }
 
-  // One row of a group on its own: the vectors of src (the anchor, or the group state kept by the group's
-  // first row) turned by the far entry at fb (kFar), kept at keep (kKeep), then turned by the near entry
-  // at nk (kNear: 1 forwards, -1 backwards, 0 not at all). For a group cut short by the end of its run,
-  // and on the paths whose registers do not hold a group pass (S::kGroupPass), where the group's first
-  // row keeps M and the other rows turn it once each.
-  template <bool kFar, bool kKeep, int kNear, bool kNt, class O>
-  static int64_t row_pass(const O &row, int k, const double *src, const double *fb, double *keep,
-                          const double *nk, int64_t nfull, Redo *redo) {
-    constexpr int64_t L = detail::Freq::kLanes;
+  // The full vectors of one chunk for one row: the anchor (kDir 0), or the anchor turned by the entry t
+  // forwards (kDir 1) or backwards (kDir -1). Every row on the paths without a quad pass, and on those
+  // with one the few rows a quad does not cover (the anchor's own, a last unpaired step, an odd side).
+  template <int kDir, bool kNt, class O>
+  static int64_t row_pass(const O &row, const double *an, const double *t, int64_t nfull, Redo *redo) {
     const O o = row;  // a local copy, which no store of the loop can alias (Sink::Out)
     int64_t nr = 0;
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
-    for_vectors(nfull, [=, &nr](int64_t v, int64_t fo, int64_t no) {
+    for_vectors(nfull, [=, &nr](int64_t v, int64_t bo) {
       D s, c;
-      load_pair(src + fo, s, c);
-      if constexpr (kFar) turn_by(s, c, fb + fo);
-      if constexpr (kKeep) {
-        S::store(keep + fo, s);
-        S::store(keep + fo + L, c);
-      }
-      if constexpr (kNear == 1) turn_by(s, c, nk + no);
-      if constexpr (kNear == -1) turn_back_by(s, c, nk + no);
-      emit<kNt>(o, v, k, s, c, kc, redo, nr);
+      load_pair(an + bo, s, c);
+      if constexpr (kDir == 1) turn_by(s, c, t + bo);
+      if constexpr (kDir == -1) turn_back_by(s, c, t + bo);
+      emit<kNt>(o, v, 0, s, c, kc, redo, nr);
     });
     return nr;
-  }
-
-  // Row k of a group, row by row (see row_pass): its vectors go to redo as group_pass's do. Where a group
-  // pass does the full groups (S::kGroupPass), the rows left to this (a group cut short, or every row of
-  // an output written through the stage) are turned from the anchor, and no state buffer is needed;
-  // elsewhere the group's first row keeps M in ms.
-  // A row at the anchor's own position with no other row after it (a decode step) is the anchor itself.
-  template <bool kNt, class O>
-  static int64_t row_of_group(const O &o, int k, bool anchor_alone, const double *an, double *ms,
-                              const double *fb, const double *nb, int64_t nfull, Redo *redo) {
-    constexpr int64_t L = detail::Freq::kLanes;
-    constexpr bool kKept = !S::kGroupPass;
-    if (anchor_alone) return row_pass<false, false, 0, kNt>(o, k, an, fb, nullptr, nb, nfull, redo);
-    if (k == 0) return row_pass<true, kKept, -1, kNt>(o, k, an, fb, ms, nb, nfull, redo);
-    const double *src = kKept ? ms : an;
-    if (k == 1) return row_pass<!kKept, false, 0, kNt>(o, k, src, fb, nullptr, nb, nfull, redo);
-    return row_pass<!kKept, false, 1, kNt>(o, k, src, fb, nullptr, nb + (k - 2) * 2 * L, nfull, redo);
   }
 
   // Rows r0 .. r0+len-1 all at position p0 (a decode step of a batch or a beam): each chunk's PE floats
@@ -751,81 +716,100 @@ struct Engine {
     }
   }
 
-  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock): row kRows g + k is the anchor at
-  // p0 turned by far[g] (kRows g + 1 steps), then by near[k - 1] (k - 1 steps, backwards for k = 0). A
-  // group's kRows rows are written together (group_pass); a group cut short by the end of the run, every
-  // group of an output written through the stage, and every group on the paths without a group pass go
-  // row by row.
+  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock). The block's anchor A is the row in
+  // the middle, c = len / 2; row c + k is A turned by the step entry of |k| steps, forwards or backwards
+  // (k from -c to len - 1 - c, so |k| <= kSteps). On the paths with a quad pass the rows c +- k,
+  // c +- (k + 1) are written four at a time, the rest (and every row elsewhere, and every row of an output
+  // written through the stage) one at a time. A lone row (a decode step) is the anchor itself.
   // Not inlined into run_sink, and neither is repeated(): their buffers are then never on the stack at
-  // the same time (together they took AVX-512 calls past 56 KiB).
+  // the same time.
   template <class K>
   [[gnu::noinline]] static void segment(K &sink, const detail::Freq &f, int64_t h, int64_t r0, int64_t len,
                                         int64_t p0) {
     using detail::Freq;
     constexpr bool kZip = K::kInterleaved;
-    constexpr int64_t R = Freq::kRows;
-    const bool alone = len == 1;  // a lone row is the anchor itself (row_of_group)
-    // The anchors, and a group state for row_of_group, in blocks of kLanes pairs like the tables.
-    alignas(64) double an[2 * kChunk], ms[S::kGroupPass ? 1 : 2 * kChunk];
-    Redo redo[(S::kGroupPass ? R : 1) * kChunk / W];  // one group pass's, or one row's
+    constexpr bool kQuads = S::kGroupPass;
+    constexpr bool kClear = kQuads && !K::kHasX;  // quad_pass uses clear distances only without x
+    const int64_t c = len / 2, pa = p0 + c;  // the anchor's row and position
+    const int64_t both = len - 1 - c;        // rows c +- k exist for k = 1 .. both (both = c or c - 1)
+    alignas(64) double an[2 * kChunk];       // the anchors, in blocks of kLanes pairs like the tables
+    int16_t clear[kClear ? kChunk / W : 1];
+    Redo redo[4 * kChunk / W];
+    const bool quads = kQuads && !(sink.staged && !sink.direct);
     for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
       for (int64_t v = 0; v < nv; ++v)
-        anchor_values(double(p0), f, j0 + v * W, an + far_offset(v), an + far_offset(v) + Freq::kLanes);
-      const double *nb = f.near + Freq::near_at(j0, 1);
-      for (int64_t g = 0; R * g < len; ++g) {
-        const int64_t nk = min64(R, len - R * g), rg = r0 + R * g, pg = p0 + R * g;
-        const double *fb = f.far + f.far_at(j0, g);
-        // What the fast test left (and NaN fused results), and the partial last vector of a row
-        auto value = [&](int64_t v, int k, bool tested) {
-          if (pg + k == 0) {  // the exact zero angle: (+0, 1) everywhere, which the fast test rejects
-            const F sc = S::narrow2(S::set(0.0), S::set(1.0));
-            return kZip ? S::zip(sc) : sc;
-          }
-          D s = S::load(an + far_offset(v)), c = S::load(an + far_offset(v) + Freq::kLanes);
-          if (!alone) turn_by(s, c, fb + far_offset(v));
-          if (k == 0 && !alone) turn_back_by(s, c, nb + near_offset(v));
-          if (k >= 2) turn_by(s, c, nb + (k - 2) * 2 * Freq::kLanes + near_offset(v));
-          if (tested) {
-            const F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
-            if (S::decided(s, c, val)) return val;
-          }
-          return settle_turned<kZip>(f, pg + k, j0 + v * W, s, c);
-        };
-        // A full group, when the outputs are written in place (not through the one stage): four rows in
-        // one pass; otherwise row by row, each finished and flushed before the next.
-        if constexpr (S::kGroupPass) {
-          if (nk == R && !(sink.staged && !sink.direct)) {
-            typename K::Out o[R];
-            for (int k = 0; k < R; ++k) {
-              sink.row(rg + k, R);  // a row's place is taken next by the row R further
-              sink.chunk(j0);
-              o[k] = sink.out();
-            }
-            const double *cb = f.clear + j0;
-            const int64_t nr = sink.direct ? group_pass<true>(o, an, fb, nb, cb, nfull, redo)
-                                           : group_pass<false>(o, an, fb, nb, cb, nfull, redo);
-            for (int64_t t = 0; t < nr; ++t) {
-              const int64_t v = redo[t] / R;
-              const int k = int(redo[t] % R);
-              o[k].put(v * W, value(v, k, false));
-            }
-            if (nfull < nv)
-              for (int k = 0; k < R; ++k) o[k].put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
-            continue;
-          }
+        anchor_values(double(pa), f, j0 + v * W, an + block_offset(v), an + block_offset(v) + Freq::kLanes);
+      if constexpr (kClear) {
+        for (int64_t v = 0; v < nfull; ++v) {
+          D s, c2;
+          load_pair(an + block_offset(v), s, c2);
+          clear[v] = int16_t(S::clear_steps(s, c2, S::load(f.reach + j0 + v * W)));
         }
-        for (int k = 0; k < nk; ++k) {
-          sink.row(rg + k);
-          sink.chunk(j0);
-          const typename K::Out o = sink.out();
-          const int64_t nr = sink.direct ? row_of_group<true>(o, k, alone, an, ms, fb, nb, nfull, redo)
-                                         : row_of_group<false>(o, k, alone, an, ms, fb, nb, nfull, redo);
-          for (int64_t t = 0; t < nr; ++t) o.put((redo[t] / R) * W, value(redo[t] / R, k, false));
-          if (nfull < nv) o.put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
-          sink.flush(j0, jn);
+      }
+      const double *steps = f.step + f.step_at(j0, 1);  // entry k at steps + (k - 1) * 2 padded
+      auto entry = [&](int64_t k) { return steps + (k < 0 ? -k - 1 : k - 1) * 2 * f.padded; };
+      // What the fast test left (and NaN fused results), and the partial last vector of a row
+      auto value = [&](int64_t v, int64_t k, bool tested) {
+        if (pa + k == 0) {  // the exact zero angle: (+0, 1) everywhere, which the fast test rejects
+          const F sc = S::narrow2(S::set(0.0), S::set(1.0));
+          return kZip ? S::zip(sc) : sc;
         }
+        D s, c2;
+        load_pair(an + block_offset(v), s, c2);
+        if (k > 0) turn_by(s, c2, entry(k) + block_offset(v));
+        if (k < 0) turn_back_by(s, c2, entry(k) + block_offset(v));
+        if (tested) {
+          const F val = kZip ? S::narrow2_zip(s, c2) : S::narrow2(s, c2);
+          if (S::decided(s, c2, val)) return val;
+        }
+        return settle_turned<kZip>(f, pa + k, j0 + v * W, s, c2);
+      };
+      // One row, c + k: finished (redo, partial vector, stage) before the next.
+      auto one_row = [&](int64_t k) {
+        sink.row(r0 + c + k);
+        sink.chunk(j0);
+        const typename K::Out o = sink.out();
+        const double *t = entry(k);
+        int64_t nr;
+        if (sink.direct) {
+          nr = k == 0 ? row_pass<0, true>(o, an, t, nfull, redo)
+                      : k > 0 ? row_pass<1, true>(o, an, t, nfull, redo) : row_pass<-1, true>(o, an, t, nfull, redo);
+        } else {
+          nr = k == 0 ? row_pass<0, false>(o, an, t, nfull, redo)
+                      : k > 0 ? row_pass<1, false>(o, an, t, nfull, redo) : row_pass<-1, false>(o, an, t, nfull, redo);
+        }
+        for (int64_t i = 0; i < nr; ++i) o.put((redo[i] / 4) * W, value(redo[i] / 4, k, false));
+        if (nfull < nv) o.put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
+        sink.flush(j0, jn);
+      };
+      if (!quads) {
+        for (int64_t r = 0; r < len; ++r) one_row(r - c);
+        continue;
+      }
+      if constexpr (kQuads) {
+        int64_t k = 1;
+        for (; k + 1 <= both; k += 2) {
+          const int64_t ks[4] = {k, -k, k + 1, -(k + 1)};
+          typename K::Out o[4];
+          for (int q = 0; q < 4; ++q) {
+            sink.row(r0 + c + ks[q], ks[q] > 0 ? 2 : -2);  // a row's place is taken next by the row 2 further out
+            sink.chunk(j0);
+            o[q] = sink.out();
+          }
+          const int64_t nr = sink.direct ? quad_pass<true>(o, an, entry(k), entry(k + 1), clear, k, nfull, redo)
+                                         : quad_pass<false>(o, an, entry(k), entry(k + 1), clear, k, nfull, redo);
+          for (int64_t i = 0; i < nr; ++i) o[redo[i] % 4].put((redo[i] / 4) * W, value(redo[i] / 4, ks[redo[i] % 4], false));
+          if (nfull < nv)
+            for (int q = 0; q < 4; ++q) o[q].put_partial(nfull * W, value(nfull, ks[q], true), jn - nfull * W);
+        }
+        for (; k <= both; ++k) {  // an unpaired last step
+          one_row(k);
+          one_row(-k);
+        }
+        one_row(0);
+        if (both < c) one_row(-c);  // an even len: the first row has no mirror
       }
     }
     for (int64_t k = 0; k < len; ++k) {

@@ -250,10 +250,14 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
                                                      _mm512_set1_epi32(fast_check::kMask32));
     return _kortestc_mask16_u8(outside, outside) != 0;
   }
-  // min(|s|, |c|) > t in every lane: one range instruction (the smaller magnitude, sign cleared) and a compare.
-  static bool clear_of(const D &s, const D &c, const D &t) {
+  // Freq::reach: floor(min over lanes of (min(|s|, |c|) - 2^-12 - 2^-34) reach) - 1, at least -1 and at
+  // most 64: how many steps from the anchor (s, c) no row holds a value near zero. One range instruction
+  // takes the smaller magnitude of each pair.
+  static int64_t clear_steps(const D &s, const D &c, const D &reach) {
     const __m512d m = _mm512_range_pd(s, c, 0x0A);
-    return _mm512_cmp_pd_mask(m, t, _CMP_GT_OQ) == 0xFF;
+    const __m512d q = _mm512_mul_pd(_mm512_sub_pd(m, _mm512_set1_pd(0x1p-12 + 0x1p-34)), reach);
+    const double least = _mm512_reduce_min_pd(_mm512_min_pd(q, _mm512_set1_pd(65.0)));
+    return least < 0.0 ? -1 : int64_t(least) - 1;
   }
   static F combine(H lo, H hi) { return F(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)); }
   static H lo(const F &v) { return _mm512_castps512_ps256(v); }

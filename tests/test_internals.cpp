@@ -231,13 +231,13 @@ TEST_CASE("frequency table: u_i to 150+ bits, the exact copy to 245 bits, the la
   }
 }
 
-// kernel.hpp, group_pass: a group whose state has |sin| and |cos| above clear_i skips the small-value
-// half of the acceptance test for its four rows, which are at most two steps from the state. That is
-// sound when clear_i >= 2^-12 + 2 |step angle| + the state's and a row's errors (2^-48.3, 2^-47.7) + the
-// distance from 2^-12 to the float midpoint above it (2^-36); 2^-35 covers the last three. The bound is
-// also no looser than it needs to be (a looser one would only cost speed, but would mean the formula
-// changed): at most 2^-33 + 2 |step angle| (1 + 2^-19) above 2^-12.
-TEST_CASE("the group pass's clear bound covers two steps of every pair", "[internals][freq]") {
+// kernel.hpp, segment: a vector whose anchor has min(|sin|, |cos|) = m skips the small-value half of the
+// acceptance test for the rows within K = floor((m - 2^-12 - 2^-34) reach) - 1 steps of it. That is sound
+// when K |step angle| < m - 2^-12 - 2^-34 (docs/math.md section 5), which holds when reach <= 1 / (|step
+// angle| (1 + 2^-21)) (the last 2^-21 covers the roundings of the product). The bound is also no looser than
+// it needs to be (a looser one would cost speed only, but would mean the formula changed): reach >=
+// 1 / (|step angle| (1 + 2^-19)). Slow lanes have reach 0: nothing is skipped for them.
+TEST_CASE("reach: the steps per radian of margin are below the exact step angle's inverse", "[internals][freq]") {
   const posenc_spec specs[] = {spec(512, 10000.0, 0.0, 1.0),   spec(64, 1e6, 1.0, 1000.0),
                                spec(40, 2.0, 0.5, -3.0),       spec(34, 10000.0, 0.0, 0x1p900),
                                spec(34, 10000.0, 0.0, 1e-300), spec(10, 1e300, 1.0, 1.0),
@@ -250,27 +250,71 @@ TEST_CASE("the group pass's clear bound covers two steps of every pair", "[inter
     for (int64_t i = 0; i < f->h; ++i) {
       INFO("spec d=" << s.d_model << " base=" << s.base << " scale=" << s.position_scale << " pair " << i);
       if (f->slow[i] != 0.0) {
-        CHECK(f->clear[i] == HUGE_VAL);
+        CHECK(f->reach[i] == 0.0);
         continue;
       }
-      ref::Big two_steps(100), lo(100), hi(100);
-      exact_turns(two_steps, s, i);
-      mpfr_abs(two_steps, two_steps, MPFR_RNDN);
+      ref::Big angle(100), lo(100), hi(100);
+      exact_turns(angle, s, i);
+      mpfr_abs(angle, angle, MPFR_RNDN);
       mpfr_set_prec(lo, 200);
-      mpfr_const_pi(lo, MPFR_RNDU);
-      mpfr_mul(two_steps, two_steps, lo, MPFR_RNDU);  // 2 |step angle| = pi |u| radians
-      mpfr_set_prec(lo, mpfr_get_prec(two_steps) + 64);
-      mpfr_set_prec(hi, mpfr_get_prec(two_steps) + 64);
-      mpfr_add_d(lo, two_steps, 0x1p-12 + 0x1p-35, MPFR_RNDU);
-      mpfr_mul_d(hi, two_steps, 1.0 + 0x1p-19, MPFR_RNDN);
-      mpfr_add_d(hi, hi, 0x1p-12 + 0x1p-33, MPFR_RNDN);
-      CHECK(mpfr_cmp_d(lo, f->clear[i]) <= 0);
-      CHECK(mpfr_cmp_d(hi, f->clear[i]) >= 0);
+      mpfr_const_pi(lo, MPFR_RNDN);
+      mpfr_mul(angle, angle, lo, MPFR_RNDN);
+      mpfr_div_ui(angle, angle, 2, MPFR_RNDN);  // |step angle| = |u| pi / 2 radians
+      mpfr_set_prec(lo, mpfr_get_prec(angle) + 64);
+      mpfr_set_prec(hi, mpfr_get_prec(angle) + 64);
+      mpfr_mul_d(lo, angle, 1.0 + 0x1p-21, MPFR_RNDN);
+      mpfr_ui_div(lo, 1, lo, MPFR_RNDN);
+      mpfr_mul_d(hi, angle, 1.0 + 0x1p-19, MPFR_RNDN);
+      mpfr_ui_div(hi, 1, hi, MPFR_RNDN);
+      CHECK(mpfr_cmp_d(lo, f->reach[i]) >= 0);
+      CHECK(mpfr_cmp_d(hi, f->reach[i]) <= 0);
       ++finite;
     }
   }
   CHECK(finite > 300);
 }
+
+#ifdef POSENC_HAVE_AVX512
+// Simd<avx512>::clear_steps against the same formula in exact arithmetic: K is at most the exact
+// floor((m - 2^-12 - 2^-34) reach) - 1 of every lane (so every skipped row is clear of zero), at least that
+// less one (rounding may cost one step, no more), -1 when a lane has no margin, and 64 at the most.
+TEST_CASE("clear_steps: how far from an anchor no row holds a value near zero", "[internals][freq]") {
+  if (!posenc_isa_available(POSENC_ISA_AVX512)) return;
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0), expo(-40.0, 2.0);
+  int64_t checked = 0, clear = 0;
+  for (int t = 0; t < 20000; ++t) {
+    double s[8], c[8], reach[8];
+    for (int l = 0; l < 8; ++l) {
+      const double a = 3.2 * unit(rng);
+      s[l] = std::sin(a);
+      c[l] = std::cos(a);
+      reach[l] = std::exp2(-expo(rng));  // steps per radian: step angles from 2^-40 to 4
+      if (t % 7 == 0 && l == t % 8) s[l] = (0x1p-12 + 0x1p-34) * (1 + unit(rng) * 0x1p-40);  // at the edge
+      if (t % 11 == 0) reach[l] = 0.0;  // a slow lane
+    }
+    // the exact answer: min over lanes of floor((m - 2^-12 - 2^-34) reach), each in MPFR
+    int64_t exact = 1 << 20;
+    for (int l = 0; l < 8; ++l) {
+      ref::Big q(300);
+      mpfr_set_d(q, std::min(std::fabs(s[l]), std::fabs(c[l])), MPFR_RNDN);
+      mpfr_sub_d(q, q, 0x1p-12 + 0x1p-34, MPFR_RNDN);
+      mpfr_mul_d(q, q, reach[l], MPFR_RNDN);
+      mpfr_floor(q, q);
+      exact = std::min<int64_t>(exact, std::max<int64_t>(-1, std::min<int64_t>(mpfr_get_si(q, MPFR_RNDN), 65)));
+    }
+    const int64_t k = posenc::avx512::clear_steps(s, c, reach);
+    INFO("trial " << t << " exact floor " << exact << " got " << k);
+    CHECK(k <= std::max<int64_t>(-1, exact - 1));
+    CHECK(k >= std::max<int64_t>(-1, exact - 2));
+    CHECK(k <= 64);
+    ++checked;
+    clear += k >= 0;
+  }
+  CHECK(checked == 20000);
+  CHECK(clear > 1000);  // the cases are not all trivial
+}
+#endif
 
 // docs/math.md: relative 2^-50 from the polynomials and roundings, absolute 2^-104 from the reduction
 // (the angle in quarter turns is known to 2^-105.9); the code's bound is 2^-47 |y| + 2^-97 min(1, |p u0|).
@@ -368,18 +412,15 @@ TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals]
   CHECK(compared > 5000);
 }
 
-TEST_CASE("rotation tables: 4g + 1 and k steps within 2^-50", "[internals][freq]") {
+TEST_CASE("rotation table: 1 to 32 steps within 2^-50", "[internals][freq]") {
   const posenc_spec s = spec(128, 10000.0, 0.0, 1.0);
   const auto f = posenc::detail::build_frequencies(s);
   int64_t checked = 0;
   for (int64_t i = 0; i < f->h; i += 5) {
-    // every far entry (4g + 1 steps, g < kFar) and near entry (k steps, 0 < k <= kNear) of pair i
-    for (int e = 0; e < Freq::kFar + Freq::kNear; ++e) {
-      const bool far = e < Freq::kFar;
-      const int64_t steps = far ? Freq::kRows * e + 1 : e - Freq::kFar + 1;
-      const double *t = far ? f->far + f->far_at(i, e) : f->near + Freq::near_at(i, steps);
+    for (int64_t k = 1; k <= Freq::kSteps; ++k) {
+      const double *t = f->step + f->step_at(i, k);
       ref::Big es(100), ec(100);
-      ref::exact_pair(s, i, steps, es, ec);
+      ref::exact_pair(s, i, k, es, ec);
       mpfr_sub_d(es, es, t[0], MPFR_RNDN);
       mpfr_sub_d(ec, ec, t[Freq::kLanes], MPFR_RNDN);
       CHECK(std::fabs(mpfr_get_d(es, MPFR_RNDN)) <= 0x1p-50);
@@ -387,7 +428,7 @@ TEST_CASE("rotation tables: 4g + 1 and k steps within 2^-50", "[internals][freq]
       ++checked;
     }
   }
-  CHECK(checked == (f->h + 4) / 5 * (Freq::kFar + Freq::kNear));
+  CHECK(checked == (f->h + 4) / 5 * Freq::kSteps);
 }
 
 TEST_CASE("the last resort is correctly rounded on its own", "[internals][exact]") {
