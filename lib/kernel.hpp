@@ -716,11 +716,34 @@ struct Engine {
     }
   }
 
+  // The order in which a quad pass writes the rows of a block of len rows: the quads (rows c + k, c - k,
+  // c + k + 1, c - k - 1 for k = 1, 3, ...), then one at a time the rows left over (an unpaired last step,
+  // the anchor's own row c = len / 2, and with an even len the first row). Offsets from the block's first
+  // row; returns how many of them are in quads.
+  static int64_t quad_order(int64_t len, int8_t *order) {
+    const int64_t c = len / 2, both = len - 1 - c;
+    int64_t i = 0, k = 1;
+    for (; k + 1 <= both; k += 2) {
+      order[i++] = int8_t(c + k);
+      order[i++] = int8_t(c - k);
+      order[i++] = int8_t(c + k + 1);
+      order[i++] = int8_t(c - k - 1);
+    }
+    const int64_t in_quads = i;
+    for (; k <= both; ++k) {
+      order[i++] = int8_t(c + k);
+      order[i++] = int8_t(c - k);
+    }
+    order[i++] = int8_t(c);
+    if (both < c) order[i++] = 0;
+    return in_quads;
+  }
+
   // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock). The block's anchor A is the row in
   // the middle, c = len / 2; row c + k is A turned by the step entry of |k| steps, forwards or backwards
-  // (k from -c to len - 1 - c, so |k| <= kSteps). On the paths with a quad pass the rows c +- k,
-  // c +- (k + 1) are written four at a time, the rest (and every row elsewhere, and every row of an output
-  // written through the stage) one at a time. A lone row (a decode step) is the anchor itself.
+  // (k from -c to len - 1 - c, so |k| <= kSteps). On the paths with a quad pass the rows are written in
+  // quad_order, four at a time where it can; elsewhere, and for an output written through the stage, one
+  // at a time in order. A lone row (a decode step) is the anchor itself.
   // Not inlined into run_sink, and neither is repeated(): their buffers are then never on the stack at
   // the same time.
   template <class K>
@@ -730,12 +753,24 @@ struct Engine {
     constexpr bool kZip = K::kInterleaved;
     constexpr bool kQuads = S::kGroupPass;
     constexpr bool kClear = kQuads && !K::kHasX;  // quad_pass uses clear distances only without x
-    const int64_t c = len / 2, pa = p0 + c;  // the anchor's row and position
-    const int64_t both = len - 1 - c;        // rows c +- k exist for k = 1 .. both (both = c or c - 1)
-    alignas(64) double an[2 * kChunk];       // the anchors, in blocks of kLanes pairs like the tables
+    const int64_t c = len / 2, pa = p0 + c;       // the anchor's row and position
+    alignas(64) double an[2 * kChunk];            // the anchors, in blocks of kLanes pairs like the tables
     int16_t clear[kClear ? kChunk / W : 1];
     Redo redo[4 * kChunk / W];
     const bool quads = kQuads && !(sink.staged && !sink.direct);
+    // With an x to add, each row prefetches the x of the row written four rows later, the one that takes
+    // its place in the next quad (the first rows of the next block, assumed a full one, at the end): a row
+    // whose x nobody prefetched costs the embedding a gather from memory.
+    int8_t order[kBlock], next_order[kBlock];
+    const int64_t in_quads = quads ? quad_order(len, order) : 0;
+    const int64_t r1 = r0 + len, len1 = min64(kBlock, sink.job.n - r1);
+    if (quads && len1 > 0) quad_order(len1, next_order);
+    auto ahead = [&](int64_t i) {  // for the i-th row written: how far its prefetch row is from it
+      const int64_t r = r0 + order[i];
+      if (i + 4 < len) return r0 + order[i + 4] - r;
+      if (i + 4 - len < len1) return r1 + next_order[i + 4 - len] - r;
+      return int64_t(0);
+    };
     for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
@@ -767,8 +802,8 @@ struct Engine {
         return settle_turned<kZip>(f, pa + k, j0 + v * W, s, c2);
       };
       // One row, c + k: finished (redo, partial vector, stage) before the next.
-      auto one_row = [&](int64_t k) {
-        sink.row(r0 + c + k);
+      auto one_row = [&](int64_t k, int64_t next) {
+        sink.row(r0 + c + k, next);
         sink.chunk(j0);
         const typename K::Out o = sink.out();
         const double *t = entry(k);
@@ -785,31 +820,29 @@ struct Engine {
         sink.flush(j0, jn);
       };
       if (!quads) {
-        for (int64_t r = 0; r < len; ++r) one_row(r - c);
+        for (int64_t r = 0; r < len; ++r) one_row(r - c, 1);
         continue;
       }
       if constexpr (kQuads) {
-        int64_t k = 1;
-        for (; k + 1 <= both; k += 2) {
+        for (int64_t i = 0; i < in_quads; i += 4) {
+          const int64_t k = order[i] - c;
           const int64_t ks[4] = {k, -k, k + 1, -(k + 1)};
           typename K::Out o[4];
           for (int q = 0; q < 4; ++q) {
-            sink.row(r0 + c + ks[q], ks[q] > 0 ? 2 : -2);  // a row's place is taken next by the row 2 further out
+            sink.row(r0 + c + ks[q], ahead(i + q));
             sink.chunk(j0);
             o[q] = sink.out();
           }
           const int64_t nr = sink.direct ? quad_pass<true>(o, an, entry(k), entry(k + 1), clear, k, nfull, redo)
                                          : quad_pass<false>(o, an, entry(k), entry(k + 1), clear, k, nfull, redo);
-          for (int64_t i = 0; i < nr; ++i) o[redo[i] % 4].put((redo[i] / 4) * W, value(redo[i] / 4, ks[redo[i] % 4], false));
+          for (int64_t t = 0; t < nr; ++t) {
+            const int q = int(redo[t] % 4);
+            o[q].put((redo[t] / 4) * W, value(redo[t] / 4, ks[q], false));
+          }
           if (nfull < nv)
             for (int q = 0; q < 4; ++q) o[q].put_partial(nfull * W, value(nfull, ks[q], true), jn - nfull * W);
         }
-        for (; k <= both; ++k) {  // an unpaired last step
-          one_row(k);
-          one_row(-k);
-        }
-        one_row(0);
-        if (both < c) one_row(-c);  // an even len: the first row has no mirror
+        for (int64_t i = in_quads; i < len; ++i) one_row(order[i] - c, ahead(i));
       }
     }
     for (int64_t k = 0; k < len; ++k) {
