@@ -41,7 +41,7 @@ struct Freq {
   // block holds the sin of its pairs, then their cos, so that one pointer reaches both; one run of blocks
   // per step, so a vector finds its entry for every step at the same displacement.
   static constexpr int kLanes = 8;
-  static constexpr int kBlock = 64;           // rows of a block, turned from its one anchor
+  static constexpr int kBlock = 65;  // rows of a block, turned from its one anchor in the middle
   static constexpr int kSteps = kBlock / 2;   // the rows of a block are at most kSteps from its middle
   double *step;
   // Where the sin of pair j sits in the entry of k steps, relative to step; its cos is kLanes further.

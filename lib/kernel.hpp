@@ -180,7 +180,7 @@ struct Engine {
 
   // The absolute error of the rotation path (docs/math.md): 3 sqrt2 e_d + 2 sqrt2 2^-52 with the direct
   // method's e_d <= 2^-50 gives 2^-47.7; this is that bound plus the rounding of y +- delta.
-  static constexpr double kTurnedBound = 0x1.3p-47;
+  static constexpr double kTurnedBound = 0x1.6p-49;
 
   // The correctly rounded floats of the W pairs from j at position p: [sin lanes | cos lanes], or
   // interleaved sin, cos, sin, cos ... when kZip.

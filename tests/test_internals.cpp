@@ -455,13 +455,17 @@ TEST_CASE("the fast acceptance test rejects values near a float32 midpoint or at
           "[internals][fast]") {
   // y near the midpoint between two floats of [0.5, 1): 0.75 + 2^-25 is one.
   const double mid = 0.75 + 0x1p-25;
+  // The window is 2^16 double ulps either side of a midpoint: 2^-37 in [0.5, 1), 2^-48 in [2^-12, 2^-11).
   const double s[] = {0.75,        mid,         mid + 0x1p-48, mid - 0x1p-47, mid + 0x1p-40, mid + 0x1p-30,
                       -mid,        0x1p-13,     0x1p-12,       -0x1.fp-13,    1.0,           0.0,
                       0x1.8p-12 + 0x1p-36, 0x1.8p-12 + 0x1p-37,
-                      // just below 2^-12, 2^-47.9 above the lower binade's top midpoint: outside the 2^17-ulp
-                      // window of that binade (2^-48) but within the error bound; f rounds to 2^-12
-                      0x1p-12 - 0x1p-37 + 0x1.1p-48};
-  const bool reject[] = {false, true, true, true, true, false, true, true, true, true, false, true, true, false, true};
+                      // just below 2^-12, 2^-47.9 above the lower binade's top midpoint: outside the window of
+                      // that binade (2^-49) but within the error bound; f rounds to 2^-12
+                      0x1p-12 - 0x1p-37 + 0x1.1p-48,
+                      // the window's edges: 1.5 2^16 ulps out (accepted), 2^16 below (rejected), both binades
+                      mid + 0x1.8p-37, mid - 0x1p-37, 0x1.8p-12 + 0x1p-36 + 0x1.8p-48, 0x1.8p-12 + 0x1p-36 - 0x1p-48};
+  const bool reject[] = {false, true, true,  true, true, false, true, true, true, true, false, true, true, false, true,
+                         false, true, false, true};
   const int64_t n = int64_t(sizeof s / sizeof s[0]);
   std::vector<double> c(n, 0.5);
   int64_t expected = 0;
