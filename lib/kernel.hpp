@@ -34,10 +34,10 @@ struct Engine {
   using H = typename S::H;
   static constexpr int W = S::W;
   static constexpr int64_t kBlock = detail::Freq::kBlock;  // rows turned from one anchor
-  // Pairs whose block state lives on the stack at once. The group pass reads each row's x in pieces of a
-  // chunk, where longer pieces measured faster (the fused embedding at d = 4096: 0.92x the time with 1024
-  // pairs instead of 512; 2048 no better); row by row, the state and tables of 1024 pairs overflow L1.
-  static constexpr int64_t kChunk = S::kGroupPass ? 1024 : 512;
+  // Pairs whose anchors live on the stack at once. The quad pass reads each row's x in pieces of a chunk,
+  // where longer pieces measured faster (the fused embedding at d = 4096: 0.92x the time with 1024 pairs
+  // instead of 512; 2048 no better); row by row, the anchors and tables of 1024 pairs overflow L1.
+  static constexpr int64_t kChunk = S::kQuadPass ? 1024 : 512;
 
   static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -605,7 +605,7 @@ struct Engine {
   }
 
   // The full vectors of one chunk for the four rows of quad_rows (the rows +k, -k, +(k + 1), -(k + 1)),
-  // where the registers hold them (S::kGroupPass). Tables (no x) are software-pipelined by one vector:
+  // where the registers hold them (S::kQuadPass). Tables (no x) are software-pipelined by one vector:
   // the turns of vector v + 1 are issued before the narrowing, test and stores of vector v. Each vector's
   // work is one long chain (loads, turn, narrowing, permute, test); written in order, the chains of
   // consecutive vectors overlapped too little on AMD Zen 4, where tables are bound by the arithmetic. And
@@ -751,7 +751,7 @@ struct Engine {
                                         int64_t p0) {
     using detail::Freq;
     constexpr bool kZip = K::kInterleaved;
-    constexpr bool kQuads = S::kGroupPass;
+    constexpr bool kQuads = S::kQuadPass;
     constexpr bool kClear = kQuads && !K::kHasX;  // quad_pass uses clear distances only without x
     const int64_t c = len / 2, pa = p0 + c;       // the anchor's row and position
     alignas(64) double an[2 * kChunk];            // the anchors, in blocks of kLanes pairs like the tables

@@ -24,8 +24,8 @@ struct Simd<xsimd::neon64> {
   static constexpr int W = 2;
 
   static constexpr bool kCanStream = false;  // no non-temporal vector store worth using here
-  // kernel.hpp, group_pass: not measurable here (qemu), so the row-by-row form that AVX2 uses
-  static constexpr bool kGroupPass = false;
+  // kernel.hpp, quad_pass: not measurable here (qemu), so the row-by-row form that AVX2 uses
+  static constexpr bool kQuadPass = false;
   static void stream_copy(float *dst, const float *src, int64_t n) { std::memcpy(dst, src, sizeof(float) * size_t(n)); }
   static void stream_f(float *p, const F &v) { store_f(p, v); }
   static void stream_h(float *p, H v) { vst1_f32(p, v); }

@@ -44,9 +44,10 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   using H = __m128;  // W = 4 floats
 
   static constexpr bool kCanStream = true;
-  // kernel.hpp, group_pass: four rows' worth of live vectors do not fit in 16 registers with the fused
-  // operation's (measured: the fused embedding took 1.25-1.36x the time of row by row).
-  static constexpr bool kGroupPass = false;
+  // kernel.hpp, quad_pass: four rows' worth of live vectors do not fit in 16 registers with the fused
+  // operation's (measured on the earlier grouped form: the fused embedding took 1.25-1.36x the time of
+  // row by row).
+  static constexpr bool kQuadPass = false;
   // n floats from src to dst: plain stores up to the first 32-byte boundary of dst and after the last,
   // non-temporal stores between.
   static void stream_copy(float *dst, const float *src, int64_t n) {
@@ -176,7 +177,7 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   using H = __m256;  // W = 8 floats
 
   static constexpr bool kCanStream = true;
-  static constexpr bool kGroupPass = true;  // kernel.hpp, group_pass: 32 registers hold it
+  static constexpr bool kQuadPass = true;  // kernel.hpp, quad_pass: 32 registers hold it
   // n floats from src to dst: plain stores up to the first cache-line boundary of dst and after the last,
   // non-temporal stores of whole lines between.
   static void stream_copy(float *dst, const float *src, int64_t n) {
@@ -243,7 +244,7 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
         _mm512_set1_epi32(int(fast_check::kSmallestBits)));
     return _kortestc_mask16_u8(ok, ok) != 0;  // every lane set
   }
-  // The window half alone, for vectors whose values are known to be far from zero (kernel.hpp, group_pass).
+  // The window half alone, for vectors whose values are known to be far from zero (kernel.hpp, quad_pass).
   static bool decided_window(const D &s, const D &c) {
     const __m512i low = _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castpd_ps(s), _mm512_castpd_ps(c), 0x88));
     const __mmask16 outside = _mm512_test_epi32_mask(_mm512_add_epi32(low, _mm512_set1_epi32(fast_check::kBias32)),

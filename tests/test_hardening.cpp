@@ -1,6 +1,6 @@
 // Bad input, every public kernel: the documented status, and not one byte of any buffer changed (outputs
 // canary-filled, inputs compared with their copies). Every case starts from a call that succeeds, so the
-// one argument a case breaks is what the status is about. n = 70 rows spans two 64-row blocks of the
+// one argument a case breaks is what the status is about. n = 70 rows spans two 65-row blocks of the
 // kernel: an implementation that checked a block's positions or tokens only when it reached that block
 // would already have written the first one when the bad value is the last.
 // Also: valid edge values (they must write exactly the rows), NaN and Inf in activations and embedding

@@ -128,7 +128,7 @@ TEST_CASE("rows at a repeated position (a decode step of a batch or beam) equal 
   // row must still be the one-row call's, for tables and for the fused embedding (whose reference is fmaf
   // over the one-row PE).
   std::vector<int64_t> pos;
-  for (int k = 0; k < 150; ++k) pos.push_back(123457);  // longer than a block of 64
+  for (int k = 0; k < 150; ++k) pos.push_back(123457);  // longer than a block of 65
   pos.push_back(123458);
   pos.push_back(123458);
   pos.push_back(-77);
@@ -255,7 +255,7 @@ TEST_CASE("gathered embeddings larger than the caches equal the same rows writte
         }
         CHECK(same);
 
-        // Runs of 64 rows at one position (the repeated-position path, kernel.hpp: repeated), streamed.
+        // Runs of a block's rows at one position (the repeated-position path, kernel.hpp: repeated), streamed.
         std::vector<int64_t> steps(static_cast<size_t>(n));
         for (int64_t r = 0; r < n; ++r) steps[size_t(r)] = 1000 + r / 64;
         REQUIRE(posenc_embed_f32(&s, emb.data(), vocab, d, tokens.data(), scale, steps.data(), 0, n, whole, d) ==

@@ -17,7 +17,7 @@
 namespace {
 
 constexpr int kWorkers = 4, kRounds = 5, kSpecs = 40;
-constexpr int64_t kRows = 70;  // two of the kernel's 64-row blocks
+constexpr int64_t kRows = 70;  // two of the kernel's 65-row blocks
 
 posenc_spec spec_number(int i) {
   posenc_spec s = posenc_spec_default(8 + (i * 37) % 90);
