@@ -178,8 +178,9 @@ struct Engine {
     return settle<kZip>(f, p, j);
   }
 
-  // The absolute error of the rotation path (docs/math.md): 3 sqrt2 e_d + 2 sqrt2 2^-52 with the direct
-  // method's e_d <= 2^-50 gives 2^-47.7; this is that bound plus the rounding of y +- delta.
+  // The absolute error of the rotation path (docs/math.md section 4): the anchor's sqrt2 2^-51, the table
+  // entry's sqrt2 2^-50 and the turn's two roundings per component, sqrt2 2^-52, give 2.48 2^-50 =
+  // 2^-48.69; this is that bound plus the rounding of y +- delta (2^-53), 2.75 2^-50.
   static constexpr double kTurnedBound = 0x1.6p-49;
 
   // The correctly rounded floats of the W pairs from j at position p: [sin lanes | cos lanes], or
