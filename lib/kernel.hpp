@@ -758,7 +758,9 @@ struct Engine {
     alignas(64) double an[2 * kChunk];            // the anchors, in blocks of kLanes pairs like the tables
     int16_t clear[kClear ? kChunk / W : 1];
     Redo redo[4 * kChunk / W];
-    const bool quads = kQuads && !(sink.staged && !sink.direct);
+    // A lone row (a decode step) takes the row path: through the quad path's setup, a step at d = 64
+    // took 1.12x the time.
+    const bool quads = kQuads && !(sink.staged && !sink.direct) && len > 1;
     // With an x to add, each row prefetches the x of the row written four rows later, the one that takes
     // its place in the next quad (the first rows of the next block, assumed a full one, at the end): a row
     // whose x nobody prefetched costs the embedding a gather from memory.
@@ -777,8 +779,8 @@ struct Engine {
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
       for (int64_t v = 0; v < nv; ++v)
         anchor_values(double(pa), f, j0 + v * W, an + block_offset(v), an + block_offset(v) + Freq::kLanes);
-      if constexpr (kClear) {
-        for (int64_t v = 0; v < nfull; ++v) {
+      if constexpr (kClear) {  // only where a quad will read them (not for a lone row: a decode step)
+        for (int64_t v = 0; v < (in_quads > 0 ? nfull : 0); ++v) {
           D s, c2;
           load_pair(an + block_offset(v), s, c2);
           clear[v] = int16_t(S::clear_steps(s, c2, S::load(f.reach + j0 + v * W)));
