@@ -163,10 +163,13 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
       if (i + 1 < h) w = mp::mul(w, r);
     }
   }
-  // The step angle is |u0| pi/2 radians (u is centred in [-2, 2)); the factor 1 + 2^-20 covers every
-  // rounding here and in the kernel's use of reach (kernel.hpp, segment; docs/math.md section 5).
+  // The step angle is |u0| pi/2 radians (u is centred in [-2, 2)); the factor 1 + 2^-20 covers the
+  // roundings here and of the product in Simd::clear_steps, whose - 1 is further margin (docs/math.md
+  // section 5). A zero step (position_scale 0) never turns away from its anchor's exact (0, 1): reach 0.
   for (int64_t i = 0; i < padded; ++i)
-    f->reach[i] = f->slow[i] != 0.0 ? 0.0 : 1.0 / (1.5707963267948966 * std::fabs(f->u0[i]) * (1.0 + 0x1p-20));
+    f->reach[i] = f->slow[i] != 0.0 || f->u0[i] == 0.0
+                      ? 0.0
+                      : 1.0 / (1.5707963267948966 * std::fabs(f->u0[i]) * (1.0 + 0x1p-20));
   scalar::fill_tables(*f);
   return f;
 }

@@ -31,8 +31,9 @@ struct Freq {
   double *slow;          // 0, or +inf for lanes the double methods must hand to exact.cpp
   // For the quad pass (kernel.hpp): how many steps from the anchor of a block no row can hold a value
   // near zero. reach_i = 1 / (|step angle| (1 + 2^-20)), in steps per radian (0 for the lanes marked
-  // slow); from the anchor's computed sin and cos, every row within floor((min(|sin|, |cos|) - 2^-12 -
-  // 2^-34) reach_i) - 1 steps has |value| > 2^-12 (docs/math.md section 5).
+  // slow, and for a zero step); from the anchor's computed sin and cos, every row within
+  // floor((min(|sin|, |cos|) - 2^-12 - 2^-34) reach_i) - 1 steps has |value| > 2^-12 (docs/math.md
+  // section 5).
   double *reach;
 
   // The rotation table (kernel.hpp, segment): sin and cos of k position steps, 0 < k <= kSteps, by the

@@ -3,10 +3,10 @@
 // ISA's copy has its own symbols and no inline code is shared between units built with different flags.
 //
 // Three ways to get an element, cheapest first; docs/math.md has the error analysis behind each bound.
-//  - Rotation (most elements): a block of up to 64 consecutive positions has its anchor in the middle
+//  - Rotation (most elements): a block of up to 65 consecutive positions has its anchor in the middle
 //    (anchor_values: a shorter form of the direct method, absolute error below 2^-51.4); the row k
 //    positions away is the anchor turned by the tabulated rotation of |k| steps, forwards or backwards
-//    (angle addition in double), absolute error below 2^-48.8. On AVX-512 the rows k and -k share their
+//    (angle addition in double), absolute error below 2^-48.69. On AVX-512 the rows k and -k share their
 //    products and four rows are written together; elsewhere one at a time.
 //  - Direct (the fallback, and the rotation tables): the angle in quarter turns p u_i reduced with
 //    error-free transformations, then Taylor polynomials of sin and cos of (pi/2) t on |t| <= 1/2.
@@ -297,7 +297,7 @@ struct Engine {
     bool direct;  // ... and every full vector store is aligned: non-temporal stores straight to the row
     OutT *row_out = nullptr;  // the current row
     const InT *row_x = nullptr;
-    const InT *next_x = nullptr;  // the x row of row r + 1, which the segment loop writes next
+    const InT *next_x = nullptr;  // the x row of row r + ahead (row()), which takes this row's place next
     OutT *os = nullptr, *oc = nullptr;  // the current chunk: where its sin (or all) and cos values go
     const InT *xs = nullptr, *xc = nullptr;
     const InT *pfs = nullptr, *pfc = nullptr;  // the same chunk of next_x
@@ -757,7 +757,7 @@ struct Engine {
     const int64_t c = len / 2, pa = p0 + c;       // the anchor's row and position
     alignas(64) double an[2 * kChunk];            // the anchors, in blocks of kLanes pairs like the tables
     int16_t clear[kClear ? kChunk / W : 1];
-    Redo redo[4 * kChunk / W];
+    Redo redo[(kQuads ? 4 : 1) * kChunk / W];  // a quad pass's, or one row's
     // A lone row (a decode step) takes the row path: through the quad path's setup, a step at d = 64
     // took 1.12x the time.
     const bool quads = kQuads && !(sink.staged && !sink.direct) && len > 1;

@@ -253,10 +253,11 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   }
   // Freq::reach: floor(min over lanes of (min(|s|, |c|) - 2^-12 - 2^-34) reach) - 1, at least -1 and at
   // most 64: how many steps from the anchor (s, c) no row holds a value near zero. One range instruction
-  // takes the smaller magnitude of each pair.
+  // takes the smaller magnitude of each pair; a lane whose product is not a number counts as no margin.
   static int64_t clear_steps(const D &s, const D &c, const D &reach) {
     const __m512d m = _mm512_range_pd(s, c, 0x0A);
-    const __m512d q = _mm512_mul_pd(_mm512_sub_pd(m, _mm512_set1_pd(0x1p-12 + 0x1p-34)), reach);
+    __m512d q = _mm512_mul_pd(_mm512_sub_pd(m, _mm512_set1_pd(0x1p-12 + 0x1p-34)), reach);
+    q = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(q, q, _CMP_ORD_Q), _mm512_set1_pd(-1.0), q);
     const double least = _mm512_reduce_min_pd(_mm512_min_pd(q, _mm512_set1_pd(65.0)));
     return least < 0.0 ? -1 : int64_t(least) - 1;
   }

@@ -236,7 +236,7 @@ TEST_CASE("frequency table: u_i to 150+ bits, the exact copy to 245 bits, the la
 // when K |step angle| < m - 2^-12 - 2^-34 (docs/math.md section 5), which holds when reach <= 1 / (|step
 // angle| (1 + 2^-21)) (the last 2^-21 covers the roundings of the product). The bound is also no looser than
 // it needs to be (a looser one would cost speed only, but would mean the formula changed): reach >=
-// 1 / (|step angle| (1 + 2^-19)). Slow lanes have reach 0: nothing is skipped for them.
+// 1 / (|step angle| (1 + 2^-19)). Slow lanes and zero steps have reach 0: nothing is skipped for them.
 TEST_CASE("reach: the steps per radian of margin are below the exact step angle's inverse", "[internals][freq]") {
   const posenc_spec specs[] = {spec(512, 10000.0, 0.0, 1.0),   spec(64, 1e6, 1.0, 1000.0),
                                spec(40, 2.0, 0.5, -3.0),       spec(34, 10000.0, 0.0, 0x1p900),
@@ -256,6 +256,10 @@ TEST_CASE("reach: the steps per radian of margin are below the exact step angle'
       ref::Big angle(100), lo(100), hi(100);
       exact_turns(angle, s, i);
       mpfr_abs(angle, angle, MPFR_RNDN);
+      if (mpfr_zero_p(angle)) {  // a zero step: no row ever leaves the anchor's exact (0, 1)
+        CHECK(f->reach[i] == 0.0);
+        continue;
+      }
       mpfr_set_prec(lo, 200);
       mpfr_const_pi(lo, MPFR_RNDN);
       mpfr_mul(angle, angle, lo, MPFR_RNDN);
@@ -353,7 +357,7 @@ TEST_CASE("the direct method stays within 2^-50 |y| + 2^-104, the analysed bound
 
 TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals][direct]") {
   // docs/math.md section 3 ("Anchors"): the analysed bound is 2^-51.46 absolute; the rotation analysis of
-  // section 4 assumes 2^-50. Random positions over the whole range (every quadrant, both signs, t near +-1/2),
+  // section 4 assumes 2^-51. Random positions over the whole range (every quadrant, both signs, t near +-1/2),
   // small ones, and p = 0; each path's own code (its quadrant primitive in particular).
   struct Path {
     const char *name;
@@ -459,13 +463,15 @@ TEST_CASE("the fast acceptance test rejects values near a float32 midpoint or at
   const double s[] = {0.75,        mid,         mid + 0x1p-48, mid - 0x1p-47, mid + 0x1p-40, mid + 0x1p-30,
                       -mid,        0x1p-13,     0x1p-12,       -0x1.fp-13,    1.0,           0.0,
                       0x1.8p-12 + 0x1p-36, 0x1.8p-12 + 0x1p-37,
-                      // just below 2^-12, 2^-47.9 above the lower binade's top midpoint: outside the window of
-                      // that binade (2^-49) but within the error bound; f rounds to 2^-12
-                      0x1p-12 - 0x1p-37 + 0x1.1p-48,
+                      // just below 2^-12, 2^-48.83 above the lower binade's top midpoint: outside the window of
+                      // that binade (2^-49) but within the error bound (2^-48.69); f rounds to 2^-12
+                      0x1p-12 - 0x1p-37 + 0x1.2p-49,
                       // the window's edges: 1.5 2^16 ulps out (accepted), 2^16 below (rejected), both binades
-                      mid + 0x1.8p-37, mid - 0x1p-37, 0x1.8p-12 + 0x1p-36 + 0x1.8p-48, 0x1.8p-12 + 0x1p-36 - 0x1p-48};
+                      mid + 0x1.8p-37, mid - 0x1p-37, 0x1.8p-12 + 0x1p-36 + 0x1.8p-48, 0x1.8p-12 + 0x1p-36 - 0x1p-48,
+                      // and a window shifted either way: 0.75 2^16 above (rejected), 1.25 2^16 below (accepted)
+                      mid + 0x1.8p-38, mid - 0x1.4p-37};
   const bool reject[] = {false, true, true,  true, true, false, true, true, true, true, false, true, true, false, true,
-                         false, true, false, true};
+                         false, true, false, true, true, false};
   const int64_t n = int64_t(sizeof s / sizeof s[0]);
   std::vector<double> c(n, 0.5);
   int64_t expected = 0;
@@ -494,5 +500,22 @@ TEST_CASE("the fast acceptance test rejects values near a float32 midpoint or at
 #endif
 #ifdef POSENC_HAVE_NEON
   CHECK(posenc::neon::fast_rejects(half.data(), s, n) == expected);
+#endif
+#ifdef POSENC_HAVE_AVX512
+  // The window half alone (the quads whose rows are clear of zero): the small values it leaves to the
+  // other half pass here, the values near a midpoint do not, in every lane, as sin and as cos.
+  const bool window[] = {false, true, true,  true, true,  false, true, false, false, false, false, false, true, false,
+                         false, false, true, false, true, true, false};
+  static_assert(sizeof window == sizeof reject, "one answer per value");
+  int64_t near = 0;
+  for (bool w : window) near += w;
+  if (posenc_isa_available(POSENC_ISA_AVX512)) {
+    for (int64_t k = 0; k < n; ++k) {
+      INFO("value " << s[k]);
+      CHECK(posenc::avx512::window_rejects(&s[k], &c[k], 1) == (window[k] ? 1 : 0));
+    }
+    CHECK(posenc::avx512::window_rejects(s, c.data(), n) == near);
+    CHECK(posenc::avx512::window_rejects(half.data(), s, n) == near);
+  }
 #endif
 }

@@ -255,7 +255,7 @@ TEST_CASE("gathered embeddings larger than the caches equal the same rows writte
         }
         CHECK(same);
 
-        // Runs of a block's rows at one position (the repeated-position path, kernel.hpp: repeated), streamed.
+        // Runs of 64 rows at one position (the repeated-position path, kernel.hpp: repeated), streamed.
         std::vector<int64_t> steps(static_cast<size_t>(n));
         for (int64_t r = 0; r < n; ++r) steps[size_t(r)] = 1000 + r / 64;
         REQUIRE(posenc_embed_f32(&s, emb.data(), vocab, d, tokens.data(), scale, steps.data(), 0, n, whole, d) ==
