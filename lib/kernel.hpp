@@ -908,8 +908,10 @@ struct Engine {
     }
   }
 
-  // For tests: how many of n (sin, cos) pairs fail the fast acceptance test, one pair per vector, pair k in
-  // lane k mod W (the rest of the vector is filled with 0.5, which passes).
+  // For tests: how many of n (sin, cos) pairs fail the fast acceptance test (kSmall), or its window half
+  // alone (the quad pass's test of rows clear of zero, only on paths with S::decided_window), one pair per
+  // vector, pair k in lane k mod W (the rest of the vector is filled with 0.5, which passes).
+  template <bool kSmall = true>
   static int64_t fast_rejects(const double *s, const double *c, int64_t n) {
     int64_t rejected = 0;
     for (int64_t k = 0; k < n; ++k) {
@@ -918,7 +920,10 @@ struct Engine {
       vs[k % W] = s[k];  // each value in another lane, so that every lane's test is exercised
       vc[k % W] = c[k];
       const D ds = S::load(vs), dc = S::load(vc);
-      rejected += S::decided(ds, dc, S::narrow2(ds, dc)) ? 0 : 1;
+      bool ok;
+      if constexpr (kSmall) ok = S::decided(ds, dc, S::narrow2(ds, dc));
+      else ok = S::decided_window(ds, dc);
+      rejected += ok ? 0 : 1;
     }
     return rejected;
   }

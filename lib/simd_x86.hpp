@@ -236,20 +236,21 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   // matter). The halves are gathered by an in-lane shuffle, not a two-source permute: on AMD Zen 4 the
   // permute took 1.04x the time of the whole table loop (docs/math.md section 7).
   static bool decided(const D &s, const D &c, const F &f, const Consts & = consts()) {
-    const __m512i low = _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castpd_ps(s), _mm512_castpd_ps(c), 0x88));
-    const __mmask16 outside = _mm512_test_epi32_mask(_mm512_add_epi32(low, _mm512_set1_epi32(fast_check::kBias32)),
-                                                     _mm512_set1_epi32(fast_check::kMask32));
     const __mmask16 ok = _mm512_mask_cmpge_epu32_mask(
-        outside, _mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x7FFFFFFF)),
+        outside_window(s, c), _mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x7FFFFFFF)),
         _mm512_set1_epi32(int(fast_check::kSmallestBits)));
     return _kortestc_mask16_u8(ok, ok) != 0;  // every lane set
   }
   // The window half alone, for vectors whose values are known to be far from zero (kernel.hpp, quad_pass).
-  static bool decided_window(const D &s, const D &c) {
-    const __m512i low = _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castpd_ps(s), _mm512_castpd_ps(c), 0x88));
-    const __mmask16 outside = _mm512_test_epi32_mask(_mm512_add_epi32(low, _mm512_set1_epi32(fast_check::kBias32)),
-                                                     _mm512_set1_epi32(fast_check::kMask32));
+  static bool decided_window(const D &s, const D &c, const Consts & = consts()) {
+    const __mmask16 outside = outside_window(s, c);
     return _kortestc_mask16_u8(outside, outside) != 0;
+  }
+  // The lanes whose 29 low bits are outside the window around the midpoint pattern (fast_check.hpp).
+  static __mmask16 outside_window(const D &s, const D &c) {
+    const __m512i low = _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castpd_ps(s), _mm512_castpd_ps(c), 0x88));
+    return _mm512_test_epi32_mask(_mm512_add_epi32(low, _mm512_set1_epi32(fast_check::kBias32)),
+                                  _mm512_set1_epi32(fast_check::kMask32));
   }
   // Freq::reach: floor(min over lanes of (min(|s|, |c|) - 2^-12 - 2^-34) reach) - 1, at least -1 and at
   // most 64: how many steps from the anchor (s, c) no row holds a value near zero. One range instruction
