@@ -113,6 +113,101 @@ posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int6
                                        int64_t pos_rows, int64_t pos_stride, const int64_t *positions,
                                        int64_t first, int64_t n, float *out, int64_t out_stride);
 
+/* ---- Rotary position embeddings (RoPE; CONTRACT.md section 4, docs/rope.md) ---------------------------
+ *
+ * r = rotary_dim (even, >= 2), h = r/2 pairs, pair i in [0, h), integer position |p| < 2^31:
+ *   f_i   = base^(-2i/r), or the caller's explicit f_i (doubles)
+ *   a_i   = p * position_scale * f_i                 (exact real arithmetic on the given doubles)
+ *   cos_i = m * cos(a_i), sin_i = m * sin(a_i)       m = attention_scale
+ * Every cos_i, sin_i is the float32 nearest the exact value (ties to even), on every path. The rotation of
+ * a pair (x, y) with those floats c, s is x' = fl32(fl64(x*c - y*s)), y' = fl32(fl64(y*c + x*s)): the
+ * products exact, one rounding of the exact sum to double, then one to the row's format
+ * (i.e. (float)fma((double)x, c, -((double)y * s))). Only the first r elements of a head row change. */
+
+/** Which two elements of a head row rotate together. */
+typedef enum posenc_rope_pairs {
+  POSENC_ROPE_HALVES = 0,     /**< i and i + h: GPT-NeoX, HF rotate_half (Llama, Mistral, Qwen, Gemma, Phi), vLLM
+                                   is_neox_style, ggml NEOX */
+  POSENC_ROPE_INTERLEAVED = 1 /**< 2i and 2i + 1: GPT-J, Meta's reference Llama, ggml mode 0, ONNX interleaved=1 */
+} posenc_rope_pairs;
+
+/** A RoPE spec. Two specs with equal fields (and equal frequency values) rotate identically. */
+typedef struct posenc_rope {
+  int64_t rotary_dim;       /**< r: even, >= 2 */
+  posenc_rope_pairs pairs;  /**< POSENC_ROPE_HALVES by default */
+  double base;              /**< 10000.0; f_i = base^(-2i/r) when freq is NULL; > 0 and finite */
+  double position_scale;    /**< multiplies every position; 1.0; finite */
+  const double *freq;       /**< NULL, or r/2 explicit finite frequencies (read at each call: the values, not
+                                 the pointer, identify the spec) */
+  double attention_scale;   /**< m: 1.0 unless a scaling sets it; 2^-64 <= m <= 2^64 */
+} posenc_rope;
+
+/** r, POSENC_ROPE_HALVES, base 1e4, position_scale 1, no explicit frequencies, attention_scale 1. */
+posenc_rope posenc_rope_default(int64_t rotary_dim);
+
+/** HF transformers' rope_type values (modeling_rope_utils.py; docs/rope.md has each formula). */
+typedef enum posenc_rope_type {
+  POSENC_ROPE_TYPE_DEFAULT = 0,
+  POSENC_ROPE_TYPE_LINEAR = 1,
+  POSENC_ROPE_TYPE_DYNAMIC = 2,
+  POSENC_ROPE_TYPE_YARN = 3,
+  POSENC_ROPE_TYPE_LLAMA3 = 4,
+  POSENC_ROPE_TYPE_LONGROPE = 5
+} posenc_rope_type;
+
+/** The parameters of a scaling (HF's rope_scaling / rope_parameters dict). Zero-initialise, then set what the
+ *  scheme uses; a field a scheme does not read is ignored. */
+typedef struct posenc_rope_scaling {
+  posenc_rope_type type;
+  double factor;                    /**< linear, dynamic, yarn, llama3, longrope */
+  int64_t original_max_positions;   /**< dynamic (max_position_embeddings), yarn, llama3, longrope */
+  int64_t seq_len;                  /**< dynamic, longrope: the current sequence length (max position + 1) */
+  double beta_fast, beta_slow;      /**< yarn: 32 and 1 when 0 */
+  double mscale, mscale_all_dim;    /**< yarn (DeepSeek): 0 = unset */
+  int truncate;                     /**< yarn: floor/ceil the correction range (HF's default is 1) */
+  double low_freq_factor, high_freq_factor; /**< llama3 */
+  const double *short_factor, *long_factor; /**< longrope: r/2 each */
+  double attention_factor;          /**< yarn, longrope: 0 = derived as HF does */
+} posenc_rope_scaling;
+
+/** Fills *rope for rotary_dim and base under the scaling (NULL: default). Schemes whose frequencies are not
+ *  base^(-2i/r) write the r/2 frequencies into freq (the caller's array, which rope->freq then points to);
+ *  freq may be NULL for default and linear. Nothing is written on error. */
+posenc_status posenc_rope_init(posenc_rope *rope, int64_t rotary_dim, double base, const posenc_rope_scaling *scaling,
+                               double *freq);
+
+/** The cos/sin cache: n rows for positions[t] (or first + t when positions is NULL); row t holds h values at
+ *  cos_out + t*cos_stride and h at sin_out + t*sin_stride (strides in floats, >= h; cos and sin rows must not
+ *  overlap). sin_out = cos_out + h with both strides r is vLLM's cos_sin_cache; separate buffers are ONNX
+ *  Runtime's cos_cache / sin_cache. POSENC_PAD gives zeros. */
+posenc_status posenc_rope_cache_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                    float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride);
+
+/** In place: for token t (position positions[t], or first + t when positions is NULL) and head j < heads,
+ *  rotates the first r elements of the head row at x + t*token_stride + j*head_stride (strides in elements).
+ *  POSENC_PAD leaves the token untouched. Head rows must not overlap (INVALID otherwise); a stride needs to
+ *  be >= r only where it separates rows (n > 1 for token_stride, heads > 1 for head_stride). */
+posenc_status posenc_rope_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, float *x,
+                              int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_bf16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                               uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_f16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                              uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+
+/** q and k of the same tokens in one pass, cos/sin computed once per token and applied to every head of both
+ *  (GQA: k_heads may differ from q_heads; k may be NULL with k_heads == 0). A fused QKV buffer of head_dim
+ *  elements per head is q = qkv, k = qkv + q_heads*head_dim with the same token stride. q and k rows must not
+ *  overlap each other. */
+posenc_status posenc_rope_qk_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                 float *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
+                                 float *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
+posenc_status posenc_rope_qk_bf16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                  uint16_t *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
+                                  uint16_t *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
+posenc_status posenc_rope_qk_f16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                 uint16_t *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
+                                 uint16_t *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
+
 /** Instruction-set paths. One name per path everywhere: files, namespaces, meson options, POSENC_ISA. */
 typedef enum posenc_isa {
   POSENC_ISA_SCALAR = 0,
