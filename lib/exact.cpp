@@ -20,26 +20,36 @@ constexpr int kLimbs = 5;
 constexpr int64_t kErrorExponent = -214;  // 2^-214: four times the bound above
 constexpr uint32_t kOneBits = 0x3F800000u;
 
-uint32_t rounded_bits(const mp::Num &v, bool wrapped) {
-  // interval half-width: |v| 2^-214, plus 2^-214 when the angle wrapped
-  mp::Num err = mp::ldexp(mp::abs(v), kErrorExponent);
-  if (wrapped) err = mp::add(err, mp::ldexp(mp::from_u64(1, kLimbs), kErrorExponent));
-  const uint32_t lo = mp::to_float_bits(mp::sub(v, err));
-  const uint32_t hi = mp::to_float_bits(mp::add(v, err));
-  return lo == hi ? lo : mp::to_float_bits(v);
+// The float nearest m v, where v is within |v| 2^-214 (plus 2^-214 when the angle wrapped) of the exact
+// value: the product with the 53-bit m is exact at kLimbs limbs but for a truncation of relative size
+// 2^-319, so the interval scales by m and widens negligibly (the bound has a factor four to spare).
+uint32_t rounded_bits(const mp::Num &v, bool wrapped, const mp::Num &m, bool scaled) {
+  const mp::Num mv = scaled ? mp::mul(v, m) : v;
+  mp::Num err = mp::ldexp(mp::abs(mv), kErrorExponent);
+  if (wrapped) err = mp::add(err, mp::ldexp(scaled ? mp::abs(m) : mp::from_u64(1, kLimbs), kErrorExponent));
+  const uint32_t lo = mp::to_float_bits(mp::sub(mv, err));
+  const uint32_t hi = mp::to_float_bits(mp::add(mv, err));
+  return lo == hi ? lo : mp::to_float_bits(mv);
 }
 
 }  // namespace
 
-void exact_sincos_bits(const LaneExact &lane, int64_t p, uint32_t *sin_bits, uint32_t *cos_bits) {
+void exact_sincos_bits(const LaneExact &lane, int64_t p, double scale, uint32_t *sin_bits, uint32_t *cos_bits) {
+  const bool scaled = scale != 1.0;
+  const mp::Num m = mp::from_double(scale, kLimbs);
+  // The float nearest m: cos of an exact zero angle, times m
+  const uint32_t m_bits = scaled ? mp::to_float_bits(m) : kOneBits;
   if (p == 0) {  // the angle is exactly zero
     *sin_bits = 0;
-    *cos_bits = kOneBits;
+    *cos_bits = m_bits;
     return;
   }
   if (lane.kind == kNegligible) {  // |angle| < 2^-1069: sin rounds to a zero of its sign, cos to 1
     *sin_bits = ((p < 0) != lane.neg) ? 0x80000000u : 0u;
-    *cos_bits = kOneBits;
+    // m cos(angle) lies just below m, which decides a tie. m (1 - 2^-330) rounds as it does: no float32
+    // midpoint lies strictly between them (m has 53 bits), and the subtraction is exact enough (add()
+    // keeps 127 bits below the last limb, and truncates the result below m).
+    *cos_bits = scaled ? mp::to_float_bits(mp::sub(m, mp::ldexp(m, -330))) : kOneBits;
     return;
   }
   mp::Num u = mp::zero(kLimbs);
@@ -48,7 +58,7 @@ void exact_sincos_bits(const LaneExact &lane, int64_t p, uint32_t *sin_bits, uin
   u.neg = lane.neg;
   if (u.is_zero()) {
     *sin_bits = 0;
-    *cos_bits = kOneBits;
+    *cos_bits = m_bits;
     return;
   }
   const uint64_t mag = p < 0 ? uint64_t(0) - uint64_t(p) : uint64_t(p);
@@ -66,8 +76,8 @@ void exact_sincos_bits(const LaneExact &lane, int64_t p, uint32_t *sin_bits, uin
   if (quadrant == 2 || quadrant == 3) s = mp::neg(s);
   if (quadrant == 1 || quadrant == 2) c = mp::neg(c);
   const bool wrapped = k != 0;
-  *sin_bits = rounded_bits(s, wrapped);
-  *cos_bits = rounded_bits(c, wrapped);
+  *sin_bits = rounded_bits(s, wrapped, m, scaled);
+  *cos_bits = rounded_bits(c, wrapped, m, scaled);
 }
 
 }  // namespace detail

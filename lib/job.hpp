@@ -29,6 +29,42 @@ struct Job {
   bool stream;                // the output is large enough to bypass the caches (float32 only)
 };
 
+// The positions a call's rows stand for, as the rows engine (values_rows.hpp) walks them.
+struct Stream {
+  const Freq *freq;
+  int64_t h;                  // pairs per row
+  const int64_t *positions;   // nullptr: position of row r is first + r
+  int64_t first, n;
+};
+
+// The magnitude m of a RoPE call's values (attention_scale): m = mu 2^e with mu in (0.75, 1.5], so that
+// the rotation path's error bound, which scales with mu, stays within the acceptance test's window
+// (values_rows.hpp), and post = 2^e scales the floats it accepted exactly. 1, 1, 1 for everything else.
+struct Mag {
+  double m, mu;
+  float post;
+};
+
+// A RoPE call: the cos/sin cache, or the in-place rotation of up to two tensors of head rows (q, k).
+struct RopeTensor {
+  void *x;            // float or uint16_t rows; nullptr when heads == 0
+  int64_t heads;
+  int64_t token_stride, head_stride;  // elements
+};
+struct RopeJob {
+  const Freq *freq;
+  int64_t h;                  // r / 2
+  int pairs;                  // posenc_rope_pairs value
+  Mag mag;
+  const int64_t *positions;   // nullptr: first + t
+  int64_t first, n;
+  bool cache;                 // posenc_rope_cache_f32: cos_out / sin_out; otherwise the tensors
+  Dst dst;                    // the rows' format (rotation)
+  RopeTensor t[2];            // q, k
+  float *cos_out, *sin_out;
+  int64_t cos_stride, sin_stride;
+};
+
 struct LearnedJob {
   int64_t d;
   const float *table;

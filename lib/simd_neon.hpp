@@ -80,6 +80,20 @@ struct Simd<xsimd::neon64> {
   static H lo(const F &v) { return vget_low_f32(v); }
   static H hi(const F &v) { return vget_high_f32(v); }
 
+  // ---- the rotary apply (sink_rope.hpp): W floats to and from W doubles ----
+  static F mulf(const F &a, const F &b) { return F(vmulq_f32(a, b)); }
+  static F unzip(const F &v) {  // x0 y0 x1 y1 -> x0 x1 y0 y1
+    const float32x4_t x = v;
+    return F(vcombine_f32(vget_low_f32(vuzp1q_f32(x, x)), vget_low_f32(vuzp2q_f32(x, x))));
+  }
+  static D widen(H h) { return D(vcvt_f64_f32(h)); }
+  static H narrow(const D &d) { return vcvt_f32_f64(d); }
+  static H narrow_odd(const D &d) { return vcvtx_f32_f64(d); }  // FCVTXN: round to odd (simd_scalar.hpp)
+  static bool any_nan_d(const D &a, const D &b) {
+    const uint64x2_t ok = vandq_u64(vceqq_f64(a, a), vceqq_f64(b, b));
+    return vminvq_u32(vreinterpretq_u32_u64(ok)) == 0;
+  }
+
   static H load_h(const float *p) { return vld1_f32(p); }
   static void store_h(float *p, H v) { vst1_f32(p, v); }
   static H load_h_bf16(const uint16_t *p) {

@@ -91,6 +91,25 @@ struct Simd<scalar_arch> {
     p[1] = v.v[1];
   }
 
+  // ---- the rotary apply (sink_rope.hpp): W floats to and from W doubles ----
+  static F mulf(const F &a, const F &b) { return F{{a.v[0] * b.v[0], a.v[1] * b.v[1]}}; }
+  static F unzip(const F &v) { return v; }  // x0 y0 -> [x lanes | y lanes]: one pair, already in place
+  static D widen(H h) { return double(h); }
+  static H narrow(D d) { return float(d); }
+  // Round to odd: the float below or above d whose last bit is 1, unless d is a float. Rounding that to
+  // nearest-even in bf16 or f16 equals rounding d there directly (both have at least 2 bits fewer).
+  static H narrow_odd(D d) {
+    const float f = float(d);
+    if (!(double(f) != d) || d != d) return f;  // exact, or NaN
+    uint32_t b;
+    std::memcpy(&b, &f, sizeof b);
+    if ((b & 1) == 0) b = std::fabs(double(f)) < std::fabs(d) ? b + 1 : b - 1;
+    float r;
+    std::memcpy(&r, &b, sizeof r);
+    return r;
+  }
+  static bool any_nan_d(D a, D b) { return a != a || b != b; }
+
   // W-element conversions. bfloat16 and binary16 are rounded to nearest-even in integer arithmetic,
   // the same rule as the hardware conversions of the other paths.
   static H load_h(const float *p) { return *p; }

@@ -112,6 +112,35 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     const __m256i small = _mm256_sub_epi32(mag, _mm256_set1_epi32(int(fast_check::kSmallestBits)));
     return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(near_mid, small))) == 0;
   }
+
+  // ---- the rotary apply (sink_rope.hpp): W floats to and from W doubles ----
+  static F mulf(const F &a, const F &b) { return F(_mm256_mul_ps(a, b)); }
+  static F unzip(const F &v) {  // x0 y0 x1 y1 ... -> x0 x1 x2 x3 y0 y1 y2 y3
+    return F(_mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)));
+  }
+  static D widen(H h) { return D(_mm256_cvtps_pd(h)); }
+  static H narrow(const D &d) { return _mm256_cvtpd_ps(d); }
+  // Round to odd (simd_scalar.hpp): the nearest float, moved one step towards d when it is inexact and even.
+  static H narrow_odd(const D &d) {
+    const __m128 f = _mm256_cvtpd_ps(d);
+    const __m256d back = _mm256_cvtps_pd(f);
+    const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+    const __m256i inexact = _mm256_castpd_si256(_mm256_cmp_pd(back, d, _CMP_NEQ_OQ));
+    const __m256i below = _mm256_castpd_si256(
+        _mm256_cmp_pd(_mm256_and_pd(back, absmask), _mm256_and_pd(d, absmask), _CMP_LT_OQ));
+    const __m256i pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    const __m128i in32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(inexact, pick));
+    const __m128i up32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(below, pick));
+    const __m128i b = _mm_castps_si128(f);
+    const __m128i even = _mm_cmpeq_epi32(_mm_and_si128(b, _mm_set1_epi32(1)), _mm_setzero_si128());
+    const __m128i adj = _mm_and_si128(in32, even);
+    // +1 where the float is below d in magnitude, -1 where above: (up ? 1 : -1) = (up & 2) - 1
+    const __m128i step = _mm_sub_epi32(_mm_and_si128(up32, _mm_set1_epi32(2)), _mm_set1_epi32(1));
+    return _mm_castsi128_ps(_mm_add_epi32(b, _mm_and_si128(adj, step)));
+  }
+  static bool any_nan_d(const D &a, const D &b) {
+    return _mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_UNORD_Q)) != 0;
+  }
   static F combine(H lo, H hi) { return F(_mm256_set_m128(hi, lo)); }
   static H lo(const F &v) { return _mm256_castps256_ps128(v); }
   static H hi(const F &v) { return _mm256_extractf128_ps(v, 1); }
@@ -262,6 +291,22 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
     const double least = _mm512_reduce_min_pd(_mm512_min_pd(q, _mm512_set1_pd(65.0)));
     return least < 0.0 ? -1 : int64_t(least) - 1;
   }
+
+  // ---- the rotary apply (sink_rope.hpp): W floats to and from W doubles ----
+  static F mulf(const F &a, const F &b) { return F(_mm512_mul_ps(a, b)); }
+  static F unzip(const F &v) {  // x0 y0 x1 y1 ... -> x0 .. x7 y0 .. y7
+    return F(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15), v));
+  }
+  static D widen(H h) { return D(_mm512_cvtps_pd(h)); }
+  static H narrow(const D &d) { return _mm512_cvtpd_ps(d); }
+  // Round to odd (simd_scalar.hpp): truncate, then set the last bit where that was inexact.
+  static H narrow_odd(const D &d) {
+    const __m256 t = _mm512_cvt_roundpd_ps(d, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(t), d, _CMP_NEQ_OQ);
+    const __m256i b = _mm256_castps_si256(t);
+    return _mm256_castsi256_ps(_mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1)));
+  }
+  static bool any_nan_d(const D &a, const D &b) { return _mm512_cmp_pd_mask(a, b, _CMP_UNORD_Q) != 0; }
   static F combine(H lo, H hi) { return F(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)); }
   static H lo(const F &v) { return _mm512_castps512_ps256(v); }
   static H hi(const F &v) { return _mm512_extractf32x8_ps(v, 1); }
