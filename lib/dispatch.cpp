@@ -19,15 +19,15 @@ const char *const kNames[kIsaCount] = {"scalar", "avx2", "avx512", "neon"};
 
 // Which paths this build contains (meson defines POSENC_HAVE_<ISA> for the units it compiled).
 const Path *compiled(int isa) {
-  static const Path scalar_path{scalar::run, scalar::run_learned};
+  static const Path scalar_path{scalar::run, scalar::run_learned, scalar::run_rope, scalar::fill_tables};
 #ifdef POSENC_HAVE_AVX2
-  static const Path avx2_path{avx2::run, avx2::run_learned};
+  static const Path avx2_path{avx2::run, avx2::run_learned, avx2::run_rope, avx2::fill_tables};
 #endif
 #ifdef POSENC_HAVE_AVX512
-  static const Path avx512_path{avx512::run, avx512::run_learned};
+  static const Path avx512_path{avx512::run, avx512::run_learned, avx512::run_rope, avx512::fill_tables};
 #endif
 #ifdef POSENC_HAVE_NEON
-  static const Path neon_path{neon::run, neon::run_learned};
+  static const Path neon_path{neon::run, neon::run_learned, neon::run_rope, neon::fill_tables};
 #endif
   switch (isa) {
     case POSENC_ISA_SCALAR: return &scalar_path;

@@ -10,6 +10,8 @@ namespace detail {
 struct Path {
   void (*run)(const Job &);
   void (*run_learned)(const LearnedJob &);
+  void (*run_rope)(const RopeJob &);
+  void (*fill_tables)(Freq &);  // the rotation table of a new spec
 };
 
 // nullptr when POSENC_ISA named a path that is unknown or not available here.

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <new>
 
+#include "dispatch.hpp"
 #include "isa_entry.hpp"
 #include "mp.hpp"
 
@@ -78,14 +79,17 @@ posenc_status check_spec(const posenc_spec &spec) {
   return POSENC_OK;
 }
 
-std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
-  const int64_t h = spec.d_model / 2;
+namespace {
+
+// The storage of a table of h pairs (all zero), with the key fields left to the caller; nullptr when
+// memory ran out or the size cannot exist. values: room for the h explicit frequencies.
+std::unique_ptr<Freq> allocate(int64_t h, bool values) {
   const int64_t padded = (h + Freq::kPad - 1) / Freq::kPad * Freq::kPad + Freq::kPad;
   // A d_model no memory could hold (api.cpp only bounds the caller's buffers) must fail here: a size that
   // wrapped around size_t would allocate a small block that the loops below write far past. No object is
   // larger than PTRDIFF_MAX, so such a request is refused without asking the allocator.
   size_t doubles, bytes, lanes;
-  if (__builtin_mul_overflow(size_t(padded), size_t(5 + 2 * Freq::kSteps), &doubles) ||
+  if (__builtin_mul_overflow(size_t(padded), size_t(5 + 2 * Freq::kSteps + (values ? 1 : 0)), &doubles) ||
       __builtin_mul_overflow(doubles, sizeof(double), &bytes) ||
       __builtin_mul_overflow(size_t(padded), sizeof(LaneExact), &lanes) ||
       __builtin_add_overflow(bytes, lanes, &bytes) || bytes > size_t(PTRDIFF_MAX))
@@ -99,9 +103,6 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
   }
   std::memset(storage, 0, bytes);
   f->storage = storage;
-  f->base = spec.base;
-  f->denominator = resolved_denominator(spec);
-  f->scale = spec.position_scale;
   f->h = h;
   f->padded = padded;
   double *d = static_cast<double *>(storage);
@@ -112,15 +113,78 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
   f->reach = d + 4 * padded;
   f->step = d + 5 * padded;
   f->exact = reinterpret_cast<LaneExact *>(f->step + 2 * Freq::kSteps * padded);
+  f->values = values ? reinterpret_cast<double *>(f->exact + padded) : nullptr;
   // Padding lanes get a generic angle so that their (never written) values rarely need a fallback.
   for (int64_t i = h; i < padded; ++i) f->u0[i] = 0.7390851332151607;
+  return f;
+}
+
+// Limbs for frequencies up to 2^top: the 256 bits kept below the point, the bits of the integer part that
+// the reduction modulo 4 throws away, chain_bits of error growth (the product chain of a base-derived
+// spec, log2 h bits, and exp's 24), plus guard bits.
+int limbs_for(double top, double chain_bits) {
+  const double bits = 256 + 64 + 32 + std::max(0.0, top) + chain_bits + 8;
+  return std::min(mp::kMaxLimbs, int(std::ceil(bits / 64.0)));
+}
+
+// Pair i of the angle per position w = s w_i (exact or to the working precision of n limbs): u_i = frac4(2 w
+// / pi) split into three doubles and a 256-bit copy, or marked for exact.cpp when negligible or tiny.
+void set_pair(Freq &f, int64_t i, const mp::Num &w, bool negligible, bool neg, const mp::Num &two_over_pi,
+              int n) {
+  LaneExact &ex = f.exact[i];
+  if (negligible || w.is_zero() || w.e < kNegligibleExponent) {
+    ex.kind = kNegligible;
+    ex.neg = neg;
+    f.slow[i] = HUGE_VAL;
+    return;
+  }
+  const mp::Num u = mp::mod4_centered(mp::mul(w, two_over_pi));
+  const mp::Num u4 = mp::resize(u, 4);
+  std::memcpy(ex.m, u4.m, sizeof ex.m);
+  ex.e = u4.e;
+  ex.neg = u4.neg;
+  ex.kind = kNormal;
+  if (u.is_zero() || u.e < kTinyExponent) {
+    f.slow[i] = HUGE_VAL;
+  } else {
+    const double a = mp::to_double(u);
+    const mp::Num rest = mp::sub(u, mp::from_double(a, n));
+    const double b = mp::to_double(rest);
+    f.u0[i] = a;
+    f.u1[i] = b;
+    f.u2[i] = mp::to_double(mp::sub(rest, mp::from_double(b, n)));
+  }
+}
+
+// What every table needs once its u_i are set: the clear-distance factors and the rotation table.
+void finish(Freq &f) {
+  // The step angle is |u0| pi/2 radians (u is centred in [-2, 2)); the factor 1 + 2^-20 covers the
+  // roundings here and of the product in Simd::clear_steps, whose - 1 is further margin (docs/math.md
+  // section 5). A zero step (position_scale 0) never turns away from its anchor's exact (0, 1): reach 0.
+  for (int64_t i = 0; i < f.padded; ++i)
+    f.reach[i] = f.slow[i] != 0.0 || f.u0[i] == 0.0
+                     ? 0.0
+                     : 1.0 / (1.5707963267948966 * std::fabs(f.u0[i]) * (1.0 + 0x1p-20));
+  // On the active path (vectorised: most of a new spec's setup time); the scalar path when none is
+  // selectable (tests that build tables directly under an unavailable POSENC_ISA).
+  const Path *path = active_path();
+  if (path) path->fill_tables(f);
+  else scalar::fill_tables(f);
+}
+
+}  // namespace
+
+std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
+  const int64_t h = spec.d_model / 2;
+  std::unique_ptr<Freq> f = allocate(h, false);
+  if (!f) return nullptr;
+  f->base = spec.base;
+  f->denominator = resolved_denominator(spec);
+  f->scale = spec.position_scale;
 
   const double s = spec.position_scale;
   if (h > 0 && s != 0.0) {
-    const double top = std::max(0.0, std::ceil(max_log2_frequency(spec)) + 2.0);
-    const double bits = 256 + 64 + 32 + top + std::ceil(std::log2(double(h) + 1.0)) + 8;
-    const int n = std::min(mp::kMaxLimbs, int(std::ceil(bits / 64.0)));
-
+    const int n = limbs_for(std::ceil(max_log2_frequency(spec)) + 2.0, std::ceil(std::log2(double(h) + 1.0)));
     const double log2r = -std::log2(spec.base) / f->denominator;
     const bool r_vanishes = log2r < -1.0e6;  // every pair after the first is negligible
     mp::Num r = mp::zero(n);
@@ -136,52 +200,61 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
     const mp::Num two_over_pi = mp::two_over_pi(n);
     mp::Num w = mp::from_double(s, n);  // s w_i, i = 0
     for (int64_t i = 0; i < h; ++i) {
-      LaneExact &ex = f->exact[i];
-      const bool negligible = (i > 0 && r_vanishes) || w.is_zero() || w.e < kNegligibleExponent;
-      if (negligible) {
-        ex.kind = kNegligible;
-        ex.neg = s < 0;
-        f->slow[i] = HUGE_VAL;
-        continue;
-      }
-      const mp::Num u = mp::mod4_centered(mp::mul(w, two_over_pi));
-      const mp::Num u4 = mp::resize(u, 4);
-      std::memcpy(ex.m, u4.m, sizeof ex.m);
-      ex.e = u4.e;
-      ex.neg = u4.neg;
-      ex.kind = kNormal;
-      if (u.is_zero() || u.e < kTinyExponent) {
-        f->slow[i] = HUGE_VAL;
-      } else {
-        const double a = mp::to_double(u);
-        const mp::Num rest = mp::sub(u, mp::from_double(a, n));
-        const double b = mp::to_double(rest);
-        f->u0[i] = a;
-        f->u1[i] = b;
-        f->u2[i] = mp::to_double(mp::sub(rest, mp::from_double(b, n)));
-      }
+      set_pair(*f, i, w, i > 0 && r_vanishes, s < 0, two_over_pi, n);
       if (i + 1 < h) w = mp::mul(w, r);
     }
   }
-  // The step angle is |u0| pi/2 radians (u is centred in [-2, 2)); the factor 1 + 2^-20 covers the
-  // roundings here and of the product in Simd::clear_steps, whose - 1 is further margin (docs/math.md
-  // section 5). A zero step (position_scale 0) never turns away from its anchor's exact (0, 1): reach 0.
-  for (int64_t i = 0; i < padded; ++i)
-    f->reach[i] = f->slow[i] != 0.0 || f->u0[i] == 0.0
-                      ? 0.0
-                      : 1.0 / (1.5707963267948966 * std::fabs(f->u0[i]) * (1.0 + 0x1p-20));
-  scalar::fill_tables(*f);
+  finish(*f);
+  return f;
+}
+
+posenc_status check_explicit(const double *freq, int64_t h, double scale) {
+  // |scale f_i| < 2^1000 without a logarithm per value (a decode step checks its spec every call): the
+  // product of the magnitudes overflows to +inf rather than pass.
+  const double s = std::fabs(scale), limit = std::ldexp(1.0, int(kMaxLog2Frequency));
+  for (int64_t i = 0; i < h; ++i) {
+    if (!std::isfinite(freq[i])) return POSENC_ERR_INVALID;
+    if (!(std::fabs(freq[i]) * s < limit)) return POSENC_ERR_INVALID;
+  }
+  return POSENC_OK;
+}
+
+std::unique_ptr<Freq> build_explicit(const double *freq, int64_t h, double scale) {
+  std::unique_ptr<Freq> f = allocate(h, true);
+  if (!f) return nullptr;
+  f->base = 0.0;
+  f->denominator = 0.0;
+  f->scale = scale;
+  std::memcpy(f->values, freq, sizeof(double) * size_t(h));
+  // The largest |s f_i| sets the precision; each s f_i is an exact product of two doubles (106 bits).
+  double top = -HUGE_VAL;
+  for (int64_t i = 0; i < h; ++i)
+    if (freq[i] != 0.0 && scale != 0.0) top = std::max(top, std::log2(std::fabs(scale)) + std::log2(std::fabs(freq[i])));
+  const int n = limbs_for(std::ceil(top) + 2.0, 0.0);
+  const mp::Num two_over_pi = mp::two_over_pi(n);
+  const mp::Num ms = mp::from_double(scale, n);
+  // A zero frequency (HF's "proportional" pass-through pairs) keeps the zero lane of allocate(): the
+  // angle is exactly 0, whose (+0, 1) every method returns, as with position_scale 0.
+  for (int64_t i = 0; i < h; ++i)
+    if (freq[i] != 0.0 && scale != 0.0)
+      set_pair(*f, i, mp::mul(ms, mp::from_double(freq[i], n)), false, false, two_over_pi, n);
+  finish(*f);
   return f;
 }
 
 namespace {
 
+// What identifies a table: a spec's base, resolved denominator and scale (any table with at least the
+// pairs asked for serves), or RoPE's explicit frequencies and scale (the same h values, bit for bit).
 struct Key {
   double base, denominator, scale;
+  const double *values;  // explicit frequencies, or nullptr
+  int64_t h;
   bool matches(const Freq &f) const {
-    return std::memcmp(&base, &f.base, sizeof base) == 0 &&
-           std::memcmp(&denominator, &f.denominator, sizeof denominator) == 0 &&
-           std::memcmp(&scale, &f.scale, sizeof scale) == 0;
+    if (std::memcmp(&scale, &f.scale, sizeof scale) != 0) return false;
+    if (values) return f.values && f.h == h && std::memcmp(values, f.values, sizeof(double) * size_t(h)) == 0;
+    return !f.values && f.h >= h && std::memcmp(&base, &f.base, sizeof base) == 0 &&
+           std::memcmp(&denominator, &f.denominator, sizeof denominator) == 0;
   }
 };
 
@@ -209,23 +282,29 @@ struct LocalCache {
   int next = 0;
 };
 
-std::shared_ptr<const Freq> shared_lookup(const posenc_spec &spec, const Key &key, int64_t h) {
+template <class Build>
+std::shared_ptr<const Freq> shared_lookup(const Key &key, Build build) {
   SharedCache &c = shared_cache();
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.clock;
   int victim = 0;
   for (int k = 0; k < kShared; ++k) {
     const std::shared_ptr<const Freq> &e = c.slot[k];
-    if (e && key.matches(*e) && e->h >= h) {
+    if (e && key.matches(*e)) {
       c.used[k] = c.clock;
       return e;
     }
     if (c.used[k] < c.used[victim]) victim = k;
   }
   // A same-key entry with fewer pairs is replaced by the wider one.
-  for (int k = 0; k < kShared; ++k)
-    if (c.slot[k] && key.matches(*c.slot[k])) victim = k;
-  std::unique_ptr<Freq> built = build_frequencies(spec);
+  if (!key.values) {
+    for (int k = 0; k < kShared; ++k)
+      if (c.slot[k] && !c.slot[k]->values && std::memcmp(&key.base, &c.slot[k]->base, sizeof key.base) == 0 &&
+          std::memcmp(&key.denominator, &c.slot[k]->denominator, sizeof key.denominator) == 0 &&
+          std::memcmp(&key.scale, &c.slot[k]->scale, sizeof key.scale) == 0)
+        victim = k;
+  }
+  std::unique_ptr<Freq> built = build();
   if (!built) return nullptr;
   try {
     c.slot[victim] = std::shared_ptr<const Freq>(built.release());
@@ -236,20 +315,29 @@ std::shared_ptr<const Freq> shared_lookup(const posenc_spec &spec, const Key &ke
   return c.slot[victim];
 }
 
-}  // namespace
-
-const Freq *frequencies(const posenc_spec &spec) {
+template <class Build>
+const Freq *lookup(const Key &key, Build build) {
   thread_local LocalCache local;
-  const Key key{spec.base, resolved_denominator(spec), spec.position_scale};
-  const int64_t h = spec.d_model / 2;
   for (const auto &e : local.slot)
-    if (e && key.matches(*e) && e->h >= h) return e.get();
-  std::shared_ptr<const Freq> e = shared_lookup(spec, key, h);
+    if (e && key.matches(*e)) return e.get();
+  std::shared_ptr<const Freq> e = shared_lookup(key, build);
   if (!e) return nullptr;
   local.slot[local.next] = std::move(e);
   const Freq *p = local.slot[local.next].get();
   local.next = (local.next + 1) % kLocal;
   return p;
+}
+
+}  // namespace
+
+const Freq *frequencies(const posenc_spec &spec) {
+  const Key key{spec.base, resolved_denominator(spec), spec.position_scale, nullptr, spec.d_model / 2};
+  return lookup(key, [&] { return build_frequencies(spec); });
+}
+
+const Freq *explicit_frequencies(const double *freq, int64_t h, double scale) {
+  const Key key{0.0, 0.0, scale, freq, h};
+  return lookup(key, [&] { return build_explicit(freq, h, scale); });
 }
 
 }  // namespace detail

@@ -49,6 +49,9 @@ struct Freq {
   int64_t step_at(int64_t j, int64_t k) const { return block_at(j) + (k - 1) * 2 * padded; }
   static constexpr int64_t block_at(int64_t j) { return (j / kLanes) * 2 * kLanes + j % kLanes; }
   LaneExact *exact;
+  // RoPE with explicit frequencies: the h doubles f_i (u_i = frac4(2 s f_i / pi)), which with scale are
+  // the key; nullptr for a spec's base^(-i/D).
+  double *values;
   void *storage;
   ~Freq();
 };
@@ -63,6 +66,15 @@ const Freq *frequencies(const posenc_spec &spec);
 
 // For tests: build a table outside the cache.
 std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec);
+
+// RoPE's explicit frequencies: POSENC_OK, or POSENC_ERR_INVALID for a value that is not finite or a
+// frequency |scale f_i| of 2^1000 or more (scale finite, checked by the caller).
+posenc_status check_explicit(const double *freq, int64_t h, double scale);
+// The table of h explicit frequencies scaled by scale (valid), cached like frequencies(): the values are
+// the key, not the pointer. nullptr only when memory ran out. Costs a few microseconds for h = 64 when new
+// (a dynamic-NTK runtime changes the frequencies as the sequence grows).
+const Freq *explicit_frequencies(const double *freq, int64_t h, double scale);
+std::unique_ptr<Freq> build_explicit(const double *freq, int64_t h, double scale);
 
 }  // namespace detail
 }  // namespace posenc

@@ -11,6 +11,8 @@ namespace posenc {
   namespace ns {                                                                   \
   void run(const detail::Job &job);                                                \
   void run_learned(const detail::LearnedJob &job);                                 \
+  void run_rope(const detail::RopeJob &job);                                       \
+  void fill_tables(detail::Freq &f);                                               \
   int64_t fast_rejects(const double *s, const double *c, int64_t n);               \
   void anchors(const detail::Freq &f, int64_t p, double *s, double *c);            \
   }
@@ -29,8 +31,6 @@ int64_t window_rejects(const double *s, const double *c, int64_t n);
 }  // namespace avx512
 
 namespace scalar {
-// Fills the rotation table (Freq::step) with the direct method (freq.cpp calls it once per spec).
-void fill_tables(detail::Freq &f);
 // The direct method on one pair, for the tests of its error bound: value and bound for sin and cos.
 void direct_pair(const detail::Freq &f, int64_t i, int64_t p, double out[4]);
 }  // namespace scalar

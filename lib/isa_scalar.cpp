@@ -11,17 +11,10 @@ using E = Engine<Simd<scalar_arch>>;
 
 void run(const detail::Job &job) { E::run(job); }
 void run_learned(const detail::LearnedJob &job) { E::run_learned(job); }
+void run_rope(const detail::RopeJob &job) { E::run_rope(job); }
+void fill_tables(detail::Freq &f) { E::fill_tables(f); }
 int64_t fast_rejects(const double *s, const double *c, int64_t n) { return E::fast_rejects(s, c, n); }
 void anchors(const detail::Freq &f, int64_t p, double *s, double *c) { E::anchors(f, p, s, c); }
-
-void fill_tables(detail::Freq &f) {
-  using detail::Freq;
-  for (int64_t j = 0; j < f.padded; ++j)
-    for (int64_t k = 1; k <= Freq::kSteps; ++k) {
-      double *t = f.step + f.step_at(j, k);
-      E::direct_values(double(k), f, j, t, t + Freq::kLanes);
-    }
-}
 
 void direct_pair(const detail::Freq &f, int64_t i, int64_t p, double out[4]) {
   E::direct(double(p), f, i, out[0], out[1], out[2], out[3]);

@@ -40,6 +40,35 @@ struct Engine : Rows<S> {
     else run_pe<Sink<kSrc, kDst, false>>(job);
   }
 
+  // The RoPE calls: the cache, or the rotation of f32 / bf16 / f16 head rows.
+  template <class K>
+  static void run_rope_sink(const detail::RopeJob &job) {
+    K sink(job);
+    const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n};
+    R::run_sink(sink, st);
+  }
+  static void run_rope(const detail::RopeJob &job) {
+    using Sinks = RopeSinks<S>;
+    if (job.cache) return run_rope_sink<typename Sinks::Cache>(job);
+    switch (job.dst) {
+      case detail::Dst::kF32: return run_rope_sink<typename Sinks::template Apply<float, false>>(job);
+      case detail::Dst::kBF16: return run_rope_sink<typename Sinks::template Apply<uint16_t, true>>(job);
+      case detail::Dst::kF16: return run_rope_sink<typename Sinks::template Apply<uint16_t, false>>(job);
+    }
+  }
+
+  // The rotation table of a new spec (Freq::step): the direct method for k = 1 .. kSteps steps, W pairs at
+  // a time (freq.cpp calls it once per spec, on the active path: the values differ between paths only
+  // within the direct method's bound, which is all the rows engine assumes).
+  static void fill_tables(detail::Freq &f) {
+    using detail::Freq;
+    for (int64_t j = 0; j < f.padded; j += W)
+      for (int64_t k = 1; k <= Freq::kSteps; ++k) {
+        double *t = f.step + f.step_at(j, k);
+        R::direct_values(double(k), f, j, t, t + Freq::kLanes);
+      }
+  }
+
   static void run(const detail::Job &job) {
     using detail::Dst;
     using detail::Src;

@@ -1,7 +1,277 @@
-// The RoPE functions of the C ABI: placeholder until the kernel lands (issue 15).
+// The RoPE functions of the C ABI (CONTRACT.md section 4): argument checking in the documented order, then
+// one RopeJob on the active path. Nothing is written before every check has passed, and no exception
+// leaves this file. posenc_rope_init lives in rope_init.cpp.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "dispatch.hpp"
+#include "fpenv.hpp"
+#include "freq.hpp"
+#include "job.hpp"
 #include "posenc/posenc.h"
 
+namespace posenc {
+namespace detail {
+namespace {
+
+constexpr int64_t kPositionLimit = int64_t(1) << 31;  // |p| < 2^31
+constexpr double kMinMag = 0x1p-64, kMaxMag = 0x1p64;  // attention_scale
+
+using i128 = __int128;
+
+int pairs_value(const posenc_rope &r) {
+  int v = 0;
+  static_assert(sizeof(r.pairs) == sizeof(int), "posenc_rope_pairs is int-sized");
+  std::memcpy(&v, &r.pairs, sizeof v);
+  return v;
+}
+
+// The PE spec whose frequencies base^(-i/D), D = h, are RoPE's base^(-2i/r).
+posenc_spec base_spec(const posenc_rope &r) {
+  posenc_spec s;
+  s.d_model = r.rotary_dim;
+  s.layout = POSENC_INTERLEAVED;
+  s.base = r.base;
+  s.freq_denominator = double(r.rotary_dim / 2);
+  s.position_scale = r.position_scale;
+  return s;
+}
+
+posenc_status check_rope(const posenc_rope &r) {
+  if (r.rotary_dim < 2 || r.rotary_dim % 2 != 0) return POSENC_ERR_INVALID;
+  const int pairs = pairs_value(r);
+  if (pairs != POSENC_ROPE_HALVES && pairs != POSENC_ROPE_INTERLEAVED) return POSENC_ERR_INVALID;
+  if (!std::isfinite(r.position_scale)) return POSENC_ERR_INVALID;
+  if (!(r.attention_scale >= kMinMag && r.attention_scale <= kMaxMag)) return POSENC_ERR_INVALID;
+  if (r.freq) return check_explicit(r.freq, r.rotary_dim / 2, r.position_scale);
+  return check_spec(base_spec(r));
+}
+
+// m = mu 2^e with mu in (0.75, 1.5] (job.hpp, Mag); e = 0 for every m in that range, 1.0 among them.
+Mag magnitude(double m) {
+  int e = 0;
+  const double fr = std::frexp(m, &e);  // m = fr 2^e, fr in [1/2, 1)
+  if (fr <= 0.75) --e;
+  Mag g;
+  g.m = m;
+  g.mu = std::ldexp(m, -e);
+  g.post = std::ldexp(1.0f, e);
+  return g;
+}
+
+bool position_ok(int64_t p) { return p == POSENC_PAD || (p > -kPositionLimit && p < kPositionLimit); }
+
+posenc_status check_positions(const int64_t *positions, int64_t first, int64_t n) {
+  if (positions) {
+    for (int64_t t = 0; t < n; ++t)
+      if (!position_ok(positions[t])) return POSENC_ERR_OUT_OF_RANGE;
+    return POSENC_OK;
+  }
+  int64_t last;
+  if (__builtin_add_overflow(first, n - 1, &last)) return POSENC_ERR_OUT_OF_RANGE;
+  if (first <= -kPositionLimit || last >= kPositionLimit) return POSENC_ERR_OUT_OF_RANGE;
+  return POSENC_OK;
+}
+
+// A lattice of rows: row (a, b) at base + a sa + b sb bytes for a < na, b < nb, each len bytes.
+struct Lattice {
+  i128 base;
+  int64_t na, sa, nb, sb, len;
+  i128 span() const { return i128(na - 1) * sa + i128(nb - 1) * sb + len; }  // bytes from base
+};
+
+// floor and ceil of p / q for q > 0
+i128 floor_div(i128 p, i128 q) { return p >= 0 ? p / q : -((-p + q - 1) / q); }
+i128 ceil_div(i128 p, i128 q) { return -floor_div(-p, q); }
+
+// Whether some d2 in [lo2, hi2] has |c + d2 s2| < len (s2 >= 0).
+bool hits(i128 c, i128 s2, i128 lo2, i128 hi2, i128 len) {
+  if (lo2 > hi2) return false;
+  if (s2 == 0) return c > -len && c < len;
+  // -len < c + d2 s2 < len  <=>  (-len - c) / s2 < d2 < (len - c) / s2
+  const i128 lo = floor_div(-len - c, s2) + 1, hi = ceil_div(len - c, s2) - 1;
+  return (lo > lo2 ? lo : lo2) <= (hi < hi2 ? hi : hi2);
+}
+
+// Whether two rows of one lattice overlap: some (da, db) != (0, 0), |da| < na, |db| < nb, with
+// |da sa + db sb| < len. Rows nested inside each other's stride take O(1); otherwise one pass over the
+// dimension with fewer rows.
+bool self_overlaps(const Lattice &L) {
+  int64_t n1 = L.na, s1 = L.sa, n2 = L.nb, s2 = L.sb;
+  if (n1 == 1 && n2 == 1) return false;
+  if (n1 == 1) return s2 < L.len;
+  if (n2 == 1) return s1 < L.len;
+  if (s1 > s2) {  // s1 the smaller stride
+    std::swap(n1, n2);
+    std::swap(s1, s2);
+  }
+  if (s1 >= L.len && i128(s2) >= i128(n1 - 1) * s1 + L.len) return false;  // nested: [T,H,D], [H,T,D], QKV
+  if (n1 > n2) {  // iterate over the shorter dimension
+    std::swap(n1, n2);
+    std::swap(s1, s2);
+  }
+  for (int64_t d1 = 0; d1 < n1; ++d1) {
+    // d1 >= 0 covers the pairs with d1 < 0 by symmetry; at d1 = 0, only d2 >= 1
+    const i128 lo2 = d1 == 0 ? 1 : -(i128(n2) - 1);
+    if (hits(i128(d1) * s1, s2, lo2, n2 - 1, L.len)) return true;
+  }
+  return false;
+}
+
+// Whether a row of p overlaps a row of q (both non-empty). Disjoint extents settle it; so do equal outer
+// strides whose per-row spans never meet; otherwise an exact pass when it is short, and a refusal when it
+// is not (no real layout gets there: q and k in one buffer either share the token stride or lie apart).
+bool cross_overlaps(Lattice p, Lattice q) {
+  if (p.base + p.span() <= q.base || q.base + q.span() <= p.base) return false;
+  if (p.na == 1 && q.na == 1) p.sa = q.sa = 1;  // one token: its stride does not matter
+  if (p.sa != q.sa || p.sa <= 0) return true;
+  // Same stride sa along a (tokens): p's row group a spans [0, P) from p.base + a sa, q's [0, Q) from
+  // q.base + a' sa. They can meet only for da = a' - a with -Q < delta + da sa < P.
+  const i128 P = i128(p.nb - 1) * p.sb + p.len, Q = i128(q.nb - 1) * q.sb + q.len;
+  const i128 delta = q.base - p.base;
+  i128 lo = floor_div(-Q - delta, p.sa) + 1, hi = ceil_div(P - delta, p.sa) - 1;
+  if (lo < -(i128(p.na) - 1)) lo = -(i128(p.na) - 1);
+  if (hi > i128(p.na) - 1) hi = i128(p.na) - 1;
+  if (lo > hi) return false;
+  if ((hi - lo + 1) * p.nb > (i128(1) << 16)) return true;
+  for (i128 da = lo; da <= hi; ++da)
+    for (int64_t b = 0; b < p.nb; ++b)
+      if (hits(delta + da * p.sa - i128(b) * p.sb, q.sb, 0, q.nb - 1, p.len)) return true;
+  return false;
+}
+
+// n rows of heads head rows of r elements of `size` bytes: the extent fits int64 and size_t.
+bool extent_fits(int64_t n, int64_t ts, int64_t heads, int64_t hs, int64_t r, size_t size) {
+  const i128 elems = i128(n - 1) * ts + i128(heads - 1) * hs + r;
+  const i128 bytes = elems * i128(size);
+  return elems <= std::numeric_limits<int64_t>::max() && bytes <= std::numeric_limits<int64_t>::max() &&
+         uint64_t(bytes) <= uint64_t(std::numeric_limits<size_t>::max());
+}
+
+const Freq *rope_frequencies(const posenc_rope &r) {
+  if (r.freq) return explicit_frequencies(r.freq, r.rotary_dim / 2, r.position_scale);
+  return frequencies(base_spec(r));
+}
+
+struct Tensor {
+  void *x;
+  int64_t heads, ts, hs;
+};
+
+// posenc_rope_* and posenc_rope_qk_*: up to two tensors of head rows, T of `size` bytes.
+posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                        const Tensor (&t)[2], Dst dst) {
+  if (n < 0) return POSENC_ERR_INVALID;
+  if (n == 0) return rope ? check_rope(*rope) : POSENC_OK;
+  if (!rope) return POSENC_ERR_NULL;
+  for (const Tensor &x : t)
+    if (x.heads > 0 && !x.x) return POSENC_ERR_NULL;
+  const posenc_status sr = check_rope(*rope);
+  if (sr != POSENC_OK) return sr;
+  const int64_t r = rope->rotary_dim;
+  const size_t size = dst == Dst::kF32 ? 4 : 2;
+  Lattice lat[2];
+  for (int i = 0; i < 2; ++i) {
+    const Tensor &x = t[i];
+    if (x.heads < 0 || x.ts < 0 || x.hs < 0) return POSENC_ERR_INVALID;
+  }
+  for (int i = 0; i < 2; ++i) {  // in bytes, in 128 bits: no product here can overflow
+    const Tensor &x = t[i];
+    if (x.heads == 0) continue;
+    const i128 sz = i128(size);
+    lat[i] = Lattice{i128(reinterpret_cast<uintptr_t>(x.x)), n, 0, x.heads, 0, 0};
+    if (i128(x.ts) * sz > std::numeric_limits<int64_t>::max() || i128(x.hs) * sz > std::numeric_limits<int64_t>::max())
+      return POSENC_ERR_OVERFLOW;
+    lat[i].sa = int64_t(x.ts * int64_t(size));
+    lat[i].sb = int64_t(x.hs * int64_t(size));
+    lat[i].len = r * int64_t(size);
+    if (self_overlaps(lat[i])) return POSENC_ERR_INVALID;
+  }
+  if (t[0].heads > 0 && t[1].heads > 0 && cross_overlaps(lat[0], lat[1])) return POSENC_ERR_INVALID;
+  for (const Tensor &x : t)
+    if (x.heads > 0 && !extent_fits(n, x.ts, x.heads, x.hs, r, size)) return POSENC_ERR_OVERFLOW;
+  const posenc_status sp = check_positions(positions, first, n);
+  if (sp != POSENC_OK) return sp;
+  const Path *path = active_path();
+  if (!path) return POSENC_ERR_UNSUPPORTED;
+  if (t[0].heads == 0 && t[1].heads == 0) return POSENC_OK;
+  FpEnvironment env;  // round-to-nearest, no flush-to-zero, for the setup and the kernel
+  const Freq *f = rope_frequencies(*rope);
+  if (!f) return POSENC_ERR_NO_MEMORY;
+  RopeJob job{};
+  job.freq = f;
+  job.h = r / 2;
+  job.pairs = pairs_value(*rope);
+  job.mag = magnitude(rope->attention_scale);
+  job.positions = positions;
+  job.first = first;
+  job.n = n;
+  job.cache = false;
+  job.dst = dst;
+  for (int i = 0; i < 2; ++i) job.t[i] = RopeTensor{t[i].heads > 0 ? t[i].x : nullptr, t[i].heads, t[i].ts, t[i].hs};
+  path->run_rope(job);
+  return POSENC_OK;
+}
+
+posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                        float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride) {
+  if (n < 0) return POSENC_ERR_INVALID;
+  if (n == 0) return rope ? check_rope(*rope) : POSENC_OK;
+  if (!rope || !cos_out || !sin_out) return POSENC_ERR_NULL;
+  const posenc_status sr = check_rope(*rope);
+  if (sr != POSENC_OK) return sr;
+  const int64_t h = rope->rotary_dim / 2;
+  if (n > 1 && (cos_stride < h || sin_stride < h)) return POSENC_ERR_INVALID;
+  if (cos_stride < 0 || sin_stride < 0) return POSENC_ERR_INVALID;
+  if (!extent_fits(n, cos_stride, 1, 0, h, 4) || !extent_fits(n, sin_stride, 1, 0, h, 4)) return POSENC_ERR_OVERFLOW;
+  const Lattice c{i128(reinterpret_cast<uintptr_t>(cos_out)), n, cos_stride * 4, 1, 0, h * 4};
+  const Lattice s{i128(reinterpret_cast<uintptr_t>(sin_out)), n, sin_stride * 4, 1, 0, h * 4};
+  if (cross_overlaps(c, s)) return POSENC_ERR_INVALID;
+  const posenc_status sp = check_positions(positions, first, n);
+  if (sp != POSENC_OK) return sp;
+  const Path *path = active_path();
+  if (!path) return POSENC_ERR_UNSUPPORTED;
+  FpEnvironment env;
+  const Freq *f = rope_frequencies(*rope);
+  if (!f) return POSENC_ERR_NO_MEMORY;
+  RopeJob job{};
+  job.freq = f;
+  job.h = h;
+  job.pairs = pairs_value(*rope);
+  job.mag = magnitude(rope->attention_scale);
+  job.positions = positions;
+  job.first = first;
+  job.n = n;
+  job.cache = true;
+  job.dst = Dst::kF32;
+  job.cos_out = cos_out;
+  job.sin_out = sin_out;
+  job.cos_stride = cos_stride;
+  job.sin_stride = sin_stride;
+  path->run_rope(job);
+  return POSENC_OK;
+}
+
+template <class Fn>
+posenc_status guarded(Fn fn) noexcept {
+  try {
+    return fn();
+  } catch (...) {
+    return POSENC_ERR_NO_MEMORY;
+  }
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace posenc
+
+using namespace posenc::detail;
+
 extern "C" {
+
 posenc_rope posenc_rope_default(int64_t rotary_dim) {
   posenc_rope r;
   r.rotary_dim = rotary_dim;
@@ -12,20 +282,37 @@ posenc_rope posenc_rope_default(int64_t rotary_dim) {
   r.attention_scale = 1.0;
   return r;
 }
-posenc_status posenc_rope_cache_f32(const posenc_rope *, const int64_t *, int64_t, int64_t, float *, int64_t, float *,
-                                    int64_t) {
-  return POSENC_ERR_UNSUPPORTED;
+
+posenc_status posenc_rope_cache_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                    float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride) {
+  return guarded([&] { return run_cache(rope, positions, first, n, cos_out, cos_stride, sin_out, sin_stride); });
 }
-#define STUB_ROPE(name, T) \
-  posenc_status name(const posenc_rope *, const int64_t *, int64_t, int64_t, T *, int64_t, int64_t, int64_t) { \
-    return POSENC_ERR_UNSUPPORTED; }
-STUB_ROPE(posenc_rope_f32, float)
-STUB_ROPE(posenc_rope_bf16, uint16_t)
-STUB_ROPE(posenc_rope_f16, uint16_t)
-#define STUB_QK(name, T) \
-  posenc_status name(const posenc_rope *, const int64_t *, int64_t, int64_t, T *, int64_t, int64_t, int64_t, T *, \
-                     int64_t, int64_t, int64_t) { return POSENC_ERR_UNSUPPORTED; }
-STUB_QK(posenc_rope_qk_f32, float)
-STUB_QK(posenc_rope_qk_bf16, uint16_t)
-STUB_QK(posenc_rope_qk_f16, uint16_t)
-}
+
+#define POSENC_ROPE_ONE(name, T, dst)                                                                     \
+  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *x,   \
+                     int64_t heads, int64_t token_stride, int64_t head_stride) {                          \
+    return guarded([&] {                                                                                  \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride}, {nullptr, 0, 0, 0}};                    \
+      return run_apply(rope, positions, first, n, t, dst);                                                \
+    });                                                                                                   \
+  }
+POSENC_ROPE_ONE(posenc_rope_f32, float, Dst::kF32)
+POSENC_ROPE_ONE(posenc_rope_bf16, uint16_t, Dst::kBF16)
+POSENC_ROPE_ONE(posenc_rope_f16, uint16_t, Dst::kF16)
+#undef POSENC_ROPE_ONE
+
+#define POSENC_ROPE_QK(name, T, dst)                                                                        \
+  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *q,     \
+                     int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads, \
+                     int64_t k_token_stride, int64_t k_head_stride) {                                       \
+    return guarded([&] {                                                                                    \
+      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride}, {k, k_heads, k_token_stride, k_head_stride}}; \
+      return run_apply(rope, positions, first, n, t, dst);                                                  \
+    });                                                                                                     \
+  }
+POSENC_ROPE_QK(posenc_rope_qk_f32, float, Dst::kF32)
+POSENC_ROPE_QK(posenc_rope_qk_bf16, uint16_t, Dst::kBF16)
+POSENC_ROPE_QK(posenc_rope_qk_f16, uint16_t, Dst::kF16)
+#undef POSENC_ROPE_QK
+
+}  // extern "C"
