@@ -87,6 +87,7 @@ struct Simd<xsimd::neon64> {
     return F(vcombine_f32(vget_low_f32(vuzp1q_f32(x, x)), vget_low_f32(vuzp2q_f32(x, x))));
   }
   static D widen(H h) { return D(vcvt_f64_f32(h)); }
+  static D swap_pairs(const D &v) { return D(vextq_f64(v, v, 1)); }  // x0 y0 -> y0 x0
   static H narrow(const D &d) { return vcvt_f32_f64(d); }
   static H narrow_odd(const D &d) { return vcvtx_f32_f64(d); }  // FCVTXN: round to odd (simd_scalar.hpp)
   static bool any_nan_d(const D &a, const D &b) {

@@ -4,6 +4,7 @@
 // hot; no cache is materialised in memory. Members of a template on S (values_direct.hpp says why).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -93,12 +94,13 @@ struct RopeSinks {
     static constexpr bool kHasX = true;  // no clear distances (values_rows.hpp)
     static constexpr bool kScaled = true;
     static constexpr bool kUseClear = false;
-    static constexpr int64_t kPiece = 128;  // pairs of cos and sin held as doubles at once (2 KiB)
+    static constexpr int64_t kPiece = 128;  // pairs of cos and sin held as doubles at once (2 KiB, 4 KiB dup)
     static_assert(kPiece % 8 == 0 && kChunk % kPiece == 0, "pieces tile a chunk in whole blocks");
     using Out = RopeSinks::Out;
 
     alignas(64) float stage[2 * kChunk];  // the sin run, then (at kChunk) the cos run of the current row
-    alignas(64) double cd[kPiece], sd[kPiece];
+    alignas(64) double cd[kPiece], sd[kPiece];  // the piece's c and s
+    alignas(64) double cdup[2 * kPiece], sdup[2 * kPiece];  // interleaved pairs: per element
     const detail::RopeJob &job;
     detail::Mag mag;
     bool staged = true, direct = false;
@@ -117,92 +119,140 @@ struct RopeSinks {
 
     // The chunk of pairs [j0, j0 + n) of the current token is in the stage: rotate it everywhere.
     void flush(int64_t j0, int64_t n) {
+      const bool inter = job.pairs == POSENC_ROPE_INTERLEAVED;
       for (int64_t p0 = 0; p0 < n; p0 += kPiece) {
         const int64_t pn = n - p0 < kPiece ? n - p0 : kPiece;
-        for (int64_t v = 0; v < pn; v += W) {
-          S::store(cd + v, S::widen(S::load_h(stage + kChunk + p0 + v)));
-          S::store(sd + v, S::widen(S::load_h(stage + p0 + v)));
+        for (int64_t v = 0; v < pn; v += W) {  // whole vectors: the stage's lanes past n are initialised
+          const D c = S::widen(S::load_h(stage + kChunk + p0 + v)), s = S::widen(S::load_h(stage + p0 + v));
+          S::store(cd + v, c);
+          S::store(sd + v, s);
+        }
+        if (inter && W > 1) {  // per element: c0 c0 c1 c1 ..., -s0 s0 -s1 s1 ...
+          for (int64_t i = 0; i < (pn + W - 1) / W * W; ++i) {
+            cdup[2 * i] = cdup[2 * i + 1] = cd[i];
+            sdup[2 * i] = -sd[i];
+            sdup[2 * i + 1] = sd[i];
+          }
         }
         for (const detail::RopeTensor &t : job.t) {
           T *base = static_cast<T *>(t.x);
           for (int64_t j = 0; j < t.heads; ++j) {
             T *row = base + token * t.token_stride + j * t.head_stride;
-            if (job.pairs == POSENC_ROPE_INTERLEAVED) rotate<true>(row + 2 * (j0 + p0), pn);
-            else rotate<false>(row + j0 + p0, pn);
+            if (!inter) rotate_halves<1>(row + j0 + p0, row + job.h + j0 + p0, pn);
+            else if constexpr (W > 1) rotate_interleaved(row + 2 * (j0 + p0), pn);
+            else rotate_halves<2>(row + 2 * (j0 + p0), row + 2 * (j0 + p0) + 1, pn);
           }
         }
       }
     }
 
-    // Pairs (x, y) -> (fl(x c - y s), fl(y c + x s)), each one rounding of the exact value to double (the
-    // products are exact: 24 by 24 bits), then one to T; cd, sd hold the piece's c and s from its start.
-    // Interleaved rows hold x y x y ...; halves rows hold the x run at row and the y run at row + h.
-    template <bool kPairsInterleaved>
-    void rotate(T *row, int64_t n) const {
-      T *xr = row, *yr = row + job.h;
-      const int64_t full = n / W * W;
+    static H load_t(const T *p) {
+      if constexpr (sizeof(T) == 4) return S::load_h(p);
+      else if constexpr (kBF16) return S::load_h_bf16(p);
+      else return S::load_h_f16(p);
+    }
+    static void store_t(T *p, H v) {
+      if constexpr (sizeof(T) == 4) S::store_h(p, v);
+      else if constexpr (kBF16) S::store_h_bf16(p, v);
+      else S::store_h_f16(p, v);
+    }
+    // To nearest for float32; to odd for the 16-bit formats, whose nearest-even rounding of that float
+    // then equals the one of the double (simd_scalar.hpp, narrow_odd).
+    static H narrow_t(const D &v) {
+      if constexpr (sizeof(T) == 4) return S::narrow(v);
+      else return S::narrow_odd(v);
+    }
+
+    // n pairs (x, y) with x at xr[kStep i], y at yr[kStep i] (kStep 1: the halves; 2: interleaved pairs on
+    // the scalar path): (x, y) -> (fl(x c - y s), fl(y c + x s)), each one rounding of the exact value to
+    // double (the products are exact: 24 by 24 bits), then one to T. cd, sd: the piece's c and s.
+    template <int kStep>
+    void rotate_halves(T *xr, T *yr, int64_t n) const {
+      const int64_t full = kStep == 1 ? n / W * W : n;  // kStep 2 only with W = 1
       for (int64_t i = 0; i < full; i += W) {
-        F xy = kPairsInterleaved ? L::template load2<T, kBF16>(row + 2 * i)
-                                 : L::template load_split<T, kBF16>(xr + i, yr + i);
-        if constexpr (kPairsInterleaved) xy = S::unzip(xy);
-        const F o = turn(xy, S::load(cd + i), S::load(sd + i));
-        if constexpr (kPairsInterleaved) L::template store2<T, kBF16>(row + 2 * i, S::zip(o));
-        else L::template store_split<T, kBF16>(xr + i, yr + i, o);
+        const D x = S::widen(load_t(xr + kStep * i)), y = S::widen(load_t(yr + kStep * i));
+        const D c = S::load(cd + i), s = S::load(sd + i);
+        const D xn = S::fms(x, c, y * s);  // x c - y s: y s exact, one rounding of the sum
+        const D yn = S::fma(y, c, x * s);  // y c + x s
+        if (__builtin_expect(S::any_nan_d(xn, yn), 0)) {
+          // out of line, from memory (the row is unchanged yet): passing these vectors by reference
+          // made GCC store all four on the stack in every iteration
+          nan_vector(xr + kStep * i, yr + kStep * i, kStep, cd + i, sd + i);
+          continue;
+        }
+        store_t(xr + kStep * i, narrow_t(xn));
+        store_t(yr + kStep * i, narrow_t(yn));
       }
       if (full == n) return;
       // the last m < W pairs, through buffers: nothing outside the row's pairs is read or written
       const int64_t m = n - full;
-      alignas(64) T in[2 * W] = {}, res[2 * W];
+      alignas(64) T bx[W] = {}, by[W] = {};
       alignas(64) double c[W] = {}, s[W] = {};
+      std::memcpy(bx, xr + full, sizeof(T) * size_t(m));
+      std::memcpy(by, yr + full, sizeof(T) * size_t(m));
       std::memcpy(c, cd + full, sizeof(double) * size_t(m));
       std::memcpy(s, sd + full, sizeof(double) * size_t(m));
-      if constexpr (kPairsInterleaved) {
-        std::memcpy(in, row + 2 * full, sizeof(T) * size_t(2 * m));
-        const F o = turn(S::unzip(L::template load2<T, kBF16>(in)), S::load(c), S::load(s));
-        L::template store2<T, kBF16>(res, S::zip(o));
-        std::memcpy(row + 2 * full, res, sizeof(T) * size_t(2 * m));
+      const D x = S::widen(load_t(bx)), y = S::widen(load_t(by));
+      const D xn = S::fms(x, S::load(c), y * S::load(s));
+      const D yn = S::fma(y, S::load(c), x * S::load(s));
+      if (S::any_nan_d(xn, yn)) {
+        nan_vector(bx, by, 1, c, s);
       } else {
-        std::memcpy(in, xr + full, sizeof(T) * size_t(m));
-        std::memcpy(in + W, yr + full, sizeof(T) * size_t(m));
-        const F o = turn(L::template load2<T, kBF16>(in), S::load(c), S::load(s));
-        L::template store2<T, kBF16>(res, o);
-        std::memcpy(xr + full, res, sizeof(T) * size_t(m));
-        std::memcpy(yr + full, res + W, sizeof(T) * size_t(m));
+        store_t(bx, narrow_t(xn));
+        store_t(by, narrow_t(yn));
       }
+      std::memcpy(xr + full, bx, sizeof(T) * size_t(m));
+      std::memcpy(yr + full, by, sizeof(T) * size_t(m));
     }
 
-    // xy = [x lanes | y lanes] as floats; the rotated pairs in the same form, rounded for T: to nearest for
-    // float32, to odd for the 16-bit formats (whose nearest-even rounding of that float equals the one of
-    // the double: simd_scalar.hpp, narrow_odd).
-    [[gnu::always_inline]] static inline F turn(const F &xy, const D &c, const D &s) {
-      const D x = S::widen(S::lo(xy)), y = S::widen(S::hi(xy));
-      D xn = S::fms(x, c, y * s);  // x c - y s: y s exact, one rounding of the sum
-      D yn = S::fma(y, c, x * s);  // y c + x s
-      if (__builtin_expect(S::any_nan_d(xn, yn), 0)) nan_rule(x, y, xn, yn);
-      if constexpr (sizeof(T) == 4) return S::combine(S::narrow(xn), S::narrow(yn));
-      else return S::combine(S::narrow_odd(xn), S::narrow_odd(yn));
+    // n interleaved pairs from row (W > 1): W elements (W / 2 pairs) a vector, v (x0 y0 x1 y1 ...) ->
+    // v cdup + swap(v) sdup with cdup = c0 c0 c1 c1 ..., sdup = -s0 s0 -s1 s1 ...: the same two
+    // roundings as rotate_halves (y (-s) and x s exact, one fused rounding each).
+    void rotate_interleaved(T *row, int64_t n) const {
+      const int64_t e = 2 * n, full = e / W * W;
+      for (int64_t i = 0; i < full; i += W) pair_vector(row + i, i);
+      if (full == e) return;
+      alignas(64) T b[W] = {};
+      std::memcpy(b, row + full, sizeof(T) * size_t(e - full));
+      pair_vector(b, full);
+      std::memcpy(row + full, b, sizeof(T) * size_t(e - full));
+    }
+    [[gnu::always_inline]] inline void pair_vector(T *p, int64_t i) const {
+      const D v = S::widen(load_t(p));
+      const D o = S::fma(v, S::load(cdup + i), S::swap_pairs(v) * S::load(sdup + i));
+      if (__builtin_expect(S::any_nan_d(o, o), 0)) return nan_vector(p, p + 1, 2, cd + i / 2, sd + i / 2, W / 2);
+      store_t(p, narrow_t(o));
     }
 
-    // A NaN result is the same on every path and architecture (which operand's payload an FMA returns
-    // depends on the instruction form and the ISA): the first NaN among x and y, quieted (widening did
-    // that); otherwise, an invalid operation (inf - inf, 0 * inf), the float32 default +qNaN 0x7fc00000.
-    [[gnu::noinline, gnu::cold]] static void nan_rule(const D &x, const D &y, D &xn, D &yn) {
-      alignas(64) double a[W], b[W], u[W], v[W];
-      S::store(a, x);
-      S::store(b, y);
-      S::store(u, xn);
-      S::store(v, yn);
+    // A vector whose results hold a NaN: m pairs (x at x[k i], y at y[k i]) computed again one at a time,
+    // the same two roundings, and then the NaN rule: a NaN result is the same on every path and
+    // architecture (which operand's payload an FMA returns depends on the instruction form and the ISA):
+    // the first NaN among x and y, quieted (by the widening); otherwise, an invalid operation (inf - inf,
+    // 0 * inf), the float32 default +qNaN 0x7fc00000.
+    [[gnu::noinline, gnu::cold]] static void nan_vector(T *x, T *y, int64_t k, const double *c, const double *s,
+                                                        int64_t m = W) {
+      alignas(64) T in[W] = {}, out[W];
+      alignas(64) double a[W], b[W], u[W] = {}, v[W] = {};
       const uint64_t quiet = 0x7FF8000000000000u;
       double dflt;
       std::memcpy(&dflt, &quiet, sizeof dflt);
-      for (int l = 0; l < W; ++l) {
+      for (int64_t l = 0; l < m; ++l) in[l] = x[k * l];
+      S::store(a, S::widen(load_t(in)));
+      for (int64_t l = 0; l < m; ++l) in[l] = y[k * l];
+      S::store(b, S::widen(load_t(in)));
+      for (int64_t l = 0; l < m; ++l) {
+        u[l] = std::fma(a[l], c[l], -(b[l] * s[l]));
+        v[l] = std::fma(b[l], c[l], a[l] * s[l]);
         const double first = a[l] != a[l] ? a[l] : b[l] != b[l] ? b[l] : dflt;
         if (u[l] != u[l]) u[l] = first;
         if (v[l] != v[l]) v[l] = first;
       }
-      xn = S::load(u);
-      yn = S::load(v);
+      store_t(out, narrow_t(S::load(u)));
+      for (int64_t l = 0; l < m; ++l) x[k * l] = out[l];
+      store_t(out, narrow_t(S::load(v)));
+      for (int64_t l = 0; l < m; ++l) y[k * l] = out[l];
     }
+
   };
 };
 
