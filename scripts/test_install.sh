@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The consumers' view of a clean install: builds posenc (library only), installs it into a temporary
-# prefix, then builds and runs the three examples against that prefix alone. The example sources are
+# prefix, then builds and runs the four examples against that prefix alone. The example sources are
 # copied out of the tree first, and every posenc header the compilers read must come from the prefix.
 # Also checks the installed file list, that --destdir stages the same files, that the installed text
 # files name neither the source nor the build tree, and that every version is meson.build's.
@@ -71,6 +71,14 @@ headers_from_prefix "the C example" "$(cat c_example.d)"
 ./c_example >c_example.out || { cat c_example.out; fail "the C example"; }
 cat c_example.out
 grep -q "^posenc $version," c_example.out || fail "the C example did not report version $version"
+
+echo "== (rope_decode) the RoPE step of a decode loop, C99 through pkg-config"
+quiet "${CC:-cc}" -std=c99 -pedantic-errors -Wall -Wextra -Werror -MD -MF rope_decode.d examples/rope_decode/main.c \
+  $(pkg-config --cflags --libs posenc) -o rope_decode
+headers_from_prefix "the RoPE example" "$(cat rope_decode.d)"
+./rope_decode >rope_decode.out || { cat rope_decode.out; fail "the RoPE example"; }
+cat rope_decode.out
+grep -q "^rope_decode: ok" rope_decode.out || fail "the RoPE example did not report ok"
 
 cmake_example() {  # folder, program
   echo "== ($1) through find_package(posenc CONFIG)"

@@ -1,11 +1,13 @@
 // posenc.hpp: the C++17 face of posenc.h, header-only. It adds no computation: a value type for the spec
-// with one named constructor per framework convention, pointer-and-length views for the buffers, one thin
-// call per C function, and an exception instead of a status code (the C ABI itself never throws).
+// with one named constructor per framework convention, a RoPE value type with one preset per model,
+// pointer-and-length views for the buffers, one thin call per C function, and an exception instead of a
+// status code (the C ABI itself never throws).
 //
 // The views carry the shapes the C ABI cannot see, so the wrapper checks them before calling: a row
-// width that is not d_model, or a token / position list whose length is not the number of output rows,
-// throws posenc::error with POSENC_ERR_INVALID and writes nothing. Everything else is the C function's
-// own check, reported with its own status.
+// width that is not d_model (or r/2 for a RoPE cache), a head row shorter than the rotary dimension, or a
+// token / position list whose length is not the number of output rows or tokens, throws posenc::error with
+// POSENC_ERR_INVALID and writes nothing. Everything else is the C function's own check, reported with its
+// own status.
 #ifndef POSENC_POSENC_HPP
 #define POSENC_POSENC_HPP
 
@@ -14,6 +16,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "posenc/posenc.h"
 
@@ -291,6 +294,357 @@ inline void fairseq_positions(array_view<const int32_t> tokens, int32_t padding_
   int64_t next = int64_t(padding_idx) + 1;
   for (int64_t r = 0; r < tokens.size(); ++r) out[r] = tokens[r] == padding_idx ? POSENC_PAD : next++;
 }
+
+// ---- Rotary position embeddings (RoPE) ------------------------------------------------------------------
+
+/** posenc_rope_pairs as a scoped enum, same values. */
+enum class rope_pairs : int {
+  halves = POSENC_ROPE_HALVES,          /**< i and i + r/2: GPT-NeoX, HF rotate_half, vLLM is_neox_style */
+  interleaved = POSENC_ROPE_INTERLEAVED /**< 2i and 2i + 1: GPT-J, Meta's reference Llama, DeepSeek, ggml mode 0 */
+};
+
+/** posenc_rope_type as a scoped enum, same values (Hugging Face's rope_type names; "default" is a keyword). */
+enum class rope_type : int {
+  default_ = POSENC_ROPE_TYPE_DEFAULT,
+  linear = POSENC_ROPE_TYPE_LINEAR,
+  dynamic = POSENC_ROPE_TYPE_DYNAMIC,
+  yarn = POSENC_ROPE_TYPE_YARN,
+  llama3 = POSENC_ROPE_TYPE_LLAMA3,
+  longrope = POSENC_ROPE_TYPE_LONGROPE,
+};
+
+/** A zero-initialised posenc_rope_scaling of that type, the starting point the C header asks for; set the
+ *  fields the scheme reads, then pass it to rope::init. */
+inline posenc_rope_scaling rope_scaling_of(rope_type type) noexcept {
+  posenc_rope_scaling s{};
+  s.type = posenc_rope_type(type);
+  return s;
+}
+
+/** The q or k tensor of a RoPE call: tokens x heads head rows of head_dim elements, the row of token t and
+ *  head j at data + t * token_stride + j * head_stride (strides in elements), with named constructors for
+ *  the layouts runtimes use. */
+template <class T>
+class heads_view {
+ public:
+  heads_view() noexcept = default;
+  /** Any strides: token t, head j at data + t * token_stride + j * head_stride. */
+  heads_view(T *data, int64_t tokens, int64_t heads, int64_t head_dim, int64_t token_stride,
+             int64_t head_stride) noexcept
+      : data_(data), tokens_(tokens), heads_(heads), head_dim_(head_dim), token_stride_(token_stride),
+        head_stride_(head_stride) {}
+
+  /** [tokens, heads, head_dim], contiguous (HF after view(), vLLM, flashinfer, Meta's [B,S,H,D] with B*S tokens). */
+  static heads_view thd(T *data, int64_t tokens, int64_t heads, int64_t head_dim) noexcept {
+    return heads_view(data, tokens, heads, head_dim, heads * head_dim, head_dim);
+  }
+  /** [heads, tokens, head_dim], contiguous (HF after transpose(1, 2), ONNX Runtime's BNSH). */
+  static heads_view htd(T *data, int64_t heads, int64_t tokens, int64_t head_dim) noexcept {
+    return heads_view(data, tokens, heads, head_dim, head_dim, tokens * head_dim);
+  }
+  /** The q heads of a fused QKV buffer: per token q_heads, then kv_heads of k, then kv_heads of v, each
+   *  head_dim wide, tokens one after another (token stride (q_heads + 2 kv_heads) head_dim). */
+  static heads_view fused_q(T *qkv, int64_t tokens, int64_t q_heads, int64_t kv_heads, int64_t head_dim) noexcept {
+    return heads_view(qkv, tokens, q_heads, head_dim, (q_heads + 2 * kv_heads) * head_dim, head_dim);
+  }
+  /** The k heads of the same fused QKV buffer: they start at qkv + q_heads * head_dim. */
+  static heads_view fused_k(T *qkv, int64_t tokens, int64_t q_heads, int64_t kv_heads, int64_t head_dim) noexcept {
+    return heads_view(qkv + q_heads * head_dim, tokens, kv_heads, head_dim, (q_heads + 2 * kv_heads) * head_dim,
+                      head_dim);
+  }
+
+  T *data() const noexcept { return data_; }
+  int64_t tokens() const noexcept { return tokens_; }
+  int64_t heads() const noexcept { return heads_; }
+  int64_t head_dim() const noexcept { return head_dim_; }
+  int64_t token_stride() const noexcept { return token_stride_; }
+  int64_t head_stride() const noexcept { return head_stride_; }
+  /** The row of token t, head j. */
+  T *head(int64_t t, int64_t j) const noexcept { return data_ + t * token_stride_ + j * head_stride_; }
+  /** Tokens [first, first + count): what one worker of a token-split call rotates. */
+  heads_view subtokens(int64_t first, int64_t count) const noexcept {
+    return heads_view(data_ + first * token_stride_, count, heads_, head_dim_, token_stride_, head_stride_);
+  }
+
+ private:
+  T *data_ = nullptr;
+  int64_t tokens_ = 0, heads_ = 0, head_dim_ = 0, token_stride_ = 0, head_stride_ = 0;
+};
+
+namespace detail {
+
+// Phi-3-mini-128k-instruct's LongRoPE factors (48 pairs each), as its config.json lists them.
+inline constexpr double kPhi3Mini128kShort[48] = {
+    1.05, 1.05, 1.05, 1.1, 1.1, 1.1, 1.2500000000000002, 1.2500000000000002, 1.4000000000000004,
+    1.4500000000000004, 1.5500000000000005, 1.8500000000000008, 1.9000000000000008, 2.000000000000001,
+    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001,
+    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001,
+    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001,
+    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.1000000000000005, 2.1000000000000005, 2.2,
+    2.3499999999999996, 2.3499999999999996, 2.3499999999999996, 2.3499999999999996, 2.3999999999999995,
+    2.3999999999999995, 2.6499999999999986, 2.6999999999999984, 2.8999999999999977, 2.9499999999999975,
+    3.049999999999997, 3.049999999999997, 3.049999999999997};
+inline constexpr double kPhi3Mini128kLong[48] = {
+    1.0299999713897705, 1.0499999523162842, 1.0499999523162842, 1.0799999237060547, 1.2299998998641968,
+    1.2299998998641968, 1.2999999523162842, 1.4499999284744263, 1.5999999046325684, 1.6499998569488525,
+    1.8999998569488525, 2.859999895095825,  3.68999981880188,   5.419999599456787,  5.489999771118164,
+    5.489999771118164,  9.09000015258789,   11.579999923706055, 15.65999984741211,  15.769999504089355,
+    15.789999961853027, 18.360000610351562, 21.989999771118164, 23.079999923706055, 30.009998321533203,
+    32.35000228881836,  32.590003967285156, 35.56000518798828,  39.95000457763672,  53.840003967285156,
+    56.20000457763672,  57.95000457763672,  59.29000473022461,  59.77000427246094,  59.920005798339844,
+    61.190006256103516, 61.96000671386719,  62.50000762939453,  63.3700065612793,   63.48000717163086,
+    63.48000717163086,  63.66000747680664,  63.850006103515625, 64.08000946044922,  64.760009765625,
+    64.80001068115234,  64.81001281738281,  64.81001281738281};
+
+// The shapes every RoPE call checks before the C call: a head row holds the r rotated elements, and an
+// explicit position list has one entry per token.
+template <class T>
+void expect_heads(const heads_view<T> &x, int64_t rotary_dim, const positions &pos) {
+  expect(x.head_dim() >= rotary_dim);
+  expect_positions(pos, x.tokens());
+}
+
+}  // namespace detail
+
+/** A RoPE spec (posenc_rope) as a value type that owns its explicit frequencies: c_rope().freq points into
+ *  the object's own storage, also after a copy or a move, so a copy stays valid when the original is gone.
+ *  Built through posenc_rope_init (rope::init and the model presets), or from a C spec (its frequencies are
+ *  copied). The RoPE calls are members: cache, apply, apply_bf16, apply_f16.
+ *
+ *  The presets carry each model's published parameters (cited at each one) and its Hugging Face checkpoint's
+ *  pair layout; a checkpoint in Meta's or ggml's layout of the same model wants with_pairs(interleaved). */
+class rope {
+ public:
+  /** posenc_rope_default: r, halves, base 1e4, position_scale 1, attention_scale 1, no explicit frequencies. */
+  explicit rope(int64_t rotary_dim) noexcept : c_(posenc_rope_default(rotary_dim)) {}
+  /** The C spec as it is; its rotary_dim / 2 explicit frequencies, if any, are copied into this object. */
+  explicit rope(const posenc_rope &c) : c_(c) {
+    if (c.freq && c.rotary_dim >= 2) freq_.assign(c.freq, c.freq + c.rotary_dim / 2);
+    repoint();
+  }
+  /** Copies and moves re-point freq at the new object's storage; a moved-from rope is left with whatever
+   *  frequencies its storage kept (none, in practice), consistent either way. */
+  rope(const rope &o) : c_(o.c_), freq_(o.freq_) { repoint(); }
+  rope(rope &&o) noexcept : c_(o.c_), freq_(std::move(o.freq_)) {
+    repoint();
+    o.repoint();
+  }
+  rope &operator=(const rope &o) {
+    if (this != &o) {
+      freq_ = o.freq_;
+      c_ = o.c_;
+      repoint();
+    }
+    return *this;
+  }
+  rope &operator=(rope &&o) noexcept {
+    if (this != &o) {
+      freq_ = std::move(o.freq_);
+      c_ = o.c_;
+      repoint();
+      o.repoint();
+    }
+    return *this;
+  }
+  ~rope() = default;
+
+  /** posenc_rope_init(rotary_dim, base, scaling) into this object's own frequency storage; scaling nullptr is
+   *  the default scheme. Throws posenc::error with the C status (POSENC_ERR_INVALID for missing or
+   *  inconsistent parameters). */
+  static rope init(int64_t rotary_dim, double base, const posenc_rope_scaling *scaling = nullptr,
+                   posenc::rope_pairs pairs = posenc::rope_pairs::halves) {
+    rope r(rotary_dim);
+    if (rotary_dim >= 2 && rotary_dim % 2 == 0) r.freq_.resize(size_t(rotary_dim / 2));
+    posenc_rope c = r.c_;
+    check(posenc_rope_init(&c, rotary_dim, base, scaling, r.freq_.empty() ? nullptr : r.freq_.data()));
+    if (!c.freq) {
+      r.freq_.clear();
+    } else if (c.freq != r.freq_.data()) {  // not expected of posenc_rope_init; copied all the same
+      r.freq_.assign(c.freq, c.freq + c.rotary_dim / 2);
+    }
+    r.c_ = c;
+    r.c_.pairs = posenc_rope_pairs(pairs);
+    r.repoint();
+    return r;
+  }
+  /** The same with the scaling given by value. */
+  static rope init(int64_t rotary_dim, double base, const posenc_rope_scaling &scaling,
+                   posenc::rope_pairs pairs = posenc::rope_pairs::halves) {
+    return init(rotary_dim, base, &scaling, pairs);
+  }
+
+  /** Llama 2 (7B/13B/70B: head_dim 128): base 1e4, no scaling. Meta's llama/model.py precompute_freqs_cis
+   *  (theta=10000.0; head_dim = dim / n_heads = 4096 / 32) and the HF checkpoints' rope_theta. */
+  static rope llama2(int64_t rotary_dim = 128) { return init(rotary_dim, 1.0e4); }
+  /** Llama 3.1 (8B: head_dim 128): base 500000, llama3 scaling factor 8, low_freq_factor 1,
+   *  high_freq_factor 4, original 8192. meta-llama/llama-models models/sku_list.py (rope_theta 500000.0,
+   *  use_scaled_rope) and models/llama3/reference_impl/model.py apply_scaling (scale_factor 8,
+   *  low_freq_factor 1, high_freq_factor 4, old_context_len 8192); HF config.json rope_scaling "llama3". */
+  static rope llama3_1(int64_t rotary_dim = 128) {
+    posenc_rope_scaling s = rope_scaling_of(rope_type::llama3);
+    s.factor = 8.0;
+    s.low_freq_factor = 1.0;
+    s.high_freq_factor = 4.0;
+    s.original_max_positions = 8192;
+    return init(rotary_dim, 5.0e5, s);
+  }
+  /** Mistral 7B v0.2 (head_dim 128): base 1e6, no scaling ("Rope-theta = 1e6", the Mistral-7B-v0.2 and
+   *  -Instruct-v0.2 model cards; config.json rope_theta 1000000.0). */
+  static rope mistral_7b_v02(int64_t rotary_dim = 128) { return init(rotary_dim, 1.0e6); }
+  /** Qwen2 (7B/72B: head_dim 128): base 1e6 (config.json rope_theta 1000000.0). With yarn, the long-context
+   *  setting the Qwen2 Instruct model cards give: rope_scaling {"type": "yarn", "factor": 4.0,
+   *  "original_max_position_embeddings": 32768}, HF's truncate default (true). */
+  static rope qwen2(int64_t rotary_dim = 128, bool yarn = false) {
+    if (!yarn) return init(rotary_dim, 1.0e6);
+    posenc_rope_scaling s = rope_scaling_of(rope_type::yarn);
+    s.factor = 4.0;
+    s.original_max_positions = 32768;
+    s.truncate = 1;
+    return init(rotary_dim, 1.0e6, s);
+  }
+  /** Phi-3-mini-128k-instruct: LongRoPE over r = 96 (hidden 3072 / 32 heads), base 1e4, original 4096,
+   *  factor 131072 / 4096 = 32; the short factors up to seq_len 4096, the long ones past it, attention
+   *  factor sqrt(1 + ln 32 / ln 4096). The factor arrays are those of the first (April 2024, "type": "su")
+   *  config.json, which the Phi-3-vision-128k-instruct config repeats (OmniGen copies that config verbatim:
+   *  diffusers' OmniGen pipeline test, DiffSynth-Studio diffsynth/models/omnigen.py); the July 2024 update
+   *  of the mini model ships other arrays: build that one with rope::init and its own short/long factors. */
+  static rope phi3_mini_128k(int64_t seq_len) {
+    posenc_rope_scaling s = rope_scaling_of(rope_type::longrope);
+    s.factor = 32.0;
+    s.original_max_positions = 4096;
+    s.seq_len = seq_len;
+    s.short_factor = detail::kPhi3Mini128kShort;
+    s.long_factor = detail::kPhi3Mini128kLong;
+    return init(96, 1.0e4, s);
+  }
+  /** DeepSeek-V2 / V2-Lite MLA rope part: qk_rope_head_dim 64, base 1e4, yarn factor 40, original 4096,
+   *  beta_fast 32, beta_slow 1, mscale 0.707, mscale_all_dim 0.707 (so attention_scale 1), truncated as in
+   *  DeepSeek's yarn_find_correction_range; interleaved pairs (DeepSeek's modeling code and HF's
+   *  apply_rotary_pos_emb_interleave de-interleave q_pe / k_pe before rotate_half, which leaves the elements
+   *  in another order but q.k the same; llama.cpp runs DeepSeek2 with ROPE_TYPE_NORM). config.json of
+   *  deepseek-ai/DeepSeek-V2 and -V2-Lite. */
+  static rope deepseek_v2() { return deepseek_yarn(0.707, 0.707); }
+  /** DeepSeek-V3 / R1: as deepseek_v2 with mscale 1.0 and mscale_all_dim 1.0 (config.json of
+   *  deepseek-ai/DeepSeek-V3). Both ratios are 1, so the rotation is deepseek_v2's; the two configs differ in
+   *  the softmax scale, which multiplies by the square of the mscale_all_dim term outside RoPE. */
+  static rope deepseek_v3() { return deepseek_yarn(1.0, 1.0); }
+  /** GPT-NeoX-20B: partial rotary, rotary_pct 0.25 of head 96 (hidden 6144 / 64 heads) = 24, halves, base
+   *  1e4 (EleutherAI/gpt-neox configs/20B.yml; HF config rotary_pct 0.25, rotary_emb_base 10000). */
+  static rope gpt_neox_20b() { return init(24, 1.0e4); }
+  /** GPT-J 6B: rotary_dim 64 of head 256 (n_embd 4096 / 16 heads), interleaved (rotate_every_two), base 1e4
+   *  (mesh-transformer-jax pe_rotary_dims 64; HF config.json rotary_dim 64). */
+  static rope gpt_j_6b() { return init(64, 1.0e4, nullptr, posenc::rope_pairs::interleaved); }
+
+  int64_t rotary_dim() const noexcept { return c_.rotary_dim; }
+  posenc::rope_pairs pairs() const noexcept { return posenc::rope_pairs(c_.pairs); }
+  double base() const noexcept { return c_.base; }
+  double position_scale() const noexcept { return c_.position_scale; }
+  double attention_scale() const noexcept { return c_.attention_scale; }
+  /** The explicit frequencies (rotary_dim / 2 of them), or an empty view when f_i = base^(-2i/r). */
+  array_view<const double> freq() const noexcept {
+    return array_view<const double>(freq_.empty() ? nullptr : freq_.data(), int64_t(freq_.size()));
+  }
+  /** The C struct, for the C calls; its freq points into this object (valid while the object lives). */
+  const posenc_rope &c_rope() const noexcept { return c_; }
+
+  rope with_pairs(posenc::rope_pairs v) const { rope t = *this; t.c_.pairs = posenc_rope_pairs(v); return t; }
+  /** Ignored by the calls when the spec has explicit frequencies. */
+  rope with_base(double v) const { rope t = *this; t.c_.base = v; return t; }
+  rope with_position_scale(double v) const { rope t = *this; t.c_.position_scale = v; return t; }
+  rope with_attention_scale(double v) const { rope t = *this; t.c_.attention_scale = v; return t; }
+
+  /** Throws POSENC_ERR_INVALID for a spec every call would refuse (a cache call with no rows checks only it). */
+  void validate() const { check(posenc_rope_cache_f32(&c_, nullptr, 0, 0, nullptr, c_.rotary_dim / 2, nullptr,
+                                                     c_.rotary_dim / 2)); }
+
+  /** posenc_rope_cache_f32 into separate tables (ONNX Runtime's cos_cache / sin_cache): cos and sin have
+   *  rotary_dim / 2 columns and one row per position. */
+  void cache(positions pos, rows_view<float> cos, rows_view<float> sin) const {
+    const int64_t h = c_.rotary_dim / 2;
+    detail::expect(cos.cols() == h && sin.cols() == h && cos.rows() == sin.rows());
+    detail::expect_positions(pos, cos.rows());
+    check(posenc_rope_cache_f32(&c_, pos.list(), pos.first(), cos.rows(), cos.data(), cos.stride(), sin.data(),
+                                sin.stride()));
+  }
+  /** posenc_rope_cache_f32 into one table of rotary_dim columns, cos in the first half of each row and sin in
+   *  the second (vLLM's and flashinfer's cos_sin_cache). */
+  void cache(positions pos, rows_view<float> cos_sin) const {
+    const int64_t h = c_.rotary_dim / 2;
+    detail::expect(cos_sin.cols() == c_.rotary_dim && c_.rotary_dim >= 2);
+    detail::expect_positions(pos, cos_sin.rows());
+    check(posenc_rope_cache_f32(&c_, pos.list(), pos.first(), cos_sin.rows(), cos_sin.data(), cos_sin.stride(),
+                                cos_sin.data() + h, cos_sin.stride()));
+  }
+
+  /** posenc_rope_f32: rotates the first rotary_dim elements of every head row of x, in place. */
+  void apply(positions pos, heads_view<float> x) const {
+    detail::expect_heads(x, c_.rotary_dim, pos);
+    check(posenc_rope_f32(&c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(), x.token_stride(),
+                          x.head_stride()));
+  }
+  /** posenc_rope_qk_f32: q and k of the same tokens in one pass (GQA: their head counts may differ). */
+  void apply(positions pos, heads_view<float> q, heads_view<float> k) const {
+    detail::expect_heads(q, c_.rotary_dim, pos);
+    detail::expect_heads(k, c_.rotary_dim, pos);
+    detail::expect(q.tokens() == k.tokens());
+    check(posenc_rope_qk_f32(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(),
+                             q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+  }
+  /** posenc_rope_bf16: the same on bfloat16 rows (uint16_t bit patterns). */
+  void apply_bf16(positions pos, heads_view<uint16_t> x) const {
+    detail::expect_heads(x, c_.rotary_dim, pos);
+    check(posenc_rope_bf16(&c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(), x.token_stride(),
+                           x.head_stride()));
+  }
+  /** posenc_rope_qk_bf16. */
+  void apply_bf16(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
+    detail::expect_heads(q, c_.rotary_dim, pos);
+    detail::expect_heads(k, c_.rotary_dim, pos);
+    detail::expect(q.tokens() == k.tokens());
+    check(posenc_rope_qk_bf16(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(),
+                              q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+  }
+  /** posenc_rope_f16: the same on IEEE binary16 rows. */
+  void apply_f16(positions pos, heads_view<uint16_t> x) const {
+    detail::expect_heads(x, c_.rotary_dim, pos);
+    check(posenc_rope_f16(&c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(), x.token_stride(),
+                          x.head_stride()));
+  }
+  /** posenc_rope_qk_f16. */
+  void apply_f16(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
+    detail::expect_heads(q, c_.rotary_dim, pos);
+    detail::expect_heads(k, c_.rotary_dim, pos);
+    detail::expect(q.tokens() == k.tokens());
+    check(posenc_rope_qk_f16(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(),
+                             q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+  }
+
+  /** Equal fields and equal frequency values, hence the same rotation. */
+  friend bool operator==(const rope &a, const rope &b) noexcept {
+    return a.c_.rotary_dim == b.c_.rotary_dim && a.c_.pairs == b.c_.pairs && a.c_.base == b.c_.base &&
+           a.c_.position_scale == b.c_.position_scale && a.c_.attention_scale == b.c_.attention_scale &&
+           a.freq_ == b.freq_;
+  }
+  friend bool operator!=(const rope &a, const rope &b) noexcept { return !(a == b); }
+
+ private:
+  static rope deepseek_yarn(double mscale, double mscale_all_dim) {
+    posenc_rope_scaling s = rope_scaling_of(rope_type::yarn);
+    s.factor = 40.0;
+    s.original_max_positions = 4096;
+    s.beta_fast = 32.0;
+    s.beta_slow = 1.0;
+    s.mscale = mscale;
+    s.mscale_all_dim = mscale_all_dim;
+    s.truncate = 1;
+    return init(64, 1.0e4, s, posenc::rope_pairs::interleaved);
+  }
+  // c_.freq is the storage's, or NULL without explicit frequencies.
+  void repoint() noexcept { c_.freq = freq_.empty() ? nullptr : freq_.data(); }
+
+  posenc_rope c_;
+  std::vector<double> freq_;
+};
 
 /** posenc_isa as a scoped enum, same values. */
 enum class isa : int {
