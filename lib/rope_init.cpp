@@ -1,6 +1,522 @@
-// posenc_rope_init: placeholder until the scalings land (issue 15).
+// posenc_rope_init: the frequencies and attention scale of every HF transformers rope_type, evaluated from
+// the real-valued formula (docs/rope.md, "Scalings") rather than from HF's float32 tensors.
+//
+// Each written f_i is the double nearest the formula's real value. The value is computed with the integer
+// multi-precision of mp.hpp (the same bits on every architecture), with an a-priori bound on its relative
+// error, and rounded only when the whole error interval rounds to one double (Ziv's strategy); otherwise the
+// precision grows, 384 -> 768 -> 1536 bits. An interval that still straddles the midpoint of two doubles at
+// 1536 bits is taken to be that midpoint (ties to even; a dynamic base can make one exactly); anything else
+// left undecided there (absurd parameters) takes the nearest double of the 1536-bit value. libm is used only
+// to size the precision and to decide whether the cheap frequency-range check suffices; neither choice can
+// change a written bit.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "mp.hpp"
 #include "posenc/posenc.h"
 
-extern "C" posenc_status posenc_rope_init(posenc_rope *, int64_t, double, const posenc_rope_scaling *, double *) {
-  return POSENC_ERR_UNSUPPORTED;
+namespace posenc {
+namespace detail {
+namespace {
+
+using mp::Num;
+
+constexpr int kLevels = 3;
+constexpr int kLimbs[kLevels] = {6, 12, 24};  // 384, 768, 1536 bits
+constexpr double kMaxFrequency = 0x1p1000;    // the same bound as posenc_spec's |position_scale * w_i|
+constexpr double kMinAttention = 0x1p-64, kMaxAttention = 0x1p64;
+
+Num one(int n) { return mp::from_u64(1, n); }
+
+// The double nearest a, ties to even, subnormals included; |a| < 2^1024.
+double round_double(const Num &a) {
+  if (a.is_zero()) return 0.0;
+  if (mp::exponent(a) >= -1021) return mp::to_double(a);  // |a| >= 2^-1022: the result is normal
+  // On the subnormal grid: the integer nearest a * 2^1074 (below 2^53), ties to even.
+  int64_t k = 0;
+  const Num frac = mp::split_nearest_integer(mp::ldexp(a, 1074), &k);
+  const Num half = mp::ldexp(one(a.n), -1);
+  if (mp::cmp_abs(frac, half) == 0 && (k & 1) != 0) k += frac.neg ? -1 : 1;  // a tie rounded away: go even
+  return std::ldexp(double(k), -1074);
+}
+
+// 1/b by Newton's iteration y <- y + y (1 - b y) from the double estimate (IEEE division: the same
+// everywhere); each step doubles the correct bits, so the result has relative error below 2^(4 - 64 n).
+Num recip(const Num &b) {
+  const int n = b.n;
+  const int64_t e = mp::exponent(b);
+  const Num bs = mp::abs(mp::ldexp(b, -e));  // [1/2, 1)
+  Num y = mp::from_double(1.0 / mp::to_double(bs), n);
+  for (int64_t bits = 50; bits < 64 * int64_t(n) + 16; bits *= 2)
+    y = mp::add(y, mp::mul(y, mp::sub(one(n), mp::mul(bs, y))));
+  y = mp::ldexp(y, -e);
+  return b.neg ? mp::neg(y) : y;
+}
+
+Num div(const Num &a, const Num &b) { return mp::mul(a, recip(b)); }
+
+// sqrt(z), z > 0, from 1/sqrt by Newton's iteration y <- y + y (1 - z y^2) / 2.
+Num sqrt_num(const Num &z) {
+  const int n = z.n;
+  int64_t e = mp::exponent(z);
+  if (e & 1) ++e;  // even, so that sqrt(2^e) = 2^(e/2); zs in [1/4, 1)
+  const Num zs = mp::ldexp(z, -e);
+  Num y = mp::from_double(1.0 / std::sqrt(mp::to_double(zs)), n);
+  for (int64_t bits = 50; bits < 64 * int64_t(n) + 16; bits *= 2) {
+    const Num t = mp::sub(one(n), mp::mul(zs, mp::mul(y, y)));
+    y = mp::add(y, mp::ldexp(mp::mul(y, t), -1));
+  }
+  return mp::ldexp(mp::mul(zs, y), e / 2);
+}
+
+// ln x for a positive Num: ln d + log1p(x/d - 1) + e ln 2, d the double nearest the mantissa. The absolute
+// error stays below (|e| + 8) 2^(16 - 64 n), which is what the callers need (they feed exp or add to 1).
+Num ln_num(const Num &x) {
+  const int n = x.n;
+  const int64_t e = mp::exponent(x);
+  const Num xs = mp::ldexp(x, -e);  // [1/2, 1)
+  const double d = mp::to_double(xs);
+  Num y = mp::log(d, n);
+  const Num q = mp::mul(mp::sub(xs, mp::from_double(d, n)), mp::exp(mp::neg(y)));  // |q| <= 2^-53
+  if (!q.is_zero()) {
+    Num term = q, sum = q;
+    for (uint64_t k = 2;; ++k) {
+      term = mp::mul(term, q);
+      if (term.is_zero() || mp::exponent(term) < -64 * int64_t(n) - 8) break;
+      const Num t = mp::div_u64(term, k);
+      sum = (k & 1) ? mp::add(sum, t) : mp::sub(sum, t);
+    }
+    y = mp::add(y, sum);
+  }
+  if (e != 0) {
+    const Num t = mp::mul_u64(mp::ln2(n), uint64_t(e < 0 ? -e : e));
+    y = e < 0 ? mp::sub(y, t) : mp::add(y, t);
+  }
+  return y;
+}
+
+// Bits of relative error a value computed at any precision may carry, from an amplification estimate
+// (condition number times op count); 48 bits cover mp::exp's squarings and the op chains.
+int lost_bits(double amplification) {
+  if (!(amplification < 0x1p1000)) return 2000;
+  return 48 + int(std::ceil(std::log2(std::fmax(amplification, 1.0))));
+}
+
+// The correctly rounded double of a quantity: eval(level) returns it at kLimbs[level] limbs with relative
+// error below 2^(lost - 64 limbs). Verified levels start where that leaves 128 bits.
+template <class Eval>
+double round_verified(Eval &&eval, int lost) {
+  int level = 0;
+  while (level + 1 < kLevels && 64 * kLimbs[level] - lost < 128) ++level;
+  for (;; ++level) {
+    const Num a = eval(level);
+    const bool last = level + 1 == kLevels;
+    const int64_t k = 64 * int64_t(kLimbs[level]) - lost;
+    if (k < 60) {
+      if (last) return round_double(a);  // no useful bound: the best value there is
+      continue;
+    }
+    const Num d = mp::ldexp(mp::abs(a), -k);
+    const double lo = round_double(mp::sub(a, d)), hi = round_double(mp::add(a, d));
+    if (std::memcmp(&lo, &hi, sizeof lo) == 0) return lo;
+    // Still straddling the midpoint of two adjacent doubles at 1536 bits: the value is that midpoint (the
+    // dynamic base can make one exactly), so ties go to even. Were it only within 2^-1400 of it, either
+    // neighbour would still be within 1 ULP.
+    if (last) {
+      if (std::nextafter(lo, hi) != hi) return round_double(a);
+      uint64_t b;
+      std::memcpy(&b, &lo, sizeof b);
+      return (b & 1) == 0 ? lo : hi;
+    }
+  }
+}
+
+int type_value(const posenc_rope_scaling &s) {
+  int v = 0;
+  static_assert(sizeof(s.type) == sizeof(int), "posenc_rope_type is int-sized");
+  std::memcpy(&v, &s.type, sizeof v);
+  return v;
+}
+
+bool positive_finite(double x) { return x > 0.0 && std::isfinite(x); }
+
+// Everything a scheme needs, validated; then the per-precision constants, built on first use.
+struct Scheme {
+  int type = POSENC_ROPE_TYPE_DEFAULT;
+  int64_t r = 0, h = 0;
+  double base = 0, factor = 1;
+  int64_t L0 = 0;
+  // dynamic: L = max(seq_len, L0)
+  int64_t L = 0;
+  // yarn
+  double beta_fast = 32, beta_slow = 1;
+  bool truncate = true;
+  int64_t low_i = 0, high_i = 0;  // truncate: the clamped integer range
+  bool equal_range = false;       // truncate: low == high (HF adds 0.001 to high)
+  // llama3
+  double lff = 0, hff = 0;
+  // longrope
+  const double *ext = nullptr;
+  int lost = 48;  // for the frequencies
+
+  struct Level {
+    bool ready = false;
+    Num G;           // ln of the base of the power: base^(-2i/r) = exp(-(i/h) G)
+    Num inv_factor;  // 1 / factor
+    Num low, den;    // yarn without truncate: low and den = high - low (made positive, sign in den_neg)
+    bool den_neg = false;
+    Num c, lff, hff, band;  // llama3: c = L0 / (2 pi); band = hff - lff
+    // base^(-2i/r) for consecutive i as a chain of products by rho = exp(-G / h): one multiplication per
+    // pair instead of an exp, i relative roundings more (lost counts log2(h) bits for them)
+    Num rho, cur;
+    int64_t cur_i = -1;
+  } lv[kLevels];
+
+  Num cd(int n, double beta) const;  // YaRN's correction dimension for beta, at n limbs
+
+  Level &level(int k) {
+    Level &l = lv[k];
+    if (l.ready) return l;
+    const int n = kLimbs[k];
+    l.G = mp::log(base, n);
+    if (type == POSENC_ROPE_TYPE_DYNAMIC) {
+      // X = factor (L - L0) / L0 + 1 >= 1, then G = ln base + (r / (r - 2)) ln X
+      Num x = mp::mul(mp::from_double(factor, n), mp::from_i64(L - L0, n));
+      x = mp::add(mp::div_u64(x, uint64_t(L0)), one(n));
+      const Num lx = mp::div_u64(mp::mul_u64(ln_num(x), uint64_t(h)), uint64_t(h - 1));
+      l.G = mp::add(l.G, lx);
+    }
+    l.rho = mp::exp(mp::neg(mp::div_u64(l.G, uint64_t(h))));
+    l.inv_factor = recip(mp::from_double(factor, n));
+    if (type == POSENC_ROPE_TYPE_YARN && !truncate) {
+      Num lo = cd(n, beta_fast), hi = cd(n, beta_slow);
+      if (lo.neg || lo.is_zero()) lo = mp::zero(n);                 // max(low, 0)
+      const Num top = mp::from_i64(r - 1, n);                       // min(high, dim - 1)
+      if (!hi.neg && mp::cmp_abs(hi, top) > 0) hi = top;
+      l.low = lo;
+      l.den = mp::sub(hi, lo);
+      l.den_neg = l.den.neg;
+      l.den = mp::abs(l.den);
+    }
+    if (type == POSENC_ROPE_TYPE_LLAMA3) {
+      l.c = div(mp::from_i64(L0, n), mp::ldexp(mp::pi(n), 1));
+      l.lff = mp::from_double(lff, n);
+      l.hff = mp::from_double(hff, n);
+      l.band = mp::sub(l.hff, l.lff);
+    }
+    l.ready = true;
+    return l;
+  }
+
+  // f_i at level k.
+  Num freq(int k, int64_t i) {
+    Level &l = level(k);
+    const int n = kLimbs[k];
+    if (l.cur_i >= 0 && i == l.cur_i + 1) {
+      l.cur = mp::mul(l.cur, l.rho);
+    } else if (i != l.cur_i) {  // out of sequence (a fallback, or the second pass): straight from exp
+      l.cur = mp::exp(mp::neg(mp::div_u64(mp::mul_u64(l.G, uint64_t(i)), uint64_t(h))));
+    }
+    l.cur_i = i;
+    const Num inv = l.cur;  // base^(-2i/r), exactly 1 for i = 0
+    switch (type) {
+      case POSENC_ROPE_TYPE_LINEAR: return mp::mul(inv, l.inv_factor);
+      case POSENC_ROPE_TYPE_YARN: {
+        // f = inv ((1 - ramp) + ramp / factor), ramp = clamp((i - low) / (high - low), 0, 1)
+        if (truncate) {
+          if (equal_range) return i <= low_i ? inv : mp::mul(inv, l.inv_factor);  // (i - low) / 0.001
+          int64_t num = i - low_i, den = high_i - low_i;
+          if (den < 0) {
+            num = -num;
+            den = -den;
+          }
+          if (num <= 0) return inv;
+          if (num >= den) return mp::mul(inv, l.inv_factor);
+          const Num w = mp::add(mp::from_i64(den - num, n), mp::mul_u64(l.inv_factor, uint64_t(num)));
+          return mp::mul(inv, mp::div_u64(w, uint64_t(den)));
+        }
+        Num num = mp::sub(mp::from_i64(i, n), l.low);
+        if (l.den_neg) num = mp::neg(num);
+        if (num.neg || num.is_zero()) return inv;
+        if (mp::cmp_abs(num, l.den) >= 0) return mp::mul(inv, l.inv_factor);
+        const Num w = mp::add(mp::sub(l.den, num), mp::mul(num, l.inv_factor));
+        return mp::mul(inv, div(w, l.den));
+      }
+      case POSENC_ROPE_TYPE_LLAMA3: {
+        // x = L0 / wavelen = L0 inv / (2 pi): below lff the long waves are divided by factor, above hff the
+        // short ones are kept, in between f = inv ((1 - s) / factor + s), s = (x - lff) / (hff - lff).
+        const Num xr = mp::mul(inv, l.c);
+        const bool below = mp::sub(xr, l.lff).neg, above = !mp::sub(xr, l.hff).neg;
+        if (below) return mp::mul(inv, l.inv_factor);
+        if (above) return inv;
+        const Num one_minus_s = div(mp::sub(l.hff, xr), l.band), s = div(mp::sub(xr, l.lff), l.band);
+        return mp::mul(inv, mp::add(mp::mul(one_minus_s, l.inv_factor), s));
+      }
+      case POSENC_ROPE_TYPE_LONGROPE: return div(inv, mp::from_double(ext[i], n));
+      default: return inv;  // dynamic: the base is in G
+    }
+  }
+};
+
+Num Scheme::cd(int n, double beta) const {
+  // cd(beta) = r ln(L0 / (2 pi beta)) / (2 ln base) = h (ln L0 - ln 2 pi - ln beta) / ln base
+  const Num t = mp::sub(mp::sub(ln_num(mp::from_i64(L0, n)), ln_num(mp::ldexp(mp::pi(n), 1))), mp::log(beta, n));
+  return div(mp::mul_u64(t, uint64_t(h)), mp::log(base, n));
+}
+
+// The attention factors. Each returns INVALID when the factor is not a double in [2^-64, 2^64].
+posenc_status explicit_attention(double a, double *out) {
+  if (!std::isfinite(a) || !(a >= kMinAttention) || !(a <= kMaxAttention)) return POSENC_ERR_INVALID;
+  *out = a;
+  return POSENC_OK;
+}
+
+// 0.1 m ln f + 1 (HF's get_mscale for f > 1), at n limbs.
+Num mscale_num(int n, double f, double m) {
+  return mp::add(one(n), mp::div_u64(mp::mul(mp::log(f, n), mp::from_double(m, n)), 10));
+}
+
+posenc_status yarn_attention(const posenc_rope_scaling &s, double factor, double *out) {
+  if (s.attention_factor != 0.0) return explicit_attention(s.attention_factor, out);
+  if (!(factor > 1.0)) {  // get_mscale(f, m) = 1 for f <= 1, so the ratio is 1 as well
+    *out = 1.0;
+    return POSENC_OK;
+  }
+  const double lnf = std::log(factor);
+  if (s.mscale != 0.0 && s.mscale_all_dim != 0.0) {
+    const double m1 = s.mscale, m2 = s.mscale_all_dim;
+    if (!std::isfinite(m1) || !std::isfinite(m2)) return POSENC_ERR_INVALID;
+    if (m1 == m2) {  // x / x with x = 0.1 m ln f + 1 != 0 (ln f is irrational for a rational f != 1)
+      *out = 1.0;
+      return POSENC_OK;
+    }
+    // The numerator and the denominator can cancel (m near -10 / ln f); they never both vanish for m1 != m2
+    // (their difference is 0.1 (m1 - m2) ln f, at least ~2^-120), so either is below 2^-300 only when the
+    // ratio is far outside [2^-64, 2^64].
+    const Num num6 = mscale_num(kLimbs[0], factor, m1), den6 = mscale_num(kLimbs[0], factor, m2);
+    if (num6.is_zero() || den6.is_zero() || mp::exponent(num6) < -300 || mp::exponent(den6) < -300)
+      return POSENC_ERR_INVALID;
+    const double cond = (std::fabs(0.1 * m1 * lnf) + 1) / std::fabs(mp::to_double(num6)) +
+                        (std::fabs(0.1 * m2 * lnf) + 1) / std::fabs(mp::to_double(den6));
+    const double a = round_verified(
+        [&](int k) {
+          const int n = kLimbs[k];
+          return div(mscale_num(n, factor, m1), mscale_num(n, factor, m2));
+        },
+        lost_bits(cond * 64));
+    return explicit_attention(a, out);
+  }
+  *out = round_verified([&](int k) { return mscale_num(kLimbs[k], factor, 1.0); }, lost_bits(64));
+  return POSENC_OK;
+}
+
+posenc_status longrope_attention(const posenc_rope_scaling &s, double *out) {
+  if (s.attention_factor != 0.0) return explicit_attention(s.attention_factor, out);
+  const double f = s.factor;
+  if (!positive_finite(f)) return POSENC_ERR_INVALID;
+  if (!(f > 1.0)) {
+    *out = 1.0;
+    return POSENC_OK;
+  }
+  if (s.original_max_positions < 2) return POSENC_ERR_INVALID;  // ln(1) = 0 in the denominator
+  const int64_t L0 = s.original_max_positions;
+  // sqrt(1 + ln f / ln L0): both logs positive, well conditioned
+  const double a = round_verified(
+      [&](int k) {
+        const int n = kLimbs[k];
+        return sqrt_num(mp::add(one(n), div(mp::log(f, n), ln_num(mp::from_i64(L0, n)))));
+      },
+      lost_bits(64));
+  return explicit_attention(a, out);
+}
+
+// YaRN's integer correction range, floor / ceil of the real correction dimensions, clamped as HF does.
+// Each is decided only when its error interval holds no integer (never exactly one: cd is transcendental).
+posenc_status yarn_range(Scheme &s) {
+  const double lnb = std::fabs(std::log(s.base));
+  bool ok_f = false, ok_s = false;
+  int64_t fl = 0, ce = 0;
+  for (int k = 0; k < kLevels && !(ok_f && ok_s); ++k) {
+    const int n = kLimbs[k];
+    const bool last = k + 1 == kLevels;
+    for (int which = 0; which < 2; ++which) {
+      bool &ok = which == 0 ? ok_f : ok_s;
+      if (ok) continue;
+      const double beta = which == 0 ? s.beta_fast : s.beta_slow;
+      const Num c = s.cd(n, beta);
+      if (k == 0 && !c.is_zero() && mp::exponent(c) > 52) return POSENC_ERR_INVALID;  // |cd| >= 2^52
+      if (!s.truncate) {
+        ok = true;  // only the magnitude check: the unrounded range is built per level
+        continue;
+      }
+      int64_t near = 0;
+      const Num frac = mp::split_nearest_integer(c, &near);
+      const double scale = double(s.h) * (std::log(double(s.L0)) + 2.0 + std::fabs(std::log(beta))) / lnb +
+                           std::fabs(mp::to_double(c)) + 1.0;
+      const Num err = mp::ldexp(mp::from_double(scale, n), lost_bits(1) - 64 * int64_t(n));
+      if (!last && !frac.is_zero() && mp::cmp_abs(frac, err) <= 0) continue;  // too close to an integer
+      const bool neg = frac.neg && !frac.is_zero(), pos = !frac.neg && !frac.is_zero();
+      if (which == 0) fl = neg ? near - 1 : near;
+      else ce = pos ? near + 1 : near;
+      ok = true;
+    }
+  }
+  if (s.truncate) {
+    s.low_i = fl < 0 ? 0 : fl;
+    s.high_i = ce > s.r - 1 ? s.r - 1 : ce;
+    s.equal_range = s.low_i == s.high_i;
+  }
+  return POSENC_OK;
+}
+
+// The cheap frequency-range check in double: true when no f_i can reach 2^1000 (1 bit of margin for libm).
+bool surely_in_range(const Scheme &s) {
+  double top = std::fmax(0.0, -std::log2(s.base));  // base^(-2i/r) <= max(1, 1/base); a dynamic base' >= base
+  switch (s.type) {
+    case POSENC_ROPE_TYPE_LINEAR:
+    case POSENC_ROPE_TYPE_YARN:
+    case POSENC_ROPE_TYPE_LLAMA3: top += std::fmax(0.0, -std::log2(s.factor)); break;
+    case POSENC_ROPE_TYPE_LONGROPE: {
+      double m = 0;
+      for (int64_t i = 0; i < s.h; ++i) m = std::fmax(m, -std::log2(s.ext[i]));
+      top += m;
+      break;
+    }
+    default: break;
+  }
+  return top < 998.0;
+}
+
+posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, const posenc_rope_scaling *scaling,
+                        double *freq) {
+  if (rope == nullptr) return POSENC_ERR_NULL;
+  Scheme s;
+  s.type = scaling == nullptr ? int(POSENC_ROPE_TYPE_DEFAULT) : type_value(*scaling);
+  if (s.type < POSENC_ROPE_TYPE_DEFAULT || s.type > POSENC_ROPE_TYPE_LONGROPE) return POSENC_ERR_INVALID;
+  const bool explicit_freq =
+      s.type != POSENC_ROPE_TYPE_DEFAULT && !(s.type == POSENC_ROPE_TYPE_LINEAR && freq == nullptr);
+  if (explicit_freq && freq == nullptr) return POSENC_ERR_NULL;
+  if (s.type == POSENC_ROPE_TYPE_LONGROPE && (scaling->short_factor == nullptr || scaling->long_factor == nullptr))
+    return POSENC_ERR_NULL;
+  if (rotary_dim < 2 || rotary_dim % 2 != 0) return POSENC_ERR_INVALID;
+  if (!positive_finite(base)) return POSENC_ERR_INVALID;
+  s.r = rotary_dim;
+  s.h = rotary_dim / 2;
+  s.base = base;
+
+  double attention = 1.0;
+  int64_t L0 = 0;
+  switch (s.type) {
+    case POSENC_ROPE_TYPE_DEFAULT: break;
+    case POSENC_ROPE_TYPE_LINEAR:
+      if (!positive_finite(scaling->factor) || !(1.0 / scaling->factor < kMaxFrequency)) return POSENC_ERR_INVALID;
+      s.factor = scaling->factor;
+      break;
+    case POSENC_ROPE_TYPE_DYNAMIC:
+      if (s.r == 2) return POSENC_ERR_INVALID;  // base' has the exponent r / (r - 2)
+      if (!positive_finite(scaling->factor) || scaling->original_max_positions < 1 || scaling->seq_len < 0)
+        return POSENC_ERR_INVALID;
+      s.factor = scaling->factor;
+      L0 = scaling->original_max_positions;
+      s.L = scaling->seq_len > L0 ? scaling->seq_len : L0;
+      break;
+    case POSENC_ROPE_TYPE_YARN: {
+      if (!positive_finite(scaling->factor) || scaling->original_max_positions < 1) return POSENC_ERR_INVALID;
+      if (base == 1.0) return POSENC_ERR_INVALID;  // ln(base) = 0 divides the correction dimensions
+      s.factor = scaling->factor;
+      L0 = scaling->original_max_positions;
+      s.beta_fast = scaling->beta_fast == 0.0 ? 32.0 : scaling->beta_fast;
+      s.beta_slow = scaling->beta_slow == 0.0 ? 1.0 : scaling->beta_slow;
+      if (!positive_finite(s.beta_fast) || !positive_finite(s.beta_slow) || !(s.beta_fast > s.beta_slow))
+        return POSENC_ERR_INVALID;
+      s.truncate = scaling->truncate != 0;
+      const posenc_status st = yarn_attention(*scaling, s.factor, &attention);
+      if (st != POSENC_OK) return st;
+      break;
+    }
+    case POSENC_ROPE_TYPE_LLAMA3:
+      if (!positive_finite(scaling->factor) || scaling->original_max_positions < 1) return POSENC_ERR_INVALID;
+      if (!positive_finite(scaling->low_freq_factor) || !positive_finite(scaling->high_freq_factor) ||
+          !(scaling->high_freq_factor > scaling->low_freq_factor))
+        return POSENC_ERR_INVALID;
+      s.factor = scaling->factor;
+      L0 = scaling->original_max_positions;
+      s.lff = scaling->low_freq_factor;
+      s.hff = scaling->high_freq_factor;
+      break;
+    case POSENC_ROPE_TYPE_LONGROPE: {
+      if (scaling->original_max_positions < 1 || scaling->seq_len < 0) return POSENC_ERR_INVALID;
+      for (int64_t i = 0; i < s.h; ++i)
+        if (!positive_finite(scaling->short_factor[i]) || !positive_finite(scaling->long_factor[i]))
+          return POSENC_ERR_INVALID;
+      L0 = scaling->original_max_positions;
+      s.ext = scaling->seq_len > L0 ? scaling->long_factor : scaling->short_factor;
+      const posenc_status st = longrope_attention(*scaling, &attention);
+      if (st != POSENC_OK) return st;
+      break;
+    }
+    default: return POSENC_ERR_INVALID;
+  }
+  s.L0 = L0;
+  if (s.type == POSENC_ROPE_TYPE_YARN) {
+    const posenc_status st = yarn_range(s);
+    if (st != POSENC_OK) return st;
+  }
+
+  // Plain base^(-2i/r): no explicit frequencies.
+  const bool plain = s.type == POSENC_ROPE_TYPE_DEFAULT || (s.type == POSENC_ROPE_TYPE_LINEAR && freq == nullptr) ||
+                     (s.type == POSENC_ROPE_TYPE_DYNAMIC && s.L == L0);
+  if (plain) {
+    posenc_rope out = posenc_rope_default(rotary_dim);
+    out.base = base;
+    if (s.type == POSENC_ROPE_TYPE_LINEAR) out.position_scale = 1.0 / s.factor;  // correctly rounded
+    *rope = out;
+    return POSENC_OK;
+  }
+
+  // The error amplification of each scheme (docs/rope.md): exp(-(i/h) G) loses |G| of relative accuracy
+  // to G's error; the blends lose what their cancellations and clamps can cost.
+  double G = std::fabs(std::log(base));
+  if (s.type == POSENC_ROPE_TYPE_DYNAMIC)
+    G += 2.0 * std::log1p(s.factor * (double(s.L - L0) / double(L0)));
+  double amp = 1.0 + G;
+  const double fr = s.factor + 1.0 / s.factor + 2.0;
+  if (s.type == POSENC_ROPE_TYPE_YARN && !s.truncate) {
+    const Num lo = s.cd(kLimbs[0], s.beta_fast), hi = s.cd(kLimbs[0], s.beta_slow);
+    const double cf = mp::to_double(lo), cs = mp::to_double(hi);
+    const double span = std::fabs(std::fmin(cs, double(s.r - 1)) - std::fmax(cf, 0.0));
+    const double dcd = double(s.h) * (std::log(double(L0)) + 2.0 + std::fabs(std::log(s.beta_fast)) +
+                                      std::fabs(std::log(s.beta_slow))) / std::fabs(std::log(base)) +
+                       std::fabs(cf) + std::fabs(cs) + double(s.r);
+    amp += 0x1p16 * dcd * fr / span;  // span == 0 gives inf: best effort at the highest precision
+  }
+  if (s.type == POSENC_ROPE_TYPE_LLAMA3) amp += 16.0 * (s.hff + s.lff) / (s.hff - s.lff) * fr;
+  s.lost = lost_bits(amp * 16.0 * double(s.h));
+
+  auto value = [&](int64_t i) { return round_verified([&](int k) { return s.freq(k, i); }, s.lost); };
+  if (!surely_in_range(s))
+    for (int64_t i = 0; i < s.h; ++i)
+      if (!(value(i) < kMaxFrequency)) return POSENC_ERR_INVALID;
+
+  for (int64_t i = 0; i < s.h; ++i) freq[i] = value(i);
+  posenc_rope out = posenc_rope_default(rotary_dim);
+  out.base = base;
+  out.freq = freq;
+  out.attention_scale = attention;
+  *rope = out;
+  return POSENC_OK;
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace posenc
+
+extern "C" posenc_status posenc_rope_init(posenc_rope *rope, int64_t rotary_dim, double base,
+                                          const posenc_rope_scaling *scaling, double *freq) {
+  try {
+    return posenc::detail::rope_init(rope, rotary_dim, base, scaling, freq);
+  } catch (...) {  // nothing here throws; no exception may cross the C ABI all the same
+    return POSENC_ERR_NO_MEMORY;
+  }
 }

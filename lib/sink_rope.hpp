@@ -172,7 +172,9 @@ struct RopeSinks {
       for (int64_t i = 0; i < full; i += W) {
         const D x = S::widen(load_t(xr + kStep * i)), y = S::widen(load_t(yr + kStep * i));
         const D c = S::load(cd + i), s = S::load(sd + i);
-        const D xn = S::fms(x, c, y * s);  // x c - y s: y s exact, one rounding of the sum
+        // x c - y s: both products exact, one rounding of the sum; as x c + (-(y s)), the way IEEE
+        // defines the signed zero of a difference (NEON's fms is -(y s - x c), which gives -0 for +0)
+        const D xn = S::fnma(y, s, x * c);
         const D yn = S::fma(y, c, x * s);  // y c + x s
         if (__builtin_expect(S::any_nan_d(xn, yn), 0)) {
           // out of line, from memory (the row is unchanged yet): passing these vectors by reference
@@ -193,7 +195,7 @@ struct RopeSinks {
       std::memcpy(c, cd + full, sizeof(double) * size_t(m));
       std::memcpy(s, sd + full, sizeof(double) * size_t(m));
       const D x = S::widen(load_t(bx)), y = S::widen(load_t(by));
-      const D xn = S::fms(x, S::load(c), y * S::load(s));
+      const D xn = S::fnma(y, S::load(s), x * S::load(c));
       const D yn = S::fma(y, S::load(c), x * S::load(s));
       if (S::any_nan_d(xn, yn)) {
         nan_vector(bx, by, 1, c, s);
