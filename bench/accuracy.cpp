@@ -1,9 +1,12 @@
 // posenc-accuracy: what each implementation's speed costs in accuracy. Max error in float32 ULPs against
 // MPFR (the exact angle from the spec's doubles, tests/support/reference.hpp) for every posenc path and
 // every peer, on a fixed sample: all 256 pairs of d = 512 at 16 consecutive positions around 1e3, 1e5,
-// 1e6 and 2^31 - 1.
+// 1e6 and 2^31 - 1. RoPE: the cos/sin that rotate q and k, r = 128 (64 pairs, f_i = base^(-2i/128)),
+// bases 1e4 and 5e5, 16 positions around 4096, 32768, 131072, 2^20 and 2^31 - 1: HF's float32 formula,
+// llama.cpp's float theta chain and posenc_rope_cache_f32 on every path, against MPFR.
 //   posenc-accuracy [--json FILE]
-// Prints a table; exits 1 when a posenc path breaks the contract's 1 ULP (a library bug, not noise).
+// Prints the tables; exits 1 when a posenc path breaks the contract's 1 ULP on the tables or its 0.5 ULP
+// (correct rounding) on the RoPE cos/sin (a library bug, not noise).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "peers/peers.hpp"
+#include "peers/rope.hpp"
 #include "posenc/posenc.h"
 #include "support/reference.hpp"
 
@@ -66,7 +70,94 @@ void measure(Impl &im, float got, mpfr_srcptr exact) {
   im.count += 1;
 }
 
-void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group) {
+// ---- RoPE ------------------------------------------------------------------------------------------------
+constexpr int64_t kRopeR = 128;
+const double kRopeBases[] = {1e4, 5e5};
+const Group kRopeGroups[] = {{"4096", 4096}, {"32768", 32768}, {"131072", 131072}, {"2^20", 1048576},
+                             {"2^31-1", 2147483647}};
+
+struct RopeRow {
+  std::string impl, kind;  // kind: "posenc" or "peer"
+  double base;
+  const char *group;
+  int64_t center;
+  double max_ulp = 0, max_abs = 0;
+  int64_t count = 0;
+  posenc_status status = POSENC_OK;  // a posenc path that did not run (not measured)
+};
+
+// The cos and sin (kRows x h each) of one implementation at the positions.
+//   hf_fp32:  cosf / sinf of fl32(fl32(p) * inv_freq32), inv_freq32 = 1 / fl32(fl32(base) ** fl32(2i/r)):
+//             HF's LlamaRotaryEmbedding, and vLLM's float32 cos_sin_cache (the same float32 products)
+//   llamacpp: theta = (float)p, then theta *= powf(base, -2/r) from pair to pair, cosf / sinf (ggml CPU)
+posenc_status rope_values(const std::string &impl, double base, const std::vector<int64_t> &pos, float *c,
+                          float *s) {
+  constexpr int64_t h = kRopeR / 2;
+  if (impl == "hf_fp32" || impl == "llamacpp") {
+    const peers::RopeModel m(kRopeR, kRopeR, base, 0);
+    for (int64_t r = 0; r < kRows; ++r) {
+      float theta = float(pos[size_t(r)]);
+      for (int64_t i = 0; i < h; ++i) {
+        const float a = impl == "hf_fp32" ? float(pos[size_t(r)]) * m.inv_freq[i] : theta;
+        c[r * h + i] = cosf(a);
+        s[r * h + i] = sinf(a);
+        theta *= m.theta_scale;
+      }
+    }
+    return POSENC_OK;
+  }
+  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+    if (impl == posenc_isa_name(posenc_isa(v))) posenc_force_isa(posenc_isa(v));
+  posenc_rope rope = posenc_rope_default(kRopeR);
+  rope.base = base;
+  return posenc_rope_cache_f32(&rope, pos.data(), 0, kRows, c, h, s, h);
+}
+
+std::vector<RopeRow> rope_accuracy(const std::vector<std::string> &paths) {
+  constexpr int64_t h = kRopeR / 2;
+  std::vector<std::pair<std::string, std::string>> impls;
+  for (const std::string &p : paths) impls.push_back({p, "posenc"});
+  impls.push_back({"hf_fp32", "peer"});
+  impls.push_back({"llamacpp", "peer"});
+  std::vector<RopeRow> rows;
+  std::vector<float> c(size_t(kRows * h)), s(size_t(kRows * h));
+  for (const double base : kRopeBases) {
+    posenc_spec spec = posenc_spec_default(kRopeR);  // w_i = base^(-i/64) = base^(-2i/128): the RoPE f_i
+    spec.base = base;
+    for (const Group &g : kRopeGroups) {
+      const std::vector<int64_t> pos = group_positions(g);
+      std::vector<std::vector<float>> cs, ss;
+      for (const auto &im : impls) {
+        RopeRow row{im.first, im.second, base, g.label, g.center};
+        row.status = rope_values(im.first, base, pos, c.data(), s.data());
+        if (row.status != POSENC_OK)
+          std::fprintf(stderr, "posenc-accuracy: posenc_rope_cache_f32 on %s, base %g, p ~ %s: %s (not measured)\n",
+                       im.first.c_str(), base, g.label, posenc_status_string(row.status));
+        rows.push_back(row);
+        cs.push_back(c);
+        ss.push_back(s);
+      }
+      ref::Big es, ec;
+      for (int64_t r = 0; r < kRows; ++r)
+        for (int64_t i = 0; i < h; ++i) {
+          ref::exact_pair(spec, i, pos[size_t(r)], es, ec);
+          for (size_t k = 0; k < impls.size(); ++k) {
+            RopeRow &row = rows[rows.size() - impls.size() + k];
+            if (row.status != POSENC_OK) continue;
+            for (const auto &[got, exact] : {std::pair<float, mpfr_srcptr>{cs[k][size_t(r * h + i)], ec},
+                                             std::pair<float, mpfr_srcptr>{ss[k][size_t(r * h + i)], es}}) {
+              row.max_ulp = std::max(row.max_ulp, ref::ulp_error(got, exact));
+              row.max_abs = std::max(row.max_abs, std::fabs(mpfr_get_d(exact, MPFR_RNDN) - double(got)));
+              row.count += 1;
+            }
+          }
+        }
+    }
+  }
+  return rows;
+}
+
+void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group, const std::vector<RopeRow> &rope) {
   FILE *f = std::fopen(path, "w");
   if (!f) {
     std::perror(path);
@@ -84,7 +175,19 @@ void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group
                    im.max_ulp, im.max_abs, (long long)im.over_one, (long long)im.count);
       sep = ",\n";
     }
-  std::fprintf(f, "\n  ]\n}\n");
+  std::fprintf(f, "\n  ],\n  \"rope\": {\"rotary_dim\": %lld, \"positions_per_group\": %lld, \"results\": [\n",
+               (long long)kRopeR, (long long)kRows);
+  sep = "";
+  for (const RopeRow &r : rope) {
+    if (r.status != POSENC_OK) continue;  // not measured: the report says which path is missing
+    std::fprintf(f,
+                 "%s    {\"impl\": \"%s\", \"kind\": \"%s\", \"base\": %g, \"group\": \"%s\", \"center\": %lld, "
+                 "\"max_ulp\": %.6g, \"max_abs\": %.6g, \"count\": %lld}",
+                 sep, r.impl.c_str(), r.kind.c_str(), r.base, r.group, (long long)r.center, r.max_ulp, r.max_abs,
+                 (long long)r.count);
+    sep = ",\n";
+  }
+  std::fprintf(f, "\n  ]}\n}\n");
   std::fclose(f);
 }
 
@@ -123,6 +226,10 @@ int main(int argc, char **argv) {
       }
     by_group.push_back(std::move(impls));
   }
+  std::vector<std::string> path_names;
+  for (const Impl &im : proto)
+    if (im.kind == "posenc") path_names.push_back(im.name);
+  const std::vector<RopeRow> rope = rope_accuracy(path_names);
   posenc_force_isa(active);
 
   bool broken = false;
@@ -137,7 +244,29 @@ int main(int argc, char **argv) {
     }
     std::printf("\n");
   }
-  if (json) write_json(json, by_group);
+  std::printf("\nRoPE cos/sin, r = %lld: max abs error (max ULP error)\n%-10s %-8s", (long long)kRopeR, "impl", "base");
+  for (const Group &g : kRopeGroups) std::printf(" %20s", g.label);
+  std::printf("\n");
+  bool rope_broken = false;
+  const size_t per_line = sizeof kRopeGroups / sizeof kRopeGroups[0];
+  for (size_t k = 0; k < rope.size(); ++k) {  // rows come base by base, group by group, impl by impl
+    const size_t n_impls = path_names.size() + 2, base_block = n_impls * per_line;
+    if (k % base_block >= n_impls) continue;  // print each (base, impl) once, its groups across the line
+    std::printf("%-10s %-8g", rope[k].impl.c_str(), rope[k].base);
+    for (size_t g = 0; g < per_line; ++g) {
+      const RopeRow &r = rope[k + g * n_impls];
+      if (r.status != POSENC_OK) {
+        std::printf(" %20s", "-");
+        continue;
+      }
+      std::printf(" %11.3g (%6.3g)", r.max_abs, r.max_ulp);
+      rope_broken |= r.kind == "posenc" && r.max_ulp > 0.5;
+    }
+    std::printf("\n");
+  }
+  if (json) write_json(json, by_group, rope);
   if (broken) std::fprintf(stderr, "posenc-accuracy: a posenc path is off by more than 1 ULP\n");
+  if (rope_broken) std::fprintf(stderr, "posenc-accuracy: a posenc path's RoPE cos/sin is not correctly rounded\n");
+  broken |= rope_broken;
   return broken ? 1 : 0;
 }

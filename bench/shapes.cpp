@@ -22,6 +22,14 @@ Plan full_plan() {
   p.split_table = {{512, 2048}, {8192, 4096}};
   p.split_embed = {{1024, 2048}, {4096, 8192}};
   p.vocab = 32000;
+  // RoPE (issue 15): Llama-3-8B (head 128, 32 q + 8 k heads, base 5e5) prefilling 2048 tokens, one decode
+  // step at position 100000, a batch of 32 decode steps at scattered positions; Pythia-6.9B / GPT-NeoX
+  // partial rotary (r = 32 of a 128 head, 32 + 32 heads, base 1e4).
+  const RopeShape prefill{128, 2048, 128, 32, 8, 5e5, "prefill"}, decode{128, 1, 128, 32, 8, 5e5, "decode"},
+      batch{128, 32, 128, 32, 8, 5e5, "scattered"}, neox{128, 2048, 32, 32, 32, 1e4, "prefill"};
+  p.rope = {prefill, decode, batch, neox};
+  p.rope_half = {prefill, batch};
+  p.rope_cache = {{128, 2048, 128, 0, 0, 5e5, "prefill"}, {128, 32, 128, 0, 0, 5e5, "scattered"}};
   return p;
 }
 
@@ -37,6 +45,11 @@ Plan quick_plan() {
   p.split_table = {{512, 64}};
   p.split_embed = {{512, 64}};
   p.vocab = 1000;
+  const RopeShape prefill{128, 64, 128, 32, 8, 5e5, "prefill"}, decode{128, 1, 128, 32, 8, 5e5, "decode"},
+      batch{128, 8, 128, 32, 8, 5e5, "scattered"}, neox{128, 64, 32, 32, 32, 1e4, "prefill"};
+  p.rope = {prefill, decode, batch, neox};
+  p.rope_half = {prefill};
+  p.rope_cache = {{128, 64, 128, 0, 0, 5e5, "prefill"}};
   return p;
 }
 

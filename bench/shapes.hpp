@@ -13,6 +13,16 @@ struct Shape {
                       // all exactly zero (a case of its own for an exact kernel)
 };
 
+// A RoPE shape: n tokens of q_heads query and k_heads key heads of head_dim elements, the first r of each
+// rotated (NEOX pairs), q and k being views of a fused QKV buffer [n, q_heads + 2 k_heads, head_dim], as
+// vLLM splits it. pos: "prefill" = 0 .. n-1, "decode" = 100000 + t, "scattered" = uniform in [0, 131072)
+// (the decode steps of a batch of unrelated sequences within Llama 3.1's 128k context).
+struct RopeShape {
+  int64_t head_dim, n, r, q_heads, k_heads;
+  double base;
+  const char *pos;
+};
+
 struct Plan {
   std::vector<Shape> table;       // posenc_table_f32 and every table peer
   std::vector<Shape> table_slow;  // the subset on which the slow scalar impls run too
@@ -23,6 +33,9 @@ struct Plan {
   std::vector<Shape> embed;       // embed_f32 / _bf16 / _f16 / learned, n tokens of vocab
   std::vector<Shape> split_table, split_embed;  // the 2-thread row split
   int64_t vocab;
+  std::vector<RopeShape> rope;        // posenc_rope_qk_f32 and every RoPE peer
+  std::vector<RopeShape> rope_half;   // posenc_rope_qk_bf16 / _f16 and the in-place bound on 16-bit rows
+  std::vector<RopeShape> rope_cache;  // posenc_rope_cache_f32 and SLEEF u35 (r = head_dim; heads unused)
 };
 
 Plan full_plan();

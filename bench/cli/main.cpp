@@ -4,6 +4,8 @@
 // Spec options: --layout interleaved|sin-cos-halves|cos-sin-halves, --base B, --denominator D (0: h),
 // --scale S, --first P. Output: --npy FILE, --print (the default without --npy), --decimals K,
 // --isa scalar|avx2|avx512|neon (force a path).
+//   posenc-cli rope --preset llama3.1 --positions 4   (RoPE mode, rope.cpp: cos/sin cache rows of any scheme)
+//   posenc-cli --help                                 (every option of both modes)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "npy.hpp"
+#include "rope.hpp"
 #include "posenc/posenc.h"
 
 namespace {
@@ -31,6 +34,29 @@ struct Options {
                "[--print] [--decimals K] [--isa NAME]\n",
                why);
   std::exit(2);
+}
+
+void help() {
+  std::printf(
+      "posenc-cli: positional-encoding tables and RoPE caches, printed and/or saved as .npy\n"
+      "\n"
+      "Table mode: one sinusoidal table (posenc_table_f32)\n"
+      "  posenc-cli --d-model N [options]\n"
+      "  --d-model N             row width (required)\n"
+      "  --positions N           rows, for positions first .. first+N-1 (default 10)\n"
+      "  --first P               first position (default 0)\n"
+      "  --layout L              interleaved (default), sin-cos-halves or cos-sin-halves\n"
+      "  --base B                frequency base (default 1e4)\n"
+      "  --denominator D         D in base^(-i/D); 0 (default) means floor(d_model/2)\n"
+      "  --scale S               position_scale (default 1)\n"
+      "  --npy FILE              save the (N, d_model) float32 table\n"
+      "  --print                 print it (the default without --npy)\n"
+      "  --decimals K            printed decimals (default 4)\n"
+      "  --isa NAME              force a path: scalar, avx2, avx512, neon\n"
+      "\n");
+  cli::rope_help(stdout);
+  std::printf("\nExit status: 0 done, 1 the library refused (its status is printed) or a file could not be written, "
+              "2 a usage error.\n");
 }
 
 double number(const char *s, const char *opt) {
@@ -84,6 +110,12 @@ bool force(const char *name) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && !std::strcmp(argv[1], "rope")) return cli::rope_main(argc - 1, argv + 1);
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      help();
+      return 0;
+    }
   const Options o = parse(argc, argv);
   if (o.isa && !force(o.isa)) usage("that path is not available here");
   const int64_t d = o.spec.d_model, n = o.positions;

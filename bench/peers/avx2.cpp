@@ -1,11 +1,13 @@
 // AVX2 peers: SLEEF's sincosf8 (u10, u35) and xsimd's sincos on fma3<avx2> (plain xsimd::avx2 would not
 // fuse the multiply-adds inside sincos; fma3<avx2> is what a user would pick). The only unit built with
-// -mavx2 -mfma, which is also when SLEEF declares its AVX2 functions.
+// -mavx2 -mfma, which is also when SLEEF declares its AVX2 functions. Also the RoPE peers (rope_kernels.hpp)
+// on 8-lane vectors.
 #include <immintrin.h>
 #include <sleef.h>
 
 #define PEERS_UNIT avx2
 #include "kernels.hpp"
+#include "rope_kernels.hpp"
 
 namespace peers {
 namespace avx2 {
@@ -17,6 +19,9 @@ struct Avx2 {
   static Reg set1(float x) { return _mm256_set1_ps(x); }
   static Reg loadu(const float *p) { return _mm256_loadu_ps(p); }
   static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+  static void storeu(float *p, Reg a) { _mm256_storeu_ps(p, a); }
   // (s0..s7, c0..c7) -> s0 c0 ... s7 c7: unpack within each 128-bit half, then put the halves in order.
   static void store_zip(float *o, Reg s, Reg c) {
     const Reg lo = _mm256_unpacklo_ps(s, c);  // s0 c0 s1 c1 | s4 c4 s5 c5
@@ -31,6 +36,13 @@ struct Avx2 {
 Unit unit() {
   return make_unit<Avx2, Sleef_sincosf8_u10avx2, Sleef_sincosf8_u35avx2, xsimd::fma3<xsimd::avx2>>(
       POSENC_ISA_AVX2, "sleef_u10_avx2", "sleef_u35_avx2", "xsimd_avx2");
+}
+
+RopeUnit rope_unit() {
+  RopeUnit u = make_rope_unit<Avx2, Avx2>(POSENC_ISA_AVX2, "cache_lookup_avx2");
+  u.sleef_name = "sleef_u35_avx2";
+  u.sleef_u35 = sleef_cache<Avx2, Sleef_sincosf8_u35avx2>;
+  return u;
 }
 
 }  // namespace avx2

@@ -1,10 +1,12 @@
 // AVX-512 peers: SLEEF's sincosf16 (u10, u35) and xsimd's sincos on avx512f, which xsimd 8.1 evaluates
 // with unfused multiply-adds (that is what a user of xsimd gets). The only unit built with -mavx512f.
+// Also the RoPE peers (rope_kernels.hpp) on 16-lane vectors.
 #include <immintrin.h>
 #include <sleef.h>
 
 #define PEERS_UNIT avx512
 #include "kernels.hpp"
+#include "rope_kernels.hpp"
 
 namespace peers {
 namespace avx512 {
@@ -16,6 +18,9 @@ struct Avx512 {
   static Reg set1(float x) { return _mm512_set1_ps(x); }
   static Reg loadu(const float *p) { return _mm512_loadu_ps(p); }
   static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
+  static void storeu(float *p, Reg a) { _mm512_storeu_ps(p, a); }
   // (s0..s15, c0..c15) -> s0 c0 ... s15 c15: one two-source permute per 16 outputs.
   static void store_zip(float *o, Reg s, Reg c) {
     const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -30,6 +35,13 @@ struct Avx512 {
 Unit unit() {
   return make_unit<Avx512, Sleef_sincosf16_u10avx512f, Sleef_sincosf16_u35avx512f, xsimd::avx512f>(
       POSENC_ISA_AVX512, "sleef_u10_avx512", "sleef_u35_avx512", "xsimd_avx512");
+}
+
+RopeUnit rope_unit() {
+  RopeUnit u = make_rope_unit<Avx512, Avx512>(POSENC_ISA_AVX512, "cache_lookup_avx512");
+  u.sleef_name = "sleef_u35_avx512";
+  u.sleef_u35 = sleef_cache<Avx512, Sleef_sincosf16_u35avx512f>;
+  return u;
 }
 
 }  // namespace avx512

@@ -137,6 +137,41 @@ def embed_vs_gather(groups, out_dir):
     return _save(fig, out_dir, "embed_vs_gather.svg")
 
 
+def rope_vs_inplace(groups, out_dir):
+    """Time of each RoPE impl relative to the in-place pass over the same q and k, per shape (log scale)."""
+    bars = {}
+    shapes = []
+    for (k, params), g in sorted(groups.items(), key=lambda kv: (dict(kv[0][1])["r"], -dict(kv[0][1])["n"])
+                                 if kv[0][0] == "rope_qk_f32" else (0, 0)):
+        p = dict(params)
+        if k != "rope_qk_f32" or "inplace" not in g or not g["inplace"].median:
+            continue
+        base = g["inplace"].median
+        label = "%d tok, r=%d\n%s" % (p["n"], p["r"], p["pos"])
+        shapes.append(label)
+        for impl, c in g.items():
+            if impl in ("scalar", "inplace", "cache_lookup_scalar") or not c.median:
+                continue
+            bars.setdefault(_label(impl), {})[label] = c.median / base
+    if not shapes:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    width = 0.8 / max(1, len(bars))
+    for i, (name, vals) in enumerate(sorted(bars.items(), key=lambda kv: (not kv[0].startswith("posenc"), kv[0]))):
+        xs = [j + i * width for j, s in enumerate(shapes) if s in vals]
+        ax.bar(xs, [vals[s] for s in shapes if s in vals], width, label=name)
+    ax.axhline(1.0, color="black", linestyle=":", label="in-place pass (bound)")
+    ax.axhline(1.25, color="gray", linestyle="--", linewidth=1, label="issue 15 target (1.25x)")
+    ax.set_yscale("log")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(shapes))], shapes, fontsize=8)
+    ax.set_ylabel("time / in-place pass time (median, log scale)")
+    ax.set_title("RoPE on q and k (head 128, fused QKV): time relative to reading and writing the rotated "
+                 "elements", fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    return _save(fig, out_dir, "rope_vs_inplace.svg")
+
+
 def accuracy_vs_position(acc, out_dir):
     if not acc:
         return None
@@ -164,5 +199,6 @@ def draw_all(groups, acc, out_dir):
     made = [("Table throughput vs d_model", table_vs_d(groups, out_dir)),
             ("Table throughput vs positions per call", table_vs_positions(groups, out_dir)),
             ("Embedding time relative to the memcpy gather", embed_vs_gather(groups, out_dir)),
+            ("RoPE time relative to the in-place pass", rope_vs_inplace(groups, out_dir)),
             ("Error vs position", accuracy_vs_position(acc, out_dir))]
     return [(t, f) for t, f in made if f]

@@ -38,6 +38,8 @@ def problems(cases, groups, pairs, acc):
     else:
         acc_paths = {r["impl"] for r in acc["results"] if r["kind"] == "posenc"}
         found += ["no accuracy result for path %s" % p for p in sorted(paths - acc_paths)]
+        rope_paths = {r["impl"] for r in acc.get("rope", {}).get("results", []) if r["kind"] == "posenc"}
+        found += ["no RoPE accuracy result for path %s" % p for p in sorted(paths - rope_paths)]
     return found
 
 

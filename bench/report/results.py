@@ -8,7 +8,7 @@ import json
 import statistics
 
 POSENC_PATHS = ("scalar", "avx2", "avx512", "neon")  # posenc_isa order: the last available is the best
-BOUNDS = ("memset", "stores", "memcpy", "memcpy_gather")
+BOUNDS = ("memset", "stores", "memcpy", "memcpy_gather", "inplace")
 
 
 def parse_name(name):

@@ -4,12 +4,13 @@ from results import BOUNDS, POSENC_PATHS, posenc_paths
 from targets import evaluate
 
 KERNELS = ("table_f32", "rows_f32", "table_bf16", "table_f16", "add_f32", "embed_f32", "embed_bf16",
-           "embed_f16", "embed_learned_f32")
+           "embed_f16", "embed_learned_f32", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16", "rope_cache_f32")
 # Kernels without peers of their own are compared with another kernel's cases on the same shape:
 # "=path" means the same posenc path there.
 CROSS = {"table_bf16": [("table_f32", "=path")], "table_f16": [("table_f32", "=path")],
          "embed_bf16": [("embed_f32", "=path"), ("embed_f32", "memcpy_gather")],
-         "embed_f16": [("embed_f32", "=path"), ("embed_f32", "memcpy_gather")]}
+         "embed_f16": [("embed_f32", "=path"), ("embed_f32", "memcpy_gather")],
+         "rope_qk_bf16": [("rope_qk_f32", "=path")], "rope_qk_f16": [("rope_qk_f32", "=path")]}
 
 
 def fmt_time(s):
@@ -32,6 +33,10 @@ def table(header, rows):
 
 
 def shape_label(params):
+    if {"r", "q", "k"} <= set(params):  # RoPE on q and k: d is the head size, n the tokens
+        s = "%d tok x (%d q + %d k) x %d, r = %d" % (params["n"], params["q"], params["k"], params["d"], params["r"])
+        extra = ["%s=%s" % (k, v) for k, v in sorted(params.items()) if k not in ("d", "n", "r", "q", "k")]
+        return s + (" (" + ", ".join(extra) + ")" if extra else "")
     s = "%d x %d" % (params["d"], params["n"])
     extra = ["%s=%s" % (k, v) for k, v in sorted(params.items()) if k not in ("d", "n")]
     return s + (" (" + ", ".join(extra) + ")" if extra else "")
@@ -74,6 +79,32 @@ def accuracy_section(acc):
             "elements off by more than 1 ULP; d = %d, all pairs, %d positions around each centre. The float "
             "peers form fl(p*w) as frameworks do.\n\n" % (acc["d_model"], acc["positions_per_group"]) +
             table(["impl"] + ["p ~ %s" % g for g in groups] + ["max abs error"], rows))
+
+
+def rope_accuracy_section(acc):
+    rope = (acc or {}).get("rope")
+    if not rope or not rope.get("results"):
+        return "### RoPE cos/sin\n\nnot measured\n"
+    res = rope["results"]
+    groups = list(dict.fromkeys(r["group"] for r in res))
+    impls = list(dict.fromkeys((r["kind"], r["impl"], r["base"]) for r in res))
+    by = {(r["kind"], r["impl"], r["base"], r["group"]): r for r in res}
+    names = {"hf_fp32": "HF float32 (= vLLM's fp32 cache)", "llamacpp": "llama.cpp theta chain"}
+    rows = []
+    for kind, impl, base in impls:
+        got = [by.get((kind, impl, base, g)) for g in groups]
+        cells = ["%.2g" % r["max_abs"] if r else "-" for r in got]
+        worst_ulp = max((r["max_ulp"] for r in got if r), default=None)
+        label = "posenc " + impl if kind == "posenc" else names.get(impl, impl)
+        rows.append([label, "%g" % base] + cells + ["-" if worst_ulp is None else "%.3g" % worst_ulp])
+    return ("### RoPE cos/sin\n\nMax absolute error of the cos and sin that rotate q and k, against MPFR (the "
+            "exact f_i = base^(-2i/r), a_i = p f_i), r = %d (all %d pairs), %d positions around each centre, and "
+            "the max error in float32 ULPs (posenc: 0.5 is correct rounding). HF float32: cosf / sinf of "
+            "fl32(fl32(p) * inv_freq32), inv_freq32 = 1 / fl32(fl32(base) ** fl32(2i/r)) as torch computes it "
+            "(vLLM's float32 cos_sin_cache holds the same values); llama.cpp: theta = (float)p, theta *= "
+            "powf(base, -2/r) from pair to pair, cosf / sinf.\n\n"
+            % (rope["rotary_dim"], rope["rotary_dim"] // 2, rope["positions_per_group"]) +
+            table(["impl", "base"] + ["p ~ %s" % g for g in groups] + ["max ULP"], rows))
 
 
 def _lookup(groups, kernel, params, impl):
@@ -149,6 +180,19 @@ IMPLS = """## What is compared
 - **stores**: the same table output written with plain vector stores of one value (the widest ISA this CPU
   runs; read-for-ownership included, unlike memset's string stores): what posenc would take if its
   arithmetic were free.
+- **RoPE** (`rope_qk_*`: q and k as views of a fused QKV buffer [tokens, q + 2k heads, 128], rotated in
+  place, NEOX pairs; Llama-3-8B base 5e5, GPT-NeoX base 1e4):
+  - **cache_lookup_avx2 / _avx512 / _scalar**: vLLM's CPU kernel: a float32 cos_sin_cache [131072, r] (cos
+    then sin, built once outside the timing from fl32(p * inv_freq32)) gathered per token, x*c - y*s and
+    y*c + x*s in vectors of the ISA, every q head then every k head.
+  - **hf_naive**: HF transformers: cos / sin of fl32(fl32(p) * inv_freq32) with libm over cat(freqs, freqs),
+    then q*cos, rotate_half(q) = cat(-q2, q1), times sin, the sum, each a pass through [tokens, heads, r]
+    temporaries (the last one written back over q), and the same for k.
+  - **llamacpp**: ggml's CPU rope, one op for q and one for k: per token theta = (float)p, theta *=
+    powf(base, -2/r) along the head's pairs, cosf / sinf into a per-thread cache, a scalar rotate loop.
+  - **inplace**: the bound: every rotated element of q and k read and written back once (vector loop).
+  - **sleef_u35_\*** (`rope_cache_f32`): the cache rows (cos || sin) from SLEEF u35 sincos of
+    fl32(fl32(p) * inv_freq32).
 - **memset / memcpy / memcpy_gather**: the bounds. memset of the same output buffer (tables), memcpy of the
   activations (`add_f32`), memcpy of the same embedding rows chosen by the same tokens (embeddings; for
   `embed_learned_f32` it does not read the position table, so it is below the true bound there).
@@ -163,7 +207,7 @@ def render(context, groups, pairs, acc, machine_rows, charts, simd_paths, repeti
              "run; absolute times from another run or machine are not comparable."
              % (command, context.get("date", "?"), dict(machine_rows).get("CPU", "?"), context.get("plan", "?"),
                 repetitions),
-             targets_section(groups, pairs, simd_paths), accuracy_section(acc), IMPLS]
+             targets_section(groups, pairs, simd_paths), accuracy_section(acc), rope_accuracy_section(acc), IMPLS]
     split = split_section(groups)
     if split:
         parts.append(split)
