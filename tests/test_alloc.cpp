@@ -72,3 +72,44 @@ TEST_CASE("no allocation per call once a spec is set up", "[alloc]") {
   }
   CHECK(g_news.load() == before);
 }
+
+TEST_CASE("no allocation per RoPE call once a spec is set up", "[alloc][rope]") {
+  const int64_t r = 64, d = 80, heads = 4, k_heads = 2, n = 70;
+  posenc_rope def = posenc_rope_default(r);
+  def.attention_scale = 1.369;
+  std::vector<double> freq(r / 2);
+  for (size_t i = 0; i < freq.size(); ++i) freq[i] = 1.0 / double(i + 3);
+  posenc_rope expl = posenc_rope_default(r);
+  expl.pairs = POSENC_ROPE_INTERLEAVED;
+  expl.freq = freq.data();
+  std::vector<float> q(n * heads * d, 0.5f), k(n * k_heads * d, -0.25f), cs(n * r);
+  std::vector<uint16_t> q16(n * heads * d, 0x3c00), k16(n * k_heads * d, 0x3800);
+  std::vector<int64_t> pos(n);
+  for (int64_t t = 0; t < n; ++t) pos[t] = t % 7 ? t * 1000 : POSENC_PAD;
+  // first use of each spec: its setup may allocate
+  for (const posenc_rope *rope : {&def, &expl})
+    REQUIRE(posenc_rope_cache_f32(rope, nullptr, 0, 1, cs.data(), r, cs.data() + r / 2, r) == POSENC_OK);
+  const std::vector<double> same_values = freq;  // equal values at another address: the same spec
+  posenc_rope copy = expl;
+  copy.freq = same_values.data();
+  const std::vector<posenc_isa> isas = ref::paths();
+  const long before = g_news.load();
+  for (posenc_isa isa : isas) {
+    REQUIRE(posenc_force_isa(isa) == POSENC_OK);
+    for (int rep = 0; rep < 3; ++rep)
+      for (posenc_rope *rope : {&def, &expl, &copy}) {
+        CHECK(posenc_rope_cache_f32(rope, pos.data(), 0, n, cs.data(), r, cs.data() + r / 2, r) == POSENC_OK);
+        CHECK(posenc_rope_f32(rope, nullptr, 5, n, q.data(), heads, heads * d, d) == POSENC_OK);
+        CHECK(posenc_rope_bf16(rope, pos.data(), 0, n, q16.data(), heads, d, n * d) == POSENC_OK);
+        CHECK(posenc_rope_f16(rope, pos.data(), 0, n, q16.data(), heads, heads * d, d) == POSENC_OK);
+        CHECK(posenc_rope_qk_f32(rope, pos.data(), 0, n, q.data(), heads, heads * d, d, k.data(), k_heads,
+                                 k_heads * d, d) == POSENC_OK);
+        CHECK(posenc_rope_qk_bf16(rope, nullptr, -3, n, q16.data(), heads, heads * d, d, k16.data(), k_heads,
+                                  k_heads * d, d) == POSENC_OK);
+        CHECK(posenc_rope_qk_f16(rope, pos.data(), 0, n, q16.data(), heads, heads * d, d, nullptr, 0, 0, 0) ==
+              POSENC_OK);
+        CHECK(posenc_rope_f32(rope, pos.data(), 0, n, nullptr, heads, d, d) == POSENC_ERR_NULL);  // errors too
+      }
+  }
+  CHECK(g_news.load() == before);
+}

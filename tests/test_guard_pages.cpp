@@ -16,6 +16,7 @@
 
 #include "support/calls.hpp"
 #include "support/paths.hpp"
+#include "support/rope.hpp"
 
 namespace {
 
@@ -135,4 +136,105 @@ TEST_CASE("no kernel reads or writes a byte outside its buffers, on any path, at
       }
   }
   CHECK(calls > 10000);
+}
+
+// ---- RoPE ---------------------------------------------------------------------------------------------
+
+namespace {
+
+using ref::RopeKernel;
+
+// One tensor of a RoPE call: n tokens of `heads` rows, head_dim = r + tail (the tail is never touched),
+// token stride heads * head_dim + gap. The last row ends after its r rotated elements: the buffer ends
+// there, so a write or read of the last row's tail faults.
+struct RopeTensor {
+  int64_t heads, head_dim, gap;
+  int64_t token_stride() const { return heads * head_dim + gap; }
+  int64_t elements(int64_t n, int64_t r) const { return ref::rope_extent(n, heads, token_stride(), head_dim, r); }
+};
+
+void fill_rope_input(unsigned char *p, size_t bytes, size_t es, uint32_t salt) {
+  for (size_t e = 0; e < bytes / es; ++e) {
+    const uint32_t v = uint32_t(e * 2654435761u + salt);
+    if (es == 4) {
+      const float f = float(int(v % 2001) - 1000) / 256.0f;
+      std::memcpy(p + 4 * e, &f, 4);
+    } else {
+      const uint16_t h = uint16_t(0x3000 + v % 0x1000) | uint16_t(v & 0x8000);  // finite in both formats
+      std::memcpy(p + 2 * e, &h, 2);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at any rotary width", "[guard][rope]") {
+  Regions g;
+  const std::vector<posenc_isa> isas = ref::paths();
+  int64_t calls = 0;
+  const int64_t n = 3;
+  std::vector<double> freq;
+  for (int64_t i = 0; i < 40; ++i) freq.push_back(1.0 / double(i + 1));
+  for (RopeKernel kernel : ref::kAllRopeKernels) {
+    const size_t es = ref::format_size(ref::rope_format(kernel));
+    for (int64_t r = 2; r <= 66; r += 2)
+      for (int variant = 0; variant < 4; ++variant) {
+        posenc_rope rope = posenc_rope_default(r);
+        rope.pairs = variant % 2 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
+        rope.attention_scale = 1.25;
+        if (variant == 3 && r <= 80) rope.freq = freq.data();  // explicit frequencies: r/2 of them read
+        const int64_t tail = variant / 2 ? 1 + (r / 2) % 5 : 0;     // odd and even head_dim tails
+        const int64_t h = r / 2;
+        // q (or cos) and k (or sin); the cache's rows are h wide with strides h + gap
+        const RopeTensor q{2, r + tail, variant % 3}, k{1, r + tail + 1, 2};
+        const int64_t q_el = ref::is_cache(kernel) ? (n - 1) * (h + variant % 3) + h : q.elements(n, r);
+        const int64_t k_el = ref::is_cache(kernel) ? (n - 1) * (h + 2) + h : k.elements(n, r);
+        std::vector<int64_t> pos = {5, POSENC_PAD, 1000000};
+        const bool explicit_positions = variant % 2 == 1;
+        std::vector<unsigned char> q_in(size_t(q_el) * es), k_in(size_t(k_el) * es);
+        fill_rope_input(q_in.data(), q_in.size(), es, uint32_t(r));
+        fill_rope_input(k_in.data(), k_in.size(), es, uint32_t(r + 7));
+        ref::RopeCall c;
+        c.kernel = kernel;
+        c.rope = &rope;
+        c.first = 77;
+        c.n = n;
+        if (ref::is_cache(kernel)) {
+          c.token_stride = h + variant % 3;
+          c.k_token_stride = h + 2;
+        } else {
+          c.heads = q.heads;
+          c.token_stride = q.token_stride();
+          c.head_stride = q.head_dim;
+          if (ref::is_qk(kernel)) {
+            c.k_heads = k.heads;
+            c.k_token_stride = k.token_stride();
+            c.k_head_stride = k.head_dim;
+          }
+        }
+        // the scalar path in ordinary memory is the reference
+        std::vector<unsigned char> q_want = q_in, k_want = k_in;
+        c.positions = explicit_positions ? pos.data() : nullptr;
+        c.x = q_want.data();
+        c.k = k_want.data();
+        ref::on_path(POSENC_ISA_SCALAR, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
+        for (bool at_end : {true, false}) {
+          c.positions = explicit_positions ? move_next_to_guard(g.positions, pos.data(), pos.size(), at_end) : nullptr;
+          unsigned char *qp = g.out.place(q_in.size(), at_end), *kp = g.x.place(k_in.size(), at_end);
+          c.x = qp;
+          c.k = kp;
+          for (posenc_isa isa : isas) {
+            std::memcpy(qp, q_in.data(), q_in.size());
+            std::memcpy(kp, k_in.data(), k_in.size());
+            ref::on_path(isa, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
+            ++calls;
+            if (std::memcmp(qp, q_want.data(), q_in.size()) != 0 || std::memcmp(kp, k_want.data(), k_in.size()) != 0)
+              FAIL(ref::rope_name(kernel) << " r " << r << " variant " << variant << " path " << posenc_isa_name(isa)
+                                          << (at_end ? " at the end" : " at the start")
+                                          << ": differs from the scalar path in ordinary memory");
+          }
+        }
+      }
+  }
+  CHECK(calls > 2000);
 }

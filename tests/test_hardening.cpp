@@ -20,6 +20,7 @@
 #include "support/calls.hpp"
 #include "support/halves.hpp"
 #include "support/paths.hpp"
+#include "support/rope.hpp"
 
 namespace {
 
@@ -526,5 +527,448 @@ TEST_CASE("NaN and Inf inputs propagate as fmaf says, with posenc.h's NaN rule, 
                 }
                 if (!in_place) CHECK(f.only_rows_written());
               }
+    });
+}
+
+// ---- RoPE (posenc_rope_cache_f32, posenc_rope_*, posenc_rope_qk_*) -------------------------------------
+
+namespace {
+
+using ref::RopeCall;
+using ref::RopeKernel;
+
+// A successful call of one RoPE function on one canary-filled buffer (0x5C bytes: a small finite value in
+// float32, bfloat16 and binary16 alike) holding two tensors: q (or the cos rows) from element 0, k (or the
+// sin rows) after it. 70 tokens with a POSENC_PAD and a repeated run, as above; head_dim r + 3 (partial
+// rotary), token strides with a gap, explicit frequencies or base^(-2i/r).
+struct RopeFixture {
+  static constexpr int64_t kRows = 70, kHeads = 3, kKHeads = 2, kFirst = 5;
+  RopeKernel kernel;
+  size_t es;
+  int64_t r, h, d;
+  std::vector<double> freq, freq_copy;
+  posenc_rope rope;
+  std::vector<int64_t> positions, positions_copy;
+  int64_t k_offset;  // elements
+  ref::Canary buf;
+  RopeCall call;
+
+  // room for q as a fused QKV buffer too (token stride (kHeads + 2 kKHeads) head_dim)
+  static int64_t q_region(int64_t r) { return kRows * (kHeads + 2 * kKHeads) * (r + 3) + 8; }
+  static int64_t k_region(int64_t r) { return kRows * (kKHeads * (r + 3) + 2) + 8; }
+
+  RopeFixture(RopeKernel k, int64_t rotary_dim, bool explicit_freq, posenc_rope_pairs pairs)
+      : kernel(k),
+        es(ref::format_size(ref::rope_format(k))),
+        r(rotary_dim),
+        h(rotary_dim / 2),
+        d(rotary_dim + 3),
+        rope(posenc_rope_default(rotary_dim)),
+        k_offset(q_region(rotary_dim)),
+        buf(size_t(q_region(rotary_dim) + k_region(rotary_dim)) * ref::format_size(ref::rope_format(k)), 0x5C) {
+    for (int64_t i = 0; i < h; ++i) freq.push_back(i % 3 == 1 ? -0.5 / double(i + 1) : 1.0 / double(i + 1));
+    freq_copy = freq;
+    rope.pairs = pairs;
+    rope.attention_scale = 1.369;
+    rope.freq = explicit_freq ? freq.data() : nullptr;
+    for (int64_t t = 0; t < kRows; ++t) positions.push_back(t == 10 ? POSENC_PAD : t >= 20 && t < 30 ? 50 : t + 3);
+    positions_copy = positions;
+    call.kernel = k;
+    call.rope = &rope;
+    call.positions = positions.data();
+    call.first = kFirst;
+    call.n = kRows;
+    call.x = buf.data();
+    call.k = buf.data() + size_t(k_offset) * es;
+    if (ref::is_cache(k)) {
+      call.token_stride = h + 1;     // cos_stride
+      call.k_token_stride = h + 2;   // sin_stride
+    } else {
+      call.heads = kHeads;
+      call.token_stride = kHeads * d + 1;
+      call.head_stride = d;
+      if (ref::is_qk(k)) {
+        call.k_heads = kKHeads;
+        call.k_token_stride = kKHeads * d + 2;
+        call.k_head_stride = d;
+      }
+    }
+  }
+
+  // The rows a successful call may write: r elements of each head row of q and k, h of each cache row.
+  bool only_rows_written() const {
+    std::vector<bool> row(buf.size() / es, false);
+    const auto mark = [&](const void *base, int64_t heads, int64_t ts, int64_t hs, int64_t width) {
+      if (!base) return;
+      const int64_t off = (static_cast<const unsigned char *>(base) - buf.data()) / int64_t(es);
+      for (int64_t t = 0; t < call.n; ++t)
+        for (int64_t j = 0; j < heads; ++j)
+          for (int64_t e = 0; e < width; ++e) row[size_t(off + t * ts + j * hs + e)] = true;
+    };
+    if (ref::is_cache(kernel)) {
+      mark(call.x, 1, call.token_stride, 0, h);
+      mark(call.k, 1, call.k_token_stride, 0, h);
+    } else {
+      mark(call.x, call.heads, call.token_stride, call.head_stride, r);
+      if (ref::is_qk(kernel)) mark(call.k, call.k_heads, call.k_token_stride, call.k_head_stride, r);
+    }
+    for (size_t k = 0; k < buf.size(); ++k)
+      if (!row[k / es] && buf.data()[k] != 0x5C) return false;
+    return true;
+  }
+};
+
+struct RopeCase {
+  std::string what;
+  posenc_status want;
+  std::function<bool(RopeKernel)> applies;
+  std::function<void(RopeFixture &)> mutate;
+  int freq_mode = 0;  // 0: with and without explicit frequencies; 1: explicit only; 2: base^(-2i/r) only
+};
+
+bool rope_any(RopeKernel) { return true; }
+bool rope_cache(RopeKernel k) { return ref::is_cache(k); }
+bool rope_rows(RopeKernel k) { return !ref::is_cache(k); }  // rope_* and rope_qk_*
+bool rope_qk(RopeKernel k) { return ref::is_qk(k); }
+
+void set_pairs(posenc_rope &r, int v) { std::memcpy(&r.pairs, &v, sizeof v); }
+
+std::vector<RopeCase> rope_cases() {
+  std::vector<RopeCase> c;
+  const auto add = [&](std::string what, posenc_status want, std::function<bool(RopeKernel)> applies,
+                       std::function<void(RopeFixture &)> mutate, int freq_mode = 0) {
+    c.push_back(RopeCase{std::move(what), want, std::move(applies), std::move(mutate), freq_mode});
+  };
+  // sizes and the n == 0 shortcut
+  for (int64_t n : {int64_t(-1), int64_t(-70), kI64Min})
+    add("n = " + std::to_string(n), POSENC_ERR_INVALID, rope_any, [n](RopeFixture &f) { f.call.n = n; });
+  add("n < 0 comes before NULL", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
+    f.call.n = -1;
+    f.call.rope = nullptr;
+    f.call.x = f.call.k = nullptr;
+  });
+  add("n = 0 with every pointer NULL, garbage strides and head counts", POSENC_OK, rope_any, [](RopeFixture &f) {
+    f.call = RopeCall{f.kernel};
+    f.call.token_stride = f.call.head_stride = f.call.k_token_stride = f.call.k_head_stride = -5;
+    f.call.heads = f.call.k_heads = -1;
+  });
+  add("n = 0 still validates a given rope", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
+    f.call.n = 0;
+    f.rope.rotary_dim = 3;
+    f.call.x = f.call.k = nullptr;
+  });
+  // NULL pointers
+  add("rope NULL", POSENC_ERR_NULL, rope_any, [](RopeFixture &f) { f.call.rope = nullptr; });
+  add("x / q / cos_out NULL", POSENC_ERR_NULL, rope_any, [](RopeFixture &f) { f.call.x = nullptr; });
+  add("sin_out NULL", POSENC_ERR_NULL, rope_cache, [](RopeFixture &f) { f.call.k = nullptr; });
+  add("k NULL with k_heads 2", POSENC_ERR_NULL, rope_qk, [](RopeFixture &f) { f.call.k = nullptr; });
+  add("NULL comes before a bad rope", POSENC_ERR_NULL, rope_any, [](RopeFixture &f) {
+    f.call.x = nullptr;
+    f.rope.rotary_dim = 5;
+  });
+  // the spec
+  for (int64_t r : {int64_t(0), int64_t(1), int64_t(3), int64_t(-2), kI64Min, (int64_t(1) << 62) + 1})
+    add("rotary_dim = " + std::to_string(r), POSENC_ERR_INVALID, rope_any,
+        [r](RopeFixture &f) { f.rope.rotary_dim = r; });
+  for (int v : {2, -1, INT_MIN, INT_MAX})
+    add("pairs = " + std::to_string(v), POSENC_ERR_INVALID, rope_any, [v](RopeFixture &f) { set_pairs(f.rope, v); });
+  for (double base : {0.0, -0.0, -1.0, -std::numeric_limits<double>::denorm_min(), kNaN, -kNaN, kInf, -kInf})
+    add("base = " + num(base) + " (freq NULL)", POSENC_ERR_INVALID, rope_any,
+        [base](RopeFixture &f) { f.rope.base = base; }, 2);
+  for (double sc : {kNaN, kInf, -kInf})
+    add("position_scale = " + num(sc), POSENC_ERR_INVALID, rope_any,
+        [sc](RopeFixture &f) { f.rope.position_scale = sc; });
+  for (double v : {kNaN, kInf, -kInf})
+    for (bool last : {false, true})
+      add("frequency " + num(v) + (last ? " (last)" : " (first)"), POSENC_ERR_INVALID, rope_any,
+          [v, last](RopeFixture &f) { (last ? f.freq.back() : f.freq.front()) = v; }, 1);
+  for (double m : {0.0, -0.0, -1.0, kNaN, kInf, -kInf, 0x1p-65, std::nextafter(0x1p-64, 0.0),
+                   std::nextafter(0x1p64, kInf), 0x1p65, -0x1p-64})
+    add("attention_scale = " + num(m), POSENC_ERR_INVALID, rope_any,
+        [m](RopeFixture &f) { f.rope.attention_scale = m; });
+  add("a bad rope comes before a bad stride and an overflow", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
+    f.rope.position_scale = kNaN;
+    f.call.token_stride = kI64Max;
+  });
+  // head counts, strides and overlaps
+  add("heads = -1", POSENC_ERR_INVALID, rope_rows, [](RopeFixture &f) { f.call.heads = -1; });
+  add("k_heads = -1", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) { f.call.k_heads = -1; });
+  add("head_stride = r - 1 (heads overlap)", POSENC_ERR_INVALID, rope_rows,
+      [](RopeFixture &f) { f.call.head_stride = f.r - 1; });
+  add("head_stride = 0 (heads coincide)", POSENC_ERR_INVALID, rope_rows, [](RopeFixture &f) { f.call.head_stride = 0; });
+  add("one head, token_stride = r - 1", POSENC_ERR_INVALID, rope_rows, [](RopeFixture &f) {
+    f.call.heads = 1;
+    f.call.token_stride = f.r - 1;
+  });
+  add("token_stride = 0 (tokens coincide)", POSENC_ERR_INVALID, rope_rows,
+      [](RopeFixture &f) { f.call.token_stride = 0; });
+  add("token_stride = head_stride (token 1 is head 1)", POSENC_ERR_INVALID, rope_rows,
+      [](RopeFixture &f) { f.call.token_stride = f.call.head_stride; });
+  add("[H,T,D] with head_stride (T-1)*D (head 1 starts at the last token)", POSENC_ERR_INVALID, rope_rows,
+      [](RopeFixture &f) {
+        f.call.token_stride = f.d;
+        f.call.head_stride = (f.call.n - 1) * f.d;
+      });
+  add("[H,T,D] with head_stride T*D - 1 (one element shared)", POSENC_ERR_INVALID, rope_rows, [](RopeFixture &f) {
+    f.call.token_stride = f.r;
+    f.call.head_stride = f.call.n * f.r - 1;
+  });
+  add("k_head_stride = r - 1", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) { f.call.k_head_stride = f.r - 1; });
+  add("k_token_stride = 0", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) { f.call.k_token_stride = 0; });
+  add("k = q", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) {
+    f.call.k = f.call.x;
+    f.call.k_token_stride = f.call.token_stride;
+  });
+  add("k's first element is q's last", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) {
+    const int64_t last = ref::rope_extent(f.call.n, f.call.heads, f.call.token_stride, f.call.head_stride, f.r) - 1;
+    f.call.k = static_cast<unsigned char *>(f.call.x) + size_t(last) * f.es;
+    f.call.k_heads = 1;
+  });
+  add("fused QKV with k = q + (q_heads - 1) * head_dim (k head 0 is q's last head)", POSENC_ERR_INVALID, rope_qk,
+      [](RopeFixture &f) {
+        f.call.k = static_cast<unsigned char *>(f.call.x) + size_t((f.call.heads - 1) * f.d) * f.es;
+        f.call.k_token_stride = f.call.token_stride;
+      });
+  add("k rows between q's heads, one element into the next head", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) {
+    // q's head rows are r of every D = r + 3 elements: k's rows start one element before q's head 1
+    f.call.k = static_cast<unsigned char *>(f.call.x) + size_t(f.d - 1) * f.es;
+    f.call.k_heads = 1;
+    f.call.k_token_stride = f.call.token_stride;
+  });
+  add("cos_stride = h - 1", POSENC_ERR_INVALID, rope_cache, [](RopeFixture &f) { f.call.token_stride = f.h - 1; });
+  add("sin_stride = h - 1", POSENC_ERR_INVALID, rope_cache, [](RopeFixture &f) { f.call.k_token_stride = f.h - 1; });
+  add("cos_stride = 0", POSENC_ERR_INVALID, rope_cache, [](RopeFixture &f) { f.call.token_stride = 0; });
+  add("sin_out = cos_out", POSENC_ERR_INVALID, rope_cache, [](RopeFixture &f) {
+    f.call.k = f.call.x;
+    f.call.k_token_stride = f.call.token_stride;
+  });
+  add("vLLM layout off by one: sin_out = cos_out + h - 1", POSENC_ERR_INVALID, rope_cache, [](RopeFixture &f) {
+    f.call.k = static_cast<unsigned char *>(f.call.x) + size_t(f.h - 1) * f.es;
+    f.call.token_stride = f.call.k_token_stride = f.r;
+  });
+  add("sin rows start at cos's last row", POSENC_ERR_INVALID, rope_cache, [](RopeFixture &f) {
+    f.call.k = static_cast<unsigned char *>(f.call.x) + size_t((f.call.n - 1) * f.call.token_stride) * f.es;
+  });
+  // element and byte counts. q's rows grown past the address space would also run into k's rows after it
+  // (INVALID comes first, and where wrapped rows land is anyone's guess): those cases take k away.
+  const auto no_k = [](RopeFixture &f) {
+    if (!ref::is_qk(f.kernel)) return;
+    f.call.k = nullptr;
+    f.call.k_heads = 0;
+  };
+  add("token_stride = INT64_MAX / 4: elements overflow", POSENC_ERR_OVERFLOW, rope_any, [no_k](RopeFixture &f) {
+    f.call.token_stride = kI64Max / 4;
+    no_k(f);
+  });
+  add("token rows fit int64 elements, their bytes do not", POSENC_ERR_OVERFLOW, rope_any, [no_k](RopeFixture &f) {
+    f.call.token_stride = byte_overflow_stride(f.call.n, f.es);
+    no_k(f);
+  });
+  add("n = INT64_MAX (never read past the 70 positions)", POSENC_ERR_OVERFLOW, rope_any, [no_k](RopeFixture &f) {
+    f.call.n = kI64Max;
+    no_k(f);
+  });
+  add("n = 2^62", POSENC_ERR_OVERFLOW, rope_any, [no_k](RopeFixture &f) {
+    f.call.n = int64_t(1) << 62;
+    no_k(f);
+  });
+  add("n = 2^62, k rows only (q_heads 0, q NULL)", POSENC_ERR_OVERFLOW, rope_qk, [](RopeFixture &f) {
+    f.call.n = int64_t(1) << 62;
+    f.call.heads = 0;
+    f.call.x = nullptr;
+  });
+  add("heads = 2^62", POSENC_ERR_OVERFLOW, rope_rows, [](RopeFixture &f) {
+    f.call.heads = int64_t(1) << 62;
+    f.call.token_stride = int64_t(1) << 62;  // heads then tokens: no overlap, only too large
+    f.call.n = 1;
+  });
+  add("head rows overflow: heads 3, head_stride INT64_MAX / 2", POSENC_ERR_OVERFLOW, rope_rows, [](RopeFixture &f) {
+    f.call.head_stride = kI64Max / 2;
+    f.call.n = 1;
+  });
+  add("k rows overflow", POSENC_ERR_OVERFLOW, rope_qk,
+      [](RopeFixture &f) { f.call.k_token_stride = byte_overflow_stride(f.call.n, f.es); });
+  add("sin rows overflow", POSENC_ERR_OVERFLOW, rope_cache,
+      [](RopeFixture &f) { f.call.k_token_stride = byte_overflow_stride(f.call.n, f.es); });
+  add("rotary_dim = 2^62: one row's bytes overflow", POSENC_ERR_OVERFLOW, rope_rows, [](RopeFixture &f) {
+    f.rope.rotary_dim = int64_t(1) << 62;
+    f.call.n = 1;
+    f.call.heads = 1;
+    f.call.k_heads = 0;
+    f.call.k = nullptr;
+  }, 2);
+  add("an overflow comes before a bad position", POSENC_ERR_OVERFLOW, rope_any, [no_k](RopeFixture &f) {
+    f.call.token_stride = kI64Max / 4;
+    f.positions.back() = kI64Max;
+    no_k(f);
+  });
+  // positions, explicit: first and last of the 70, both signs
+  const struct {
+    const char *name;
+    int64_t value;
+  } bad_positions[] = {{"2^31", k2p31}, {"-2^31", -k2p31}, {"INT64_MAX", kI64Max}, {"INT64_MIN + 1", kI64Min + 1}};
+  for (const auto &bp : bad_positions)
+    for (bool last : {false, true}) {
+      const int64_t v = bp.value;
+      add(std::string("explicit position ") + bp.name + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE,
+          rope_any, [v, last](RopeFixture &f) { (last ? f.positions.back() : f.positions.front()) = v; });
+    }
+  const struct {
+    const char *name;
+    int64_t first;
+  } bad_firsts[] = {{"2^31 - 69 (last is 2^31)", k2p31 - 69}, {"-2^31", -k2p31}, {"INT64_MAX", kI64Max},
+                    {"INT64_MAX - 3 (first + n wraps)", kI64Max - 3}, {"POSENC_PAD", POSENC_PAD}, {"2^31", k2p31}};
+  for (const auto &bf : bad_firsts) {
+    const int64_t v = bf.first;
+    add(std::string("first = ") + bf.name, POSENC_ERR_OUT_OF_RANGE, rope_any, [v](RopeFixture &f) {
+      f.call.first = v;
+      f.call.positions = nullptr;
+    });
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("RoPE bad input: the documented status, and not one byte written", "[hardening][rope]") {
+  const std::vector<RopeCase> all = rope_cases();
+  int checked = 0;
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (RopeKernel k : ref::kAllRopeKernels)
+        for (int64_t r : {int64_t(2), int64_t(14), int64_t(64)})
+          for (bool explicit_freq : {false, true}) {
+            const posenc_rope_pairs pairs = r == 14 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
+            {
+              RopeFixture ok(k, r, explicit_freq, pairs);
+              INFO(ref::rope_name(k) << " r " << r << " path " << posenc_isa_name(isa));
+              REQUIRE(ref::invoke(ok.call) == POSENC_OK);
+              REQUIRE(ok.only_rows_written());
+              REQUIRE(!ok.buf.intact());
+            }
+            for (const RopeCase &c : all) {
+              if (!c.applies(k) || (c.freq_mode == 1 && !explicit_freq) || (c.freq_mode == 2 && explicit_freq))
+                continue;
+              RopeFixture f(k, r, explicit_freq, pairs);
+              c.mutate(f);
+              const std::vector<int64_t> positions = f.positions;
+              const std::vector<double> freq = f.freq;  // compared as bytes: some are NaN
+              const posenc_status st = ref::invoke(f.call);
+              INFO(ref::rope_name(k) << " r " << r << (explicit_freq ? " explicit" : " base") << " path "
+                                     << posenc_isa_name(isa) << ": " << c.what);
+              CHECK(st == c.want);
+              CHECK(f.buf.first_change() == -1);
+              CHECK(f.positions == positions);
+              CHECK(std::memcmp(f.freq.data(), freq.data(), freq.size() * sizeof(double)) == 0);
+              ++checked;
+            }
+          }
+    });
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("RoPE valid edge values succeed and write exactly the rows", "[hardening][rope]") {
+  const std::vector<std::pair<const char *, std::function<void(RopeFixture &)>>> edges = {
+      {"positions +-(2^31 - 1)", [](RopeFixture &f) {
+         f.positions.front() = k2p31 - 1;
+         f.positions.back() = -(k2p31 - 1);
+       }},
+      {"first + n - 1 = 2^31 - 1", [](RopeFixture &f) {
+         f.call.positions = nullptr;
+         f.call.first = k2p31 - RopeFixture::kRows;
+       }},
+      {"first = -(2^31 - 1)", [](RopeFixture &f) {
+         f.call.positions = nullptr;
+         f.call.first = -(k2p31 - 1);
+       }},
+      {"POSENC_PAD first and last", [](RopeFixture &f) { f.positions.front() = f.positions.back() = POSENC_PAD; }},
+      {"every position POSENC_PAD", [](RopeFixture &f) { f.positions.assign(f.positions.size(), POSENC_PAD); }},
+      {"attention_scale 2^-64", [](RopeFixture &f) { f.rope.attention_scale = 0x1p-64; }},
+      {"attention_scale 2^64", [](RopeFixture &f) { f.rope.attention_scale = 0x1p64; }},
+      {"base NaN with explicit frequencies (base unused)", [](RopeFixture &f) {
+         f.rope.freq = f.freq.data();
+         f.rope.base = kNaN;
+       }},
+      {"explicit frequencies 0, -0 and negative", [](RopeFixture &f) {
+         f.freq.front() = 0.0;
+         f.freq.back() = f.freq.size() > 1 ? -0.0 : -3.0;
+         f.rope.freq = f.freq.data();
+       }},
+      {"position_scale 0 and -0", [](RopeFixture &f) { f.rope.position_scale = f.r == 14 ? -0.0 : 0.0; }},
+      {"position_scale -1e-300, base 1 (every frequency 1)", [](RopeFixture &f) {
+         f.rope.position_scale = -1e-300;
+         f.rope.base = 1.0;
+       }},
+      {"one token: token stride 0", [](RopeFixture &f) {
+         if (ref::is_cache(f.kernel)) return;  // cache strides are >= h (posenc.h)
+         f.call.n = 1;
+         f.call.token_stride = f.call.k_token_stride = 0;
+       }},
+      {"one token: token strides INT64_MAX (they separate no rows)", [](RopeFixture &f) {
+         f.call.n = 1;
+         f.call.token_stride = f.call.k_token_stride = kI64Max;
+       }},
+      {"one head: head strides INT64_MAX (they separate no rows)", [](RopeFixture &f) {
+         if (ref::is_cache(f.kernel)) return;
+         f.call.heads = f.call.k_heads = 1;
+         f.call.head_stride = f.call.k_head_stride = kI64Max;
+       }},
+      {"one head: head stride 0", [](RopeFixture &f) {
+         f.call.heads = f.call.k_heads = 1;
+         f.call.head_stride = f.call.k_head_stride = 0;
+       }},
+      {"[H,T,D]: token stride D, head stride T*D", [](RopeFixture &f) {
+         if (ref::is_cache(f.kernel)) return;
+         f.call.token_stride = f.d;
+         f.call.head_stride = RopeFixture::kRows * f.d;
+       }},
+      {"tight rows (partial rotary): head stride r, token stride heads*r", [](RopeFixture &f) {
+         f.call.head_stride = f.call.k_head_stride = f.r;
+         f.call.token_stride = f.call.heads * f.r;
+         f.call.k_token_stride = f.call.k_heads * f.r;
+         if (ref::is_cache(f.kernel)) f.call.token_stride = f.call.k_token_stride = f.h;
+       }},
+      {"fused QKV: k = q + q_heads * head_dim, one token stride", [](RopeFixture &f) {
+         if (!ref::is_qk(f.kernel)) return;
+         f.call.token_stride = f.call.k_token_stride = (RopeFixture::kHeads + 2 * RopeFixture::kKHeads) * f.d;
+         f.call.k = static_cast<unsigned char *>(f.call.x) + size_t(RopeFixture::kHeads * f.d) * f.es;
+       }},
+      {"k right after q's last element", [](RopeFixture &f) {
+         if (!ref::is_qk(f.kernel)) return;
+         const int64_t e = ref::rope_extent(f.call.n, f.call.heads, f.call.token_stride, f.call.head_stride, f.r);
+         f.call.k = static_cast<unsigned char *>(f.call.x) + size_t(e) * f.es;
+         f.call.k_heads = 1;
+       }},
+      {"k NULL with k_heads 0", [](RopeFixture &f) {
+         if (ref::is_cache(f.kernel)) return;
+         f.call.k = nullptr;
+         f.call.k_heads = 0;
+       }},
+      {"q NULL with q_heads 0", [](RopeFixture &f) {
+         if (ref::is_cache(f.kernel)) return;
+         f.call.x = nullptr;
+         f.call.heads = 0;
+       }},
+      {"vLLM cos_sin_cache: sin_out = cos_out + h, strides r", [](RopeFixture &f) {
+         if (!ref::is_cache(f.kernel)) return;
+         f.call.k = static_cast<unsigned char *>(f.call.x) + size_t(f.h) * f.es;
+         f.call.token_stride = f.call.k_token_stride = f.r;
+       }},
+  };
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (RopeKernel k : ref::kAllRopeKernels)
+        for (int64_t r : {int64_t(2), int64_t(14), int64_t(64)})
+          for (const auto &e : edges) {
+            RopeFixture f(k, r, false, r == 64 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES);
+            e.second(f);
+            const std::vector<double> freq = f.freq;
+            INFO(ref::rope_name(k) << " r " << r << " path " << posenc_isa_name(isa) << ": " << e.first);
+            const posenc_status st = ref::invoke(f.call);
+            CHECK(st == POSENC_OK);
+            if (st != POSENC_OK) continue;
+            CHECK(f.only_rows_written());
+            CHECK(f.freq == freq);
+          }
     });
 }

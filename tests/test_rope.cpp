@@ -1,4 +1,966 @@
-// Placeholder (issue 15): replaced by the suite's real tests.
+// The RoPE suite (CONTRACT.md section 4, posenc.h). The reference is MPFR: f_i = base^(-2i/r) (or the
+// caller's doubles), the exact angle p * position_scale * f_i, and m cos, m sin of it rounded once to float32
+// (mpfr_get_flt, nearest-even). The rotation is posenc.h's formula applied to those floats by
+// support/rope.hpp, which shares no code with the library. Nothing expected is produced by the library:
+//  - the cos/sin cache is correctly rounded on every path (default and explicit frequencies, attention
+//    scales, position scales, random, adversarial and extreme positions, POSENC_PAD);
+//  - rope_* and rope_qk_* in f32, bf16 and f16 equal the formula bit for bit, for both pairings, partial
+//    rotary, GQA, [T,H,D], [H,T,D] and fused QKV layouts, explicit positions and first + t; every byte
+//    outside the rotated r elements of each row keeps its value;
+//  - any split of a call by tokens or heads, and rope_qk against rope on q then on k, give the same bytes;
+//    NaN and infinities in x give the same bits on every path;
+//  - golden digests: SHA-256 of MPFR's outputs for fixed calls, checked in, reproduced by every path.
 #include <catch2/catch.hpp>
+#include <mpfr.h>
 
-TEST_CASE("rope placeholder") { CHECK(true); }
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/paths.hpp"
+#include "support/reference.hpp"
+#include "support/rope.hpp"
+#include "support/sha256.hpp"
+
+namespace {
+
+using ref::Big;
+using ref::Format;
+using ref::RopeCall;
+using ref::RopeKernel;
+
+constexpr int64_t k2p31 = int64_t(1) << 31;
+const Format kFormats[] = {Format::kF32, Format::kBF16, Format::kF16};
+
+const char *format_name(Format f) { return f == Format::kF32 ? "f32" : f == Format::kBF16 ? "bf16" : "f16"; }
+
+// A portable generator (the inputs of the golden digests must be the same everywhere).
+uint64_t splitmix(uint64_t &s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+int64_t uniform_position(uint64_t &s) { return int64_t(splitmix(s) % uint64_t(2 * k2p31 - 1)) - (k2p31 - 1); }
+
+// A RoPE spec that owns its explicit frequencies (copies stay valid).
+struct Rope {
+  std::string name;
+  posenc_rope r;
+  std::vector<double> freq;
+  posenc_rope get() const {
+    posenc_rope c = r;
+    c.freq = freq.empty() ? nullptr : freq.data();
+    return c;
+  }
+  int64_t h() const { return r.rotary_dim / 2; }
+};
+
+Rope make_rope(const std::string &name, int64_t rotary_dim, posenc_rope_pairs pairs, double base,
+               double position_scale = 1.0, double m = 1.0, std::vector<double> freq = {}) {
+  Rope rope{name, posenc_rope_default(rotary_dim), std::move(freq)};
+  rope.r.pairs = pairs;
+  rope.r.base = base;
+  rope.r.position_scale = position_scale;
+  rope.r.attention_scale = m;
+  return rope;
+}
+
+// Explicit frequencies of every size and sign: tiny, subnormal, zero, huge, negative, near pi.
+std::vector<double> odd_frequencies(int64_t h, uint64_t seed) {
+  static const double fixed[] = {1.0,    0.0,     -0.25,         5e-324,  1e-300, 3.0e-10, 1e6,  -1e15,
+                                 0x1p52 + 1, 3.141592653589793, 1.5707963267948966, 1e100, -7.5e-5, 0.1, 2.0};
+  std::vector<double> f;
+  for (int64_t i = 0; i < h; ++i) {
+    if (i < int64_t(sizeof fixed / sizeof fixed[0])) {
+      f.push_back(fixed[i]);
+    } else {  // random magnitude in [2^-40, 2^40), either sign
+      const uint64_t r = splitmix(seed);
+      const double mant = 1.0 + double(r >> 12) * 0x1p-52;
+      f.push_back(std::ldexp(r & 1 ? -mant : mant, int((r >> 1) % 81) - 40));
+    }
+  }
+  return f;
+}
+
+// ---- the MPFR reference -----------------------------------------------------------------------------
+
+// Correctly rounded m cos(a_i), m sin(a_i) of a spec, memoised per position.
+class Exact {
+ public:
+  explicit Exact(const Rope &rope) : rope_(rope) {
+    const posenc_rope r = rope.get();
+    for (int64_t i = 0; i < rope.h(); ++i) {
+      if (r.freq) {
+        f_.emplace_back(new Big(64));
+        mpfr_set_d(*f_.back(), r.freq[i], MPFR_RNDN);  // exact
+      } else {
+        // base^(-2i/r) with a relative error far below 2^-1000: the angle keeps hundreds of bits below
+        // its binary point even at p = 2^31 (the bases here keep f_i <= 2^4)
+        f_.emplace_back(new Big(1200));
+        Big e(1200), b(64);
+        mpfr_set_si(e, -2 * i, MPFR_RNDN);
+        mpfr_div_si(e, e, long(r.rotary_dim), MPFR_RNDN);
+        mpfr_set_d(b, r.base, MPFR_RNDN);
+        mpfr_pow(*f_.back(), b, e, MPFR_RNDN);
+      }
+    }
+  }
+
+  // cos and sin of pair i at p (p != POSENC_PAD).
+  void pair(int64_t i, int64_t p, float &c, float &s) const {
+    const double m = rope_.r.attention_scale;
+    Big ps(128);
+    mpfr_set_si(ps, long(p), MPFR_RNDN);
+    mpfr_mul_d(ps, ps, rope_.r.position_scale, MPFR_RNDN);  // exact: 31 + 53 bits
+    const mpfr_srcptr f = *f_[size_t(i)];
+    if (mpfr_zero_p(ps) || mpfr_zero_p(f)) {  // an exactly zero angle: sin +0, cos m
+      s = 0.0f;
+      Big mm(64);
+      mpfr_set_d(mm, m, MPFR_RNDN);
+      c = mpfr_get_flt(mm, MPFR_RNDN);
+      return;
+    }
+    Big a(mpfr_get_prec(f) + 128), sv(400), cv(400), ms(480), mc(480);
+    mpfr_mul(a, f, ps, MPFR_RNDN);  // exact for explicit frequencies
+    mpfr_sin_cos(sv, cv, a, MPFR_RNDN);
+    mpfr_mul_d(ms, sv, m, MPFR_RNDN);  // exact: 400 + 53 bits
+    mpfr_mul_d(mc, cv, m, MPFR_RNDN);
+    s = mpfr_get_flt(ms, MPFR_RNDN);
+    c = mpfr_get_flt(mc, MPFR_RNDN);
+  }
+
+  // h cos values then h sin values at p; +0.0 for POSENC_PAD.
+  const std::vector<float> &row(int64_t p) {
+    auto it = memo_.find(p);
+    if (it != memo_.end()) return it->second;
+    const int64_t h = rope_.h();
+    std::vector<float> v(size_t(2 * h), 0.0f);
+    if (p != POSENC_PAD)
+      for (int64_t i = 0; i < h; ++i) pair(i, p, v[size_t(i)], v[size_t(h + i)]);
+    return memo_.emplace(p, std::move(v)).first->second;
+  }
+
+  // |position_scale * f_i| at high precision, for the adversarial positions.
+  void step(int64_t i, mpfr_ptr out) const {
+    mpfr_set_prec(out, mpfr_get_prec(*f_[size_t(i)]) + 64);
+    mpfr_mul_d(out, *f_[size_t(i)], rope_.r.position_scale, MPFR_RNDN);
+    mpfr_abs(out, out, MPFR_RNDN);
+  }
+
+  const Rope &rope() const { return rope_; }
+
+ private:
+  Rope rope_;
+  std::vector<std::unique_ptr<Big>> f_;
+  std::map<int64_t, std::vector<float>> memo_;
+};
+
+// Positions below 2^31 where p * |step| comes closest to a multiple of pi/2 (near-zeros of sin and cos):
+// the continued-fraction convergents of step / (pi/2), one either side, and their negatives.
+std::vector<int64_t> adversarial_positions(const Exact &ex, int64_t i) {
+  Big w(64), x(64), a(64), pi(64);
+  ex.step(i, w);
+  std::vector<int64_t> out;
+  if (mpfr_zero_p(w)) return out;
+  const mpfr_prec_t prec = mpfr_get_prec(w) + 64;
+  mpfr_set_prec(pi, prec);
+  mpfr_set_prec(x, prec);
+  mpfr_set_prec(a, prec);
+  mpfr_const_pi(pi, MPFR_RNDN);
+  mpfr_div(x, w, pi, MPFR_RNDN);
+  mpfr_mul_2ui(x, x, 1, MPFR_RNDN);  // step / (pi/2)
+  int64_t q_prev = 0, q = 1;
+  mpfr_floor(a, x);
+  for (int k = 0; k < 80; ++k) {
+    mpfr_sub(x, x, a, MPFR_RNDN);
+    if (mpfr_zero_p(x)) break;
+    mpfr_ui_div(x, 1, x, MPFR_RNDN);
+    mpfr_floor(a, x);
+    if (mpfr_cmp_d(a, 4e9) > 0) break;
+    const int64_t qn = int64_t(mpfr_get_d(a, MPFR_RNDN)) * q + q_prev;
+    if (qn >= k2p31 - 2) break;
+    q_prev = q;
+    q = qn;
+    for (int64_t p : {q - 1, q, q + 1})
+      if (p > 0) {
+        out.push_back(p);
+        out.push_back(-p);
+      }
+  }
+  return out;
+}
+
+std::vector<int64_t> run_of(int64_t first, int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t t = 0; t < n; ++t) v.push_back(first + t);
+  return v;
+}
+
+bool is_run(const std::vector<int64_t> &p) {
+  for (size_t t = 1; t < p.size(); ++t)
+    if (p[t - 1] == POSENC_PAD || p[t] != p[t - 1] + 1) return false;
+  return !p.empty() && p[0] != POSENC_PAD;
+}
+
+// ---- (a) the cache ----------------------------------------------------------------------------------
+
+const float kCanary = -1234.5f;
+
+// rope_cache_f32 for the positions (explicit, or first + t when `implicit`), in vLLM's layout (one buffer,
+// sin right after cos, both strides r) or in two canary-filled buffers with gaps; returns cos and sin as
+// h + h floats per row, after checking that the gaps kept their canary.
+std::vector<float> library_cache(const Rope &rope, const std::vector<int64_t> &pos, bool implicit, bool vllm) {
+  const posenc_rope r = rope.get();
+  const int64_t h = rope.h(), n = int64_t(pos.size());
+  const int64_t cs = vllm ? 2 * h : h + 3, ss = vllm ? 2 * h : h + 1;
+  std::vector<float> cbuf(size_t(n * cs + 5), kCanary), sbuf(size_t(n * ss + 5), kCanary);
+  float *cos_out = cbuf.data() + 1, *sin_out = vllm ? cbuf.data() + 1 + h : sbuf.data() + 2;
+  REQUIRE(posenc_rope_cache_f32(&r, implicit ? nullptr : pos.data(), implicit ? pos[0] : 0, n, cos_out, cs, sin_out,
+                                ss) == POSENC_OK);
+  std::vector<float> out(size_t(n * 2 * h));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < h; ++i) {
+      out[size_t(t * 2 * h + i)] = cos_out[t * cs + i];
+      out[size_t(t * 2 * h + h + i)] = sin_out[t * ss + i];
+    }
+  // everything but the rows is untouched
+  std::vector<bool> row_c(cbuf.size(), false), row_s(sbuf.size(), false);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < h; ++i) {
+      row_c[size_t(1 + t * cs + i)] = true;
+      if (vllm) row_c[size_t(1 + h + t * ss + i)] = true;
+      else row_s[size_t(2 + t * ss + i)] = true;
+    }
+  int64_t touched = 0;
+  for (size_t k = 0; k < cbuf.size(); ++k) touched += !row_c[k] && ref::bits(cbuf[k]) != ref::bits(kCanary);
+  for (size_t k = 0; k < sbuf.size(); ++k) touched += !row_s[k] && ref::bits(sbuf[k]) != ref::bits(kCanary);
+  CHECK(touched == 0);
+  return out;
+}
+
+// Every path, both cache layouts (and first + t for runs), against MPFR. `only_pair` >= 0 compares that
+// pair alone (adversarial positions of one pair).
+void check_cache(const Rope &rope, Exact &ex, const std::vector<int64_t> &pos, int64_t only_pair = -1) {
+  const int64_t h = rope.h(), n = int64_t(pos.size());
+  std::vector<float> want(size_t(n * 2 * h), 0.0f);
+  for (int64_t t = 0; t < n; ++t) {
+    if (only_pair >= 0) {
+      if (pos[size_t(t)] != POSENC_PAD)
+        ex.pair(only_pair, pos[size_t(t)], want[size_t(t * 2 * h + only_pair)], want[size_t(t * 2 * h + h + only_pair)]);
+    } else {
+      const std::vector<float> &row = ex.row(pos[size_t(t)]);
+      std::copy(row.begin(), row.end(), want.begin() + t * 2 * h);
+    }
+  }
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (int variant = 0; variant < (is_run(pos) ? 3 : 2); ++variant) {
+        const std::vector<float> got = library_cache(rope, pos, variant == 2, variant == 0);
+        int64_t bad = 0;
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t e = 0; e < 2 * h; ++e) {
+            if (only_pair >= 0 && e % h != only_pair) continue;
+            const size_t k = size_t(t * 2 * h + e);
+            if (ref::bits(got[k]) == ref::bits(want[k])) continue;
+            if (++bad <= 5)
+              UNSCOPED_INFO((e < h ? "cos" : "sin") << " of pair " << e % h << " at position " << pos[size_t(t)]
+                                                    << ": got " << got[k] << " want " << want[k]);
+          }
+        INFO(rope.name << " on " << posenc_isa_name(isa) << (variant == 0 ? ", vLLM layout" : ", two buffers")
+                       << (variant == 2 ? ", first + t" : ", explicit positions") << ": " << bad
+                       << " values not correctly rounded");
+        CHECK(bad == 0);
+      }
+    });
+}
+
+std::vector<Rope> cache_specs() {
+  return {
+      make_rope("default r=64 base 1e4", 64, POSENC_ROPE_HALVES, 1e4),
+      make_rope("default r=128 base 5e5", 128, POSENC_ROPE_HALVES, 5e5),
+      make_rope("default r=96 base 1e4 interleaved", 96, POSENC_ROPE_INTERLEAVED, 1e4),
+      make_rope("r=128 base 5e5, m 1.369 (YaRN-like)", 128, POSENC_ROPE_HALVES, 5e5, 1.0, 1.369),
+      make_rope("r=64 base 1e4, m 0.7, position_scale 0.25", 64, POSENC_ROPE_INTERLEAVED, 1e4, 0.25, 0.7),
+      make_rope("r=32 base 5e5, m 3, position_scale -1.5", 32, POSENC_ROPE_HALVES, 5e5, -1.5, 3.0),
+      make_rope("r=48 base 1e4, m 1e-3, position_scale 1/3", 48, POSENC_ROPE_HALVES, 1e4, 1.0 / 3.0, 1e-3),
+      make_rope("r=2 base 1e4 (one pair)", 2, POSENC_ROPE_HALVES, 1e4),
+      make_rope("explicit odd frequencies r=40", 40, POSENC_ROPE_HALVES, 1e4, 1.0, 1.0, odd_frequencies(20, 1)),
+      make_rope("explicit odd frequencies r=30, m 2^-64, scale 0.75", 30, POSENC_ROPE_INTERLEAVED, 1e4, 0.75, 0x1p-64,
+                odd_frequencies(15, 2)),
+      make_rope("explicit odd frequencies r=24, m 2^64", 24, POSENC_ROPE_HALVES, 1e4, 1.0, 0x1p64,
+                odd_frequencies(12, 3)),
+      make_rope("base 2, r=16, m 1.369", 16, POSENC_ROPE_HALVES, 2.0, 1.0, 1.369),
+  };
+}
+
+}  // namespace
+
+TEST_CASE("the reference itself: within a float32 ulp of libm's double cos and sin at small angles", "[rope][ref]") {
+  // Guards the goldens and every comparison below against a wrong reference (an exponent's sign, m applied
+  // twice, halves swapped): the double evaluation is far more accurate than a float32 ulp here.
+  for (const Rope &rope : {make_rope("", 64, POSENC_ROPE_HALVES, 1e4, 1.0, 1.369),
+                           make_rope("", 10, POSENC_ROPE_INTERLEAVED, 5e5, -0.5, 0.7, {}),
+                           make_rope("", 6, POSENC_ROPE_HALVES, 1e4, 2.0, 3.0, {0.5, -1.25, 1e-3})}) {
+    Exact ex(rope);
+    const int64_t h = rope.h();
+    int64_t bad = 0;
+    for (int64_t p = -50; p <= 50; ++p) {
+      const std::vector<float> &row = ex.row(p);
+      for (int64_t i = 0; i < h; ++i) {
+        const double f = rope.freq.empty() ? std::pow(rope.r.base, -2.0 * double(i) / double(rope.r.rotary_dim))
+                                           : rope.freq[size_t(i)];
+        const double a = double(p) * rope.r.position_scale * f, m = rope.r.attention_scale;
+        const double c = m * std::cos(a), s = m * std::sin(a);
+        bad += std::fabs(row[size_t(i)] - c) > std::ldexp(std::fabs(c), -23) + 1e-30;
+        bad += std::fabs(row[size_t(h + i)] - s) > std::ldexp(std::fabs(s), -23) + 1e-30;
+      }
+    }
+    CHECK(bad == 0);
+  }
+  // and the rotation: pair 0 (7, 5) a quarter turn with m = 2 gives (-10, 14); pair 1 (-3, 1) no turn, m = 2
+  float row[4] = {7.0f, -3.0f, 5.0f, 1.0f};
+  const float cos[2] = {0.0f, 2.0f}, sin[2] = {2.0f, 0.0f};
+  ref::rotate_row(Format::kF32, POSENC_ROPE_HALVES, 2, cos, sin, row);
+  CHECK((row[0] == -10.0f && row[1] == -6.0f && row[2] == 14.0f && row[3] == 2.0f));
+  float pairs[4] = {7.0f, 5.0f, -3.0f, 1.0f};
+  ref::rotate_row(Format::kF32, POSENC_ROPE_INTERLEAVED, 2, cos, sin, pairs);
+  CHECK((pairs[0] == -10.0f && pairs[1] == 14.0f && pairs[2] == -6.0f && pairs[3] == 2.0f));
+}
+
+TEST_CASE("cache: correctly rounded m cos and m sin on every path, random and extreme positions", "[rope][cache]") {
+  uint64_t seed = 15;
+  for (const Rope &rope : cache_specs()) {
+    Exact ex(rope);
+    std::vector<int64_t> scattered = {0, 1, -1, k2p31 - 1, -(k2p31 - 1), POSENC_PAD, 4096, 131072, 1 << 20,
+                                      (1 << 24) + 1, 0, POSENC_PAD, 7};
+    for (int k = 0; k < 40; ++k) scattered.push_back(uniform_position(seed));
+    check_cache(rope, ex, scattered);
+    check_cache(rope, ex, run_of(-5, 70));              // across zero, past one 65-row block
+    check_cache(rope, ex, run_of(k2p31 - 1 - 69, 70));  // ending at the largest position
+    check_cache(rope, ex, run_of(-(k2p31 - 1), 3));
+  }
+}
+
+TEST_CASE("cache: adversarial positions, where p f_i is closest to a multiple of pi/2", "[rope][cache]") {
+  for (const Rope &rope : cache_specs()) {
+    Exact ex(rope);
+    const int64_t h = rope.h();
+    int64_t tried = 0;
+    for (int64_t i : {int64_t(0), int64_t(1), h / 2, h - 1, int64_t(9)}) {
+      if (i >= h) continue;
+      const std::vector<int64_t> pos = adversarial_positions(ex, i);
+      if (pos.empty()) continue;
+      tried += int64_t(pos.size());
+      INFO(rope.name << " pair " << i);
+      check_cache(rope, ex, pos, i);
+    }
+    CHECK(tried > 20);
+  }
+}
+
+TEST_CASE("cache: zero angles give +0 sin and m cos; POSENC_PAD rows are +0.0", "[rope][cache]") {
+  // position 0, position_scale 0 and a zero frequency: sin exactly +0 even for a negative scale or frequency
+  std::vector<double> f = {0.0, -0.0, -2.0, 1.0};
+  for (const Rope &rope : {make_rope("negative scale", 8, POSENC_ROPE_HALVES, 1e4, -3.0, 1.369, f),
+                           make_rope("scale 0", 8, POSENC_ROPE_HALVES, 1e4, 0.0, 0.7),
+                           make_rope("scale -0", 8, POSENC_ROPE_INTERLEAVED, 1e4, -0.0, 1.0)}) {
+    Exact ex(rope);
+    check_cache(rope, ex, {0, 5, -5, POSENC_PAD, k2p31 - 1});
+    for (posenc_isa isa : ref::paths())
+      ref::on_path(isa, [&] {
+        const std::vector<float> got = library_cache(rope, {0, POSENC_PAD}, false, false);
+        const float m = float(rope.r.attention_scale);
+        for (int64_t i = 0; i < 4; ++i) {
+          INFO(rope.name << " pair " << i << " on " << posenc_isa_name(isa));
+          CHECK(ref::bits(got[size_t(i)]) == ref::bits(m));
+          CHECK(ref::bits(got[size_t(4 + i)]) == 0u);
+          CHECK(ref::bits(got[size_t(8 + i)]) == 0u);
+          CHECK(ref::bits(got[size_t(12 + i)]) == 0u);
+        }
+      });
+  }
+}
+
+// ---- (b) the rotation -------------------------------------------------------------------------------
+
+namespace {
+
+// One tensor's rows inside a buffer: rows (t, j) at offset + t*token_stride + j*head_stride elements.
+struct Tensor {
+  int64_t heads = 0, token_stride = 0, head_stride = 0, offset = 0;
+};
+
+// A rotation call: q (rope_*, or the q of rope_qk_*) and k (rope_qk_* only; k.heads == 0 with
+// k_null passes NULL) in one buffer of `elements` elements.
+struct Rotation {
+  std::string name;
+  int64_t elements;
+  Tensor q, k;
+  bool qk = false, k_null = false;
+  int64_t n, first;                  // positions first + t when `positions` is empty
+  std::vector<int64_t> positions;
+};
+
+// Element values: mostly in [-4, 4), then zeros of both signs, large values (rotations past the float32 and
+// binary16 range: infinities), tiny and subnormal ones; NaN and infinities only with `specials`.
+void fill(Format f, std::vector<unsigned char> &b, uint64_t seed, bool specials) {
+  const size_t count = b.size() / ref::format_size(f);
+  for (size_t e = 0; e < count; ++e) {
+    const uint64_t r = splitmix(seed);
+    const int kind = int(r % 64);
+    if (f == Format::kF32) {
+      float v = float(int32_t(r >> 40) - (1 << 23)) / float(1 << 21);
+      if (kind == 0) v = 0.0f;
+      else if (kind == 1) v = -0.0f;
+      else if (kind == 2) v = 3.0e38f;
+      else if (kind == 3) v = -1.5e-40f;
+      else if (kind == 4) v = float(int32_t(r >> 40)) * 1e-30f;
+      if (specials && kind >= 5 && kind < 9) {
+        const uint32_t pats[] = {0x7FC00000u, 0xFFC12345u, 0x7F800001u, 0x7F800000u, 0xFF800000u, 0x7FA00000u};
+        std::memcpy(&v, &pats[(r >> 20) % 6], 4);
+      }
+      std::memcpy(&b[4 * e], &v, 4);
+    } else {
+      uint16_t v = uint16_t(r >> 24);
+      const uint16_t exp_mask = f == Format::kBF16 ? 0x7F80 : 0x7C00;
+      if ((v & exp_mask) == exp_mask && !(specials && kind < 16)) v = uint16_t(v & ~0x4000);  // finite
+      if (f == Format::kBF16 && !specials && kind > 4) v = uint16_t((v & 0x807F) | (uint16_t(0x3C00 + ((r >> 8) % 0x600)) & 0x7F80));
+      std::memcpy(&b[2 * e], &v, 2);
+    }
+  }
+}
+
+const int64_t *positions_of(const Rotation &c) { return c.positions.empty() ? nullptr : c.positions.data(); }
+int64_t position(const Rotation &c, int64_t t) { return c.positions.empty() ? c.first + t : c.positions[size_t(t)]; }
+
+// posenc.h's rotation with MPFR's cos and sin, on a copy of the buffer.
+std::vector<unsigned char> expected(const Rope &rope, Exact &ex, const Rotation &c, Format f,
+                                    const std::vector<unsigned char> &in) {
+  std::vector<unsigned char> out = in;
+  const size_t es = ref::format_size(f);
+  const int64_t h = rope.h();
+  for (int64_t t = 0; t < c.n; ++t) {
+    const int64_t p = position(c, t);
+    if (p == POSENC_PAD) continue;
+    const std::vector<float> &row = ex.row(p);
+    for (const Tensor *x : {&c.q, &c.k})
+      for (int64_t j = 0; j < x->heads; ++j)
+        ref::rotate_row(f, rope.r.pairs, h, row.data(), row.data() + h,
+                        out.data() + es * size_t(x->offset + t * x->token_stride + j * x->head_stride));
+  }
+  return out;
+}
+
+RopeKernel kernel_of(Format f, bool qk) {
+  if (f == Format::kF32) return qk ? RopeKernel::kQkF32 : RopeKernel::kF32;
+  if (f == Format::kBF16) return qk ? RopeKernel::kQkBF16 : RopeKernel::kBF16;
+  return qk ? RopeKernel::kQkF16 : RopeKernel::kF16;
+}
+
+// The call on the library, in place on `buf`.
+posenc_status run(const Rope &rope, const Rotation &c, Format f, std::vector<unsigned char> &buf) {
+  const posenc_rope r = rope.get();
+  const size_t es = ref::format_size(f);
+  RopeCall call;
+  call.kernel = kernel_of(f, c.qk);
+  call.rope = &r;
+  call.positions = positions_of(c);
+  call.first = c.first;
+  call.n = c.n;
+  call.x = buf.data() + es * size_t(c.q.offset);
+  call.heads = c.q.heads;
+  call.token_stride = c.q.token_stride;
+  call.head_stride = c.q.head_stride;
+  call.k = c.k_null ? nullptr : buf.data() + es * size_t(c.k.offset);
+  call.k_heads = c.k.heads;
+  call.k_token_stride = c.k.token_stride;
+  call.k_head_stride = c.k.head_stride;
+  return ref::invoke(call);
+}
+
+// Index of the first differing element, or -1.
+int64_t first_difference(const std::vector<unsigned char> &a, const std::vector<unsigned char> &b, size_t es) {
+  for (size_t k = 0; k < a.size(); k += es)
+    if (std::memcmp(&a[k], &b[k], es) != 0) return int64_t(k / es);
+  return -1;
+}
+
+std::string element_text(Format f, const std::vector<unsigned char> &b, int64_t e) {
+  char buf[64];
+  if (f == Format::kF32) {
+    uint32_t v;
+    std::memcpy(&v, &b[size_t(4 * e)], 4);
+    std::snprintf(buf, sizeof buf, "%08x (%g)", unsigned(v), double(ref::float_of_bits(v)));
+  } else {
+    uint16_t v;
+    std::memcpy(&v, &b[size_t(2 * e)], 2);
+    std::snprintf(buf, sizeof buf, "%04x (%g)", unsigned(v), double(ref::load(f, b.data(), e)));
+  }
+  return buf;
+}
+
+// The call in every format on every path against the formula, byte for byte over the whole buffer.
+void check_rotation(const Rope &rope, Exact &ex, const Rotation &c, uint64_t seed) {
+  for (Format f : kFormats) {
+    std::vector<unsigned char> in(size_t(c.elements) * ref::format_size(f));
+    fill(f, in, seed + uint64_t(f), false);
+    const std::vector<unsigned char> want = expected(rope, ex, c, f, in);
+    for (posenc_isa isa : ref::paths())
+      ref::on_path(isa, [&] {
+        std::vector<unsigned char> got = in;
+        INFO(rope.name << ", " << c.name << ", " << format_name(f) << " on " << posenc_isa_name(isa));
+        REQUIRE(run(rope, c, f, got) == POSENC_OK);
+        const int64_t e = first_difference(got, want, ref::format_size(f));
+        if (e >= 0)
+          FAIL_CHECK("first difference at element " << e << ": got " << element_text(f, got, e) << ", want "
+                                                    << element_text(f, want, e) << ", input "
+                                                    << element_text(f, in, e));
+      });
+  }
+}
+
+// [T,H,D]: token stride H*D (+ gap), head stride D.
+Tensor thd(int64_t heads, int64_t d, int64_t gap = 0, int64_t offset = 0) {
+  return Tensor{heads, heads * d + gap, d, offset};
+}
+// [H,T,D]: token stride D, head stride T*D (+ gap).
+Tensor htd(int64_t heads, int64_t tokens, int64_t d, int64_t gap = 0, int64_t offset = 0) {
+  return Tensor{heads, d, tokens * d + gap, offset};
+}
+
+int64_t end_of(const Tensor &t, int64_t n, int64_t d) {
+  return t.offset + ref::rope_extent(n, t.heads, t.token_stride, t.head_stride, d);
+}
+
+// Positions of packed sequences (each restarting at 0), a decode batch (one step repeated), scattered.
+std::vector<int64_t> packed(uint64_t seed, int64_t n) {
+  std::vector<int64_t> p;
+  int64_t next = 0;
+  while (int64_t(p.size()) < n) {
+    const uint64_t r = splitmix(seed);
+    if (r % 13 == 0) next = 0;                       // a new sequence
+    if (r % 17 == 1) p.push_back(POSENC_PAD);        // padding
+    else if (r % 11 == 2 && !p.empty()) p.push_back(p.back() == POSENC_PAD ? 3 : p.back());  // a repeat
+    else p.push_back(next++);
+  }
+  p.resize(size_t(n));
+  return p;
+}
+
+std::vector<Rotation> rotations(int64_t r, int64_t tail) {
+  const int64_t d = r + tail;
+  std::vector<Rotation> v;
+  {  // [T,H,D], 70 tokens from first + t
+    Rotation c{"[T,H,D] H=4, first + t = 1000, 70 tokens", 0, thd(4, d), {}, false, false, 70, 1000, {}};
+    c.elements = end_of(c.q, c.n, d) + 3;
+    v.push_back(c);
+  }
+  {  // [H,T,D], packed sequences with repeats and padding
+    Rotation c{"[H,T,D] H=3, packed sequences", 0, htd(3, 67, d, 5, 2), {}, false, false, 67, 0, packed(9, 67)};
+    c.elements = end_of(c.q, c.n, d) + 1;
+    v.push_back(c);
+  }
+  {  // token stride with a gap, scattered positions far apart, negative ones, the extremes
+    Rotation c{"[T,H,D] H=2, gaps, scattered", 0, thd(2, d, 7, 1), {}, false, false, 9, 0,
+               {k2p31 - 1, -(k2p31 - 1), 123456789, -5, 0, POSENC_PAD, 131072, 1 << 20, -77}};
+    c.elements = end_of(c.q, c.n, d) + 2;
+    v.push_back(c);
+  }
+  {  // a decode batch: one step for every sequence of a batch, and a padded slot
+    Rotation c{"decode batch at 77777", 0, thd(5, d), {}, false, false, 9, 0, std::vector<int64_t>(9, 77777)};
+    c.positions[4] = POSENC_PAD;
+    c.elements = end_of(c.q, c.n, d);
+    v.push_back(c);
+  }
+  {  // one token, one head
+    Rotation c{"one row at -2^31 + 1", 0, thd(1, d), {}, false, false, 1, -(k2p31 - 1), {}};
+    c.elements = d;
+    v.push_back(c);
+  }
+  {  // GQA: 32 q heads, 8 k heads, separate tensors in one buffer, decode steps
+    Rotation c{"qk GQA 32/8", 0, thd(32, d), {}, true, false, 3, 0, {4095, 4096, POSENC_PAD}};
+    c.k = thd(8, d, 0, end_of(c.q, c.n, d) + 1);
+    c.elements = end_of(c.k, c.n, d);
+    v.push_back(c);
+  }
+  {  // fused QKV: q = qkv, k = qkv + Hq*D, token stride (Hq + 2 Hk) D; the V part stays untouched
+    const int64_t hq = 4, hk = 2, ts = (hq + 2 * hk) * d;
+    Rotation c{"qk fused QKV 4/2, first + t = -35", 0, Tensor{hq, ts, d, 0}, Tensor{hk, ts, d, hq * d},
+               true, false, 70, -35, {}};
+    c.elements = 70 * ts;
+    v.push_back(c);
+  }
+  {  // GPT-NeoX's query_key_value: [T, H, 3, D], q and k of each head side by side with one token stride
+    const int64_t heads = 3, ts = 3 * heads * d;
+    Rotation c{"qk GPT-NeoX per-head QKV [T,H,3,D]", 0, Tensor{heads, ts, 3 * d, 0}, Tensor{heads, ts, 3 * d, d},
+               true, false, 67, 0, packed(12, 67)};
+    c.elements = 67 * ts;
+    v.push_back(c);
+  }
+  {  // q [H,T,D] and k [T,H,D]: different strides in one call
+    Rotation c{"qk q [H,T,D], k [T,H,D], packed", 0, htd(3, 66, d), {}, true, false, 66, 0, packed(4, 66)};
+    c.k = thd(2, d, 1, end_of(c.q, c.n, d));
+    c.elements = end_of(c.k, c.n, d);
+    v.push_back(c);
+  }
+  {  // k NULL with k_heads 0
+    Rotation c{"qk with k NULL", 0, thd(3, d), Tensor{0, 0, 0, 0}, true, true, 5, 31, {}};
+    c.elements = end_of(c.q, c.n, d);
+    v.push_back(c);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("rotation: every format, pairing and layout equals posenc.h's formula on MPFR's cos/sin", "[rope]") {
+  const Rope specs[] = {
+      make_rope("default r=128 base 5e5 halves", 128, POSENC_ROPE_HALVES, 5e5),
+      make_rope("r=64 base 1e4 interleaved, m 1.369, partial (tail 16)", 64, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 1.369),
+      make_rope("r=96 base 1e4 halves, position_scale 0.25, m 0.7, odd tail 7", 96, POSENC_ROPE_HALVES, 1e4, 0.25, 0.7),
+      make_rope("explicit r=40 interleaved, m 3", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 3.0, odd_frequencies(20, 7)),
+      make_rope("r=2 halves, odd tail 1", 2, POSENC_ROPE_HALVES, 1e4),
+      make_rope("r=6 interleaved", 6, POSENC_ROPE_INTERLEAVED, 10.0),
+  };
+  const int64_t tails[] = {0, 16, 7, 0, 1, 0};
+  uint64_t seed = 100;
+  for (size_t s = 0; s < sizeof specs / sizeof specs[0]; ++s) {
+    Exact ex(specs[s]);
+    for (const Rotation &c : rotations(specs[s].r.rotary_dim, tails[s])) check_rotation(specs[s], ex, c, seed++);
+  }
+}
+
+TEST_CASE("rotation: partial rotary leaves the rest of each head row alone; PAD tokens are untouched", "[rope]") {
+  // The comparison of whole buffers above covers this; here it is explicit, with a recognisable tail.
+  const Rope rope = make_rope("r=8 halves", 8, POSENC_ROPE_HALVES, 1e4);
+  const posenc_rope r = rope.get();
+  const int64_t d = 13, heads = 3, n = 4;
+  const std::vector<int64_t> pos = {5, POSENC_PAD, 6, 7};
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      std::vector<float> x(size_t(n * heads * d));
+      for (size_t e = 0; e < x.size(); ++e) x[e] = float(e % 7) + 0.5f;
+      const std::vector<float> before = x;
+      REQUIRE(posenc_rope_f32(&r, pos.data(), 0, n, x.data(), heads, heads * d, d) == POSENC_OK);
+      int64_t changed_tail = 0, changed_pad = 0, changed_rot = 0;
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t j = 0; j < heads; ++j)
+          for (int64_t e = 0; e < d; ++e) {
+            const size_t k = size_t(t * heads * d + j * d + e);
+            const bool changed = ref::bits(x[k]) != ref::bits(before[k]);
+            if (e >= 8) changed_tail += changed;
+            else if (pos[size_t(t)] == POSENC_PAD) changed_pad += changed;
+            else changed_rot += changed;
+          }
+      INFO("path " << posenc_isa_name(isa));
+      CHECK(changed_tail == 0);
+      CHECK(changed_pad == 0);
+      CHECK(changed_rot > 0);
+    });
+}
+
+// ---- (c) paths, splits, qk, NaN ---------------------------------------------------------------------
+
+TEST_CASE("splits: token ranges and head ranges of a call give the bytes of the whole call", "[rope]") {
+  const Rope specs[] = {make_rope("r=64 halves", 64, POSENC_ROPE_HALVES, 1e4, 1.0, 1.369),
+                        make_rope("r=40 interleaved explicit", 40, POSENC_ROPE_INTERLEAVED, 1e4, 0.5, 1.0,
+                                  odd_frequencies(20, 11))};
+  uint64_t seed = 5;
+  for (const Rope &rope : specs) {
+    const posenc_rope r = rope.get();
+    const int64_t d = r.rotary_dim + 3, heads = 5, n = 140;
+    const std::vector<int64_t> pos = packed(21, n);
+    for (Format f : kFormats)
+      for (bool explicit_positions : {false, true})
+        for (posenc_isa isa : ref::paths())
+          ref::on_path(isa, [&] {
+            const size_t es = ref::format_size(f);
+            const Rotation whole_call{"whole", n * heads * d, thd(heads, d), {}, false, false, n, -60,
+                                      explicit_positions ? pos : std::vector<int64_t>{}};
+            std::vector<unsigned char> in(size_t(n * heads * d) * es);
+            fill(f, in, seed++, false);
+            std::vector<unsigned char> whole = in;
+            REQUIRE(run(rope, whole_call, f, whole) == POSENC_OK);
+            INFO(rope.name << " " << format_name(f) << (explicit_positions ? " explicit" : " first + t") << " on "
+                           << posenc_isa_name(isa));
+            // tokens [a, b): the rows from row a on, positions from a on
+            for (int split = 0; split < 5; ++split) {
+              const int64_t a = int64_t(splitmix(seed) % uint64_t(n)), b = a + 1 + int64_t(splitmix(seed) % uint64_t(n - a));
+              std::vector<unsigned char> part = in;
+              Rotation c = whole_call;
+              c.n = b - a;
+              c.first = -60 + a;
+              c.q.offset = a * heads * d;
+              if (explicit_positions) c.positions.assign(pos.begin() + a, pos.begin() + b);
+              // the rest of the buffer keeps the input, the range gets the whole call's bytes
+              REQUIRE(run(rope, c, f, part) == POSENC_OK);
+              const size_t lo = size_t(a * heads * d) * es, hi = size_t(b * heads * d) * es;
+              CHECK(std::memcmp(part.data() + lo, whole.data() + lo, hi - lo) == 0);
+              CHECK(std::memcmp(part.data(), in.data(), lo) == 0);
+              CHECK(std::memcmp(part.data() + hi, in.data() + hi, part.size() - hi) == 0);
+            }
+            // heads [j0, j1), then every token one call at a time
+            std::vector<unsigned char> pieces = in;
+            for (int64_t j0 = 0; j0 < heads; j0 += 2) {
+              Rotation c = whole_call;
+              c.q.heads = std::min<int64_t>(2, heads - j0);
+              c.q.offset = j0 * d;
+              REQUIRE(run(rope, c, f, pieces) == POSENC_OK);
+            }
+            CHECK(first_difference(pieces, whole, es) == -1);
+            std::vector<unsigned char> tokens = in;
+            for (int64_t t = 0; t < n; ++t) {
+              Rotation c = whole_call;
+              c.n = 1;
+              c.first = -60 + t;
+              c.q.offset = t * heads * d;
+              if (explicit_positions) c.positions = {pos[size_t(t)]};
+              REQUIRE(run(rope, c, f, tokens) == POSENC_OK);
+            }
+            CHECK(first_difference(tokens, whole, es) == -1);
+          });
+  }
+}
+
+TEST_CASE("rope_qk equals rope on q then rope on k; explicit runs equal first + t", "[rope]") {
+  const Rope rope = make_rope("r=32 interleaved, partial", 32, POSENC_ROPE_INTERLEAVED, 5e5, 1.0, 1.2);
+  const int64_t d = 40, hq = 6, hk = 2, n = 70, ts = (hq + 2 * hk) * d;
+  uint64_t seed = 77;
+  for (Format f : kFormats)
+    for (posenc_isa isa : ref::paths())
+      ref::on_path(isa, [&] {
+        const size_t es = ref::format_size(f);
+        std::vector<unsigned char> in(size_t(n * ts) * es);
+        fill(f, in, seed++, false);
+        const Rotation fused{"fused", n * ts, Tensor{hq, ts, d, 0}, Tensor{hk, ts, d, hq * d}, true, false, n, 500, {}};
+        std::vector<unsigned char> one = in, two = in, expl = in;
+        REQUIRE(run(rope, fused, f, one) == POSENC_OK);
+        Rotation q = fused, k = fused;
+        q.qk = k.qk = false;
+        q.k = k.k = Tensor{};
+        k.q = fused.k;
+        REQUIRE(run(rope, q, f, two) == POSENC_OK);
+        REQUIRE(run(rope, k, f, two) == POSENC_OK);
+        INFO(format_name(f) << " on " << posenc_isa_name(isa));
+        CHECK(first_difference(one, two, es) == -1);
+        Rotation e = fused;
+        e.positions = run_of(500, n);
+        REQUIRE(run(rope, e, f, expl) == POSENC_OK);
+        CHECK(first_difference(expl, one, es) == -1);
+      });
+}
+
+TEST_CASE("explicit frequencies: the values identify the spec, not the pointer", "[rope]") {
+  // The same array changed in place between calls (dynamic NTK at each decode step) must give the new
+  // values; equal values in another array must give the same bytes.
+  std::vector<double> f = odd_frequencies(8, 31), g(8);
+  posenc_rope r = posenc_rope_default(16);
+  r.freq = f.data();
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (int step = 0; step < 4; ++step) {
+        for (size_t i = 0; i < f.size(); ++i) f[i] = f[i] * 1.0001 + double(step) * 1e-3;
+        g = f;
+        const Rope fresh = make_rope("step", 16, POSENC_ROPE_HALVES, 1e4, 1.0, 1.0, g);
+        Exact ex(fresh);
+        std::vector<float> c1(8), s1(8);
+        const int64_t p = 1000 + step;
+        REQUIRE(posenc_rope_cache_f32(&r, &p, 0, 1, c1.data(), 8, s1.data(), 8) == POSENC_OK);
+        const std::vector<float> &want = ex.row(p);
+        INFO("step " << step << " on " << posenc_isa_name(isa));
+        for (int64_t i = 0; i < 8; ++i) {
+          CHECK(ref::bits(c1[size_t(i)]) == ref::bits(want[size_t(i)]));
+          CHECK(ref::bits(s1[size_t(i)]) == ref::bits(want[size_t(8 + i)]));
+        }
+      }
+    });
+}
+
+namespace {
+
+// posenc.h's NaN rule (posenc_add_f32, "every fused call below"), for the two outputs of a pair (x, y): the
+// first NaN among x and y, quieted; otherwise, for an invalid operation (inf * 0, inf - inf), the default
+// +qNaN. The float32 NaN narrowed to bfloat16 and binary16 keeps sign and the top of the payload. Only the
+// elements whose formula value is NaN are read.
+std::vector<unsigned char> nan_results(const Rope &rope, const Rotation &c, Format f,
+                                       const std::vector<unsigned char> &in) {
+  std::vector<unsigned char> out = in;
+  const int64_t h = rope.h();
+  for (int64_t t = 0; t < c.n; ++t) {
+    if (position(c, t) == POSENC_PAD) continue;
+    for (const Tensor *x : {&c.q, &c.k})
+      for (int64_t j = 0; j < x->heads; ++j)
+        for (int64_t i = 0; i < h; ++i) {
+          const int64_t row = x->offset + t * x->token_stride + j * x->head_stride;
+          const int64_t ix = row + (rope.r.pairs == POSENC_ROPE_HALVES ? i : 2 * i);
+          const int64_t iy = row + (rope.r.pairs == POSENC_ROPE_HALVES ? i + h : 2 * i + 1);
+          const float xv = ref::load(f, in.data(), ix), yv = ref::load(f, in.data(), iy);
+          const uint32_t b = std::isnan(xv) ? ref::bits_of_float(xv) | 0x00400000u
+                             : std::isnan(yv) ? ref::bits_of_float(yv) | 0x00400000u
+                                              : 0x7FC00000u;
+          for (int64_t e : {ix, iy}) {
+            if (f == Format::kF32) {
+              std::memcpy(&out[size_t(e) * 4], &b, 4);
+            } else {
+              const uint16_t v = f == Format::kBF16 ? uint16_t(b >> 16)
+                                                    : uint16_t((b >> 16 & 0x8000) | 0x7C00 | (b >> 13 & 0x3FF));
+              std::memcpy(&out[size_t(e) * 2], &v, 2);
+            }
+          }
+        }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("NaN and infinities in x: the same bits on every path, the formula where it is not NaN", "[rope][nan]") {
+  const Rope specs[] = {make_rope("r=64 halves", 64, POSENC_ROPE_HALVES, 1e4),
+                        make_rope("r=24 interleaved, m 1.369", 24, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 1.369)};
+  uint64_t seed = 999;
+  for (const Rope &rope : specs) {
+    Exact ex(rope);
+    const int64_t d = rope.r.rotary_dim + 5;
+    // position 0: sin 0, so inf * 0 in the rotation (an invalid operation)
+    Rotation c{"NaN inputs", 0, thd(3, d), {}, false, false, 70, 0, packed(3, 70)};
+    c.positions[0] = 0;
+    c.elements = end_of(c.q, c.n, d);
+    for (Format f : kFormats) {
+      const size_t es = ref::format_size(f);
+      std::vector<unsigned char> in(size_t(c.elements) * es);
+      fill(f, in, seed++, true);
+      const std::vector<unsigned char> formula = expected(rope, ex, c, f, in);
+      const std::vector<unsigned char> nan_rule = nan_results(rope, c, f, in);
+      std::vector<unsigned char> scalar;
+      int64_t nans = 0;
+      for (posenc_isa isa : ref::paths())
+        ref::on_path(isa, [&] {
+          std::vector<unsigned char> got = in;
+          REQUIRE(run(rope, c, f, got) == POSENC_OK);
+          INFO(rope.name << " " << format_name(f) << " on " << posenc_isa_name(isa));
+          if (scalar.empty()) {
+            // the first path (scalar) against the formula, and where the formula is NaN, the NaN rule
+            int64_t bad = 0;
+            for (int64_t e = 0; e < c.elements; ++e) {
+              const float w = ref::load(f, formula.data(), e), g = ref::load(f, got.data(), e);
+              if (std::isnan(w)) {
+                ++nans;
+                bad += !std::isnan(g) || std::memcmp(&got[size_t(e) * es], &nan_rule[size_t(e) * es], es) != 0;
+              } else {
+                bad += std::memcmp(&got[size_t(e) * es], &formula[size_t(e) * es], es) != 0;
+              }
+            }
+            CHECK(bad == 0);
+            scalar = got;
+          } else {
+            const int64_t e = first_difference(got, scalar, es);
+            if (e >= 0)
+              FAIL_CHECK("element " << e << ": " << element_text(f, got, e) << ", first path "
+                                    << element_text(f, scalar, e) << ", input " << element_text(f, in, e));
+          }
+        });
+      CHECK(nans > 10);
+    }
+  }
+}
+
+// ---- (d) golden digests -----------------------------------------------------------------------------
+
+namespace {
+
+struct Golden {
+  const char *name;
+  Rope rope;
+  bool cache;  // rope_cache_f32 (vLLM layout), else rope_qk in `format`
+  Format format;
+  int64_t n, first;
+  std::vector<int64_t> positions;
+  const char *sha256;
+};
+
+const std::vector<Golden> &goldens() {
+  static const std::vector<Golden> g = {
+      {"cache r=128 base 5e5, scattered and extreme positions", make_rope("", 128, POSENC_ROPE_HALVES, 5e5), true,
+       Format::kF32, 8, 0, {0, 1, 4096, 131072, k2p31 - 1, -(k2p31 - 1), POSENC_PAD, 1234567}, "3b15244a606cfe5e98ca2b8461ddb9bc74cf09c9284f279a07999586941b3722"},
+      {"cache r=96 m 1.369 scale 0.25, positions -40..29", make_rope("", 96, POSENC_ROPE_HALVES, 1e4, 0.25, 1.369),
+       true, Format::kF32, 70, -40, {}, "67ea95bcb8db282ae9fdd06dac21c08a193d62289c79ff410ce858943a90f520"},
+      {"qk f32 halves r=64 fused QKV 4/2 d=72, first + t", make_rope("", 64, POSENC_ROPE_HALVES, 1e4), false,
+       Format::kF32, 66, 1000, {}, "1b86338b05beaef24b3b197048d7e380f827ea4e1ae56d3a224a634648758640"},
+      {"qk bf16 interleaved r=40 explicit frequencies, m 0.7", make_rope("", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 0.7,
+                                                                          odd_frequencies(20, 5)),
+       false, Format::kBF16, 5, 0, {7, 7, POSENC_PAD, 2000000000, -3}, "398cbf3d5453afab8633722afa3aa90fb98ea5369e3ffd7f137cf5c317dd7d2d"},
+      {"qk f16 halves r=32 base 5e5 m 3, packed", make_rope("", 32, POSENC_ROPE_HALVES, 5e5, 1.0, 3.0), false,
+       Format::kF16, 40, 0, packed(8, 40), "f8bd4ba0db04892d7a5c3bc6bb3364272ca7c50cc1854a4242db23a928f4282e"},
+  };
+  return g;
+}
+
+// The fused QKV layout of the rotation goldens: 4 q heads, 2 k heads, head_dim r + 8.
+Rotation golden_rotation(const Golden &g) {
+  const int64_t d = g.rope.r.rotary_dim + 8, ts = 8 * d;
+  return Rotation{g.name, g.n * ts, Tensor{4, ts, d, 0}, Tensor{2, ts, d, 4 * d}, true, false, g.n, g.first,
+                  g.positions};
+}
+
+std::vector<unsigned char> golden_input(const Golden &g) {
+  std::vector<unsigned char> in(size_t(golden_rotation(g).elements) * ref::format_size(g.format));
+  fill(g.format, in, 2026, false);
+  return in;
+}
+
+std::string digest(const std::vector<unsigned char> &b) {
+  ref::Sha256 h;
+  h.update(b.data(), b.size());
+  return h.hex();
+}
+
+std::vector<unsigned char> as_bytes(const std::vector<float> &v) {
+  std::vector<unsigned char> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("golden: the checked-in hashes are those of MPFR's values and posenc.h's formula", "[rope][golden]") {
+  for (const Golden &g : goldens()) {
+    Exact ex(g.rope);
+    std::vector<unsigned char> want;
+    if (g.cache) {
+      std::vector<float> rows;
+      for (int64_t t = 0; t < g.n; ++t) {
+        const std::vector<float> &row = ex.row(g.positions.empty() ? g.first + t : g.positions[size_t(t)]);
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      want = as_bytes(rows);
+    } else {
+      want = expected(g.rope, ex, golden_rotation(g), g.format, golden_input(g));
+    }
+    INFO(g.name);
+    CHECK(digest(want) == g.sha256);
+  }
+}
+
+TEST_CASE("golden: every path of this build reproduces the hashes", "[rope][golden]") {
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (const Golden &g : goldens()) {
+        std::vector<unsigned char> got;
+        if (g.cache) {
+          std::vector<int64_t> pos = g.positions.empty() ? run_of(g.first, g.n) : g.positions;
+          got = as_bytes(library_cache(g.rope, pos, g.positions.empty(), true));
+        } else {
+          got = golden_input(g);
+          REQUIRE(run(g.rope, golden_rotation(g), g.format, got) == POSENC_OK);
+        }
+        INFO(g.name << " on " << posenc_isa_name(isa));
+        CHECK(digest(got) == g.sha256);
+      }
+    });
+}

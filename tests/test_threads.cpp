@@ -9,10 +9,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
 #include "support/calls.hpp"
+#include "support/rope.hpp"
 
 namespace {
 
@@ -106,4 +108,131 @@ TEST_CASE("kernels on many threads during first-use initialisation match one thr
         ++compared;
       }
   CHECK(compared == kWorkers * kRounds * kSpecs);
+}
+
+// ---- RoPE: the same race for the RoPE functions, whose specs (explicit frequencies included) are set up
+// at first use too. Each worker holds its own copies of the frequency arrays: equal values at different
+// addresses are the same spec, so the cache is shared across threads by value.
+
+namespace {
+
+constexpr int kRopeSpecs = 40;
+
+struct RopeSpec {
+  posenc_rope rope;
+  std::vector<double> freq;  // empty: base^(-2i/r)
+};
+
+RopeSpec rope_spec_number(int i) {
+  RopeSpec s{posenc_rope_default(2 * (1 + (i * 7) % 33)), {}};
+  s.rope.pairs = i % 2 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
+  s.rope.base = 1e4 * (1 + i % 3) + (i % 4 == 0 ? 5e5 : 0.0);
+  s.rope.position_scale = i % 4 == 0 ? 1.0 : 0.5 * (i % 3 + 1);
+  s.rope.attention_scale = i % 5 == 0 ? 1.369 : 1.0;
+  if (i % 3 == 1)
+    for (int64_t j = 0; j < s.rope.rotary_dim / 2; ++j) s.freq.push_back(1.0 / double(j + 1 + i) - (j % 4 == 3 ? 0.75 : 0.0));
+  return s;
+}
+
+std::vector<unsigned char> run_rope(const RopeSpec &spec, int variant, ref::RopeKernel kernel, posenc_status *status) {
+  posenc_rope rope = spec.rope;
+  rope.freq = spec.freq.empty() ? nullptr : spec.freq.data();
+  const int64_t r = rope.rotary_dim, d = r + 1 + variant % 2, n = kRows, heads = 2;
+  const size_t es = ref::format_size(ref::rope_format(kernel));
+  const int64_t q_el = n * heads * d, k_el = n * d;
+  std::vector<unsigned char> buf(size_t(q_el + k_el) * es);
+  for (size_t e = 0; e < buf.size() / es; ++e) {
+    const float v = float(int(e * 37 % 101) - 50) / 32.0f;
+    if (es == 4) {
+      std::memcpy(&buf[4 * e], &v, 4);
+    } else {
+      const uint16_t h = uint16_t(0x3400 + e * 13 % 1024);  // finite as binary16 and as bfloat16
+      std::memcpy(&buf[2 * e], &h, 2);
+    }
+  }
+  std::vector<int64_t> pos(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) pos[size_t(t)] = t % 9 == 4 ? POSENC_PAD : 1000 * variant + t * (variant + 1);
+  ref::RopeCall c;
+  c.kernel = kernel;
+  c.rope = &rope;
+  c.positions = variant % 2 ? pos.data() : nullptr;
+  c.first = -7 + variant;
+  c.n = n;
+  c.x = buf.data();
+  c.k = buf.data() + size_t(q_el) * es;
+  if (ref::is_cache(kernel)) {  // cos and sin rows of h floats, strides r + 1 and h
+    c.token_stride = r + 1;
+    c.k_token_stride = r / 2;
+  } else {
+    c.heads = heads;
+    c.token_stride = heads * d;
+    c.head_stride = d;
+    c.k_heads = 1;
+    c.k_token_stride = d;
+    c.k_head_stride = d;
+  }
+  *status = ref::invoke(c);
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE("RoPE calls on many threads during first-use initialisation match one thread", "[threads][rope]") {
+  std::vector<RopeSpec> specs;
+  for (int i = 0; i < kRopeSpecs; ++i) specs.push_back(rope_spec_number(i));
+  std::vector<std::vector<std::vector<unsigned char>>> results(kWorkers);
+  std::vector<std::vector<posenc_status>> statuses(kWorkers);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false}, done{false};
+  const auto kernel_of = [](int s, int round, int w) { return ref::kAllRopeKernels[(s + round + w) % 7]; };
+  const auto spec_of = [](int w, int round, int j) { return (j * 7 + w * 13 + round) % kRopeSpecs; };
+
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w)
+    threads.emplace_back([&, w] {
+      const std::vector<RopeSpec> mine = specs;  // this thread's own frequency arrays
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      for (int round = 0; round < kRounds; ++round)
+        for (int j = 0; j < kRopeSpecs; ++j) {
+          const int s = spec_of(w, round, j);
+          posenc_status st;
+          results[size_t(w)].push_back(run_rope(mine[size_t(s)], (w + round) % 4, kernel_of(s, round, w), &st));
+          statuses[size_t(w)].push_back(st);
+        }
+    });
+  std::thread forcer([&] {
+    ready.fetch_add(1);
+    while (!go.load()) std::this_thread::yield();
+    std::vector<posenc_isa> isas;
+    for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+      if (posenc_isa_available(posenc_isa(v))) isas.push_back(posenc_isa(v));
+    while (!done.load())
+      for (posenc_isa isa : isas) {
+        posenc_force_isa(isa);
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+  });
+  while (ready.load() < kWorkers + 1) std::this_thread::yield();
+  go.store(true);
+  for (std::thread &t : threads) t.join();
+  done.store(true);
+  forcer.join();
+
+  int compared = 0;
+  for (int w = 0; w < kWorkers; ++w)
+    for (int round = 0; round < kRounds; ++round)
+      for (int j = 0; j < kRopeSpecs; ++j) {
+        const int s = spec_of(w, round, j);
+        const ref::RopeKernel kernel = kernel_of(s, round, w);
+        posenc_status want_status;
+        const std::vector<unsigned char> want = run_rope(specs[size_t(s)], (w + round) % 4, kernel, &want_status);
+        const size_t k = size_t(round * kRopeSpecs + j);
+        INFO("worker " << w << " round " << round << " spec " << s << " " << ref::rope_name(kernel));
+        REQUIRE(want_status == POSENC_OK);
+        CHECK(statuses[size_t(w)][k] == POSENC_OK);
+        CHECK((results[size_t(w)][k] == want));
+        ++compared;
+      }
+  CHECK(compared == kWorkers * kRounds * kRopeSpecs);
 }
