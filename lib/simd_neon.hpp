@@ -94,6 +94,11 @@ struct Simd<xsimd::neon64> {
     const uint64x2_t ok = vandq_u64(vceqq_f64(a, a), vceqq_f64(b, b));
     return vminvq_u32(vreinterpretq_u32_u64(ok)) == 0;
   }
+  static bool any_bf16_tie(H f) {  // simd_scalar.hpp
+    const uint32x2_t low = vand_u32(vreinterpret_u32_f32(f), vdup_n_u32(0xFFFF));
+    return vmaxv_u32(vceq_u32(low, vdup_n_u32(0x8000))) != 0;
+  }
+  static void store_h_bf16_finite(uint16_t *p, H v) { store_h_bf16(p, v); }
 
   static H load_h(const float *p) { return vld1_f32(p); }
   static void store_h(float *p, H v) { vst1_f32(p, v); }

@@ -109,6 +109,13 @@ struct Simd<scalar_arch> {
     return r;
   }
   static bool any_nan_d(D a, D b) { return a != a || b != b; }
+  // Whether the float's low 16 bits are 0x8000: a bfloat16 midpoint (sink_rope.hpp).
+  static bool any_bf16_tie(H f) {
+    uint32_t b;
+    std::memcpy(&b, &f, sizeof b);
+    return (b & 0xFFFFu) == 0x8000u;
+  }
+  static void store_h_bf16_finite(uint16_t *p, H v) { store_h_bf16(p, v); }
 
   // W-element conversions. bfloat16 and binary16 are rounded to nearest-even in integer arithmetic,
   // the same rule as the hardware conversions of the other paths.

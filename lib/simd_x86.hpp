@@ -142,6 +142,18 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   static bool any_nan_d(const D &a, const D &b) {
     return _mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_UNORD_Q)) != 0;
   }
+  // Whether a lane's low 16 bits are 0x8000: a float that is a bfloat16 midpoint (sink_rope.hpp).
+  static bool any_bf16_tie(H f) {
+    const __m128i low = _mm_and_si128(_mm_castps_si128(f), _mm_set1_epi32(0xFFFF));
+    return _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(low, _mm_set1_epi32(0x8000)))) != 0;
+  }
+  // Nearest-even bfloat16 of W floats that are not NaN.
+  static void store_h_bf16_finite(uint16_t *p, H v) {
+    const __m128i b = _mm_castps_si128(v);
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi32(b, 16), _mm_set1_epi32(1));
+    const __m128i r = _mm_srli_epi32(_mm_add_epi32(b, _mm_add_epi32(lsb, _mm_set1_epi32(0x7FFF))), 16);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_packus_epi32(r, r));
+  }
   static F combine(H lo, H hi) { return F(_mm256_set_m128(hi, lo)); }
   static H lo(const F &v) { return _mm256_castps256_ps128(v); }
   static H hi(const F &v) { return _mm256_extractf128_ps(v, 1); }
@@ -309,6 +321,16 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
     return _mm256_castsi256_ps(_mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1)));
   }
   static bool any_nan_d(const D &a, const D &b) { return _mm512_cmp_pd_mask(a, b, _CMP_UNORD_Q) != 0; }
+  static bool any_bf16_tie(H f) {  // simd_x86.hpp, AVX2
+    const __m256i low = _mm256_and_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0xFFFF));
+    return _mm256_cmpeq_epi32_mask(low, _mm256_set1_epi32(0x8000)) != 0;
+  }
+  static void store_h_bf16_finite(uint16_t *p, H v) {
+    const __m256i b = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_cvtepi32_epi16(r));
+  }
   static F combine(H lo, H hi) { return F(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)); }
   static H lo(const F &v) { return _mm512_castps512_ps256(v); }
   static H hi(const F &v) { return _mm512_extractf32x8_ps(v, 1); }
