@@ -60,9 +60,12 @@ struct Engine : Rows<S> {
   // The rotation table of a new spec (Freq::step): the direct method for k = 1 .. kSteps steps, W pairs at
   // a time (freq.cpp calls it once per spec, on the active path: the values differ between paths only
   // within the direct method's bound, which is all the rows engine assumes).
+  // Only the lanes a vector of any path can load (those of the blocks of kLanes pairs that hold the h
+  // pairs): the rest of the padding is never read.
   static void fill_tables(detail::Freq &f) {
     using detail::Freq;
-    for (int64_t j = 0; j < f.padded; j += W)
+    const int64_t lanes = (f.h + Freq::kLanes - 1) / Freq::kLanes * Freq::kLanes;
+    for (int64_t j = 0; j < lanes; j += W)
       for (int64_t k = 1; k <= Freq::kSteps; ++k) {
         double *t = f.step + f.step_at(j, k);
         R::direct_values(double(k), f, j, t, t + Freq::kLanes);

@@ -181,18 +181,17 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
   for (int i = 0; i < 2; ++i) {  // in bytes, in 128 bits: no product here can overflow
     const Tensor &x = t[i];
     if (x.heads == 0) continue;
-    const i128 sz = i128(size);
-    lat[i] = Lattice{i128(reinterpret_cast<uintptr_t>(x.x)), n, 0, x.heads, 0, 0};
-    if (i128(x.ts) * sz > std::numeric_limits<int64_t>::max() || i128(x.hs) * sz > std::numeric_limits<int64_t>::max())
+    // a stride that separates no rows (one token, one head) is 0 here, whatever its value
+    const i128 sz = i128(size), ts = n > 1 ? i128(x.ts) * sz : 0, hs = x.heads > 1 ? i128(x.hs) * sz : 0;
+    if (ts > std::numeric_limits<int64_t>::max() || hs > std::numeric_limits<int64_t>::max())
       return POSENC_ERR_OVERFLOW;
-    lat[i].sa = int64_t(x.ts * int64_t(size));
-    lat[i].sb = int64_t(x.hs * int64_t(size));
-    lat[i].len = r * int64_t(size);
+    lat[i] = Lattice{i128(reinterpret_cast<uintptr_t>(x.x)), n, int64_t(ts), x.heads, int64_t(hs), r * int64_t(size)};
     if (self_overlaps(lat[i])) return POSENC_ERR_INVALID;
   }
-  if (t[0].heads > 0 && t[1].heads > 0 && cross_overlaps(lat[0], lat[1])) return POSENC_ERR_INVALID;
   for (const Tensor &x : t)
     if (x.heads > 0 && !extent_fits(n, x.ts, x.heads, x.hs, r, size)) return POSENC_ERR_OVERFLOW;
+  // after the extents are known to exist: a collision of q and k rows is decided on them
+  if (t[0].heads > 0 && t[1].heads > 0 && cross_overlaps(lat[0], lat[1])) return POSENC_ERR_INVALID;
   const posenc_status sp = check_positions(positions, first, n);
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
@@ -227,8 +226,10 @@ posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64
   if (n > 1 && (cos_stride < h || sin_stride < h)) return POSENC_ERR_INVALID;
   if (cos_stride < 0 || sin_stride < 0) return POSENC_ERR_INVALID;
   if (!extent_fits(n, cos_stride, 1, 0, h, 4) || !extent_fits(n, sin_stride, 1, 0, h, 4)) return POSENC_ERR_OVERFLOW;
-  const Lattice c{i128(reinterpret_cast<uintptr_t>(cos_out)), n, cos_stride * 4, 1, 0, h * 4};
-  const Lattice s{i128(reinterpret_cast<uintptr_t>(sin_out)), n, sin_stride * 4, 1, 0, h * 4};
+  // extent_fits above bounds (n - 1) stride 4 bytes; with one row the strides separate nothing
+  const int64_t cs = n > 1 ? cos_stride * 4 : 0, ss = n > 1 ? sin_stride * 4 : 0;
+  const Lattice c{i128(reinterpret_cast<uintptr_t>(cos_out)), n, cs, 1, 0, h * 4};
+  const Lattice s{i128(reinterpret_cast<uintptr_t>(sin_out)), n, ss, 1, 0, h * 4};
   if (cross_overlaps(c, s)) return POSENC_ERR_INVALID;
   const posenc_status sp = check_positions(positions, first, n);
   if (sp != POSENC_OK) return sp;
