@@ -23,13 +23,22 @@ constexpr uint32_t kOneBits = 0x3F800000u;
 // The float nearest m v, where v is within |v| 2^-214 (plus 2^-214 when the angle wrapped) of the exact
 // value: the product with the 53-bit m is exact at kLimbs limbs but for a truncation of relative size
 // 2^-319, so the interval scales by m and widens negligibly (the bound has a factor four to spare).
-uint32_t rounded_bits(const mp::Num &v, bool wrapped, const mp::Num &m, bool scaled) {
+// near_unit: v is the cos series of an argument below 2^-100, so |v| = 1 - d with 0 < d < 2^-201. When
+// the interval test cannot decide such a value, m itself is a float32 midpoint (the only rounding boundary
+// that close to m, which has 53 bits), and the exact value lies just below it in magnitude: it rounds as
+// m (1 - 2^-330) does.
+uint32_t rounded_bits(const mp::Num &v, bool wrapped, const mp::Num &m, bool scaled, bool near_unit) {
   const mp::Num mv = scaled ? mp::mul(v, m) : v;
   mp::Num err = mp::ldexp(mp::abs(mv), kErrorExponent);
   if (wrapped) err = mp::add(err, mp::ldexp(scaled ? mp::abs(m) : mp::from_u64(1, kLimbs), kErrorExponent));
   const uint32_t lo = mp::to_float_bits(mp::sub(mv, err));
   const uint32_t hi = mp::to_float_bits(mp::add(mv, err));
-  return lo == hi ? lo : mp::to_float_bits(mv);
+  if (lo == hi) return lo;
+  if (near_unit && scaled) {
+    const mp::Num below = mp::sub(mp::abs(m), mp::ldexp(mp::abs(m), -330));
+    return mp::to_float_bits(v.neg ? mp::neg(below) : below);
+  }
+  return mp::to_float_bits(mv);
 }
 
 }  // namespace
@@ -76,8 +85,10 @@ void exact_sincos_bits(const LaneExact &lane, int64_t p, double scale, uint32_t 
   if (quadrant == 2 || quadrant == 3) s = mp::neg(s);
   if (quadrant == 1 || quadrant == 2) c = mp::neg(c);
   const bool wrapped = k != 0;
-  *sin_bits = rounded_bits(s, wrapped, m, scaled);
-  *cos_bits = rounded_bits(c, wrapped, m, scaled);
+  // the output that takes the cos series of a tiny argument (rounded_bits, near_unit)
+  const bool tiny = arg.is_zero() || arg.e < -100;
+  *sin_bits = rounded_bits(s, wrapped, m, scaled, tiny && (quadrant & 1));
+  *cos_bits = rounded_bits(c, wrapped, m, scaled, tiny && !(quadrant & 1));
 }
 
 }  // namespace detail

@@ -205,7 +205,7 @@ std::unique_ptr<Freq> build_explicit(const double *freq, int64_t h, double scale
       ms = mp::from_double(scale, n);
     }
     f->u0[i] = f->u1[i] = f->u2[i] = 0.0;
-    set_pair(*f, i, mp::mul(ms, mp::from_double(freq[i], n)), false, false, two_over_pi, n);
+    set_pair(*f, i, mp::mul(ms, mp::from_double(freq[i], n)), false, (scale < 0) != (freq[i] < 0), two_over_pi, n);
   }
   finish(*f);
   return f;

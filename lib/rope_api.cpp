@@ -178,6 +178,9 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
     const Tensor &x = t[i];
     if (x.heads < 0 || x.ts < 0 || x.hs < 0) return POSENC_ERR_INVALID;
   }
+  // a row of r elements whose bytes do not fit in int64 can be in no tensor that exists
+  if ((t[0].heads > 0 || t[1].heads > 0) && i128(r) * i128(size) > std::numeric_limits<int64_t>::max())
+    return POSENC_ERR_OVERFLOW;
   for (int i = 0; i < 2; ++i) {  // in bytes, in 128 bits: no product here can overflow
     const Tensor &x = t[i];
     if (x.heads == 0) continue;

@@ -82,10 +82,6 @@ struct Simd<xsimd::neon64> {
 
   // ---- the rotary apply (sink_rope.hpp): W floats to and from W doubles ----
   static F mulf(const F &a, const F &b) { return F(vmulq_f32(a, b)); }
-  static F unzip(const F &v) {  // x0 y0 x1 y1 -> x0 x1 y0 y1
-    const float32x4_t x = v;
-    return F(vcombine_f32(vget_low_f32(vuzp1q_f32(x, x)), vget_low_f32(vuzp2q_f32(x, x))));
-  }
   static D widen(H h) { return D(vcvt_f64_f32(h)); }
   static D swap_pairs(const D &v) { return D(vextq_f64(v, v, 1)); }  // x0 y0 -> y0 x0
   static H narrow(const D &d) { return vcvt_f32_f64(d); }

@@ -93,7 +93,6 @@ struct Simd<scalar_arch> {
 
   // ---- the rotary apply (sink_rope.hpp): W floats to and from W doubles ----
   static F mulf(const F &a, const F &b) { return F{{a.v[0] * b.v[0], a.v[1] * b.v[1]}}; }
-  static F unzip(const F &v) { return v; }  // x0 y0 -> [x lanes | y lanes]: one pair, already in place
   static D widen(H h) { return double(h); }
   static H narrow(D d) { return float(d); }
   // Round to odd: the float below or above d whose last bit is 1, unless d is a float. Rounding that to

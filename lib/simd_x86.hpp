@@ -115,9 +115,6 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
 
   // ---- the rotary apply (sink_rope.hpp): W floats to and from W doubles ----
   static F mulf(const F &a, const F &b) { return F(_mm256_mul_ps(a, b)); }
-  static F unzip(const F &v) {  // x0 y0 x1 y1 ... -> x0 x1 x2 x3 y0 y1 y2 y3
-    return F(_mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)));
-  }
   static D widen(H h) { return D(_mm256_cvtps_pd(h)); }
   static D swap_pairs(const D &v) { return D(_mm256_permute_pd(v, 0x5)); }  // x0 y0 x1 y1 -> y0 x0 y1 x1
   static H narrow(const D &d) { return _mm256_cvtpd_ps(d); }
@@ -307,9 +304,6 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
 
   // ---- the rotary apply (sink_rope.hpp): W floats to and from W doubles ----
   static F mulf(const F &a, const F &b) { return F(_mm512_mul_ps(a, b)); }
-  static F unzip(const F &v) {  // x0 y0 x1 y1 ... -> x0 .. x7 y0 .. y7
-    return F(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15), v));
-  }
   static D widen(H h) { return D(_mm512_cvtps_pd(h)); }
   static D swap_pairs(const D &v) { return D(_mm512_permute_pd(v, 0x55)); }  // x0 y0 x1 y1 -> y0 x0 y1 x1
   static H narrow(const D &d) { return _mm512_cvtpd_ps(d); }
