@@ -13,6 +13,7 @@
 // so that an execution stays fast; calls whose buffers would be larger are skipped. Calls predicted to
 // fail before any position or token is read get 16-element buffers: reading or writing more is a bug that
 // ASan reports.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +24,7 @@
 
 #include "posenc/posenc.h"
 #include "support/halves.hpp"
+#include "support/rope.hpp"
 
 namespace {
 
@@ -476,13 +478,538 @@ void check_values(const Args &a, Buffers &b, const unsigned char *out) {
     }
 }
 
+// ---- RoPE -----------------------------------------------------------------------------------------------
+// A first byte of 242 or more selects a RoPE function (the 11 kernels above keep bytes 0..241, so their
+// seeds decode as before). One buffer holds both tensors (q and k, or the cos and sin rows) so that fused,
+// interleaved and overlapping layouts all occur. The status is predicted from posenc.h's rules: row overlaps
+// by sorting every row's start (independently of the library's lattice arithmetic). On success the scalar
+// path is held to the formula: the cache's values are in [-m, m] with c^2 + s^2 = m^2, and every rotated
+// pair is posenc.h's rotation (support/rope.hpp) with the library's own cache values at that position, NaN
+// results by the NaN rule; every other path returns the scalar path's bytes.
+
+using ref::RopeKernel;
+
+constexpr uint8_t kFirstRopeByte = 242;
+
+struct RopeTensorArgs {
+  int64_t heads = 0, ts = 0, hs = 0, offset = 0;  // offset in elements within the buffer
+  bool null = false;
+};
+
+struct RopeArgs {
+  RopeKernel kernel;
+  posenc_rope rope;
+  bool rope_null = false;
+  std::vector<double> freq;
+  int64_t n = 0, first = 0;
+  bool explicit_positions = false;
+  std::vector<int64_t> positions;
+  RopeTensorArgs t[2];  // x / q / cos_out, and k / sin_out
+};
+
+int64_t decode_rotary_dim(Input &in) {
+  static const int64_t special[] = {0, 1, 3, -2, 97, kI64Min, int64_t(1) << 62, (int64_t(1) << 62) + 1, kI64Max, 4096};
+  const uint8_t m = in.u8();
+  if (m < 200) return 2 * (1 + m % 48);
+  if (m < 220) return 2 * (1 + in.u16() % 1024);
+  if (m < 240) return pick(special, in.u8());
+  return in.i64();
+}
+
+double decode_attention_scale(Input &in) {
+  static const double normal[] = {1.369, 0.7, 3.0, 1e-3, 0x1p-64, 0x1p64, 1.0};
+  static const double special[] = {0.0, -0.0, -1.0, kNaN, kInf, -kInf, 0x1.fffffffffffffp-65, 0x1.0000000000001p64,
+                                   0x1p65, -0x1p-64};
+  const uint8_t m = in.u8();
+  if (m < 150) return 1.0;
+  if (m < 200) return pick(normal, in.u8());
+  if (m < 240) return pick(special, in.u8());
+  return in.f64();
+}
+
+double decode_frequency(Input &in) {
+  static const double special[] = {kNaN, kInf, -kInf, 1e300, kDenorm, 0x1p1000, -0x1p999, kDMax};
+  const uint8_t m = in.u8();
+  if (m < 200) {
+    const uint16_t b = in.u16();
+    return std::ldexp((b & 1 ? -1.0 : 1.0) * (1.0 + (b >> 1) / 32768.0), int(m % 81) - 60);
+  }
+  if (m < 220) return m & 1 ? -0.0 : 0.0;
+  if (m < 240) return pick(special, in.u8());
+  return in.f64();
+}
+
+int64_t decode_heads(Input &in, bool k) {
+  static const int64_t special[] = {0, -1, 32, 64, int64_t(1) << 40, kI64Max, kI64Min, 2};
+  const uint8_t m = in.u8();
+  if (m < 220) return k ? m % 5 : 1 + m % 8;
+  if (m < 250) return pick(special, in.u8());
+  return in.i64();
+}
+
+int64_t decode_big_stride(Input &in, int64_t rows, size_t size) {
+  switch (in.u8() % 8) {
+    case 0: return kI64Max;
+    case 1: return int64_t(1) << 62;
+    case 2: return rows > 1 ? (kI64Max / int64_t(size)) / (rows - 1) + 1 : kI64Max;
+    case 3: return -1;
+    case 4: return kI64Min;
+    case 5: return kI64Max / int64_t(size) + 1;
+    case 6: return 0;
+    default: return in.i64();
+  }
+}
+
+// Strides of a tensor of head rows of head_dim elements: [T,H,D], [H,T,D], small raw values, or large ones.
+void decode_layout(Input &in, RopeTensorArgs &t, int64_t n, int64_t head_dim, size_t size) {
+  const uint8_t m = in.u8();
+  const int64_t g = m >> 4 & 3;
+  const i128 heads = t.heads > 0 ? t.heads : 1;
+  switch (m % 5) {
+    case 0:
+    case 1:
+      t.ts = saturate(heads * head_dim + g);
+      t.hs = head_dim;
+      break;
+    case 2:
+      t.ts = head_dim;
+      t.hs = saturate(i128(n > 0 ? n : 1) * head_dim + g);
+      break;
+    case 3:
+      t.ts = int64_t(in.u8() % 80) - 4;
+      t.hs = int64_t(in.u8() % 80) - 4;
+      break;
+    default:
+      if (m & 0x40) {
+        t.ts = decode_big_stride(in, n, size);
+        t.hs = head_dim;
+      } else {
+        t.ts = saturate(heads * head_dim);
+        t.hs = decode_big_stride(in, t.heads, size);
+      }
+  }
+}
+
+// The predicted status up to the positions (OK: go on); or_invalid: INVALID is also right (the extents
+// overflow, so whether rows overlap is not decided here; or the library's documented refusal of q and k
+// whose spans meet with different token strides).
+struct RopeExpect {
+  posenc_status status;
+  bool either_invalid_or_overflow = false;
+  bool or_invalid = false;
+  bool skip = false;  // too many rows to decide overlaps here
+};
+
+Expect rope_spec_status(const RopeArgs &a) {
+  const posenc_rope &r = a.rope;
+  int pairs;
+  std::memcpy(&pairs, &r.pairs, sizeof pairs);
+  if (r.rotary_dim < 2 || r.rotary_dim % 2) return {POSENC_ERR_INVALID, false};
+  if (pairs != 0 && pairs != 1) return {POSENC_ERR_INVALID, false};
+  if (!std::isfinite(r.position_scale)) return {POSENC_ERR_INVALID, false};
+  if (!(r.attention_scale >= 0x1p-64 && r.attention_scale <= 0x1p64)) return {POSENC_ERR_INVALID, false};
+  if (!r.freq) {  // base^(-2i/r) = base^(-i/h): the tables' spec with D = h, and their 2^1000 limit
+    posenc_spec s = posenc_spec_default(r.rotary_dim);
+    s.base = r.base;
+    s.position_scale = r.position_scale;
+    return spec_status(s);
+  }
+  bool close = false;
+  for (double f : a.freq) {
+    if (!std::isfinite(f)) return {POSENC_ERR_INVALID, false};
+    const long double v = std::fabs((long double)f * (long double)r.position_scale);  // exact enough
+    if (v >= 0x1p1000L * (1 + 1e-15L)) return {POSENC_ERR_INVALID, false};
+    if (v >= 0x1p1000L * (1 - 1e-15L)) close = true;
+  }
+  return {POSENC_OK, close};
+}
+
+size_t rope_size(RopeKernel k) { return ref::format_size(ref::rope_format(k)); }
+
+// Row starts (elements) and width of the tensors that have rows.
+void rope_rows(const RopeArgs &a, int which, std::vector<int64_t> &starts) {
+  const RopeTensorArgs &t = a.t[which];
+  const bool cache = ref::is_cache(a.kernel);
+  const int64_t heads = cache ? 1 : t.heads;
+  for (int64_t tok = 0; tok < a.n; ++tok)
+    for (int64_t j = 0; j < heads; ++j) starts.push_back(t.offset + tok * t.ts + j * (cache ? 0 : t.hs));
+}
+
+RopeExpect rope_status_before_positions(const RopeArgs &a) {
+  const bool cache = ref::is_cache(a.kernel), qk = ref::is_qk(a.kernel);
+  if (a.n < 0) return {POSENC_ERR_INVALID};
+  Expect spec{POSENC_OK, false};
+  if (!a.rope_null) spec = rope_spec_status(a);
+  if (a.n == 0) return {a.rope_null ? POSENC_OK : spec.status, false, spec.or_invalid};
+  if (a.rope_null) return {POSENC_ERR_NULL};
+  const int tensors = cache || qk ? 2 : 1;
+  for (int i = 0; i < tensors; ++i)
+    if (a.t[i].null && (cache || a.t[i].heads > 0)) return {POSENC_ERR_NULL};
+  if (spec.status != POSENC_OK) return {spec.status};
+  const int64_t r = a.rope.rotary_dim, h = r / 2, width = cache ? h : r;
+  const size_t es = rope_size(a.kernel);
+  bool or_invalid = spec.or_invalid;
+  if (cache) {
+    for (int i = 0; i < 2; ++i)
+      if (a.t[i].ts < 0 || (a.n > 1 && a.t[i].ts < h)) return {POSENC_ERR_INVALID, false, or_invalid};
+  } else {
+    for (int i = 0; i < tensors; ++i) {
+      if (a.t[i].heads < 0) return {POSENC_ERR_INVALID, false, or_invalid};
+      // negative strides: INVALID (the library's rule, also for an empty k: its strides are still checked)
+      if (a.t[i].ts < 0 || a.t[i].hs < 0) {
+        if (a.t[i].heads > 0) return {POSENC_ERR_INVALID, false, or_invalid};
+        or_invalid = true;
+      }
+    }
+  }
+  // extents, in 128 bits
+  bool overflow = false;
+  i128 rows = 0;
+  for (int i = 0; i < tensors; ++i) {
+    const RopeTensorArgs &t = a.t[i];
+    const int64_t heads = cache ? 1 : t.heads;
+    if (heads <= 0) continue;
+    const i128 ts = t.ts < 0 ? 0 : t.ts, hs = cache || t.hs < 0 ? 0 : t.hs;
+    const i128 el = (i128(a.n) - 1) * ts + (i128(heads) - 1) * hs + width;
+    if (el > kI64Max || el * i128(es) > kI64Max) overflow = true;
+    rows += i128(a.n) * heads;
+  }
+  if (overflow) return {POSENC_ERR_OVERFLOW, true, or_invalid};
+  for (int i = 0; i < tensors; ++i) {  // coinciding rows, without enumerating them
+    const int64_t heads = cache ? 1 : a.t[i].heads;
+    if (heads > 0 && ((a.n > 1 && a.t[i].ts == 0) || (!cache && heads > 1 && a.t[i].hs == 0)))
+      return {POSENC_ERR_INVALID, false, or_invalid};
+  }
+  if (rows > (1 << 17)) return {POSENC_OK, false, false, true};
+  // overlaps: each tensor's rows, then the two tensors' rows (intervals [start, start + width))
+  std::vector<std::pair<int64_t, int>> all;
+  for (int i = 0; i < tensors; ++i) {
+    if (!cache && a.t[i].heads <= 0) continue;
+    std::vector<int64_t> st;
+    rope_rows(a, i, st);
+    std::sort(st.begin(), st.end());
+    for (size_t k = 1; k < st.size(); ++k)
+      if (st[k] - st[k - 1] < width) return {POSENC_ERR_INVALID, false, or_invalid};
+    for (int64_t v : st) all.push_back({v, i});
+  }
+  std::sort(all.begin(), all.end());
+  int64_t end[2] = {kI64Min, kI64Min};
+  for (const auto &row : all) {
+    if (end[1 - row.second] > row.first) return {POSENC_ERR_INVALID, false, or_invalid};
+    end[row.second] = std::max(end[row.second], row.first + width);
+  }
+  // rows apart; spans that meet with different token strides are refused by the library (rope_api.cpp)
+  if (tensors == 2 && !all.empty()) {
+    int64_t lo[2] = {kI64Max, kI64Max}, hi[2] = {kI64Min, kI64Min};
+    for (const auto &row : all) {
+      lo[row.second] = std::min(lo[row.second], row.first);
+      hi[row.second] = std::max(hi[row.second], row.first + width);
+    }
+    if (lo[0] < hi[1] && lo[1] < hi[0] && (a.t[0].ts != a.t[1].ts || a.n == 1)) or_invalid = true;
+  }
+  return {POSENC_OK, false, or_invalid};
+}
+
+posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf) {
+  const size_t es = rope_size(a.kernel);
+  posenc_rope rope = a.rope;
+  ref::RopeCall c;
+  c.kernel = a.kernel;
+  c.rope = a.rope_null ? nullptr : &rope;
+  c.positions = a.explicit_positions ? a.positions.data() : nullptr;
+  c.first = a.first;
+  c.n = a.n;
+  c.x = a.t[0].null ? nullptr : buf + size_t(a.t[0].offset) * es;
+  c.heads = a.t[0].heads;
+  c.token_stride = a.t[0].ts;
+  c.head_stride = a.t[0].hs;
+  c.k = a.t[1].null ? nullptr : buf + size_t(a.t[1].offset) * es;
+  c.k_heads = a.t[1].heads;
+  c.k_token_stride = a.t[1].ts;
+  c.k_head_stride = a.t[1].hs;
+  return ref::invoke(c);
+}
+
+int64_t rope_position(const RopeArgs &a, int64_t t) { return a.explicit_positions ? a.positions[size_t(t)] : a.first + t; }
+
+// The scalar path's successful output `out` (from `in`) against the formula.
+void rope_check_values(const RopeArgs &a, const std::vector<unsigned char> &in, const std::vector<unsigned char> &out) {
+  const bool cache = ref::is_cache(a.kernel);
+  const size_t es = rope_size(a.kernel);
+  const int64_t h = a.rope.rotary_dim / 2, n = a.n;
+  const ref::Format f = ref::rope_format(a.kernel);
+  // which elements the call may write
+  std::vector<bool> in_row(in.size() / es, false);
+  const int tensors = cache || ref::is_qk(a.kernel) ? 2 : 1;
+  for (int i = 0; i < tensors; ++i) {
+    if (!cache && a.t[i].heads <= 0) continue;
+    std::vector<int64_t> st;
+    rope_rows(a, i, st);
+    for (int64_t s0 : st)
+      for (int64_t e = 0; e < (cache ? h : 2 * h); ++e) in_row[size_t(s0 + e)] = true;
+  }
+  for (size_t b = 0; b < in.size(); ++b)
+    if (!in_row[b / es] && in[b] != out[b]) fail("RoPE wrote outside its rows", long(b));
+  if (!cache && a.t[0].heads <= 0 && (tensors == 1 || a.t[1].heads <= 0)) return;  // no rows (any r)
+  // the library's cache at the call's positions (explicit, so that PAD gives zeros): h cos, h sin per token
+  std::vector<int64_t> pos(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) pos[size_t(t)] = rope_position(a, t);
+  std::vector<float> cs(size_t(n * 2 * h));
+  if (posenc_rope_cache_f32(&a.rope, pos.data(), 0, n, cs.data(), 2 * h, cs.data() + h, 2 * h) != POSENC_OK)
+    fail("rope_cache_f32 for the reference");
+  const double m = a.rope.attention_scale;
+  const float mf = float(m);
+  for (int64_t t = 0; t < n; ++t) {
+    const float *c = &cs[size_t(t * 2 * h)], *s = c + h;
+    for (int64_t i = 0; i < h; ++i) {
+      if (pos[size_t(t)] == POSENC_PAD) {
+        if (bits_of_float(c[i]) != 0 || bits_of_float(s[i]) != 0) fail("PAD cache row not +0.0", long(t), long(i));
+        continue;
+      }
+      if (!(std::fabs(c[i]) <= mf && std::fabs(s[i]) <= mf)) fail("cache value outside [-m, m]", long(t), long(i));
+      const double q = (double(c[i]) * c[i] + double(s[i]) * s[i]) / (m * m);
+      if (m * m > 1e-30 && std::fabs(q - 1) > 1e-6 && std::fabs(c[i]) + std::fabs(s[i]) > 1e-30)
+        fail("c^2 + s^2 != m^2", long(t), long(i));
+      if (pos[size_t(t)] == 0 && (bits_of_float(s[i]) != 0 || c[i] != mf)) fail("cache at p = 0 is not (m, +0)");
+    }
+  }
+  if (cache) {
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t i = 0; i < h; ++i) {
+        float gc, gs;
+        std::memcpy(&gc, &out[size_t(a.t[0].offset + t * a.t[0].ts + i) * 4], 4);
+        std::memcpy(&gs, &out[size_t(a.t[1].offset + t * a.t[1].ts + i) * 4], 4);
+        if (bits_of_float(gc) != bits_of_float(cs[size_t(t * 2 * h + i)]) ||
+            bits_of_float(gs) != bits_of_float(cs[size_t(t * 2 * h + h + i)]))
+          fail("cache differs from the same call with explicit positions", long(t), long(i));
+      }
+    return;
+  }
+  // the rotation, pair by pair, with the NaN rule
+  std::vector<unsigned char> want = in;
+  for (int i = 0; i < tensors; ++i) {
+    const RopeTensorArgs &x = a.t[i];
+    for (int64_t t = 0; t < n; ++t) {
+      if (pos[size_t(t)] == POSENC_PAD) continue;
+      const float *c = &cs[size_t(t * 2 * h)], *s = c + h;
+      for (int64_t j = 0; j < x.heads; ++j) {
+        unsigned char *row = want.data() + size_t(x.offset + t * x.ts + j * x.hs) * es;
+        for (int64_t p = 0; p < h; ++p) {
+          const bool halves = a.rope.pairs == POSENC_ROPE_HALVES;
+          const int64_t ix = halves ? p : 2 * p, iy = halves ? p + h : 2 * p + 1;
+          const float xv = ref::load(f, row, ix), yv = ref::load(f, row, iy);
+          const ref::Rotated rr = ref::rotate_exact(xv, yv, c[p], s[p]);
+          if (!std::isnan(rr.x) && !std::isnan(rr.y)) {
+            ref::store(f, row, ix, rr.x);
+            ref::store(f, row, iy, rr.y);
+            continue;
+          }
+          const uint32_t nb = std::isnan(xv) ? bits_of_float(xv) | 0x00400000u
+                              : std::isnan(yv) ? bits_of_float(yv) | 0x00400000u
+                                               : 0x7FC00000u;
+          const double nan_d = double(float_of_bits(nb));
+          for (int64_t e : {ix, iy}) {
+            const bool is_nan = e == ix ? std::isnan(rr.x) : std::isnan(rr.y);
+            const double v = e == ix ? rr.x : rr.y;
+            if (!is_nan) {
+              ref::store(f, row, e, v);
+            } else if (f == ref::Format::kF32) {
+              ref::store(f, row, e, nan_d);
+            } else {
+              const uint16_t hv = f == ref::Format::kBF16 ? uint16_t(nb >> 16)
+                                                          : uint16_t((nb >> 16 & 0x8000) | 0x7C00 | (nb >> 13 & 0x3FF));
+              std::memcpy(row + 2 * e, &hv, 2);
+            }
+          }
+        }
+      }
+    }
+  }
+  for (size_t b = 0; b < want.size(); b += es)
+    if (std::memcmp(&want[b], &out[b], es) != 0) {
+      uint32_t g = 0, w = 0;
+      std::memcpy(&g, &out[b], es);
+      std::memcpy(&w, &want[b], es);
+      std::fprintf(stderr, "element %zu: got %08x, want %08x\n", b / es, unsigned(g), unsigned(w));
+      fail("rotation differs from posenc.h's formula on the library's cache values");
+    }
+}
+
+int rope_one_input(Input &in, uint8_t selector) {
+  static const std::vector<posenc_isa> paths = available_paths();
+  RopeArgs a{};
+  a.kernel = ref::kAllRopeKernels[(selector - kFirstRopeByte) % 7];
+  const bool cache = ref::is_cache(a.kernel), qk = ref::is_qk(a.kernel);
+  const size_t es = rope_size(a.kernel);
+  a.rope = posenc_rope_default(decode_rotary_dim(in));
+  const uint8_t pm = in.u8();
+  int pairs = pm < 240 ? pm % 2 : int(in.u32());
+  std::memcpy(&a.rope.pairs, &pairs, sizeof pairs);
+  a.rope.base = decode_base(in);
+  a.rope.position_scale = decode_position_scale(in);
+  a.rope.attention_scale = decode_attention_scale(in);
+  const uint8_t fm = in.u8();
+  const int64_t r = a.rope.rotary_dim, h = r >= 2 && r <= 8192 ? r / 2 : 0;
+  if ((fm & 1) && h > 0) {
+    for (int64_t i = 0; i < h; ++i) a.freq.push_back(fm & 2 ? decode_frequency(in) : 1.0 / double(i + 1));
+    a.rope.freq = a.freq.data();
+  }
+  a.n = decode_n(in);
+  a.first = decode_first(in);
+  const uint8_t xm = in.u8();
+  a.explicit_positions = xm & 1;
+  a.rope_null = xm >= 250;
+  const int64_t head_dim = h > 0 ? r + (xm >> 1 & 3) : 8;
+  // tensor 0 at a small offset; tensor 1 after it, fused with it, at a small offset, or NULL
+  RopeTensorArgs &t0 = a.t[0], &t1 = a.t[1];
+  t0.offset = in.u8() % 8;
+  if (cache) {
+    t0.heads = t1.heads = 1;
+    const uint8_t cm = in.u8();
+    t0.ts = cm < 200 ? h + cm % 4 : decode_big_stride(in, a.n, 4);
+    const uint8_t sm = in.u8();
+    t1.ts = sm < 128 ? t0.ts : sm < 240 ? h + sm % 3 : decode_big_stride(in, a.n, 4);
+  } else {
+    t0.heads = decode_heads(in, false);
+    decode_layout(in, t0, a.n, head_dim, es);
+    if (qk) {
+      t1.heads = decode_heads(in, true);
+      decode_layout(in, t1, a.n, head_dim, es);
+    }
+  }
+  const uint8_t km = in.u8();
+  const bool rows_ok = a.n > 0 && a.n <= kMaxElements && h > 0;
+  i128 ext0 = 0;
+  if (rows_ok && t0.ts >= 0 && t0.hs >= 0 && t0.heads > 0 && t0.heads <= kMaxElements)
+    ext0 = (i128(a.n) - 1) * t0.ts + (i128(t0.heads) - 1) * (cache ? 0 : t0.hs) + (cache ? h : r);
+  switch (km % 4) {
+    case 0: t1.offset = saturate(t0.offset + ext0 + km / 4 % 4); break;  // after tensor 0
+    case 1:  // fused QKV: q, k (and v) heads side by side in one token stride; vLLM's cos_sin_cache
+      if (cache) {
+        t0.ts = t1.ts = 2 * h;
+        t1.offset = t0.offset + h;
+      } else {
+        const i128 hq = t0.heads > 0 ? t0.heads : 0, hk = t1.heads > 0 ? t1.heads : 0;
+        t0.ts = t1.ts = saturate((hq + 2 * hk) * head_dim + km / 4 % 2);
+        t0.hs = t1.hs = head_dim;
+        t1.offset = saturate(t0.offset + hq * head_dim);
+      }
+      break;
+    case 2: t1.offset = km / 4 % 64; break;
+    default: t1.offset = saturate(t0.offset + ext0 + 1); t1.null = (cache || qk) && (km & 4);
+  }
+  if (t1.offset < 0 || t1.offset > kMaxElements) t1.offset = 0;
+  t0.null = km >= 252;
+  const uint64_t seed = in.u64();
+  const uint8_t specials = in.u8();
+
+  static char described[512];
+  std::snprintf(described, sizeof described,
+                "%s r %lld pairs %d base %a pscale %a m %a freq %d n %lld first %lld explicit %d rope_null %d "
+                "t0 heads %lld ts %lld hs %lld off %lld null %d t1 heads %lld ts %lld hs %lld off %lld null %d",
+                ref::rope_name(a.kernel), (long long)r, pairs, a.rope.base, a.rope.position_scale,
+                a.rope.attention_scale, a.rope.freq != nullptr, (long long)a.n, (long long)a.first,
+                a.explicit_positions, a.rope_null, (long long)t0.heads, (long long)t0.ts, (long long)t0.hs,
+                (long long)t0.offset, t0.null, (long long)t1.heads, (long long)t1.ts, (long long)t1.hs,
+                (long long)t1.offset, t1.null);
+  g_call = described;
+
+  RopeExpect want = rope_status_before_positions(a);
+  if (want.skip) return 0;
+  const bool reads_items = want.status == POSENC_OK && !want.either_invalid_or_overflow && a.n > 0;
+  // the buffer: both tensors' rows and 8 elements of canary, or kSmall elements (and the offsets) when the
+  // call must fail first
+  i128 elements = std::max<i128>(kSmall, std::max(t0.offset, t1.offset) + 1);
+  if (reads_items) {
+    if (a.n > kMaxElements) return 0;
+    elements = 0;
+    for (int i = 0; i < 2; ++i) {
+      const RopeTensorArgs &t = a.t[i];
+      const int64_t heads = cache ? 1 : t.heads;
+      if (heads <= 0 || t.null) continue;
+      const i128 end = t.offset + (i128(a.n) - 1) * t.ts + (i128(heads) - 1) * (cache ? 0 : t.hs) + (cache ? h : r);
+      elements = std::max(elements, end);
+    }
+    elements += 8;
+    if (elements > kMaxElements) return 0;
+  }
+  // positions, as for the tables
+  const size_t items = reads_items ? size_t(a.n) : kSmall;
+  int64_t prev = int64_t(uint64_t(a.first) - 1);
+  for (size_t t = 0; t < items; ++t) {
+    const uint8_t m = in.u8();
+    int64_t p;
+    if (m < 128) p = int64_t(uint64_t(prev) + 1);
+    else if (m < 150) p = POSENC_PAD;
+    else if (m < 170) p = prev;  // a decode batch: one position repeated
+    else if (m < 200) p = int8_t(in.u8());
+    else if (m < 230) p = int32_t(in.u32());
+    else if (m < 250) p = (m & 1 ? k2p31 : -k2p31) + int8_t(in.u8());
+    else p = in.i64();
+    a.positions.push_back(p);
+    prev = p == POSENC_PAD ? int64_t(uint64_t(prev) + 1) : p;
+  }
+  if (reads_items) {
+    for (int64_t t = 0; t < a.n && want.status == POSENC_OK; ++t) {
+      const int64_t p = a.explicit_positions ? a.positions[size_t(t)] : 0;
+      if (a.explicit_positions) {
+        if (p != POSENC_PAD && (p <= -k2p31 || p >= k2p31)) want.status = POSENC_ERR_OUT_OF_RANGE;
+      } else {
+        const i128 q = i128(a.first) + t;
+        if (q <= -k2p31 || q >= k2p31) want.status = POSENC_ERR_OUT_OF_RANGE;
+      }
+    }
+  }
+  Buffer b;
+  b.bytes.resize(size_t(elements) * es);
+  fill_inputs(b, es, seed, specials);
+  const std::vector<int64_t> positions_copy = a.positions;
+  const std::vector<double> freq_copy = a.freq;
+
+  std::vector<unsigned char> scalar_out;
+  posenc_status first_status = posenc_status(-1);
+  for (posenc_isa isa : paths) {
+    if (posenc_force_isa(isa) != POSENC_OK) fail("force_isa refused an available path", long(isa));
+    std::vector<unsigned char> out = b.copy;
+    const posenc_status st = rope_invoke(a, out.data());
+    const bool expected = st == want.status || (want.or_invalid && st == POSENC_ERR_INVALID) ||
+                          (want.either_invalid_or_overflow && (st == POSENC_ERR_INVALID || st == POSENC_ERR_OVERFLOW));
+    if (!expected) fail("RoPE status differs from the header's rules", long(st), long(want.status));
+    if (isa != paths.front() && st != first_status) fail("paths disagree on the RoPE status", long(isa));
+    if (isa == paths.front() && std::getenv("POSENC_FUZZ_VERBOSE"))
+      std::fprintf(stderr, "%s\n  -> %s\n", g_call, posenc_status_string(st));
+    first_status = st;
+    if (a.positions != positions_copy ||
+        (!a.freq.empty() && std::memcmp(a.freq.data(), freq_copy.data(), 8 * a.freq.size()) != 0))
+      fail("RoPE changed its positions or frequencies");
+    if (st != POSENC_OK || a.n == 0) {
+      if (out != b.copy) fail("a failed (or empty) RoPE call wrote to its buffer", long(st));
+      continue;
+    }
+    if (isa == POSENC_ISA_SCALAR) {
+      rope_check_values(a, b.copy, out);
+      scalar_out = out;
+    } else if (out != scalar_out) {
+      for (size_t at = 0; at < out.size(); at += es)
+        if (std::memcmp(&out[at], &scalar_out[at], es) != 0) {
+          std::fprintf(stderr, "element %zu differs from the scalar path\n", at / es);
+          break;
+        }
+      fail("RoPE path differs from the scalar path", long(isa));
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const std::vector<posenc_isa> paths = available_paths();
   Input in(data, size);
+  const uint8_t selector = in.u8();
+  if (selector >= kFirstRopeByte) return rope_one_input(in, selector);
   Args a{};
-  a.kernel = in.u8() % kKernels;
+  a.kernel = selector % kKernels;
   const int k = a.kernel;
   a.d = decode_d(in);
   a.spec = posenc_spec_default(a.d);

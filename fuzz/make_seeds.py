@@ -31,6 +31,36 @@ def seed(kernel, d=13, layout=0, n=5, first=3, vocab=7, pos_rows=12, gaps=(0, 1,
     return bytes(out)
 
 
+ROPE = ["rope_cache_f32", "rope_f32", "rope_bf16", "rope_f16", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16"]
+
+
+def rope_seed(kernel, r=64, pairs=0, m=0, freq=0, n=70, first=3, explicit=True, tail=0, layout=0, k_layout=0,
+              heads=4, k_heads=2, k_mode=0, specials=0, positions=None):
+    """A RoPE call: the first byte 242 + kernel selects rope_one_input(); r = 2 (1 + byte % 48)."""
+    out = bytearray([242 + kernel, r // 2 - 1, pairs, 0, 0, m])  # base 1e4, position_scale 1, attention byte
+    if 150 <= m < 200:
+        out.append(0)  # the first of the usual attention scales, 1.369
+    out.append(freq)  # bit 0: explicit frequencies; bit 1: decoded values (else 1 / (i + 1))
+    if freq & 3 == 3:
+        for i in range(r // 2):
+            out += bytes([60 + i % 40]) + struct.pack("<H", 1000 * i + 1)  # 2^(k - 60) (1 + ...), both signs
+    out += bytes([n, 0, first & 0xFF])  # n < 200: n % 80; first: int8
+    out.append((1 if explicit else 0) | tail << 1)
+    out.append(1)  # tensor 0 at element 1
+    if kernel == 0:
+        out += bytes([0, 10 if k_mode != 1 else 0])  # cos stride h; sin stride the cos stride (sm < 128) or h + 1
+    else:
+        out += bytes([heads - 1, layout]) + (bytes([40, 60]) if layout % 5 == 3 else b"")  # small raw strides
+        if kernel >= 4:
+            out += bytes([k_heads, k_layout]) + (bytes([40, 60]) if k_layout % 5 == 3 else b"")
+    out.append(k_mode)
+    out += struct.pack("<Q", 0x243F6A8885A308D3) + bytes([specials])
+    if positions is None:
+        positions = [0 if t != 2 else 130 for t in range(n)]  # a run, one POSENC_PAD
+    out += bytes(positions)
+    return bytes(out)
+
+
 def main():
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
     os.makedirs(here, exist_ok=True)
@@ -52,6 +82,15 @@ def main():
             seeds[f"{name}-implicit-positions"] = seed(k, explicit=False, first=0 if learned else 3)
         seeds[f"{name}-null-out"] = seed(k, null=241)
         seeds[f"{name}-n-zero"] = seed(k, n=0)
+    for k, name in enumerate(ROPE):
+        seeds[f"{name}-tokens-heads-dim"] = rope_seed(k)
+        seeds[f"{name}-heads-tokens-dim"] = rope_seed(k, layout=2, k_layout=2, pairs=1, tail=3)
+        seeds[f"{name}-fused-explicit-freq"] = rope_seed(k, k_mode=1, freq=3, m=150, r=40)
+        seeds[f"{name}-r2-implicit"] = rope_seed(k, r=2, explicit=False, tail=1, pairs=1)
+        seeds[f"{name}-nan-inputs"] = rope_seed(k, r=24, specials=250, n=9)
+        seeds[f"{name}-decode-batch"] = rope_seed(k, n=12, positions=[0] + [160] * 11)  # one position repeated
+        seeds[f"{name}-overlapping"] = rope_seed(k, k_mode=2 + 4 * 3, layout=3, n=5)
+        seeds[f"{name}-position-2p31-last"] = rope_seed(k, n=5, positions=[0, 0, 0, 0, 231, 1])
     for name, data in sorted(seeds.items()):
         with open(os.path.join(here, name), "wb") as fh:
             fh.write(data)

@@ -83,6 +83,11 @@ struct Lattice {
   i128 span() const { return i128(na - 1) * sa + i128(nb - 1) * sb + len; }  // bytes from base
 };
 
+// The longest exact overlap pass a call may take (rows of a layout that does not nest, or token offsets
+// times heads where q and k spans meet); beyond it the layout is refused without a decision. Nothing a
+// runtime builds gets there, and a call cannot spend seconds in its argument checks.
+constexpr int64_t kExactPass = int64_t(1) << 16;
+
 // floor and ceil of p / q for q > 0
 i128 floor_div(i128 p, i128 q) { return p >= 0 ? p / q : -((-p + q - 1) / q); }
 i128 ceil_div(i128 p, i128 q) { return -floor_div(-p, q); }
@@ -113,6 +118,7 @@ bool self_overlaps(const Lattice &L) {
     std::swap(n1, n2);
     std::swap(s1, s2);
   }
+  if (n1 > kExactPass) return true;  // refused undecided: the pass would take too long (docs/api.md)
   for (int64_t d1 = 0; d1 < n1; ++d1) {
     // d1 >= 0 covers the pairs with d1 < 0 by symmetry; at d1 = 0, only d2 >= 1
     const i128 lo2 = d1 == 0 ? 1 : -(i128(n2) - 1);
@@ -136,7 +142,7 @@ bool cross_overlaps(Lattice p, Lattice q) {
   if (lo < -(i128(p.na) - 1)) lo = -(i128(p.na) - 1);
   if (hi > i128(p.na) - 1) hi = i128(p.na) - 1;
   if (lo > hi) return false;
-  if ((hi - lo + 1) * p.nb > (i128(1) << 16)) return true;
+  if ((hi - lo + 1) * p.nb > kExactPass) return true;
   for (i128 da = lo; da <= hi; ++da)
     for (int64_t b = 0; b < p.nb; ++b)
       if (hits(delta + da * p.sa - i128(b) * p.sb, q.sb, 0, q.nb - 1, p.len)) return true;

@@ -31,6 +31,7 @@ struct RopeSinks {
     static constexpr bool kScaled = true;  // emit() multiplies accepted floats by post (detail::Mag)
     float *os, *oc;
     F post;
+    bool whole;  // the stage of Apply: a partial vector is stored whole (its lanes past the row are padding)
 
     template <bool kNt = false>
     [[gnu::always_inline]] inline void put(int64_t jj, const F &v) const {
@@ -43,6 +44,7 @@ struct RopeSinks {
       return true;
     }
     void put_partial(int64_t jj, const F &v, int64_t m) const {
+      if (whole) return put(jj, v);  // so that every lane the rotation widens is initialised
       alignas(64) float t[2 * W];
       S::store_f(t, v);
       std::memcpy(os + jj, t, sizeof(float) * size_t(m));
@@ -73,7 +75,7 @@ struct RopeSinks {
       os = srow + j0;
       oc = crow + j0;
     }
-    Out out() const { return Out{os, oc, S::splat(mag.post)}; }
+    Out out() const { return Out{os, oc, S::splat(mag.post), false}; }
     void put(int64_t jj, const F &v) const { out().put(jj, v); }
     void put_partial(int64_t jj, const F &v, int64_t m) const { out().put_partial(jj, v, m); }
     void flush(int64_t, int64_t) {}
@@ -109,11 +111,11 @@ struct RopeSinks {
     explicit Apply(const detail::RopeJob &j) : job(j), mag(j.mag) {}
     void row(int64_t r, int64_t = 1) { token = r; }
     void chunk(int64_t) {}
-    Out out() const { return Out{const_cast<float *>(stage), const_cast<float *>(stage) + kChunk, S::splat(mag.post)}; }
+    Out out() const {
+      return Out{const_cast<float *>(stage), const_cast<float *>(stage) + kChunk, S::splat(mag.post), true};
+    }
     void put(int64_t jj, const F &v) const { out().put(jj, v); }
-    // The whole vector goes to the stage (its lanes past the row's pairs hold padding lanes' values, which
-    // are never used), so that every lane the rotation loads is initialised.
-    void put_partial(int64_t jj, const F &v, int64_t) const { out().put(jj, v); }
+    void put_partial(int64_t jj, const F &v, int64_t m) const { out().put_partial(jj, v, m); }
     void finish() {}
     void pad(int64_t) {}  // POSENC_PAD: the token stays as it is
 

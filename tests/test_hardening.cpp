@@ -913,6 +913,14 @@ TEST_CASE("RoPE valid edge values succeed and write exactly the rows", "[hardeni
          f.call.heads = f.call.k_heads = 1;
          f.call.head_stride = f.call.k_head_stride = kI64Max;
        }},
+      {"one token, heads exactly r apart", [](RopeFixture &f) {
+         f.call.n = 1;
+         f.call.head_stride = f.call.k_head_stride = f.r;
+       }},
+      {"one head, tokens exactly r apart (cache: h)", [](RopeFixture &f) {
+         f.call.heads = f.call.k_heads = 1;
+         f.call.token_stride = f.call.k_token_stride = ref::is_cache(f.kernel) ? f.h : f.r;
+       }},
       {"one head: head stride 0", [](RopeFixture &f) {
          f.call.heads = f.call.k_heads = 1;
          f.call.head_stride = f.call.k_head_stride = 0;

@@ -627,8 +627,13 @@ TEST_CASE("rotation: every format, pairing and layout equals posenc.h's formula 
       make_rope("explicit r=40 interleaved, m 3", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 3.0, odd_frequencies(20, 7)),
       make_rope("r=2 halves, odd tail 1", 2, POSENC_ROPE_HALVES, 1e4),
       make_rope("r=6 interleaved", 6, POSENC_ROPE_INTERLEAVED, 10.0),
+      // pair counts that leave a partial vector after whole ones on every path (h = 50, 11, 18, 20)
+      make_rope("r=100 halves, tail 2", 100, POSENC_ROPE_HALVES, 1e4),
+      make_rope("r=22 interleaved, tail 3", 22, POSENC_ROPE_INTERLEAVED, 5e5),
+      make_rope("r=36 halves, m 0.7", 36, POSENC_ROPE_HALVES, 1e4, 1.0, 0.7),
+      make_rope("explicit r=40 halves", 40, POSENC_ROPE_HALVES, 1e4, 0.5, 1.0, odd_frequencies(20, 8)),
   };
-  const int64_t tails[] = {0, 16, 7, 0, 1, 0};
+  const int64_t tails[] = {0, 16, 7, 0, 1, 0, 2, 3, 0, 5};
   uint64_t seed = 100;
   for (size_t s = 0; s < sizeof specs / sizeof specs[0]; ++s) {
     Exact ex(specs[s]);
@@ -663,6 +668,58 @@ TEST_CASE("rotation: partial rotary leaves the rest of each head row alone; PAD 
       CHECK(changed_pad == 0);
       CHECK(changed_rot > 0);
     });
+}
+
+TEST_CASE("bf16 and f16 round once, from the double: pairs where rounding through float32 would differ",
+          "[rope]") {
+  // Random pairs (x, y) until a hundred whose rotated double, rounded to float32 first, would land on a
+  // midpoint of the 16-bit format and so round to the wrong neighbour (about one pair in 2^15). Each is
+  // rotated at its own position; the library must give the direct rounding (posenc.h), on every path.
+  const Rope rope = make_rope("r=2", 2, POSENC_ROPE_HALVES, 1e4, 1.0, 1.369);
+  Exact ex(rope);
+  uint64_t seed = 4242;
+  for (Format f : {Format::kBF16, Format::kF16}) {
+    std::vector<int64_t> pos;
+    std::vector<uint16_t> rows;  // (x, y) per token
+    const auto narrow = [f](double v) {
+      return f == Format::kBF16 ? ref::narrow_bf16_from_double(v) : ref::narrow_f16_from_double(v);
+    };
+    for (int64_t p = 1; p < 200 && pos.size() < 100; ++p) {
+      const std::vector<float> &cs = ex.row(p);
+      for (int k = 0; k < 20000 && pos.size() < 100; ++k) {
+        const uint64_t r = splitmix(seed);
+        // sign, a mantissa, and an exponent near 1 (no overflow, no subnormal results)
+        const uint16_t x = f == Format::kBF16 ? uint16_t((r & 0x807F) | ((0x3C00 + (r >> 16) % 0x400) & 0x7F80))
+                                              : uint16_t((r & 0x83FF) | ((0x3000 + (r >> 16) % 0x1800) & 0x7C00));
+        const uint16_t y = f == Format::kBF16 ? uint16_t(((r >> 32) & 0x807F) | ((0x3C00 + (r >> 48) % 0x400) & 0x7F80))
+                                              : uint16_t(((r >> 32) & 0x83FF) | ((0x3000 + (r >> 48) % 0x1800) & 0x7C00));
+        const float xv = f == Format::kBF16 ? ref::widen_bf16(x) : ref::widen_f16(x);
+        const float yv = f == Format::kBF16 ? ref::widen_bf16(y) : ref::widen_f16(y);
+        const ref::Rotated rr = ref::rotate_exact(xv, yv, cs[0], cs[1]);
+        if (narrow(rr.x) == narrow(float(rr.x)) && narrow(rr.y) == narrow(float(rr.y))) continue;
+        pos.push_back(p);
+        rows.push_back(x);
+        rows.push_back(y);
+      }
+    }
+    INFO(format_name(f) << ": " << pos.size() << " pairs found");
+    REQUIRE(pos.size() >= 20);
+    const int64_t n = int64_t(pos.size());
+    std::vector<unsigned char> in(rows.size() * 2);
+    std::memcpy(in.data(), rows.data(), in.size());
+    const Rotation c{"double rounding", 2 * n, Tensor{1, 2, 2, 0}, {}, false, false, n, 0, pos};
+    const std::vector<unsigned char> want = expected(rope, ex, c, f, in);
+    for (posenc_isa isa : ref::paths())
+      ref::on_path(isa, [&] {
+        std::vector<unsigned char> got = in;
+        REQUIRE(run(rope, c, f, got) == POSENC_OK);
+        const int64_t e = first_difference(got, want, 2);
+        INFO("path " << posenc_isa_name(isa));
+        if (e >= 0)
+          FAIL_CHECK("element " << e << " at position " << pos[size_t(e / 2)] << ": got " << element_text(f, got, e)
+                                << ", want " << element_text(f, want, e) << ", input " << element_text(f, in, e));
+      });
+  }
 }
 
 // ---- (c) paths, splits, qk, NaN ---------------------------------------------------------------------
