@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "abi.hpp"
 #include "cpu.hpp"
 #include "dispatch.hpp"
 #include "fpenv.hpp"
@@ -17,9 +18,7 @@ namespace posenc {
 namespace detail {
 namespace {
 
-constexpr int64_t kPositionLimit = int64_t(1) << 31;  // |p| < 2^31
 
-bool position_ok(int64_t p) { return p == POSENC_PAD || (p > -kPositionLimit && p < kPositionLimit); }
 
 // The buffer of `rows` rows of `width` elements `stride` apart, each element `size` bytes: its extent in
 // elements and bytes must fit in int64 and size_t.
@@ -81,14 +80,8 @@ posenc_status run_call(const Call &c) {
   if (c.src == Src::kActivations && !extent_fits(c.n, c.x_stride, d, element_size(c.src)))
     return POSENC_ERR_OVERFLOW;
   if (table && !extent_fits(c.vocab, c.x_stride, d, element_size(c.src))) return POSENC_ERR_OVERFLOW;
-  if (c.positions) {
-    for (int64_t r = 0; r < c.n; ++r)
-      if (!position_ok(c.positions[r])) return POSENC_ERR_OUT_OF_RANGE;
-  } else {
-    int64_t last;
-    if (__builtin_add_overflow(c.first, c.n - 1, &last)) return POSENC_ERR_OUT_OF_RANGE;
-    if (c.first <= -kPositionLimit || last >= kPositionLimit) return POSENC_ERR_OUT_OF_RANGE;
-  }
+  const posenc_status sp = check_positions(c.positions, c.first, c.n);
+  if (sp != POSENC_OK) return sp;
   if (table) {
     for (int64_t r = 0; r < c.n; ++r)
       if (c.tokens[r] < 0 || int64_t(c.tokens[r]) >= c.vocab) return POSENC_ERR_OUT_OF_RANGE;
@@ -151,16 +144,6 @@ Call embed_call(const posenc_spec *spec, const void *table, int64_t vocab, int64
   c.tokens = tokens;
   c.scale = scale;
   return c;
-}
-
-// Wraps a call so that nothing thrown (there should be nothing) crosses the C ABI.
-template <class Fn>
-posenc_status guarded(Fn fn) noexcept {
-  try {
-    return fn();
-  } catch (...) {
-    return POSENC_ERR_NO_MEMORY;
-  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "abi.hpp"
 #include "dispatch.hpp"
 #include "fpenv.hpp"
 #include "freq.hpp"
@@ -17,7 +18,6 @@ namespace posenc {
 namespace detail {
 namespace {
 
-constexpr int64_t kPositionLimit = int64_t(1) << 31;  // |p| < 2^31
 constexpr double kMinMag = 0x1p-64, kMaxMag = 0x1p64;  // attention_scale
 
 using i128 = __int128;
@@ -62,19 +62,7 @@ Mag magnitude(double m) {
   return g;
 }
 
-bool position_ok(int64_t p) { return p == POSENC_PAD || (p > -kPositionLimit && p < kPositionLimit); }
 
-posenc_status check_positions(const int64_t *positions, int64_t first, int64_t n) {
-  if (positions) {
-    for (int64_t t = 0; t < n; ++t)
-      if (!position_ok(positions[t])) return POSENC_ERR_OUT_OF_RANGE;
-    return POSENC_OK;
-  }
-  int64_t last;
-  if (__builtin_add_overflow(first, n - 1, &last)) return POSENC_ERR_OUT_OF_RANGE;
-  if (first <= -kPositionLimit || last >= kPositionLimit) return POSENC_ERR_OUT_OF_RANGE;
-  return POSENC_OK;
-}
 
 // A lattice of rows: row (a, b) at base + a sa + b sb bytes for a < na, b < nb, each len bytes.
 struct Lattice {
@@ -263,15 +251,6 @@ posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64
   job.sin_stride = sin_stride;
   path->run_rope(job);
   return POSENC_OK;
-}
-
-template <class Fn>
-posenc_status guarded(Fn fn) noexcept {
-  try {
-    return fn();
-  } catch (...) {
-    return POSENC_ERR_NO_MEMORY;
-  }
 }
 
 }  // namespace
