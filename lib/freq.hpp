@@ -37,10 +37,11 @@ struct Freq {
   double *reach;
 
   // The rotation table (kernel.hpp, segment): sin and cos of k position steps, 0 < k <= kSteps, by the
-  // direct method: absolute error below 2^-50. Row c + k of a block is its anchor (the row in the middle,
-  // c) turned by entry |k|, forwards or backwards. Stored in blocks of kLanes pairs (the widest vector): a
-  // block holds the sin of its pairs, then their cos, so that one pointer reaches both; one run of blocks
-  // per step, so a vector finds its entry for every step at the same displacement.
+  // anchors' form of the direct method (kernel.hpp, fill_tables): absolute error below 2^-51.4. Row c + k
+  // of a block is its anchor (the row in the middle, c) turned by entry |k|, forwards or backwards. Stored
+  // in blocks of kLanes pairs (the widest vector): a block holds the sin of its pairs, then their cos, so
+  // that one pointer reaches both; one run of blocks per step, so a vector finds its entry for every step
+  // at the same displacement.
   static constexpr int kLanes = 8;
   static constexpr int kBlock = 65;  // rows of a block, turned from its one anchor in the middle
   static constexpr int kSteps = kBlock / 2;   // the rows of a block are at most kSteps from its middle

@@ -57,9 +57,11 @@ struct Engine : Rows<S> {
     }
   }
 
-  // The rotation table of a new spec (Freq::step): the direct method for k = 1 .. kSteps steps, W pairs at
-  // a time (freq.cpp calls it once per spec, on the active path: the values differ between paths only
-  // within the direct method's bound, which is all the rows engine assumes).
+  // The rotation table of a new spec (Freq::step): sin and cos of k = 1 .. kSteps steps, W pairs at a time,
+  // by the anchors' short form of the direct method (absolute error below 2^-51.4, docs/math.md section 3;
+  // the rotation path assumes 2^-50 for an entry), half the work of the full form: most of a new explicit
+  // spec's setup. freq.cpp calls it once per spec, on the active path (the values differ between paths
+  // only within that bound, which is all the rows engine assumes).
   // Only the lanes a vector of any path can load (those of the blocks of kLanes pairs that hold the h
   // pairs): the rest of the padding is never read.
   static void fill_tables(detail::Freq &f) {
@@ -68,7 +70,7 @@ struct Engine : Rows<S> {
     for (int64_t j = 0; j < lanes; j += W)
       for (int64_t k = 1; k <= Freq::kSteps; ++k) {
         double *t = f.step + f.step_at(j, k);
-        R::direct_values(double(k), f, j, t, t + Freq::kLanes);
+        R::anchor_values(double(k), f, j, t, t + Freq::kLanes);  // below 2^-51.4: the entries need 2^-50
       }
   }
 
