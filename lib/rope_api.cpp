@@ -150,6 +150,24 @@ const Freq *rope_frequencies(const posenc_rope &r) {
   return frequencies(base_spec(r));
 }
 
+// Every check has passed: the spec's frequency table (the one-time setup, which may report NO_MEMORY), the
+// fields every RoPE job shares, and the kernel on the path.
+posenc_status launch(const Path &path, const posenc_rope &rope, const int64_t *positions, int64_t first, int64_t n,
+                     RopeJob job) {
+  FpEnvironment env;  // round-to-nearest, no flush-to-zero, for the setup and the kernel
+  const Freq *f = rope_frequencies(rope);
+  if (!f) return POSENC_ERR_NO_MEMORY;
+  job.freq = f;
+  job.h = rope.rotary_dim / 2;
+  job.pairs = pairs_value(rope);
+  job.mag = magnitude(rope.attention_scale);
+  job.positions = positions;
+  job.first = first;
+  job.n = n;
+  path.run_rope(job);
+  return POSENC_OK;
+}
+
 struct Tensor {
   void *x;
   int64_t heads, ts, hs;
@@ -194,22 +212,11 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
   const Path *path = active_path();
   if (!path) return POSENC_ERR_UNSUPPORTED;
   if (t[0].heads == 0 && t[1].heads == 0) return POSENC_OK;
-  FpEnvironment env;  // round-to-nearest, no flush-to-zero, for the setup and the kernel
-  const Freq *f = rope_frequencies(*rope);
-  if (!f) return POSENC_ERR_NO_MEMORY;
   RopeJob job{};
-  job.freq = f;
-  job.h = r / 2;
-  job.pairs = pairs_value(*rope);
-  job.mag = magnitude(rope->attention_scale);
-  job.positions = positions;
-  job.first = first;
-  job.n = n;
   job.cache = false;
   job.dst = dst;
   for (int i = 0; i < 2; ++i) job.t[i] = RopeTensor{t[i].heads > 0 ? t[i].x : nullptr, t[i].heads, t[i].ts, t[i].hs};
-  path->run_rope(job);
-  return POSENC_OK;
+  return launch(*path, *rope, positions, first, n, job);
 }
 
 posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
@@ -232,25 +239,14 @@ posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
   if (!path) return POSENC_ERR_UNSUPPORTED;
-  FpEnvironment env;
-  const Freq *f = rope_frequencies(*rope);
-  if (!f) return POSENC_ERR_NO_MEMORY;
   RopeJob job{};
-  job.freq = f;
-  job.h = h;
-  job.pairs = pairs_value(*rope);
-  job.mag = magnitude(rope->attention_scale);
-  job.positions = positions;
-  job.first = first;
-  job.n = n;
   job.cache = true;
   job.dst = Dst::kF32;
   job.cos_out = cos_out;
   job.sin_out = sin_out;
   job.cos_stride = cos_stride;
   job.sin_stride = sin_stride;
-  path->run_rope(job);
-  return POSENC_OK;
+  return launch(*path, *rope, positions, first, n, job);
 }
 
 }  // namespace

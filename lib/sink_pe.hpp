@@ -18,7 +18,7 @@ struct PeSinks {
   using F = typename S::F;
   using L = Lanes<S>;
   static constexpr int W = S::W;
-  static constexpr int64_t kChunk = S::kQuadPass ? 1024 : 512;  // values_direct.hpp, Direct::kChunk
+  static constexpr int64_t kChunk = Lanes<S>::kChunk;
   static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
   static F fused(const F &scale, const F &x, const F &y) { return L::fused(scale, x, y); }
   template <class T, bool kBF16>

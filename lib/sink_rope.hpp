@@ -22,7 +22,7 @@ struct RopeSinks {
   using H = typename S::H;
   using L = Lanes<S>;
   static constexpr int W = S::W;
-  static constexpr int64_t kChunk = S::kQuadPass ? 1024 : 512;  // values_direct.hpp, Direct::kChunk
+  static constexpr int64_t kChunk = Lanes<S>::kChunk;
 
   // Where a chunk's values go: W sin lanes to os + jj, W cos lanes to oc + jj (the halves form).
   struct Out {

@@ -25,6 +25,7 @@
 
 #include "exact.hpp"
 #include "job.hpp"
+#include "lanes.hpp"
 #include "posenc/posenc.h"
 
 namespace posenc {
@@ -36,10 +37,7 @@ struct Direct {
   using H = typename S::H;
   static constexpr int W = S::W;
   static constexpr int64_t kBlock = detail::Freq::kBlock;  // rows turned from one anchor
-  // Pairs whose anchors live on the stack at once. The quad pass reads each row's x in pieces of a chunk,
-  // where longer pieces measured faster (the fused embedding at d = 4096: 0.92x the time with 1024 pairs
-  // instead of 512; 2048 no better); row by row, the anchors and tables of 1024 pairs overflow L1.
-  static constexpr int64_t kChunk = S::kQuadPass ? 1024 : 512;
+  static constexpr int64_t kChunk = Lanes<S>::kChunk;  // pairs whose anchors live on the stack at once
 
   static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
