@@ -1,0 +1,53 @@
+"""posenc: exact sinusoidal positional encodings, the fused embedding-add that uses them, and rotary
+embeddings (RoPE), for NumPy arrays and PyTorch CPU tensors.
+
+Every float32 it writes is the correctly rounded sin / cos of the exact angle, on every SIMD path (the same
+bits on scalar, AVX2, AVX-512 and NEON). Arrays go in and out without copies; every kernel runs without the
+GIL; errors of the C library raise posenc.Error subclasses (InvalidArgument is a ValueError, OutOfRange an
+IndexError, SizeOverflow an OverflowError, NoMemory a MemoryError, Unsupported a RuntimeError) whose message
+is posenc_status_string, and leave every output untouched. bfloat16 arrays are uint16 bit patterns in NumPy
+(torch.bfloat16 tensors are taken as they are).
+
+posenc.torch (imported on its own, needs torch) has drop-in modules for the PyTorch code people run.
+docs/python.md has an example per function and module.
+"""
+from ._posenc import (  # noqa: F401
+    PAD,
+    Error,
+    Isa,
+    InvalidArgument,
+    Layout,
+    NoMemory,
+    OutOfRange,
+    Rope,
+    RopePairs,
+    SizeOverflow,
+    Spec,
+    Status,
+    Unsupported,
+    active_isa,
+    add,
+    available_isas,
+    embed,
+    embed_learned,
+    force_isa,
+    isa_available,
+    isa_name,
+    rope,
+    rope_cache,
+    rope_init,
+    rope_qk,
+    rows,
+    status_string,
+    table,
+    version,
+)
+
+__version__ = version()
+
+__all__ = [
+    "PAD", "Error", "Isa", "InvalidArgument", "Layout", "NoMemory", "OutOfRange", "Rope", "RopePairs",
+    "SizeOverflow", "Spec", "Status", "Unsupported", "active_isa", "add", "available_isas", "embed",
+    "embed_learned", "force_isa", "isa_available", "isa_name", "rope", "rope_cache", "rope_init", "rope_qk",
+    "rows", "status_string", "table", "version", "__version__",
+]

@@ -1,0 +1,68 @@
+// Argument conversions shared by the binding's functions: specs, enum values given by name, optional
+// positions, the batch loop that releases the GIL.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "arrays.hpp"
+#include "posenc/posenc.h"
+
+namespace pyposenc {
+
+/** An enum argument: the enum value itself, its integer, or its name in any case ("interleaved"). */
+template <class E>
+E enum_arg(py::handle obj, const char *what, std::initializer_list<std::pair<const char *, E>> names) {
+  if (py::isinstance<py::str>(obj)) {
+    std::string s = obj.cast<std::string>();
+    for (char &c : s) c = char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c == '-' ? '_' : c);
+    for (const auto &n : names)
+      if (s == n.first) return n.second;
+    std::string all;
+    for (const auto &n : names) all += std::string(all.empty() ? "" : ", ") + n.first;
+    throw py::value_error(std::string(what) + ": unknown name '" + obj.cast<std::string>() + "' (one of " + all + ")");
+  }
+  // posenc's own enums convert to int; an integer outside the enum is the C library's to refuse (INVALID)
+  return E(py::int_(py::reinterpret_borrow<py::object>(obj)).cast<int>());
+}
+
+/** A posenc.Spec, or an int d_model for posenc_spec_default(d_model). */
+posenc_spec spec_arg(py::handle obj);
+
+/** Positions: None (a run from `first`), or integers of shape (n,) or (batch, n). */
+struct Positions {
+  bool given = false;
+  View v;
+  int64_t first = 0;
+  const int64_t *row(int64_t b) const {
+    return given ? v.ptr<int64_t>() + (v.ndim == 2 ? b * v.shape[1] : 0) : nullptr;
+  }
+};
+Positions positions_arg(py::handle positions, int64_t first, int64_t batch, int64_t n);
+
+/** Before a call that is split into one C call per batch row: the checks the C library would make on the
+ *  later rows (positions, token ids), so that an error leaves every output untouched. */
+void precheck_positions(const Positions &p);
+void precheck_tokens(const View &tokens, int64_t vocab);
+void precheck_learned(const Positions &p, int64_t n, int64_t pos_rows);
+
+/** The row stride of axis `axis` of a view (elements), or `fallback` when the axis has one element. */
+inline int64_t row_stride(const View &v, int axis, int64_t fallback) {
+  return v.shape[axis] > 1 ? v.stride[axis] : fallback;
+}
+
+/** Runs call(b) for b in [0, batch) without the GIL; stops at the first error status, which it raises. */
+template <class F> void run_batches(int64_t batch, F &&call) {
+  posenc_status s = POSENC_OK;
+  {
+    py::gil_scoped_release nogil;
+    for (int64_t b = 0; b < batch && s == POSENC_OK; ++b) s = call(b);
+  }
+  check(s);
+}
+
+}  // namespace pyposenc

@@ -1,0 +1,423 @@
+// Rotary embeddings: posenc.Rope (a posenc_rope that owns its frequencies), rope_init from an HF-style
+// scaling dict, the cos/sin cache, and the in-place rotations of q and k (posenc_rope_* of the C ABI).
+#include <pybind11/operators.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "arrays.hpp"
+#include "posenc/posenc.h"
+#include "posenc/posenc.hpp"
+
+namespace pyposenc {
+
+namespace {
+
+using Rope = posenc::rope;
+
+posenc_rope_pairs pairs_arg(py::handle obj) {
+  return enum_arg<posenc_rope_pairs>(obj, "pairs", {{"halves", POSENC_ROPE_HALVES}, {"neox", POSENC_ROPE_HALVES},
+                                                    {"interleaved", POSENC_ROPE_INTERLEAVED}, {"gptj", POSENC_ROPE_INTERLEAVED}});
+}
+
+// Any error of the spec itself, raised where the spec is made rather than at its first use.
+void validate(const Rope &r) { check(posenc_rope_cache_f32(&r.c_rope(), nullptr, 0, 0, nullptr, 0, nullptr, 0)); }
+
+std::vector<double> doubles(py::handle obj, const char *name, int64_t want) {
+  std::vector<double> v;
+  for (py::handle x : py::iter(py::module_::import("numpy").attr("asarray")(obj, "float64").attr("ravel")()))
+    v.push_back(x.cast<double>());
+  if (int64_t(v.size()) != want)
+    throw py::value_error(std::string(name) + ": expected rotary_dim / 2 = " + std::to_string(want) + " values, got " +
+                          std::to_string(v.size()));
+  return v;
+}
+
+Rope make_rope(int64_t rotary_dim, py::handle pairs, double base, double position_scale, py::handle freq,
+               double attention_scale) {
+  posenc_rope c = posenc_rope_default(rotary_dim);
+  c.pairs = pairs_arg(pairs);
+  c.base = base;
+  c.position_scale = position_scale;
+  c.attention_scale = attention_scale;
+  std::vector<double> f;
+  if (!freq.is_none()) {
+    if (rotary_dim < 2 || rotary_dim % 2) check(POSENC_ERR_INVALID);
+    f = doubles(freq, "freq", rotary_dim / 2);
+    c.freq = f.data();
+  }
+  Rope r(c);  // copies the frequencies
+  validate(r);
+  return r;
+}
+
+template <class T> T get(const py::dict &d, const char *key, T fallback) {
+  if (!d.contains(key) || d[key].is_none()) return fallback;
+  return d[key].cast<T>();
+}
+
+// posenc_rope_init from HF's rope_scaling / rope_parameters dict (docs/rope.md, "Scalings"): the keys of the
+// scheme are read, the others (rope_theta, partial_rotary_factor, ...) ignored.
+Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::handle pairs, py::handle max_pos,
+               py::handle original_max_pos, py::handle seq_len) {
+  const posenc_rope_pairs p = pairs_arg(pairs);
+  if (scaling_obj.is_none()) {
+    try {
+      return Rope::init(rotary_dim, base, nullptr, posenc::rope_pairs(p));
+    } catch (const posenc::error &e) {
+      check(e.status());
+    }
+  }
+  if (!py::isinstance<py::dict>(scaling_obj)) throw py::type_error("scaling: expected a dict (HF rope_scaling) or None");
+  const py::dict d = py::reinterpret_borrow<py::dict>(scaling_obj);
+  py::object type_name = d.contains("rope_type") ? py::object(d["rope_type"])
+                         : d.contains("type")    ? py::object(d["type"])
+                                                 : py::object(py::str("default"));
+  posenc_rope_scaling s{};
+  s.type = enum_arg<posenc_rope_type>(
+      type_name, "rope_type",
+      {{"default", POSENC_ROPE_TYPE_DEFAULT}, {"linear", POSENC_ROPE_TYPE_LINEAR}, {"dynamic", POSENC_ROPE_TYPE_DYNAMIC},
+       {"yarn", POSENC_ROPE_TYPE_YARN}, {"llama3", POSENC_ROPE_TYPE_LLAMA3}, {"longrope", POSENC_ROPE_TYPE_LONGROPE},
+       {"su", POSENC_ROPE_TYPE_LONGROPE}});
+  const int64_t max_positions = max_pos.is_none() ? get<int64_t>(d, "max_position_embeddings", 0) : max_pos.cast<int64_t>();
+  int64_t original = get<int64_t>(d, "original_max_position_embeddings", 0);
+  if (!original && !original_max_pos.is_none()) original = original_max_pos.cast<int64_t>();
+  s.factor = get<double>(d, "factor", 0.0);
+  s.seq_len = seq_len.is_none() ? get<int64_t>(d, "seq_len", 0) : seq_len.cast<int64_t>();
+  s.beta_fast = get<double>(d, "beta_fast", 0.0);
+  s.beta_slow = get<double>(d, "beta_slow", 0.0);
+  s.mscale = get<double>(d, "mscale", 0.0);
+  s.mscale_all_dim = get<double>(d, "mscale_all_dim", 0.0);
+  s.truncate = get<bool>(d, "truncate", true) ? 1 : 0;  // HF's default is true
+  s.low_freq_factor = get<double>(d, "low_freq_factor", 0.0);
+  s.high_freq_factor = get<double>(d, "high_freq_factor", 0.0);
+  s.attention_factor = get<double>(d, "attention_factor", 0.0);
+  switch (s.type) {
+    case POSENC_ROPE_TYPE_DYNAMIC:
+      // HF's dynamic NTK measures the length against max_position_embeddings
+      s.original_max_positions = max_positions ? max_positions : original;
+      if (!s.seq_len) s.seq_len = s.original_max_positions;
+      break;
+    case POSENC_ROPE_TYPE_YARN:
+    case POSENC_ROPE_TYPE_LONGROPE:
+      s.original_max_positions = original ? original : max_positions;
+      // HF v5: a missing factor is max_position_embeddings / original_max_position_embeddings (Phi-3)
+      if (s.factor == 0.0 && original && max_positions) s.factor = double(max_positions) / double(original);
+      break;
+    default:
+      s.original_max_positions = original ? original : max_positions;
+  }
+  std::vector<double> shorts, longs;
+  if (s.type == POSENC_ROPE_TYPE_LONGROPE) {
+    if (rotary_dim < 2 || rotary_dim % 2) check(POSENC_ERR_INVALID);
+    if (!d.contains("short_factor") || !d.contains("long_factor"))
+      throw py::value_error("scaling: longrope needs short_factor and long_factor");
+    shorts = doubles(d["short_factor"], "short_factor", rotary_dim / 2);
+    longs = doubles(d["long_factor"], "long_factor", rotary_dim / 2);
+    s.short_factor = shorts.data();
+    s.long_factor = longs.data();
+  }
+  try {
+    return Rope::init(rotary_dim, base, &s, posenc::rope_pairs(p));
+  } catch (const posenc::error &e) {
+    check(e.status());
+  }
+  throw py::value_error("unreachable");
+}
+
+// ---- the cos/sin cache ------------------------------------------------------------------------------------
+
+py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle positions, py::handle out) {
+  const posenc_rope &c = r.c_rope();
+  const int64_t h = c.rotary_dim / 2;
+  Positions p;
+  p.first = first;
+  int64_t n = -1;
+  if (!positions.is_none()) {
+    p.given = true;
+    p.v = index_array(positions, "positions", Elem::I64, 1, 1);
+    n = p.v.shape[0];
+  } else if (!n_obj.is_none()) {
+    n = n_obj.cast<int64_t>();
+  }
+  // out: None, a (cos, sin) pair of (n, h) arrays, or one (n, rotary_dim) array [cos | sin] (vLLM)
+  const bool pair = py::isinstance<py::tuple>(out) || py::isinstance<py::list>(out);
+  if (n < 0 && !out.is_none()) {
+    py::object first_out = pair ? py::object(out[py::int_(0)]) : py::reinterpret_borrow<py::object>(out);
+    n = view_of(first_out, Want{"out", bit(Elem::F32), 2, 2, true}).shape[0];
+  }
+  if (n_obj.is_none() && positions.is_none() && out.is_none())
+    throw py::type_error("rope_cache: give n, positions, or out=");
+  check(posenc_rope_cache_f32(&c, nullptr, first, n < 0 ? n : 0, nullptr, h, nullptr, h));
+  mul(n, c.rotary_dim);
+  View cv, sv;
+  py::object result;
+  if (out.is_none() || pair) {
+    const int64_t shape[2] = {n, h};
+    if (pair && py::len(out) != 2) throw py::value_error("out: expected (cos, sin)");
+    const py::object none = py::none();
+    cv = output(pair ? py::object(out[py::int_(0)]) : none, "out[0]", Elem::F32, 2, shape);
+    sv = output(pair ? py::object(out[py::int_(1)]) : none, "out[1]", Elem::F32, 2, shape);
+    result = py::make_tuple(cv.owner, sv.owner);
+  } else {
+    const int64_t shape[2] = {n, c.rotary_dim};
+    cv = output(out, "out", Elem::F32, 2, shape);
+    sv = cv;
+    sv.data += h * 4;
+    result = cv.owner;
+  }
+  const int64_t cs = row_stride(cv, 0, h), ss = row_stride(sv, 0, h);
+  run_batches(1, [&](int64_t) {
+    return posenc_rope_cache_f32(&c, p.row(0), first, n, cv.ptr<float>(), cs, sv.ptr<float>(), ss);
+  });
+  return result;
+}
+
+// ---- rotations ----------------------------------------------------------------------------------------------
+
+// x as (batch, tokens, heads, head_dim) from a view of rank 2 (tokens, head_dim), 3 (tokens, heads, head_dim)
+// or 4 (batch, tokens, heads, head_dim).
+struct Heads {
+  View v;
+  int64_t batch = 1, n = 0, heads = 0, dim = 0, batch_stride = 0, token_stride = 0, head_stride = 0;
+};
+
+Heads heads_of(py::handle obj, const char *name, int64_t rotary_dim) {
+  Heads x;
+  x.v = view_of(obj, Want{name, kFloats, 2, 4, true});
+  const View &v = x.v;
+  const int k = v.ndim == 4 ? 1 : 0;  // the token axis
+  x.batch = k ? v.shape[0] : 1;
+  x.batch_stride = k ? v.stride[0] : 0;
+  x.n = v.shape[k];
+  x.heads = v.ndim >= 3 ? v.shape[k + 1] : 1;
+  x.dim = v.shape[v.ndim - 1];
+  x.token_stride = row_stride(v, k, x.dim);
+  x.head_stride = v.ndim >= 3 ? row_stride(v, k + 1, x.dim) : x.dim;
+  if (x.dim < rotary_dim)
+    throw py::value_error(std::string(name) + ": head rows of " + std::to_string(x.dim) +
+                          " elements, shorter than rotary_dim " + std::to_string(rotary_dim));
+  return x;
+}
+
+// The C library refuses overlapping head rows within one call; the batch axis is this binding's, so the rows
+// of different batch entries are checked here: disjoint extents, else every row start, sorted.
+bool batches_overlap(const Heads *t, int count, int64_t r) {
+  int64_t total = 0;
+  for (int i = 0; i < count; ++i)
+    if (t[i].batch > 1) total += t[i].batch;
+  if (!total) return false;
+  // sufficient: each tensor's batch blocks lie apart, and, when there are two, the blocks of one batch entry
+  // lie before the next entry's blocks in both
+  auto block = [](const Heads &x) {  // bytes from the first to past the last element of one batch entry
+    return ((x.n - 1) * x.token_stride + (x.heads - 1) * x.head_stride + x.dim) * elem_size(x.v.elem);
+  };
+  bool simple = true;
+  char *lo = nullptr, *hi = nullptr;
+  for (int i = 0; i < count && simple; ++i) {
+    if (!t[i].heads || !t[i].n) continue;
+    if (block(t[i]) > t[i].batch_stride * elem_size(t[i].v.elem)) simple = false;
+    char *a = t[i].v.data, *b = a + block(t[i]);
+    lo = lo ? std::min(lo, a) : a;
+    hi = hi ? std::max(hi, b) : b;
+  }
+  if (simple && count == 2 && t[1].heads && t[1].n && t[0].heads && t[0].n) {
+    const int64_t bs0 = t[0].batch_stride * elem_size(t[0].v.elem), bs1 = t[1].batch_stride * elem_size(t[1].v.elem);
+    simple = bs0 == bs1 && hi - lo <= bs0;  // a fused QKV buffer: q and k of one entry, then the next entry
+    if (!simple) {  // or q and k in buffers that do not meet at all
+      const bool apart = t[0].v.data + (t[0].batch - 1) * bs0 + block(t[0]) <= t[1].v.data ||
+                         t[1].v.data + (t[1].batch - 1) * bs1 + block(t[1]) <= t[0].v.data;
+      simple = apart && block(t[0]) <= bs0 && block(t[1]) <= bs1;
+    }
+  }
+  if (simple) return false;
+  std::vector<const char *> starts;
+  int64_t rows = 0;
+  for (int i = 0; i < count; ++i) rows += t[i].batch * t[i].n * t[i].heads;
+  if (rows > (int64_t(1) << 22)) throw py::value_error("q/k: a batch layout too large to check for overlapping rows");
+  starts.reserve(size_t(rows));
+  for (int i = 0; i < count; ++i) {
+    const int64_t es = elem_size(t[i].v.elem);
+    for (int64_t b = 0; b < t[i].batch; ++b)
+      for (int64_t a = 0; a < t[i].n; ++a)
+        for (int64_t j = 0; j < t[i].heads; ++j)
+          starts.push_back(t[i].v.data + (b * t[i].batch_stride + a * t[i].token_stride + j * t[i].head_stride) * es);
+  }
+  std::sort(starts.begin(), starts.end());
+  const int64_t len = r * elem_size(t[0].v.elem);
+  for (size_t i = 1; i < starts.size(); ++i)
+    if (starts[i] - starts[i - 1] < len) return true;
+  return false;
+}
+
+template <class T>
+posenc_status rotate(const posenc_rope &c, const Positions &p, int64_t b, const Heads &q, const Heads *k) {
+  T *qd = q.v.ptr<T>() + b * q.batch_stride;
+  T *kd = k ? k->v.ptr<T>() + b * k->batch_stride : nullptr;
+  const int64_t kh = k ? k->heads : 0, kts = k ? k->token_stride : 0, khs = k ? k->head_stride : 0;
+  if constexpr (std::is_same_v<T, float>) {
+    return posenc_rope_qk_f32(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride, q.head_stride, kd, kh, kts, khs);
+  } else {
+    return q.v.elem == Elem::BF16
+               ? posenc_rope_qk_bf16(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride, q.head_stride, kd, kh,
+                                     kts, khs)
+               : posenc_rope_qk_f16(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride, q.head_stride, kd, kh,
+                                    kts, khs);
+  }
+}
+
+void apply(const Rope &r, py::handle q_obj, py::handle k_obj, py::handle positions, int64_t first) {
+  const posenc_rope &c = r.c_rope();
+  Heads t[2];
+  t[0] = heads_of(q_obj, "q", c.rotary_dim);
+  const bool has_k = !k_obj.is_none();
+  if (has_k) {
+    t[1] = heads_of(k_obj, "k", c.rotary_dim);
+    if (t[1].v.elem != t[0].v.elem) throw py::type_error("q and k must have the same dtype");
+    if (t[1].v.ndim != t[0].v.ndim || t[1].batch != t[0].batch || t[1].n != t[0].n)
+      throw py::value_error("q and k must have the same batch and token counts");
+  }
+  const Positions p = positions_arg(positions, first, t[0].batch, t[0].n);
+  if (t[0].batch > 1) {
+    check(posenc_rope_cache_f32(&c, nullptr, first, 0, nullptr, 0, nullptr, 0));  // the spec first, as C does
+    if (batches_overlap(t, has_k ? 2 : 1, c.rotary_dim)) check(POSENC_ERR_INVALID);
+    precheck_positions(p);
+  }
+  run_batches(t[0].batch, [&](int64_t b) {
+    return t[0].v.elem == Elem::F32 ? rotate<float>(c, p, b, t[0], has_k ? &t[1] : nullptr)
+                                    : rotate<uint16_t>(c, p, b, t[0], has_k ? &t[1] : nullptr);
+  });
+}
+
+}  // namespace
+
+void bind_rope(py::module_ &m) {
+  using namespace pybind11::literals;
+  py::class_<Rope>(m, "Rope", R"(A RoPE spec (posenc_rope) that owns its explicit frequencies. Immutable.
+
+Rope(rotary_dim, pairs="halves", base=10000.0, position_scale=1.0, freq=None, attention_scale=1.0)
+
+f_i = base^(-2i/r), or the r/2 explicit doubles freq; angle p * position_scale * f_i in exact arithmetic;
+cos and sin times attention_scale, each the float32 nearest the exact value. pairs: "halves" (HF
+rotate_half, GPT-NeoX, vLLM is_neox_style) or "interleaved" (GPT-J, Meta's Llama, ggml mode 0). An invalid
+spec raises posenc.InvalidArgument here. Model presets: Rope.llama2(), llama3_1(), mistral_7b_v02(),
+qwen2(yarn=False), phi3_mini_128k(seq_len), deepseek_v2(), deepseek_v3(), gpt_neox_20b(), gpt_j_6b().)")
+      .def(py::init(&make_rope), "rotary_dim"_a, "pairs"_a = "halves", "base"_a = 10000.0, "position_scale"_a = 1.0,
+           "freq"_a = py::none(), "attention_scale"_a = 1.0)
+      .def_property_readonly("rotary_dim", &Rope::rotary_dim)
+      .def_property_readonly("pairs", [](const Rope &r) { return r.c_rope().pairs; })
+      .def_property_readonly("base", &Rope::base)
+      .def_property_readonly("position_scale", [](const Rope &r) { return r.c_rope().position_scale; })
+      .def_property_readonly("attention_scale", [](const Rope &r) { return r.c_rope().attention_scale; })
+      .def_property_readonly(
+          "freq",
+          [](const Rope &r) -> py::object {
+            const posenc_rope &c = r.c_rope();
+            if (!c.freq) return py::none();
+            py::array_t<double> a(c.rotary_dim / 2);
+            std::copy(c.freq, c.freq + c.rotary_dim / 2, a.mutable_data());
+            return std::move(a);
+          },
+          "The explicit frequencies (a new float64 array), or None when f_i = base^(-2i/r).")
+      .def("with_pairs", [](const Rope &r, py::handle p) { return r.with_pairs(posenc::rope_pairs(pairs_arg(p))); },
+           "pairs"_a, "The same spec with other pairs (a checkpoint in the other layout).")
+      .def("with_position_scale", [](const Rope &r, double s) { Rope t = r.with_position_scale(s); validate(t); return t; },
+           "position_scale"_a)
+      .def("with_attention_scale", [](const Rope &r, double s) { Rope t = r.with_attention_scale(s); validate(t); return t; },
+           "attention_scale"_a)
+      .def(py::self == py::self)
+      .def(py::self != py::self)
+      .def("__repr__",
+           [](const Rope &r) {
+             const posenc_rope &c = r.c_rope();
+             std::string s = "posenc.Rope(rotary_dim=" + std::to_string(c.rotary_dim) +
+                             (c.pairs == POSENC_ROPE_HALVES ? ", pairs='halves'" : ", pairs='interleaved'");
+             s += ", base=" + py::repr(py::float_(c.base)).cast<std::string>();
+             if (c.position_scale != 1.0) s += ", position_scale=" + py::repr(py::float_(c.position_scale)).cast<std::string>();
+             if (c.freq) s += ", freq=[" + std::to_string(c.rotary_dim / 2) + " values]";
+             if (c.attention_scale != 1.0)
+               s += ", attention_scale=" + py::repr(py::float_(c.attention_scale)).cast<std::string>();
+             return s + ")";
+           })
+      .def_static("llama2", &Rope::llama2, "rotary_dim"_a = 128, "Llama 2: base 1e4, no scaling.")
+      .def_static("llama3_1", &Rope::llama3_1, "rotary_dim"_a = 128, "Llama 3.1: base 5e5, llama3 scaling (8, 1, 4, 8192).")
+      .def_static("mistral_7b_v02", &Rope::mistral_7b_v02, "rotary_dim"_a = 128, "Mistral 7B v0.2: base 1e6.")
+      .def_static("qwen2", &Rope::qwen2, "rotary_dim"_a = 128, "yarn"_a = false,
+                  "Qwen2: base 1e6; yarn=True: the model cards' yarn factor 4, original 32768.")
+      .def_static("phi3_mini_128k", &Rope::phi3_mini_128k, "seq_len"_a,
+                  "Phi-3-mini-128k: LongRoPE, r = 96; the long factors when seq_len > 4096.")
+      .def_static("deepseek_v2", &Rope::deepseek_v2, "DeepSeek-V2: yarn factor 40, r = 64, interleaved.")
+      .def_static("deepseek_v3", &Rope::deepseek_v3, "DeepSeek-V3 / R1: as V2 with mscale 1.")
+      .def_static("gpt_neox_20b", &Rope::gpt_neox_20b, "GPT-NeoX-20B: r = 24 of head 96, halves.")
+      .def_static("gpt_j_6b", &Rope::gpt_j_6b, "GPT-J 6B: r = 64 of head 256, interleaved.")
+      .def(py::pickle(
+          [](const Rope &r) {
+            const posenc_rope &c = r.c_rope();
+            py::object f = py::none();
+            if (c.freq) f = py::cast(std::vector<double>(c.freq, c.freq + c.rotary_dim / 2));
+            return py::make_tuple(c.rotary_dim, int(c.pairs), c.base, c.position_scale, f, c.attention_scale);
+          },
+          [](const py::tuple &t) {
+            return make_rope(t[0].cast<int64_t>(), t[1], t[2].cast<double>(), t[3].cast<double>(), t[4],
+                             t[5].cast<double>());
+          }));
+
+  m.def("rope_init", &rope_init, "rotary_dim"_a, "base"_a = 10000.0, "scaling"_a = py::none(), py::kw_only(),
+        "pairs"_a = "halves", "max_position_embeddings"_a = py::none(), "original_max_position_embeddings"_a = py::none(),
+        "seq_len"_a = py::none(),
+        R"(rope_init(rotary_dim, base=10000.0, scaling=None, *, pairs="halves", max_position_embeddings=None,
+          original_max_position_embeddings=None, seq_len=None) -> Rope
+
+posenc_rope_init: the Rope of an HF rope_type, each frequency and the attention factor the correctly rounded
+double of the formula's real value. scaling: HF's rope_scaling / rope_parameters dict ("rope_type" or the
+legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"); factor,
+original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, truncate (default True),
+low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor); other keys are ignored.
+The keywords give what HF reads from the model config outside the dict: max_position_embeddings (dynamic's
+reference length; yarn/longrope derive a missing factor from it as HF v5 does), the original length when the
+dict has none (Phi-3), and the current seq_len (dynamic, longrope; default: dynamic's reference length, and 0
+for longrope, i.e. the short factors).)");
+  m.def("rope_cache", &rope_cache, "rope"_a, "n"_a = py::none(), "first"_a = 0, py::kw_only(),
+        "positions"_a = py::none(), "out"_a = py::none(),
+        R"(rope_cache(rope, n=None, first=0, *, positions=None, out=None) -> (cos, sin) or out
+
+posenc_rope_cache_f32: for positions first .. first+n-1 (or the explicit positions, posenc.PAD giving zeros)
+the rows of cos_i and sin_i (rotary_dim / 2 each), float32. out: None (two new (n, r/2) arrays), a (cos, sin)
+pair of (n, r/2) arrays (ONNX Runtime's cos_cache / sin_cache), or one (n, r) array that receives cos in its
+first half and sin in the second (vLLM's cos_sin_cache), which is returned.)");
+  m.def(
+      "rope",
+      [](const Rope &r, py::handle x, py::handle positions, int64_t first) {
+        apply(r, x, py::none(), positions, first);
+        return py::reinterpret_borrow<py::object>(x);
+      },
+      "rope"_a, "x"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0,
+      R"(rope(rope, x, *, positions=None, first=0) -> x
+
+Rotates x in place (posenc_rope_f32 / _bf16 / _f16 by dtype; bfloat16 as uint16 bits, or torch.bfloat16) and
+returns it. x: (tokens, head_dim), (tokens, heads, head_dim) or (batch, tokens, heads, head_dim), any
+non-negative strides with a contiguous last axis: HF's [batch, heads, seq, head_dim] is
+x.transpose(0, 2, 1, 3) (NumPy) / x.transpose(1, 2) (torch). Only the first rotary_dim elements of each
+head row change. positions: None (first, first+1, ...), (tokens,), or (batch, tokens); posenc.PAD leaves the
+token untouched. Overlapping head rows raise posenc.InvalidArgument; nothing is written on error.)");
+  m.def(
+      "rope_qk",
+      [](const Rope &r, py::handle q, py::handle k, py::handle positions, int64_t first) {
+        apply(r, q, k, positions, first);
+        return py::make_tuple(q, k);
+      },
+      "rope"_a, "q"_a, "k"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0,
+      R"(rope_qk(rope, q, k, *, positions=None, first=0) -> (q, k)
+
+q and k of the same tokens rotated in place in one pass (posenc_rope_qk_*), cos/sin made once per token for
+the heads of both (GQA: different head counts). Shapes as in rope(), same dtype, batch and token counts; k
+may be None. Views of one fused QKV buffer are fine; q and k rows must not overlap.)");
+}
+
+}  // namespace pyposenc

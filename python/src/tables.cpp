@@ -1,0 +1,268 @@
+// Sinusoidal tables, rows, x + PE, the fused embedding and learned positions (posenc_table_* ...
+// posenc_embed_learned_f32) for NumPy arrays and CPU tensors.
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+
+#include "args.hpp"
+#include "arrays.hpp"
+#include "posenc/posenc.h"
+
+namespace pyposenc {
+
+namespace {
+
+constexpr int64_t kPosLimit = int64_t(1) << 31;
+
+py::object table(py::handle spec_obj, py::handle n_obj, int64_t first, py::handle dtype, py::handle out) {
+  const posenc_spec spec = spec_arg(spec_obj);
+  Elem e = Elem::F32;
+  if (!dtype.is_none()) {
+    e = float_elem(dtype);
+  } else if (!out.is_none()) {
+    e = view_of(out, Want{"out", kFloats, 2, 2, true}).elem;
+  }
+  int64_t n;
+  if (!n_obj.is_none()) {
+    n = n_obj.cast<int64_t>();
+  } else if (!out.is_none()) {
+    n = view_of(out, Want{"out", kFloats, 2, 2, true}).shape[0];
+  } else {
+    throw py::type_error("table: give n, or out= with n rows");
+  }
+  // the spec (and n < 0) as the C library checks them, before an array is made
+  check(posenc_table_f32(&spec, first, n < 0 ? n : 0, nullptr, spec.d_model));
+  const int64_t shape[2] = {n, spec.d_model};
+  mul(n, spec.d_model);
+  View o = output(out, "out", e, 2, shape);
+  const int64_t stride = row_stride(o, 0, spec.d_model);
+  run_batches(1, [&](int64_t) {
+    switch (e) {
+      case Elem::BF16: return posenc_table_bf16(&spec, first, n, o.ptr<uint16_t>(), stride);
+      case Elem::F16: return posenc_table_f16(&spec, first, n, o.ptr<uint16_t>(), stride);
+      default: return posenc_table_f32(&spec, first, n, o.ptr<float>(), stride);
+    }
+  });
+  return o.owner;
+}
+
+py::object rows(py::handle spec_obj, py::handle positions, py::handle dtype, py::handle out) {
+  const posenc_spec spec = spec_arg(spec_obj);
+  Elem e = Elem::F32;
+  if (!dtype.is_none()) {
+    e = float_elem(dtype);
+  } else if (!out.is_none()) {
+    e = view_of(out, Want{"out", kFloats, 2, 2, true}).elem;
+  }
+  check(posenc_rows_f32(&spec, nullptr, 0, nullptr, spec.d_model));
+  const View p = index_array(positions, "positions", Elem::I64, 1, 1);
+  const int64_t n = p.shape[0];
+  const int64_t shape[2] = {n, spec.d_model};
+  mul(n, spec.d_model);
+  View o = output(out, "out", e, 2, shape);
+  const int64_t stride = row_stride(o, 0, spec.d_model);
+  const int64_t *pos = p.ptr<int64_t>();
+  run_batches(1, [&](int64_t) {
+    switch (e) {
+      case Elem::BF16: return posenc_rows_bf16(&spec, pos, n, o.ptr<uint16_t>(), stride);
+      case Elem::F16: return posenc_rows_f16(&spec, pos, n, o.ptr<uint16_t>(), stride);
+      default: return posenc_rows_f32(&spec, pos, n, o.ptr<float>(), stride);
+    }
+  });
+  return o.owner;
+}
+
+// x, or out, shaped (n, d) or (batch, n, d): the batch count, n, and the view's axes as (batch, n, d).
+struct Rows3 {
+  int64_t batch, n, d, batch_stride, row_stride;
+};
+Rows3 rows3(const View &v) {
+  const int k = v.ndim - 2;
+  Rows3 r{k ? v.shape[0] : 1, v.shape[k], v.shape[k + 1], k ? v.stride[0] : 0, 0};
+  r.row_stride = row_stride(v, k, r.d);
+  return r;
+}
+
+void expect_width(const char *name, int64_t got, int64_t d_model) {
+  if (got != d_model)
+    throw py::value_error(std::string(name) + ": rows of " + std::to_string(got) + " elements, the spec's d_model is " +
+                          std::to_string(d_model));
+}
+
+py::object add(py::handle spec_obj, py::handle x_obj, py::handle positions, int64_t first, float scale,
+               py::handle out) {
+  const posenc_spec spec = spec_arg(spec_obj);
+  const View x = view_of(x_obj, Want{"x", bit(Elem::F32), 2, 3});
+  check(posenc_add_f32(&spec, nullptr, spec.d_model, scale, nullptr, first, 0, nullptr, spec.d_model));
+  const Rows3 xr = rows3(x);
+  expect_width("x", xr.d, spec.d_model);
+  const Positions p = positions_arg(positions, first, xr.batch, xr.n);
+  View o = output(out, "out", Elem::F32, x.ndim, x.shape);
+  if (!same_view(o, x) && overlap(o, x)) throw py::value_error("out overlaps x (only out is x is allowed)");
+  const Rows3 orr = rows3(o);
+  if (xr.batch > 1) precheck_positions(p);
+  run_batches(xr.batch, [&](int64_t b) {
+    return posenc_add_f32(&spec, x.ptr<float>() + b * xr.batch_stride, xr.row_stride, scale, p.row(b), p.first, xr.n,
+                          o.ptr<float>() + b * orr.batch_stride, orr.row_stride);
+  });
+  return o.owner;
+}
+
+py::object embed(py::handle spec_obj, py::handle table_obj, py::handle tokens_obj, py::handle positions, int64_t first,
+                 float scale, py::handle out) {
+  const posenc_spec spec = spec_arg(spec_obj);
+  const View t = view_of(table_obj, Want{"table", kFloats, 2, 2});
+  check(posenc_embed_f32(&spec, nullptr, 0, spec.d_model, nullptr, scale, nullptr, first, 0, nullptr, spec.d_model));
+  expect_width("table", t.shape[1], spec.d_model);
+  const View tok = index_array(tokens_obj, "tokens", Elem::I32, 1, 2);
+  const int64_t batch = tok.ndim == 2 ? tok.shape[0] : 1, n = tok.shape[tok.ndim - 1];
+  const Positions p = positions_arg(positions, first, tok.ndim == 2 ? batch : 1, n);
+  int64_t shape[3] = {batch, n, spec.d_model};
+  if (tok.ndim == 1) shape[0] = n, shape[1] = spec.d_model;
+  mul(mul(batch, n), spec.d_model);
+  View o = output(out, "out", Elem::F32, tok.ndim + 1, shape);
+  if (overlap(o, t)) throw py::value_error("out overlaps the embedding table");
+  const Rows3 orr = rows3(o);
+  const int64_t vocab = t.shape[0], ts = row_stride(t, 0, spec.d_model);
+  if (batch > 1) {
+    precheck_tokens(tok, vocab);
+    precheck_positions(p);
+  }
+  run_batches(batch, [&](int64_t b) {
+    const int32_t *ids = tok.ptr<int32_t>() + b * n;
+    float *dst = o.ptr<float>() + b * orr.batch_stride;
+    switch (t.elem) {
+      case Elem::BF16:
+        return posenc_embed_bf16(&spec, t.ptr<uint16_t>(), vocab, ts, ids, scale, p.row(b), p.first, n, dst,
+                                 orr.row_stride);
+      case Elem::F16:
+        return posenc_embed_f16(&spec, t.ptr<uint16_t>(), vocab, ts, ids, scale, p.row(b), p.first, n, dst,
+                                orr.row_stride);
+      default:
+        return posenc_embed_f32(&spec, t.ptr<float>(), vocab, ts, ids, scale, p.row(b), p.first, n, dst,
+                                orr.row_stride);
+    }
+  });
+  return o.owner;
+}
+
+py::object embed_learned(py::handle table_obj, py::handle tokens_obj, py::handle pos_obj, py::handle positions,
+                         int64_t first, float scale, py::handle out) {
+  const View t = view_of(table_obj, Want{"table", bit(Elem::F32), 2, 2});
+  const View pt = view_of(pos_obj, Want{"pos_table", bit(Elem::F32), 2, 2});
+  const int64_t d = t.shape[1];
+  expect_width("pos_table", pt.shape[1], d);
+  const View tok = index_array(tokens_obj, "tokens", Elem::I32, 1, 2);
+  const int64_t batch = tok.ndim == 2 ? tok.shape[0] : 1, n = tok.shape[tok.ndim - 1];
+  const Positions p = positions_arg(positions, first, tok.ndim == 2 ? batch : 1, n);
+  int64_t shape[3] = {batch, n, d};
+  if (tok.ndim == 1) shape[0] = n, shape[1] = d;
+  mul(mul(batch, n), d);
+  View o = output(out, "out", Elem::F32, tok.ndim + 1, shape);
+  if (overlap(o, t) || overlap(o, pt)) throw py::value_error("out overlaps the embedding or position table");
+  const Rows3 orr = rows3(o);
+  const int64_t vocab = t.shape[0], ts = row_stride(t, 0, d), pos_rows = pt.shape[0], ps = row_stride(pt, 0, d);
+  if (batch > 1) {
+    precheck_tokens(tok, vocab);
+    precheck_learned(p, n, pos_rows);
+  }
+  run_batches(batch, [&](int64_t b) {
+    return posenc_embed_learned_f32(d, t.ptr<float>(), vocab, ts, tok.ptr<int32_t>() + b * n, scale, pt.ptr<float>(),
+                                    pos_rows, ps, p.row(b), p.first, n, o.ptr<float>() + b * orr.batch_stride,
+                                    orr.row_stride);
+  });
+  return o.owner;
+}
+
+}  // namespace
+
+posenc_spec spec_arg(py::handle obj) {
+  if (py::isinstance<posenc_spec>(obj)) return obj.cast<posenc_spec>();
+  if (py::isinstance<py::int_>(obj)) return posenc_spec_default(obj.cast<int64_t>());
+  throw py::type_error("spec: expected a posenc.Spec or an int d_model");
+}
+
+Positions positions_arg(py::handle positions, int64_t first, int64_t batch, int64_t n) {
+  Positions p;
+  p.first = first;
+  if (positions.is_none()) return p;
+  p.given = true;
+  p.v = index_array(positions, "positions", Elem::I64, 1, 2);
+  const int64_t rows = p.v.ndim == 2 ? p.v.shape[0] : batch, len = p.v.shape[p.v.ndim - 1];
+  if (len != n || rows != batch)
+    throw py::value_error("positions: expected " + std::to_string(n) + " positions" +
+                          (batch > 1 ? " (or " + std::to_string(batch) + " rows of them)" : std::string()) + ", got " +
+                          std::to_string(p.v.ndim == 2 ? rows * len : len));
+  return p;
+}
+
+void precheck_positions(const Positions &p) {
+  if (!p.given) return;  // a run is the same for every batch row: the first C call checks it
+  const int64_t count = p.v.ndim == 2 ? p.v.shape[0] * p.v.shape[1] : p.v.shape[0];
+  const int64_t *q = p.v.ptr<int64_t>();
+  for (int64_t i = 0; i < count; ++i)
+    if (q[i] != POSENC_PAD && (q[i] <= -kPosLimit || q[i] >= kPosLimit)) check(POSENC_ERR_OUT_OF_RANGE);
+}
+
+void precheck_tokens(const View &tokens, int64_t vocab) {
+  const int64_t count = tokens.ndim == 2 ? tokens.shape[0] * tokens.shape[1] : tokens.shape[0];
+  const int32_t *t = tokens.ptr<int32_t>();
+  for (int64_t i = 0; i < count; ++i)
+    if (t[i] < 0 || t[i] >= vocab) check(POSENC_ERR_OUT_OF_RANGE);
+}
+
+void precheck_learned(const Positions &p, int64_t n, int64_t pos_rows) {
+  if (!p.given) {
+    if (n > 0 && (p.first < 0 || p.first > pos_rows - n)) check(POSENC_ERR_OUT_OF_RANGE);
+    return;
+  }
+  const int64_t count = p.v.ndim == 2 ? p.v.shape[0] * p.v.shape[1] : p.v.shape[0];
+  const int64_t *q = p.v.ptr<int64_t>();
+  for (int64_t i = 0; i < count; ++i)
+    if (q[i] != POSENC_PAD && (q[i] < 0 || q[i] >= pos_rows)) check(POSENC_ERR_OUT_OF_RANGE);
+}
+
+void bind_tables(py::module_ &m) {
+  using namespace pybind11::literals;
+  m.def("table", &table, "spec"_a, "n"_a = py::none(), "first"_a = 0, py::kw_only(), "dtype"_a = py::none(),
+        "out"_a = py::none(),
+        R"(table(spec, n=None, first=0, *, dtype=None, out=None) -> ndarray
+
+The rows for positions first .. first+n-1, shape (n, d_model): posenc_table_f32 / _bf16 / _f16.
+spec is a posenc.Spec or an int d_model (Vaswani's convention). dtype: "float32" (default), "bfloat16"
+(returned as uint16 bit patterns) or "float16"; with out= (a preallocated (n, d_model) array or CPU tensor,
+rows may be strided, the last axis contiguous) the dtype is out's and n may be omitted. Every float32 is the
+correctly rounded sin/cos of the exact angle; bf16/f16 are rounded to nearest-even from it. Runs without the
+GIL. Raises posenc.InvalidArgument, OutOfRange, SizeOverflow, NoMemory or Unsupported with the C status;
+nothing is written on error.)");
+  m.def("rows", &rows, "spec"_a, "positions"_a, py::kw_only(), "dtype"_a = py::none(), "out"_a = py::none(),
+        R"(rows(spec, positions, *, dtype=None, out=None) -> ndarray
+
+One row per explicit position (any integer array-like of shape (n,)), shape (n, d_model); posenc.PAD gives
+a zero row. dtype and out as in table(): posenc_rows_f32 / _bf16 / _f16.)");
+  m.def("add", &add, "spec"_a, "x"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0, "scale"_a = 1.0f,
+        "out"_a = py::none(),
+        R"(add(spec, x, *, positions=None, first=0, scale=1.0, out=None) -> ndarray
+
+out = fmaf(scale, x, PE(position)) element-wise (posenc_add_f32). x: float32, shape (n, d_model) or
+(batch, n, d_model) (any row and batch strides: a seq-first [seq, batch, d] array is x.transpose(1, 0, 2)).
+positions: None (first, first+1, ...), shape (n,) shared by the batch, or (batch, n). out may be x (in
+place); a new array otherwise. Other overlaps of out and x raise ValueError.)");
+  m.def("embed", &embed, "spec"_a, "table"_a, "tokens"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0,
+        "scale"_a = 1.0f, "out"_a = py::none(),
+        R"(embed(spec, table, tokens, *, positions=None, first=0, scale=1.0, out=None) -> ndarray
+
+The fused embedding: out[r] = fmaf(scale, table[tokens[r]], PE(position r)), no PE table made
+(posenc_embed_f32 / _bf16 / _f16 by table's dtype: float32, bfloat16 (uint16 bits) or float16). table:
+(vocab, d_model), rows may be strided. tokens: integers, shape (n,) or (batch, n); the output is
+(n, d_model) or (batch, n, d_model), float32. positions as in add().)");
+  m.def("embed_learned", &embed_learned, "table"_a, "tokens"_a, "pos_table"_a, py::kw_only(), "positions"_a = py::none(),
+        "first"_a = 0, "scale"_a = 1.0f, "out"_a = py::none(),
+        R"(embed_learned(table, tokens, pos_table, *, positions=None, first=0, scale=1.0, out=None) -> ndarray
+
+Learned positions (BERT, GPT-2, a trained LSPE): out[r] = fmaf(scale, table[tokens[r]], pos_table[pos r])
+(posenc_embed_learned_f32). table (vocab, d) and pos_table (pos_rows, d), float32; positions must lie in
+[0, pos_rows), or be posenc.PAD (explicit positions only), which adds +0.0. Shapes as in embed().)");
+}
+
+}  // namespace pyposenc
