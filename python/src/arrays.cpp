@@ -58,6 +58,18 @@ const Torch *torch_types() {
   return t;
 }
 
+// Interned attribute names of a tensor (built once, under the GIL; kept for the interpreter's lifetime).
+struct Names {
+  PyObject *layout, *is_cpu, *dtype, *shape, *stride, *requires_grad, *data_ptr;
+};
+const Names &names() {
+  static const Names n{PyUnicode_InternFromString("layout"), PyUnicode_InternFromString("is_cpu"),
+                       PyUnicode_InternFromString("dtype"),  PyUnicode_InternFromString("shape"),
+                       PyUnicode_InternFromString("stride"), PyUnicode_InternFromString("requires_grad"),
+                       PyUnicode_InternFromString("data_ptr")};
+  return n;
+}
+
 bool torch_elem(const Torch &T, py::handle dtype, Elem *e) {
   if (dtype.is(T.f32)) *e = Elem::F32;
   else if (dtype.is(T.bf16)) *e = Elem::BF16;
@@ -83,7 +95,15 @@ void check_rank(int ndim, const Want &w) {
 }
 
 // Strides of axes of length <= 1 never separate two elements: 0, so that no caller reads them.
-void finish(View &v, const Want &w, const std::vector<int64_t> &byte_strides) {
+// Byte strides as read (at most 4 axes, as check_rank allows).
+struct Strides {
+  int64_t s[4] = {0, 0, 0, 0};
+  int count = 0;
+  void push_back(int64_t v) { s[count < 4 ? count++ : 3] = v; }
+  int64_t operator[](int i) const { return s[i]; }
+};
+
+void finish(View &v, const Want &w, const Strides &byte_strides) {
   const int64_t size = elem_size(v.elem);
   for (int i = 0; i < v.ndim; ++i) {
     int64_t s = byte_strides[i];
@@ -123,7 +143,7 @@ int64_t View::extent_bytes() const {
 
 View view_of(py::handle obj, const Want &w) {
   View v;
-  std::vector<int64_t> strides;
+  Strides strides;
   const Torch *T = nullptr;
   if (py::isinstance<py::array>(obj)) {
     py::array a = py::reinterpret_borrow<py::array>(obj);
@@ -140,24 +160,32 @@ View view_of(py::handle obj, const Want &w) {
     v.data = static_cast<char *>(const_cast<void *>(a.data()));
     v.writeable = a.writeable();
   } else if (is_tensor(obj, &T)) {
-    if (!py::object(obj.attr("layout")).is(T->strided)) type_error(std::string(w.name) + ": only strided (dense) tensors");
-    if (!obj.attr("is_cpu").cast<bool>()) type_error(std::string(w.name) + ": the tensor must be on the CPU");
-    py::object dtype = obj.attr("dtype");
+    // raw C API with interned names: a decode step converts three tensors per call (docs/python.md, overhead)
+    auto get = [&](PyObject *name) { return py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), name)); };
+    auto call = [&](PyObject *name) {
+      return py::reinterpret_steal<py::object>(PyObject_CallMethodObjArgs(obj.ptr(), name, nullptr));
+    };
+    const Names &N = names();
+    py::object layout = get(N.layout), is_cpu = get(N.is_cpu), dtype = get(N.dtype), shape = get(N.shape),
+               st = call(N.stride), grad = get(N.requires_grad), ptr = call(N.data_ptr);
+    if (!layout || !is_cpu || !dtype || !shape || !st || !grad || !ptr) throw py::error_already_set();
+    if (!layout.is(T->strided)) type_error(std::string(w.name) + ": only strided (dense) tensors");
+    if (is_cpu.ptr() != Py_True) type_error(std::string(w.name) + ": the tensor must be on the CPU");
     if (!torch_elem(*T, dtype, &v.elem) || !(w.elems & bit(v.elem)))
       type_error(std::string(w.name) + ": dtype " + py::str(dtype).cast<std::string>() + " is not one of " +
                  accepted(w.elems));
-    py::tuple shape = obj.attr("shape");
-    v.ndim = int(shape.size());
+    if (!PyTuple_Check(shape.ptr()) || !PyTuple_Check(st.ptr())) type_error(std::string(w.name) + ": not a tensor");
+    v.ndim = int(PyTuple_GET_SIZE(shape.ptr()));
     check_rank(v.ndim, w);
-    py::tuple st = obj.attr("stride")();
     for (int i = 0; i < v.ndim; ++i) {
-      v.shape[i] = shape[i].cast<int64_t>();
-      strides.push_back(st[i].cast<int64_t>() * elem_size(v.elem));
+      v.shape[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), i));
+      strides.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(st.ptr(), i)) * elem_size(v.elem));
     }
-    if (w.write && obj.attr("requires_grad").cast<bool>())
+    if (PyErr_Occurred()) throw py::error_already_set();
+    if (w.write && grad.ptr() == Py_True)
       value_error(std::string(w.name) + ": the tensor requires grad; write into it under torch.no_grad() "
                                         "from a detached tensor, or use posenc.torch");
-    v.data = reinterpret_cast<char *>(obj.attr("data_ptr")().cast<uintptr_t>());
+    v.data = reinterpret_cast<char *>(PyLong_AsVoidPtr(ptr.ptr()));
     v.writeable = true;
   } else {
     type_error(std::string(w.name) + ": expected a NumPy array or a CPU torch.Tensor, got " +

@@ -188,18 +188,20 @@ struct Heads {
   int64_t batch = 1, n = 0, heads = 0, dim = 0, batch_stride = 0, token_stride = 0, head_stride = 0;
 };
 
-Heads heads_of(py::handle obj, const char *name, int64_t rotary_dim) {
+// heads_first: rank 3 is (heads, tokens, head_dim) and rank 4 (batch, heads, tokens, head_dim), HF's.
+Heads heads_of(py::handle obj, const char *name, int64_t rotary_dim, bool heads_first) {
   Heads x;
   x.v = view_of(obj, Want{name, kFloats, 2, 4, true});
   const View &v = x.v;
-  const int k = v.ndim == 4 ? 1 : 0;  // the token axis
-  x.batch = k ? v.shape[0] : 1;
-  x.batch_stride = k ? v.stride[0] : 0;
-  x.n = v.shape[k];
-  x.heads = v.ndim >= 3 ? v.shape[k + 1] : 1;
+  const int b = v.ndim == 4 ? 1 : 0;                              // axes before the token and head axes
+  const int ta = v.ndim >= 3 && heads_first ? b + 1 : b, ha = v.ndim >= 3 ? (heads_first ? b : b + 1) : -1;
+  x.batch = b ? v.shape[0] : 1;
+  x.batch_stride = b ? v.stride[0] : 0;
+  x.n = v.shape[ta];
+  x.heads = ha >= 0 ? v.shape[ha] : 1;
   x.dim = v.shape[v.ndim - 1];
-  x.token_stride = row_stride(v, k, x.dim);
-  x.head_stride = v.ndim >= 3 ? row_stride(v, k + 1, x.dim) : x.dim;
+  x.token_stride = row_stride(v, ta, x.dim);
+  x.head_stride = ha >= 0 ? row_stride(v, ha, x.dim) : x.dim;
   if (x.dim < rotary_dim)
     throw py::value_error(std::string(name) + ": head rows of " + std::to_string(x.dim) +
                           " elements, shorter than rotary_dim " + std::to_string(rotary_dim));
@@ -272,13 +274,13 @@ posenc_status rotate(const posenc_rope &c, const Positions &p, int64_t b, const 
   }
 }
 
-void apply(const Rope &r, py::handle q_obj, py::handle k_obj, py::handle positions, int64_t first) {
+void apply(const Rope &r, py::handle q_obj, py::handle k_obj, py::handle positions, int64_t first, bool heads_first) {
   const posenc_rope &c = r.c_rope();
   Heads t[2];
-  t[0] = heads_of(q_obj, "q", c.rotary_dim);
+  t[0] = heads_of(q_obj, k_obj.is_none() ? "x" : "q", c.rotary_dim, heads_first);
   const bool has_k = !k_obj.is_none();
   if (has_k) {
-    t[1] = heads_of(k_obj, "k", c.rotary_dim);
+    t[1] = heads_of(k_obj, "k", c.rotary_dim, heads_first);
     if (t[1].v.elem != t[0].v.elem) throw py::type_error("q and k must have the same dtype");
     if (t[1].v.ndim != t[0].v.ndim || t[1].batch != t[0].batch || t[1].n != t[0].n)
       throw py::value_error("q and k must have the same batch and token counts");
@@ -293,6 +295,23 @@ void apply(const Rope &r, py::handle q_obj, py::handle k_obj, py::handle positio
     return t[0].v.elem == Elem::F32 ? rotate<float>(c, p, b, t[0], has_k ? &t[1] : nullptr)
                                     : rotate<uint16_t>(c, p, b, t[0], has_k ? &t[1] : nullptr);
   });
+}
+
+// The same call `repeat` times without returning to Python: the kernel's own time per call, for the report's
+// per-call overhead (the Python call's time minus this, in the same process).
+double repeat_rope_qk(const Rope &r, py::handle q, py::handle k, py::handle positions, bool heads_first, int64_t repeat) {
+  apply(r, q, k, positions, 0, heads_first);  // checks, and the first use of the spec
+  Heads t[2];
+  t[0] = heads_of(q, "q", r.c_rope().rotary_dim, heads_first);
+  if (!k.is_none()) t[1] = heads_of(k, "k", r.c_rope().rotary_dim, heads_first);
+  const Positions p = positions_arg(positions, 0, t[0].batch, t[0].n);
+  py::object clock = py::module_::import("time").attr("perf_counter");
+  const double start = clock().cast<double>();
+  run_batches(repeat, [&](int64_t) {
+    return t[0].v.elem == Elem::F32 ? rotate<float>(r.c_rope(), p, 0, t[0], k.is_none() ? nullptr : &t[1])
+                                    : rotate<uint16_t>(r.c_rope(), p, 0, t[0], k.is_none() ? nullptr : &t[1]);
+  });
+  return (clock().cast<double>() - start) / double(repeat);
 }
 
 }  // namespace
@@ -383,6 +402,9 @@ The keywords give what HF reads from the model config outside the dict: max_posi
 reference length; yarn/longrope derive a missing factor from it as HF v5 does), the original length when the
 dict has none (Phi-3), and the current seq_len (dynamic, longrope; default: dynamic's reference length, and 0
 for longrope, i.e. the short factors).)");
+  m.def("_repeat_rope_qk", &repeat_rope_qk, "rope"_a, "q"_a, "k"_a, "positions"_a, "heads_first"_a, "repeat"_a,
+        "Benchmark helper: seconds per posenc_rope_qk_* call, the call repeated without Python in between "
+        "(batch 1). Rotates q and k repeat + 1 times.");
   m.def("rope_cache", &rope_cache, "rope"_a, "n"_a = py::none(), "first"_a = 0, py::kw_only(),
         "positions"_a = py::none(), "out"_a = py::none(),
         R"(rope_cache(rope, n=None, first=0, *, positions=None, out=None) -> (cos, sin) or out
@@ -393,27 +415,27 @@ pair of (n, r/2) arrays (ONNX Runtime's cos_cache / sin_cache), or one (n, r) ar
 first half and sin in the second (vLLM's cos_sin_cache), which is returned.)");
   m.def(
       "rope",
-      [](const Rope &r, py::handle x, py::handle positions, int64_t first) {
-        apply(r, x, py::none(), positions, first);
+      [](const Rope &r, py::handle x, py::handle positions, int64_t first, bool heads_first) {
+        apply(r, x, py::none(), positions, first, heads_first);
         return py::reinterpret_borrow<py::object>(x);
       },
-      "rope"_a, "x"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0,
-      R"(rope(rope, x, *, positions=None, first=0) -> x
+      "rope"_a, "x"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0, "heads_first"_a = false,
+      R"(rope(rope, x, *, positions=None, first=0, heads_first=False) -> x
 
 Rotates x in place (posenc_rope_f32 / _bf16 / _f16 by dtype; bfloat16 as uint16 bits, or torch.bfloat16) and
 returns it. x: (tokens, head_dim), (tokens, heads, head_dim) or (batch, tokens, heads, head_dim), any
-non-negative strides with a contiguous last axis: HF's [batch, heads, seq, head_dim] is
-x.transpose(0, 2, 1, 3) (NumPy) / x.transpose(1, 2) (torch). Only the first rotary_dim elements of each
+non-negative strides with a contiguous last axis. heads_first=True reads rank 3 as (heads, tokens, head_dim)
+and rank 4 as (batch, heads, tokens, head_dim), HF's [batch, heads, seq, head_dim]. Only the first rotary_dim elements of each
 head row change. positions: None (first, first+1, ...), (tokens,), or (batch, tokens); posenc.PAD leaves the
 token untouched. Overlapping head rows raise posenc.InvalidArgument; nothing is written on error.)");
   m.def(
       "rope_qk",
-      [](const Rope &r, py::handle q, py::handle k, py::handle positions, int64_t first) {
-        apply(r, q, k, positions, first);
+      [](const Rope &r, py::handle q, py::handle k, py::handle positions, int64_t first, bool heads_first) {
+        apply(r, q, k, positions, first, heads_first);
         return py::make_tuple(q, k);
       },
-      "rope"_a, "q"_a, "k"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0,
-      R"(rope_qk(rope, q, k, *, positions=None, first=0) -> (q, k)
+      "rope"_a, "q"_a, "k"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0, "heads_first"_a = false,
+      R"(rope_qk(rope, q, k, *, positions=None, first=0, heads_first=False) -> (q, k)
 
 q and k of the same tokens rotated in place in one pass (posenc_rope_qk_*), cos/sin made once per token for
 the heads of both (GQA: different head counts). Shapes as in rope(), same dtype, batch and token counts; k

@@ -395,7 +395,8 @@ def _compute_yarn_parameters(config: Any, device: Optional[torch.device] = None,
     attention_factor = rs.get("attention_factor")
     mscale = rs.get("mscale")
     mscale_all_dim = rs.get("mscale_all_dim")
-    original_max_position_embeddings = rs.get("original_max_position_embeddings") or _get(config, "max_position_embeddings")
+    original_max_position_embeddings = (rs.get("original_max_position_embeddings")
+                                        or _get(config, "max_position_embeddings"))
     if factor is None:  # v5's rule (4.5x would raise KeyError)
         factor = _get(config, "max_position_embeddings") / original_max_position_embeddings
 
