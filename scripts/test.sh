@@ -2,10 +2,11 @@
 # The whole test suite on a fresh Debian bookworm machine: installs what is missing, builds, runs every
 # test natively (each x86 path, and the suite again once per forced path), cross-builds for aarch64 and
 # runs the same suite under qemu (the NEON path), installs into a temporary prefix and builds the examples
-# against it, then the hardening runs (sanitizers, valgrind, fuzzing, TSan). Ends with
-# "tests: N passed, M failed", which counts the Catch2 test cases of every meson log plus one case for each
-# step that is not a meson test (the install and subproject checks, the fuzz run, each build of the
-# hardening script, and with --report the quick benchmark report).
+# against it, builds and tests the Python package (scripts/test_python.sh), then the hardening runs
+# (sanitizers, valgrind, fuzzing, TSan). Ends with "tests: N passed, M failed", which counts the Catch2 test
+# cases of every meson log, each pytest case, plus one case for each step that is not a meson test (the
+# install and subproject checks, the Python build, the fuzz run, each build of the hardening script, and
+# with --report the quick benchmark report).
 #   scripts/test.sh [--werror] [--report]
 #     --werror   warnings are errors (CI)
 #     --report   first runs scripts/report.sh --quick, so that the report pipeline cannot rot (CI)
@@ -66,6 +67,11 @@ meson test -C build-test-neon --num-processes "$jobs" --print-errorlogs || statu
 echo "== install into a temporary prefix and build the examples against it; meson subproject"
 step "install + examples" bash scripts/test_install.sh
 step "meson subproject" bash scripts/test_subproject.sh
+
+echo "== the Python package: wheel and pip install offline, pytest (NumPy, posenc.torch), the Python example"
+py_args=()
+$werror && py_args=(--werror)
+step "python: build, install, pytest" bash scripts/test_python.sh "${py_args[@]}"
 
 echo "== hardening: ASan+UBSan, valgrind, libFuzzer, TSan"
 bash scripts/test_hardening.sh || status=1

@@ -1,0 +1,165 @@
+"""Type stubs of posenc (the extension module posenc._posenc, re-exported). Arrays are NumPy arrays or CPU
+torch.Tensors (zero copy); bfloat16 NumPy arrays are uint16 bit patterns."""
+from enum import IntEnum
+from typing import Any, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+PAD: int  # POSENC_PAD: an explicit position that gives a zero row / leaves a token untouched
+
+ArrayLike = Any  # numpy.ndarray or torch.Tensor (CPU, strided)
+IntArrayLike = Union[Sequence[int], npt.NDArray[np.integer], Any]
+DType = Union[str, np.dtype, type, Any]  # "float32" | "bfloat16" | "float16", numpy or torch dtypes
+A = TypeVar("A")
+
+class Status(IntEnum):
+    OK: int
+    ERR_NULL: int
+    ERR_INVALID: int
+    ERR_OUT_OF_RANGE: int
+    ERR_OVERFLOW: int
+    ERR_UNSUPPORTED: int
+    ERR_NO_MEMORY: int
+
+class Layout(IntEnum):
+    INTERLEAVED: int
+    SIN_COS_HALVES: int
+    COS_SIN_HALVES: int
+
+class RopePairs(IntEnum):
+    HALVES: int
+    INTERLEAVED: int
+
+class Isa(IntEnum):
+    SCALAR: int
+    AVX2: int
+    AVX512: int
+    NEON: int
+
+class Error(Exception):
+    """Base of the C library's errors; message == status_string(status)."""
+    status: Status
+
+class InvalidArgument(Error, ValueError): ...  # ERR_INVALID, ERR_NULL
+class OutOfRange(Error, IndexError): ...  # ERR_OUT_OF_RANGE
+class SizeOverflow(Error, OverflowError): ...  # ERR_OVERFLOW
+class NoMemory(Error, MemoryError): ...  # ERR_NO_MEMORY
+class Unsupported(Error, RuntimeError): ...  # ERR_UNSUPPORTED
+
+LayoutLike = Union[Layout, str, int]
+PairsLike = Union[RopePairs, str, int]
+IsaLike = Union[Isa, str, int]
+
+class Spec:
+    """A sinusoidal encoding (posenc_spec); immutable, hashable, picklable."""
+    def __init__(self, d_model: int, layout: LayoutLike = "interleaved", base: float = 10000.0,
+                 freq_denominator: float = 0.0, position_scale: float = 1.0) -> None: ...
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def layout(self) -> Layout: ...
+    @property
+    def base(self) -> float: ...
+    @property
+    def freq_denominator(self) -> float: ...
+    @property
+    def position_scale(self) -> float: ...
+    @staticmethod
+    def vaswani(d_model: int) -> Spec: ...
+    @staticmethod
+    def marian(d_model: int) -> Spec: ...
+    @staticmethod
+    def fairseq(d_model: int) -> Spec: ...
+    @staticmethod
+    def tensor2tensor(d_model: int, min_timescale: float = 1.0, max_timescale: float = 1.0e4) -> Spec: ...
+    @staticmethod
+    def ctranslate2(d_model: int) -> Spec: ...
+    @staticmethod
+    def ggml_timestep(d_model: int, max_period: float = 10000.0) -> Spec: ...
+    @staticmethod
+    def diffusers(d_model: int, flip_sin_to_cos: bool = False, downscale_freq_shift: float = 1.0,
+                  scale: float = 1.0, max_period: float = 10000.0) -> Spec: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+SpecLike = Union[Spec, int]
+
+class Rope:
+    """A RoPE spec (posenc_rope) owning its explicit frequencies; immutable, picklable."""
+    def __init__(self, rotary_dim: int, pairs: PairsLike = "halves", base: float = 10000.0,
+                 position_scale: float = 1.0, freq: Optional[Sequence[float]] = None,
+                 attention_scale: float = 1.0) -> None: ...
+    @property
+    def rotary_dim(self) -> int: ...
+    @property
+    def pairs(self) -> RopePairs: ...
+    @property
+    def base(self) -> float: ...
+    @property
+    def position_scale(self) -> float: ...
+    @property
+    def attention_scale(self) -> float: ...
+    @property
+    def freq(self) -> Optional[npt.NDArray[np.float64]]: ...
+    def with_pairs(self, pairs: PairsLike) -> Rope: ...
+    def with_position_scale(self, position_scale: float) -> Rope: ...
+    def with_attention_scale(self, attention_scale: float) -> Rope: ...
+    @staticmethod
+    def llama2(rotary_dim: int = 128) -> Rope: ...
+    @staticmethod
+    def llama3_1(rotary_dim: int = 128) -> Rope: ...
+    @staticmethod
+    def mistral_7b_v02(rotary_dim: int = 128) -> Rope: ...
+    @staticmethod
+    def qwen2(rotary_dim: int = 128, yarn: bool = False) -> Rope: ...
+    @staticmethod
+    def phi3_mini_128k(seq_len: int) -> Rope: ...
+    @staticmethod
+    def deepseek_v2() -> Rope: ...
+    @staticmethod
+    def deepseek_v3() -> Rope: ...
+    @staticmethod
+    def gpt_neox_20b() -> Rope: ...
+    @staticmethod
+    def gpt_j_6b() -> Rope: ...
+    def __eq__(self, other: object) -> bool: ...
+
+def table(spec: SpecLike, n: Optional[int] = None, first: int = 0, *, dtype: Optional[DType] = None,
+          out: Optional[ArrayLike] = None) -> ArrayLike:
+    """posenc_table_f32 / _bf16 / _f16: (n, d_model) rows for positions first .. first+n-1."""
+def rows(spec: SpecLike, positions: IntArrayLike, *, dtype: Optional[DType] = None,
+         out: Optional[ArrayLike] = None) -> ArrayLike:
+    """posenc_rows_*: one row per explicit position; PAD gives zeros."""
+def add(spec: SpecLike, x: ArrayLike, *, positions: Optional[IntArrayLike] = None, first: int = 0,
+        scale: float = 1.0, out: Optional[ArrayLike] = None) -> ArrayLike:
+    """posenc_add_f32: fmaf(scale, x, PE); x (n, d) or (batch, n, d); out may be x."""
+def embed(spec: SpecLike, table: ArrayLike, tokens: IntArrayLike, *, positions: Optional[IntArrayLike] = None,
+          first: int = 0, scale: float = 1.0, out: Optional[ArrayLike] = None) -> ArrayLike:
+    """posenc_embed_f32 / _bf16 / _f16 by the table's dtype: fmaf(scale, table[tokens], PE)."""
+def embed_learned(table: ArrayLike, tokens: IntArrayLike, pos_table: ArrayLike, *,
+                  positions: Optional[IntArrayLike] = None, first: int = 0, scale: float = 1.0,
+                  out: Optional[ArrayLike] = None) -> ArrayLike:
+    """posenc_embed_learned_f32: fmaf(scale, table[tokens], pos_table[positions])."""
+def rope_init(rotary_dim: int, base: float = 10000.0, scaling: Optional[Mapping[str, Any]] = None, *,
+              pairs: PairsLike = "halves", max_position_embeddings: Optional[int] = None,
+              original_max_position_embeddings: Optional[int] = None, seq_len: Optional[int] = None) -> Rope:
+    """posenc_rope_init from an HF rope_scaling / rope_parameters dict."""
+def rope_cache(rope: Rope, n: Optional[int] = None, first: int = 0, *, positions: Optional[IntArrayLike] = None,
+               out: Union[None, ArrayLike, Tuple[ArrayLike, ArrayLike]] = None) -> Any:
+    """posenc_rope_cache_f32: (cos, sin) of (n, r/2), into out=(cos, sin), or one (n, r) vLLM cache."""
+def rope(rope: Rope, x: A, *, positions: Optional[IntArrayLike] = None, first: int = 0,
+         heads_first: bool = False) -> A:
+    """posenc_rope_f32 / _bf16 / _f16, in place; x (tokens, dim), (tokens, heads, dim), (batch, tokens, heads,
+    dim), or with heads_first (heads, tokens, dim) / (batch, heads, tokens, dim)."""
+def rope_qk(rope: Rope, q: A, k: Optional[A], *, positions: Optional[IntArrayLike] = None, first: int = 0,
+            heads_first: bool = False) -> Tuple[A, Optional[A]]:
+    """posenc_rope_qk_*: q and k in one pass, in place."""
+def status_string(status: Status) -> str: ...
+def version() -> str: ...
+def active_isa() -> Isa: ...
+def isa_name(isa: IsaLike) -> str: ...
+def isa_available(isa: IsaLike) -> bool: ...
+def available_isas() -> list[Isa]: ...
+def force_isa(isa: IsaLike) -> None: ...

@@ -140,6 +140,7 @@ class PositionalEncoding(_ExactPE):
         self._set_table(Spec.vaswani(d_model), max_len, (max_len, 1, d_model))
 
     def forward(self, x: Tensor) -> Tensor:
+        """dropout(x + pe[:seq]) for x [seq, batch, d_model]."""
         y = self._add(x, seq_first=True)
         if y is None:
             y = x + self.pe[: x.size(0)]
@@ -156,6 +157,7 @@ class PositionalEncodingBatchFirst(_ExactPE):
         self._set_table(Spec.vaswani(d_model), max_len, (1, max_len, d_model))
 
     def forward(self, x: Tensor) -> Tensor:
+        """dropout(x + pe[:, :seq]) for x [batch, seq, d_model]."""
         y = self._add(x, seq_first=False)
         if y is None:
             y = x + self.pe[:, : x.size(1)]
@@ -199,6 +201,8 @@ class SinusoidalPositionalEmbedding(nn.Module):
 
     def forward(self, input: Tensor, incremental_state: Optional[Any] = None, timestep: Optional[Tensor] = None,
                 positions: Optional[Tensor] = None) -> Tensor:
+        """Tokens [bsz, seq] -> [bsz, seq, dim]; with incremental_state, the row of position timestep + 1
+        (or seq), [bsz, 1, dim]; explicit positions are used as given (padding_idx -> zeros)."""
         bsz, seq_len = input.size(0), input.size(1)
         dtype = self._float_tensor.dtype
         if incremental_state is not None:
@@ -237,6 +241,7 @@ class LearnableSinusoidalPositionalEncoding(nn.Module):
         return self.ffn(self.pe[:seq_len])
 
     def forward(self, x: Tensor) -> Tensor:
+        """dropout(x + ffn(pe[:seq])), broadcast over the batch."""
         if self.batch_first:
             x = x + self.position_encoding(x.size(1)).unsqueeze(0)
         else:
@@ -294,6 +299,7 @@ class ScaledEmbeddingWithPE(nn.Module):
         self.scale = math.sqrt(d_model)
 
     def forward(self, tokens: Tensor) -> Tensor:
+        """sqrt(d_model) * embedding(tokens) + PE(0 .. seq-1), fused: [..., seq] -> float32 [..., seq, d_model]."""
         if tokens.size(-1) > self.max_len:
             raise IndexError("sequence of %d tokens is longer than max_len %d" % (tokens.size(-1), self.max_len))
         return embed(tokens, self.embedding.weight, self.spec, scale=self.scale,
@@ -411,6 +417,8 @@ class RotaryEmbedding(nn.Module):
 
     @torch.no_grad()
     def forward(self, x: Tensor, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
+        """(cos, sin) [batch, seq, rotary_dim] in x.dtype for position_ids [batch, seq] (HF's layout: the
+        rotary_dim / 2 values twice, times the attention scaling). x only gives the dtype."""
         if self.rope_type in ("dynamic", "longrope"):
             self._update(position_ids)
         cos, sin = rope_cache(self.rope, position_ids)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The Python package, offline, from Debian's packages only: builds a wheel with `python3 -m build
+# --no-isolation`, installs the source tree with `pip install --no-build-isolation .` into a venv that
+# sees Debian's NumPy, PyTorch and pytest (--system-site-packages), checks the wheel installs too, runs
+# examples/python/decode.py and the pytest suite (python/tests) against the installed package. Each pytest case counts in the closing
+# "tests: N passed, M failed" line (python/tests/conftest.py writes them to $POSENC_RESULTS).
+#   scripts/test_python.sh [--werror]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+posenc_install_deps python3-mesonpy pybind11-dev python3-numpy python3-pytest python3-torch python3-build \
+  python3-venv python3-pip python3-gmpy2
+
+werror=false
+[ "${1:-}" = --werror ] && werror=true
+# Debian's packages belong to the system interpreter, whatever python3 comes first in PATH
+py=/usr/bin/python3
+root=$PWD
+work=$PWD/build-python
+rm -rf "$work"
+mkdir -p "$work"
+setup_args=()
+$werror && setup_args=(--config-settings=setup-args=-Dwerror=true)
+
+echo "== wheel: python3 -m build --no-isolation --wheel"
+"$py" -m build --no-isolation --wheel --outdir "$work/dist" "${setup_args[@]}" . >"$work/build.log" 2>&1 ||
+  { tail -40 "$work/build.log"; exit 1; }
+ls "$work/dist"
+
+echo "== venv: pip install --no-build-isolation ."
+"$py" -m venv --system-site-packages "$work/venv"
+"$work/venv/bin/pip" install --no-index --no-build-isolation "${setup_args[@]}" . >"$work/pip.log" 2>&1 ||
+  { tail -40 "$work/pip.log"; exit 1; }
+"$py" -m venv --system-site-packages "$work/venv-wheel"
+"$work/venv-wheel/bin/pip" install --no-index "$work"/dist/posenc-*.whl >>"$work/pip.log" 2>&1 ||
+  { tail -40 "$work/pip.log"; exit 1; }
+"$work/venv-wheel/bin/python" -c 'import posenc, posenc.torch; print("wheel:", posenc.__version__, posenc.active_isa())'
+
+echo "== the Python example (examples/python/decode.py)"
+(cd "$work" && "$work/venv/bin/python" "$root/examples/python/decode.py")
+
+echo "== pytest (installed package)"
+cd "$work"  # not the source tree: the tests import the installed posenc
+"$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests"
