@@ -105,14 +105,16 @@ struct Strides {
 
 void finish(View &v, const Want &w, const Strides &byte_strides) {
   const int64_t size = elem_size(v.elem);
+  bool empty = false;
+  for (int i = 0; i < v.ndim; ++i) empty = empty || v.shape[i] == 0;
   for (int i = 0; i < v.ndim; ++i) {
     int64_t s = byte_strides[i];
-    if (v.shape[i] <= 1) s = 0;
+    if (v.shape[i] <= 1 || empty) s = 0;
     if (s < 0) value_error(std::string(w.name) + ": negative strides are not supported (pass a copy)");
     if (s % size) value_error(std::string(w.name) + ": strides must be whole elements (pass a copy)");
     v.stride[i] = s / size;
   }
-  if (v.ndim && v.shape[v.ndim - 1] > 1 && v.stride[v.ndim - 1] != 1)
+  if (!empty && v.ndim && v.shape[v.ndim - 1] > 1 && v.stride[v.ndim - 1] != 1)
     value_error(std::string(w.name) + ": the last axis must be contiguous (stride 1); pass a contiguous copy");
 }
 
@@ -166,11 +168,13 @@ View view_of(py::handle obj, const Want &w) {
       return py::reinterpret_steal<py::object>(PyObject_CallMethodObjArgs(obj.ptr(), name, nullptr));
     };
     const Names &N = names();
-    py::object layout = get(N.layout), is_cpu = get(N.is_cpu), dtype = get(N.dtype), shape = get(N.shape),
-               st = call(N.stride), grad = get(N.requires_grad), ptr = call(N.data_ptr);
-    if (!layout || !is_cpu || !dtype || !shape || !st || !grad || !ptr) throw py::error_already_set();
+    py::object layout = get(N.layout), is_cpu = get(N.is_cpu);
+    if (!layout || !is_cpu) throw py::error_already_set();
     if (!layout.is(T->strided)) type_error(std::string(w.name) + ": only strided (dense) tensors");
     if (is_cpu.ptr() != Py_True) type_error(std::string(w.name) + ": the tensor must be on the CPU");
+    py::object dtype = get(N.dtype), shape = get(N.shape), st = call(N.stride), grad = get(N.requires_grad),
+               ptr = call(N.data_ptr);
+    if (!dtype || !shape || !st || !grad || !ptr) throw py::error_already_set();
     if (!torch_elem(*T, dtype, &v.elem) || !(w.elems & bit(v.elem)))
       type_error(std::string(w.name) + ": dtype " + py::str(dtype).cast<std::string>() + " is not one of " +
                  accepted(w.elems));
@@ -201,7 +205,15 @@ View index_array(py::handle obj, const char *name, Elem target, int min_ndim, in
   const Torch *T = nullptr;
   if (py::isinstance<py::array>(obj) || is_tensor(obj, &T)) {
     // the fast path: already the right type and contiguous
-    View v = view_of(obj, Want{name, bit(Elem::I32) | bit(Elem::I64) | kFloats | bit(Elem::F64), min_ndim, max_ndim});
+    View v;
+    try {
+      v = view_of(obj, Want{name, bit(Elem::I32) | bit(Elem::I64) | kFloats | bit(Elem::F64), min_ndim, max_ndim});
+    } catch (const py::builtin_exception &) {
+      // not viewable as it is (a strided or narrow integer array): converted below; but a tensor that is not
+      // on the CPU, or not dense, keeps its error
+      if (T && (!py::object(obj.attr("is_cpu")).cast<bool>() || !py::object(obj.attr("layout")).is(T->strided))) throw;
+      v.elem = Elem::F64;
+    }
     bool contiguous = v.elem == target;
     int64_t expect = 1;
     for (int i = v.ndim - 1; i >= 0 && contiguous; --i) {

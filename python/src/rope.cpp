@@ -59,7 +59,21 @@ Rope make_rope(int64_t rotary_dim, py::handle pairs, double base, double positio
 
 template <class T> T get(const py::dict &d, const char *key, T fallback) {
   if (!d.contains(key) || d[key].is_none()) return fallback;
-  return d[key].cast<T>();
+  py::object v = d[key];
+  if constexpr (std::is_same_v<T, int64_t>) {
+    // lengths written as floats in some configs (8192.0): integral values only
+    if (py::isinstance<py::float_>(v)) {
+      const double f = v.cast<double>();
+      if (f != std::floor(f) || !(std::fabs(f) < 0x1p62))
+        throw py::value_error(std::string("scaling: ") + key + " must be an integer");
+      return int64_t(f);
+    }
+  }
+  try {
+    return v.cast<T>();
+  } catch (const py::cast_error &) {
+    throw py::type_error(std::string("scaling: ") + key + " has the wrong type");
+  }
 }
 
 // posenc_rope_init from HF's rope_scaling / rope_parameters dict (docs/rope.md, "Scalings"): the keys of the
@@ -143,8 +157,12 @@ py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle
     p.given = true;
     p.v = index_array(positions, "positions", Elem::I64, 1, 1);
     n = p.v.shape[0];
-  } else if (!n_obj.is_none()) {
-    n = n_obj.cast<int64_t>();
+  }
+  if (!n_obj.is_none()) {
+    const int64_t given = n_obj.cast<int64_t>();
+    if (p.given && given != n)
+      throw py::value_error("rope_cache: n = " + std::to_string(given) + " but " + std::to_string(n) + " positions");
+    n = given;
   }
   // out: None, a (cos, sin) pair of (n, h) arrays, or one (n, rotary_dim) array [cos | sin] (vLLM)
   const bool pair = py::isinstance<py::tuple>(out) || py::isinstance<py::list>(out);

@@ -247,7 +247,8 @@ a zero row. dtype and out as in table(): posenc_rows_f32 / _bf16 / _f16.)");
 out = fmaf(scale, x, PE(position)) element-wise (posenc_add_f32). x: float32, shape (n, d_model) or
 (batch, n, d_model) (any row and batch strides: a seq-first [seq, batch, d] array is x.transpose(1, 0, 2)).
 positions: None (first, first+1, ...), shape (n,) shared by the batch, or (batch, n). out may be x (in
-place); a new array otherwise. Other overlaps of out and x raise ValueError.)");
+place); a new array otherwise. out and x sharing any address range otherwise raise ValueError (even
+when their elements interleave without meeting).)");
   m.def("embed", &embed, "spec"_a, "table"_a, "tokens"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0,
         "scale"_a = 1.0f, "out"_a = py::none(),
         R"(embed(spec, table, tokens, *, positions=None, first=0, scale=1.0, out=None) -> ndarray

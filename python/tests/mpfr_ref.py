@@ -108,11 +108,16 @@ def narrow_from_f32(v, fmt):
 
 
 def widen_bf16(bits):
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    a = np.asarray(bits)
+    assert a.dtype == np.uint16, "bfloat16 as uint16 bit patterns"
+    return (a.astype(np.uint32) << 16).view(np.float32)
 
 
 def widen_f16(bits):
-    return np.asarray(bits, dtype=np.uint16).view(np.float16).astype(np.float32)  # exact
+    a = np.asarray(bits)
+    if a.dtype != np.float16:
+        a = a.astype(np.uint16).view(np.float16)
+    return a.astype(np.float32)  # exact
 
 
 def widen(a, fmt):
@@ -301,13 +306,31 @@ class RopeRef:
         return np.stack([self.row(p) for p in positions])
 
 
+def _quiet_bits(a, fmt):
+    """float32 bit patterns of format-fmt elements (f16 given as uint16 bits), NaNs quieted (the payload widened
+    as the C reference does)."""
+    a = np.asarray(a)
+    if fmt == "f32":
+        b = a.view(np.uint32).astype(np.uint32)
+    elif fmt == "bf16":
+        b = a.astype(np.uint32) << 16
+    else:
+        h = a.astype(np.uint32)
+        b = ((h & 0x8000) << 16) | 0x7F800000 | ((h & 0x3FF) << 13)
+    return b | 0x00400000
+
+
 def rotate_rows(rows, cos, sin, pairs, fmt):
-    """posenc.h's rotation of head rows `rows` (array [..., >= r] of float32, or uint16 bf16/f16 bits) by the
-    float32 cos/sin (broadcastable to [..., h]); returns a new array of the same type. Only the first r = 2h
-    elements change."""
+    """posenc.h's rotation of head rows `rows` (array [..., >= r] of float32, bf16 uint16 bits, or float16 / its
+    uint16 bits) by the float32 cos/sin (broadcastable to [..., h]); returns a new array of the same type. Only
+    the first r = 2h elements change. Where the formula gives NaN, posenc.h's NaN rule (tests/test_rope.cpp
+    nan_results): the first NaN among x and y, quieted, else +qNaN, narrowed to bf16 / f16 keeping the sign
+    and the top of the payload."""
     h = np.shape(cos)[-1]
-    out = np.array(rows, copy=True)
-    v = widen(out, fmt).astype(np.float64)
+    rows = np.asarray(rows)
+    out = np.array(rows.view(np.uint16) if rows.dtype == np.float16 else rows, copy=True)  # f16 as bits
+    with np.errstate(invalid="ignore"):
+        v = widen(out, fmt).astype(np.float64)
     if int(pairs) == 0:
         ix, iy = np.arange(h), np.arange(h) + h
     else:
@@ -319,12 +342,47 @@ def rotate_rows(rows, cos, sin, pairs, fmt):
         xr = x * c - y * s  # both products exact in double: one rounding of the exact sum
         yr = y * c + x * s
         if fmt == "f32":
-            out[..., ix] = xr.astype(np.float32)
-            out[..., iy] = yr.astype(np.float32)
+            nx, ny = xr.astype(np.float32), yr.astype(np.float32)
         else:
-            out[..., ix] = narrow_from_double(xr, fmt)
-            out[..., iy] = narrow_from_double(yr, fmt)
-    return out
+            nx, ny = narrow_from_double(xr, fmt), narrow_from_double(yr, fmt)
+    if np.isnan(xr).any() or np.isnan(yr).any():
+        b = np.where(np.isnan(x), _quiet_bits(out[..., ix], fmt),
+                     np.where(np.isnan(y), _quiet_bits(out[..., iy], fmt), np.uint32(0x7FC00000)))
+        b = np.broadcast_to(b, xr.shape).astype(np.uint32)
+        if fmt == "f32":
+            rule = b.view(np.float32)
+        elif fmt == "bf16":
+            rule = (b >> 16).astype(np.uint16)
+        else:
+            rule = (((b >> 16) & 0x8000) | 0x7C00 | ((b >> 13) & 0x3FF)).astype(np.uint16)
+        nx = np.where(np.isnan(xr), rule, nx)
+        ny = np.where(np.isnan(yr), rule, ny)
+    out[..., ix] = nx
+    out[..., iy] = ny
+    return out.view(np.float16) if rows.dtype == np.float16 else out
+
+
+def rotate_tokens(x, positions, rope_ref, fmt):
+    """The expected result of posenc.rope on x shaped [T, D], [T, H, D] or [B, T, H, D] (a logical copy) at
+    `positions` ([T] or [B, T]); PAD tokens keep their values."""
+    x = np.asarray(x)
+    shape = x.shape
+    if x.ndim == 2:
+        x = x[:, None, :]
+    if x.ndim == 3:
+        x = x[None]
+    pos = np.asarray(positions, np.int64)
+    if pos.ndim == 1:
+        pos = np.broadcast_to(pos, x.shape[:2])
+    out = np.array(x, copy=True)
+    h = rope_ref.h
+    for b in range(x.shape[0]):
+        keep = pos[b] != PAD
+        if not keep.any():
+            continue
+        cs = rope_ref.cache([int(p) for p in pos[b][keep]])
+        out[b, keep] = rotate_rows(x[b, keep], cs[:, None, :h], cs[:, None, h:], rope_ref.pairs, fmt)
+    return out.reshape(shape)
 
 
 # ---- HF's rope_type formulas (docs/rope.md "Every scheme"), real arithmetic ---------------------------------

@@ -1,0 +1,523 @@
+"""RoPE through the core API: posenc.Rope, rope_cache in its three out forms, rope and rope_qk on float32 /
+bfloat16 / float16 arrays and tensors in every layout, bit for bit against MPFR's cos/sin and posenc.h's
+rotation on every SIMD path; the RoPE golden digests of tests/test_rope.cpp; rope_init against HF's formulas
+(docs/rope.md "Every scheme") evaluated with MPFR; the model presets."""
+import pickle
+
+import numpy as np
+import pytest
+
+import posenc
+import mpfr_ref as R
+from helpers import assert_bits, bits, sentinel
+
+K = 2 ** 31
+PAD = posenc.PAD
+FMTS = ["f32", "bf16", "f16"]
+NP_DTYPE = {"f32": np.float32, "bf16": np.uint16, "f16": np.float16}
+
+
+def data(fmt, shape, seed, specials=False):
+    a = R.fill(fmt, int(np.prod(shape)), seed, specials).reshape(shape)
+    return a.view(np.float16) if fmt == "f16" else a
+
+
+ROPES = {
+    "r64_halves": posenc.Rope(64),
+    "r128_base5e5": posenc.Rope(128, base=5e5),
+    "r96_interleaved_scale0.25_m0.7": posenc.Rope(96, "interleaved", position_scale=0.25, attention_scale=0.7),
+    "r32_m3_scale-1.5": posenc.Rope(32, base=5e5, position_scale=-1.5, attention_scale=3.0),
+    "r2": posenc.Rope(2),
+    "r40_explicit_odd": posenc.Rope(40, "interleaved", freq=R.odd_frequencies(20, 1), attention_scale=1.369),
+    "r30_explicit_m2^-64": posenc.Rope(30, freq=R.odd_frequencies(15, 2), position_scale=0.75,
+                                       attention_scale=2.0 ** -64),
+    "r24_explicit_m2^64": posenc.Rope(24, "gptj", freq=R.odd_frequencies(12, 3), attention_scale=2.0 ** 64),
+}
+_REFS = {}
+
+
+def ref_of(name):
+    if name not in _REFS:
+        _REFS[name] = R.RopeRef.of(ROPES[name])
+    return _REFS[name]
+
+
+POS = [0, 1, 4096, 131072, K - 1, -(K - 1), PAD, 1234567, 7, 7, -3]
+
+
+# ---- the Rope object ----------------------------------------------------------------------------------------
+
+def test_rope_fields_equality_pickle_and_variants():
+    r = posenc.Rope(40, "interleaved", base=5e5, position_scale=0.5, freq=R.odd_frequencies(20, 1),
+                    attention_scale=1.5)
+    assert (r.rotary_dim, r.pairs, r.base, r.position_scale, r.attention_scale) == (
+        40, posenc.RopePairs.INTERLEAVED, 5e5, 0.5, 1.5)
+    f = r.freq
+    assert f.dtype == np.float64 and f.tolist() == R.odd_frequencies(20, 1)
+    f[0] = 99.0  # a copy
+    assert r.freq[0] == 1.0
+    assert posenc.Rope(8).freq is None
+    assert pickle.loads(pickle.dumps(r)) == r
+    assert r != posenc.Rope(40, "interleaved", base=5e5, position_scale=0.5, freq=R.odd_frequencies(20, 2),
+                            attention_scale=1.5)
+    assert r.with_pairs("halves").pairs == posenc.RopePairs.HALVES
+    assert r.with_position_scale(2.0).position_scale == 2.0
+    assert r.with_attention_scale(0.25).attention_scale == 0.25
+    assert posenc.Rope(8, "neox") == posenc.Rope(8, posenc.RopePairs.HALVES)
+    assert posenc.Rope(8, "GPTJ") == posenc.Rope(8, 1)
+    assert "rotary_dim=40" in repr(r) and "interleaved" in repr(r) and "freq=[20 values]" in repr(r)
+
+
+# ---- the cache ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(ROPES))
+def test_rope_cache_three_out_forms(isa, name):
+    rope, ref = ROPES[name], ref_of(name)
+    h, r = rope.rotary_dim // 2, rope.rotary_dim
+    want = ref.cache(POS)
+    cos, sin = posenc.rope_cache(rope, positions=POS)
+    assert cos.shape == (len(POS), h) and cos.dtype == np.float32
+    assert_bits(cos, want[:, :h], f"{name} cos")
+    assert_bits(sin, want[:, h:], f"{name} sin")
+    # ONNX Runtime's two caches: column slices of wider buffers, gaps untouched
+    cb, sb = sentinel((len(POS), h + 3), np.float32), sentinel((len(POS), h + 1), np.float32)
+    res = posenc.rope_cache(rope, positions=np.array(POS), out=(cb[:, 2:2 + h], sb[:, 1:]))
+    assert res[0].base is cb and res[1].base is sb
+    assert_bits(cb[:, 2:2 + h], want[:, :h], f"{name} cos out")
+    assert_bits(sb[:, 1:], want[:, h:], f"{name} sin out")
+    assert (bits(cb[:, :2]) == 0x7FBADBAD).all() and (bits(cb[:, 2 + h:]) == 0x7FBADBAD).all()
+    assert (bits(sb[:, 0]) == 0x7FBADBAD).all()
+    # vLLM's cos_sin_cache: one (n, r) array
+    vl = sentinel((len(POS), r), np.float32)
+    assert posenc.rope_cache(rope, positions=POS, out=vl) is vl
+    assert_bits(vl, want, f"{name} vLLM layout")
+    # runs: first + t, n given or taken from out
+    run = ref.cache(list(range(-40, 30)))
+    c2, s2 = posenc.rope_cache(rope, 70, -40)
+    assert_bits(np.concatenate([c2, s2], axis=1), run, f"{name} run")
+    vl = np.empty((70, r), np.float32)
+    posenc.rope_cache(rope, first=-40, out=vl)
+    assert_bits(vl, run, f"{name} run, n from out")
+    pair = [np.empty((70, h), np.float32), np.empty((70, h), np.float32)]
+    posenc.rope_cache(rope, None, -40, out=pair)  # a list works as the pair
+    assert_bits(np.concatenate(pair, axis=1), run, f"{name} run, list out")
+
+
+def test_rope_cache_torch_outputs(isa):
+    torch = pytest.importorskip("torch")
+    rope, ref = ROPES["r128_base5e5"], ref_of("r128_base5e5")
+    vl = torch.zeros(len(POS), 128)
+    assert posenc.rope_cache(rope, positions=torch.tensor(POS), out=vl) is vl
+    assert_bits(vl, ref.cache(POS), "torch vLLM cache")
+    c, s = torch.zeros(len(POS), 64), torch.zeros(len(POS), 64)
+    posenc.rope_cache(rope, positions=POS, out=(c, s))
+    assert_bits(torch.cat([c, s], 1), ref.cache(POS), "torch pair")
+
+
+# ---- the rotation -------------------------------------------------------------------------------------------
+
+ROT_ROPES = ["r64_halves", "r96_interleaved_scale0.25_m0.7", "r40_explicit_odd", "r2", "r32_m3_scale-1.5"]
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("name", ROT_ROPES)
+def test_rope_every_layout(isa, name, fmt):
+    rope, ref = ROPES[name], ref_of(name)
+    r = rope.rotary_dim
+    d = r + 5  # partial rotary: the tail of each head row stays
+    seed = 100 + len(name) * 3 + FMTS.index(fmt)
+    # [T, D], first + t
+    x = data(fmt, (9, d), seed)
+    want = R.rotate_tokens(x, range(1000, 1009), ref, fmt)
+    assert posenc.rope(rope, x, first=1000) is x
+    assert_bits(x, want, f"{name} {fmt} [T, D]")
+    # [T, H, D], explicit positions with PAD and repeats
+    x = data(fmt, (len(POS), 3, d), seed + 1)
+    want = R.rotate_tokens(x, POS, ref, fmt)
+    posenc.rope(rope, x, positions=POS)
+    assert_bits(x, want, f"{name} {fmt} [T, H, D]")
+    # [B, T, H, D], per-batch positions
+    x = data(fmt, (2, 6, 2, d), seed + 2)
+    pos = np.array([[5, 6, 7, PAD, 9, 10], [0, 0, K - 1, -5, 3, 2]], np.int64)
+    want = R.rotate_tokens(x, pos, ref, fmt)
+    posenc.rope(rope, x, positions=pos)
+    assert_bits(x, want, f"{name} {fmt} [B, T, H, D]")
+    # HF's [B, H, S, D] through transpose(0, 2, 1, 3): token stride D, head stride S * D
+    x = data(fmt, (2, 3, 7, d), seed + 3)
+    want = R.rotate_tokens(x.transpose(0, 2, 1, 3), range(-3, 4), ref, fmt).transpose(0, 2, 1, 3)
+    posenc.rope(rope, x.transpose(0, 2, 1, 3), first=-3)
+    assert_bits(x, want, f"{name} {fmt} [B, H, S, D] transposed")
+    # the same with heads_first=True, no transpose; and [H, T, D] (rank 3) both ways
+    x = data(fmt, (2, 3, 7, d), seed + 3)
+    posenc.rope(rope, x, first=-3, heads_first=True)
+    assert_bits(x, want, f"{name} {fmt} [B, H, S, D] heads_first")
+    x = data(fmt, (3, 7, d), seed + 5)
+    want = R.rotate_tokens(x.transpose(1, 0, 2), POS[:7], ref, fmt).transpose(1, 0, 2)
+    y = x.copy()
+    posenc.rope(rope, x.transpose(1, 0, 2), positions=POS[:7])
+    assert_bits(x, want, f"{name} {fmt} [H, T, D] transposed")
+    posenc.rope(rope, y, positions=POS[:7], heads_first=True)
+    assert_bits(y, want, f"{name} {fmt} [H, T, D] heads_first")
+    # head rows inside a wider buffer (strided tokens and heads), the rest untouched
+    buf = data(fmt, (5, 4, d + 6), seed + 4)
+    want = buf.copy()
+    want[:, 1:3, 2:2 + d] = R.rotate_tokens(buf[:, 1:3, 2:2 + d], [3, PAD, 4, 5, 77777], ref, fmt)
+    posenc.rope(rope, buf[:, 1:3, 2:2 + d], positions=[3, PAD, 4, 5, 77777])
+    assert_bits(buf, want, f"{name} {fmt} strided heads")
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_rope_qk_gqa_fused_qkv_and_k_none(isa, fmt):
+    rope, ref = ROPES["r64_halves"], ref_of("r64_halves")
+    d = 72
+    # GQA: 8 q heads, 2 k heads, separate arrays
+    q, k = data(fmt, (5, 8, d), 11), data(fmt, (5, 2, d), 12)
+    pos = [4095, 4096, PAD, 0, -7]
+    wq, wk = R.rotate_tokens(q, pos, ref, fmt), R.rotate_tokens(k, pos, ref, fmt)
+    res = posenc.rope_qk(rope, q, k, positions=pos)
+    assert res[0] is q and res[1] is k
+    assert_bits(q, wq, f"{fmt} GQA q")
+    assert_bits(k, wk, f"{fmt} GQA k")
+    # fused QKV [B, T, Hq + 2 Hk, D]: q = [:, :, :4], k = [:, :, 4:6], v untouched
+    qkv = data(fmt, (2, 70, 8, d), 13)
+    want = qkv.copy()
+    want[:, :, :4] = R.rotate_tokens(qkv[:, :, :4], range(-35, 35), ref, fmt)
+    want[:, :, 4:6] = R.rotate_tokens(qkv[:, :, 4:6], range(-35, 35), ref, fmt)
+    posenc.rope_qk(rope, qkv[:, :, :4], qkv[:, :, 4:6], first=-35)
+    assert_bits(qkv, want, f"{fmt} fused QKV")
+    # k None
+    q = data(fmt, (4, 3, d), 14)
+    wq = R.rotate_tokens(q, [1, 2, 3, 4], ref, fmt)
+    assert posenc.rope_qk(rope, q, None, first=1) == (q, None)
+    assert_bits(q, wq, f"{fmt} k None")
+    # rope_qk equals rope on q then on k
+    q, k = data(fmt, (6, 4, d), 15), data(fmt, (6, 4, d), 16)
+    q2, k2 = q.copy(), k.copy()
+    posenc.rope_qk(rope, q, k, positions=POS[:6])
+    posenc.rope(rope, q2, positions=POS[:6])
+    posenc.rope(rope, k2, positions=POS[:6])
+    assert_bits(q, q2, f"{fmt} qk vs q")
+    assert_bits(k, k2, f"{fmt} qk vs k")
+
+
+def to_torch(x, fmt):
+    import torch
+
+    if fmt == "bf16":
+        return torch.from_numpy(x.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(x.copy())
+
+
+def test_rope_torch_tensors_hf_layout(isa):
+    torch = pytest.importorskip("torch")
+    rope, ref = ROPES["r128_base5e5"], ref_of("r128_base5e5")
+    pos = np.array([[0, 1, 2, 3, 4, 5], [9, PAD, 11, 12, 13, 14]])
+    for fmt in FMTS:
+        x = data(fmt, (2, 4, 6, 128), 21)  # HF's [B, H, S, D]
+        xt = to_torch(x, fmt)
+        want = R.rotate_tokens(x.transpose(0, 2, 1, 3), pos, ref, fmt).transpose(0, 2, 1, 3)
+        q = xt.transpose(1, 2)  # [B, S, H, D] view
+        assert posenc.rope(rope, q, positions=torch.from_numpy(pos)) is q
+        assert_bits(xt, want, f"torch {fmt}")
+        qt, kt = to_torch(x, fmt), to_torch(x[:, :2], fmt)
+        posenc.rope_qk(rope, qt, kt, first=100, heads_first=True)
+        assert_bits(qt, R.rotate_tokens(x.transpose(0, 2, 1, 3), range(100, 106), ref, fmt).transpose(0, 2, 1, 3),
+                    f"torch {fmt} qk q")
+        assert_bits(kt, R.rotate_tokens(x[:, :2].transpose(0, 2, 1, 3), range(100, 106), ref,
+                                        fmt).transpose(0, 2, 1, 3), f"torch {fmt} qk k")
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_nan_and_infinities_in_x(isa, fmt):
+    # tests/test_rope.cpp: the formula where it is not NaN, posenc.h's NaN rule where it is, on every path;
+    # position 0 (sin 0) makes inf * 0
+    for name in ("r64_halves", "r24_explicit_m2^64"):
+        rope, ref = ROPES[name], ref_of(name)
+        pos = R.packed(3, 70)
+        pos[0] = 0
+        x = data(fmt, (70, 3, rope.rotary_dim + 5), 999 + FMTS.index(fmt), specials=True)
+        want = R.rotate_tokens(x, pos, ref, fmt)
+        assert np.isnan(R.widen(want if fmt != "f16" else want.view(np.uint16), fmt)).sum() > 4
+        posenc.rope(rope, x, positions=pos)
+        assert_bits(x, want, f"{name} {fmt} NaN rule")
+
+
+# ---- golden digests (tests/test_rope.cpp) --------------------------------------------------------------------
+
+ROPE_GOLDENS = [
+    ("cache r=128 base 5e5, scattered and extreme positions", (128, 0, 5e5, 1.0, None, 1.0), True, "f32", 8, 0,
+     [0, 1, 4096, 131072, K - 1, -(K - 1), PAD, 1234567],
+     "3b15244a606cfe5e98ca2b8461ddb9bc74cf09c9284f279a07999586941b3722"),
+    ("cache r=96 m 1.369 scale 0.25, positions -40..29", (96, 0, 1e4, 0.25, None, 1.369), True, "f32", 70, -40,
+     None, "67ea95bcb8db282ae9fdd06dac21c08a193d62289c79ff410ce858943a90f520"),
+    ("qk f32 halves r=64 fused QKV 4/2 d=72, first + t", (64, 0, 1e4, 1.0, None, 1.0), False, "f32", 66, 1000,
+     None, "1b86338b05beaef24b3b197048d7e380f827ea4e1ae56d3a224a634648758640"),
+    ("qk bf16 interleaved r=40 explicit frequencies, m 0.7", (40, 1, 1e4, 1.0, R.odd_frequencies(20, 5), 0.7),
+     False, "bf16", 5, 0, [7, 7, PAD, 2000000000, -3],
+     "398cbf3d5453afab8633722afa3aa90fb98ea5369e3ffd7f137cf5c317dd7d2d"),
+    ("qk f16 halves r=32 base 5e5 m 3, packed", (32, 0, 5e5, 1.0, None, 3.0), False, "f16", 40, 0, R.packed(8, 40),
+     "f8bd4ba0db04892d7a5c3bc6bb3364272ca7c50cc1854a4242db23a928f4282e"),
+]
+
+
+def golden_rope(g):
+    r, pairs, base, scale, freq, m = g[1]
+    return posenc.Rope(r, posenc.RopePairs(pairs), base, scale, freq, m)
+
+
+def golden_input(g):
+    r = g[1][0]
+    d = r + 8
+    return data(g[3], (g[4], 8, d), 2026)  # [T, 8 heads, d]: 4 q, 2 k, 2 v heads
+
+
+def golden_positions(g):
+    return g[6] if g[6] is not None else list(range(g[5], g[5] + g[4]))
+
+
+@pytest.mark.parametrize("g", ROPE_GOLDENS, ids=[g[0] for g in ROPE_GOLDENS])
+def test_rope_golden_digests_are_those_of_mpfr(g):
+    r, pairs, base, scale, freq, m = g[1]
+    ref = R.RopeRef(r, base, scale, freq, m, pairs)
+    pos = golden_positions(g)
+    if g[2]:
+        want = ref.cache(pos)
+    else:
+        x = golden_input(g)
+        want = x.copy()
+        want[:, :6] = R.rotate_tokens(x[:, :6], pos, ref, g[3])
+    assert R.sha256(want) == g[7]
+
+
+@pytest.mark.parametrize("g", ROPE_GOLDENS, ids=[g[0] for g in ROPE_GOLDENS])
+def test_every_path_reproduces_the_rope_golden_digests(isa, g):
+    rope = golden_rope(g)
+    if g[2]:
+        out = np.empty((g[4], g[1][0]), np.float32)
+        if g[6] is None:
+            posenc.rope_cache(rope, g[4], g[5], out=out)
+        else:
+            posenc.rope_cache(rope, positions=g[6], out=out)
+        assert R.sha256(out) == g[7]
+    else:
+        x = golden_input(g)
+        posenc.rope_qk(rope, x[:, :4], x[:, 4:6], positions=g[6], first=g[5])
+        assert R.sha256(x) == g[7]
+
+
+# ---- rope_init against HF's formulas ------------------------------------------------------------------------
+
+def check_freqs(rope, exact, what):
+    got = rope.freq
+    assert got is not None, what
+    want = R.nearest_doubles(exact)
+    assert got.tobytes() == want.tobytes(), f"{what}: first difference at {int(np.argmax(got != want))}"
+
+
+def test_rope_init_default():
+    for base in (1e4, 1e6, 5e5):
+        for scaling in (None, {"rope_type": "default"}, {"type": "default", "factor": 8.0}):
+            r = posenc.rope_init(128, base, scaling)
+            assert (r.rotary_dim, r.base, r.position_scale, r.attention_scale, r.freq) == (128, base, 1.0, 1.0, None)
+            assert r.pairs == posenc.RopePairs.HALVES
+    assert posenc.rope_init(64, 1e4, pairs="interleaved").pairs == posenc.RopePairs.INTERLEAVED
+    assert posenc.Rope.llama2() == posenc.rope_init(128, 1e4)
+    assert posenc.Rope.mistral_7b_v02() == posenc.rope_init(128, 1e6)
+    assert posenc.Rope.qwen2() == posenc.rope_init(128, 1e6)
+    assert posenc.Rope.gpt_neox_20b() == posenc.rope_init(24, 1e4)
+    assert posenc.Rope.gpt_j_6b() == posenc.rope_init(64, 1e4, pairs="gptj")
+
+
+@pytest.mark.parametrize("r,base,factor", [(128, 1e4, 2.0), (128, 1e4, 3.0), (128, 1e6, 1.5), (96, 1e4, 40.0),
+                                           (64, 10000.3, 0.75), (2, 1e4, 7.0)])
+def test_rope_init_linear(r, base, factor):
+    rope = posenc.rope_init(r, base, {"rope_type": "linear", "factor": factor, "rope_theta": 123.0})
+    check_freqs(rope, R.hf_linear(base, r, factor), f"linear {r} {base} {factor}")
+    assert (rope.position_scale, rope.attention_scale) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("r,base,factor,lmax", [(128, 1e4, 2.0, 4096), (128, 1e6, 4.0, 32768), (4, 1e4, 2.0, 4096),
+                                                (128, 5e5, 0.5, 8192)])
+def test_rope_init_dynamic(r, base, factor, lmax):
+    for seq in (None, 0, lmax - 1, lmax, lmax + 1, 3 * lmax + 17, 100000, K - 1):
+        kw = {} if seq is None else {"seq_len": seq}
+        rope = posenc.rope_init(r, base, {"rope_type": "dynamic", "factor": factor}, max_position_embeddings=lmax,
+                                **kw)
+        assert rope.attention_scale == 1.0 and rope.base == base
+        if seq is None or seq <= lmax:  # base' = base: the plain spec, as HF resets to its inv_freq
+            assert rope.freq is None
+        else:
+            check_freqs(rope, R.hf_dynamic(base, r, factor, lmax, seq), f"dynamic seq_len {seq}")
+    # max_position_embeddings inside the dict, the legacy "type" key
+    rope = posenc.rope_init(r, base, {"type": "dynamic", "factor": factor, "max_position_embeddings": lmax},
+                            seq_len=2 * lmax)
+    check_freqs(rope, R.hf_dynamic(base, r, factor, lmax, 2 * lmax), "dynamic, dict keys")
+
+
+YARN = [  # (r, base, dict, keywords, HF's arguments to hf_yarn)
+    ("Qwen2 yarn 4 / 32768", 128, 1e6, {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+     {}, dict(factor=4.0, original=32768)),
+    ("DeepSeek-V2", 64, 1e4, {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096,
+                              "beta_fast": 32, "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707}, {},
+     dict(factor=40.0, original=4096, beta_fast=32.0, beta_slow=1.0, mscale=0.707, mscale_all_dim=0.707)),
+    ("DeepSeek-V3", 64, 1e4, {"rope_type": "yarn", "factor": 40, "original_max_position_embeddings": 4096,
+                              "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}, {},
+     dict(factor=40.0, original=4096, beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0)),
+    ("mscale 1.0 against mscale_all_dim 0.5", 64, 1e4, {"rope_type": "yarn", "factor": 16.0,
+                                                       "original_max_position_embeddings": 4096, "mscale": 1.0,
+                                                       "mscale_all_dim": 0.5}, {},
+     dict(factor=16.0, original=4096, mscale=1.0, mscale_all_dim=0.5)),
+    ("gpt-oss, truncate False", 64, 150000.0, {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                               "beta_slow": 1.0, "truncate": False,
+                                               "original_max_position_embeddings": 4096}, {},
+     dict(factor=32.0, original=4096, beta_fast=32.0, beta_slow=1.0, truncate=False)),
+    ("explicit attention_factor", 128, 1e4, {"rope_type": "yarn", "factor": 8.0, "attention_factor": 0.9,
+                                             "original_max_position_embeddings": 2048}, {},
+     dict(factor=8.0, original=2048, attention_factor=0.9)),
+    ("factor from max_position_embeddings (v5)", 128, 1e6, {"rope_type": "yarn"},
+     dict(max_position_embeddings=131072, original_max_position_embeddings=32768), dict(factor=4.0, original=32768)),
+    ("original from max_position_embeddings", 96, 1e4, {"rope_type": "yarn", "factor": 2.0},
+     dict(max_position_embeddings=8192), dict(factor=2.0, original=8192)),
+    ("high correction dimension past h - 1 (HF clamps to r - 1)", 32, 500.0,
+     {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 131072}, {},
+     dict(factor=8.0, original=131072)),
+]
+
+
+@pytest.mark.parametrize("case", YARN, ids=[c[0] for c in YARN])
+def test_rope_init_yarn(case):
+    name, r, base, scaling, kw, hf = case
+    rope = posenc.rope_init(r, base, scaling, **kw)
+    freqs, att = R.hf_yarn(base, r, **hf)
+    check_freqs(rope, freqs, name)
+    assert rope.attention_scale == R.round_f64(att), name
+    if name.startswith("DeepSeek"):
+        assert rope.attention_scale == 1.0
+
+
+def test_yarn_presets():
+    ds2 = posenc.Rope.deepseek_v2()
+    assert ds2.pairs == posenc.RopePairs.INTERLEAVED and ds2.attention_scale == 1.0
+    freqs, _ = R.hf_yarn(1e4, 64, 40.0, 4096, 32.0, 1.0, 0.707, 0.707)
+    check_freqs(ds2, freqs, "deepseek_v2")
+    assert posenc.Rope.deepseek_v3() == posenc.rope_init(64, 1e4, {
+        "rope_type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
+        "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}, pairs="interleaved")
+    assert posenc.Rope.qwen2(yarn=True) == posenc.rope_init(128, 1e6, YARN[0][3])
+
+
+@pytest.mark.parametrize("r,base,factor,lff,hff,orig", [(128, 5e5, 8.0, 1.0, 4.0, 8192), (64, 5e5, 32.0, 1.0, 4.0, 8192),
+                                                        (128, 1e4, 4.0, 2.0, 3.0, 4096)])
+def test_rope_init_llama3(r, base, factor, lff, hff, orig):
+    rope = posenc.rope_init(r, base, {"rope_type": "llama3", "factor": factor, "low_freq_factor": lff,
+                                      "high_freq_factor": hff, "original_max_position_embeddings": orig})
+    check_freqs(rope, R.hf_llama3(base, r, factor, lff, hff, orig), "llama3")
+    assert rope.attention_scale == 1.0
+    if (r, base, factor) == (128, 5e5, 8.0):
+        assert rope == posenc.Rope.llama3_1()
+
+
+# tests/test_rope_init.cpp: Phi-3-mini-128k's first release ("su"), as Phi-3-vision-128k-instruct repeats it
+PHI3_LONG = [
+    1.0299999713897705, 1.0499999523162842, 1.0499999523162842, 1.0799999237060547, 1.2299998998641968,
+    1.2299998998641968, 1.2999999523162842, 1.4499999284744263, 1.5999999046325684, 1.6499998569488525,
+    1.8999998569488525, 2.859999895095825, 3.68999981880188, 5.419999599456787, 5.489999771118164,
+    5.489999771118164, 9.09000015258789, 11.579999923706055, 15.65999984741211, 15.769999504089355,
+    15.789999961853027, 18.360000610351562, 21.989999771118164, 23.079999923706055, 30.009998321533203,
+    32.35000228881836, 32.590003967285156, 35.56000518798828, 39.95000457763672, 53.840003967285156,
+    56.20000457763672, 57.95000457763672, 59.29000473022461, 59.77000427246094, 59.920005798339844,
+    61.190006256103516, 61.96000671386719, 62.50000762939453, 63.3700065612793, 63.48000717163086,
+    63.48000717163086, 63.66000747680664, 63.850006103515625, 64.08000946044922, 64.760009765625,
+    64.80001068115234, 64.81001281738281, 64.81001281738281]
+PHI3_SHORT = [
+    1.05, 1.05, 1.05, 1.1, 1.1, 1.1, 1.2500000000000002, 1.2500000000000002, 1.4000000000000004,
+    1.4500000000000004, 1.5500000000000005, 1.8500000000000008, 1.9000000000000008, 2.000000000000001,
+    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001,
+    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001,
+    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001,
+    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.1000000000000005, 2.1000000000000005, 2.2,
+    2.3499999999999996, 2.3499999999999996, 2.3499999999999996, 2.3499999999999996, 2.3999999999999995,
+    2.3999999999999995, 2.6499999999999986, 2.6999999999999984, 2.8999999999999977, 2.9499999999999975,
+    3.049999999999997, 3.049999999999997, 3.049999999999997]
+
+
+@pytest.mark.parametrize("seq_len", [None, 1, 4096, 4097, 131072])
+def test_rope_init_longrope_phi3_factor_from_max_position_embeddings(seq_len):
+    # Phi-3: no factor in rope_scaling; HF derives 131072 / 4096 = 32 from the config's lengths
+    scaling = {"type": "su", "short_factor": PHI3_SHORT, "long_factor": np.array(PHI3_LONG)}
+    kw = {} if seq_len is None else {"seq_len": seq_len}
+    rope = posenc.rope_init(96, 1e4, scaling, max_position_embeddings=131072, original_max_position_embeddings=4096,
+                            **kw)
+    ext = PHI3_LONG if (seq_len or 0) > 4096 else PHI3_SHORT
+    freqs, att = R.hf_longrope(1e4, 96, ext, 32.0, 4096)
+    check_freqs(rope, freqs, f"longrope seq_len {seq_len}")
+    assert rope.attention_scale == R.round_f64(att)
+    assert rope == posenc.Rope.phi3_mini_128k(seq_len or 0)
+    # the same with "longrope", the lengths in the dict and an explicit factor
+    scaling = {"rope_type": "longrope", "short_factor": PHI3_SHORT, "long_factor": PHI3_LONG, "factor": 32.0,
+               "original_max_position_embeddings": 4096}
+    assert posenc.rope_init(96, 1e4, scaling, **kw) == rope
+
+
+def test_rope_init_longrope_attention_factor_and_no_scaling():
+    scaling = {"rope_type": "longrope", "short_factor": PHI3_SHORT, "long_factor": PHI3_LONG, "factor": 1.0,
+               "original_max_position_embeddings": 4096, "attention_factor": 1.25}
+    rope = posenc.rope_init(96, 1e4, scaling, seq_len=8000)
+    freqs, att = R.hf_longrope(1e4, 96, PHI3_LONG, 1.0, 4096, 1.25)
+    check_freqs(rope, freqs, "longrope attention_factor")
+    assert rope.attention_scale == 1.25
+    del scaling["attention_factor"]
+    assert posenc.rope_init(96, 1e4, scaling, seq_len=8000).attention_scale == 1.0  # factor 1: no scaling
+
+
+def test_rope_init_output_drives_the_cache(isa):
+    # a scheme's explicit frequencies and attention factor reach the kernels: the cache of a yarn rope
+    rope = posenc.rope_init(64, 1e4, YARN[1][3], pairs="interleaved")
+    ref = R.RopeRef.of(rope)
+    cos, sin = posenc.rope_cache(rope, positions=POS)
+    assert_bits(np.concatenate([cos, sin], axis=1), ref.cache(POS), "yarn cache")
+
+
+_TRAPS = {}
+
+
+def one_rounding_traps(fmt, ref):
+    """(pairs, positions): random 16-bit (x, y) pairs whose rotation at their position, rounded to float32 first,
+    would land on a midpoint of the 16-bit format and round to the wrong neighbour (about one in 2^15)."""
+    if fmt in _TRAPS:
+        return _TRAPS[fmt]
+    rng = np.random.default_rng(4242 + len(fmt))
+    found_x, found_pos = [], []
+    for p in range(1, 200):
+        if len(found_pos) >= 60:
+            break
+        c, s = ref.row(p)
+        n = 40000
+        if fmt == "bf16":
+            x = (rng.integers(0, 2, (n, 2)) << 15) | (rng.integers(120, 131, (n, 2)) << 7) | rng.integers(0, 128, (n, 2))
+        else:
+            x = (rng.integers(0, 2, (n, 2)) << 15) | (rng.integers(12, 19, (n, 2)) << 10) | rng.integers(0, 1024, (n, 2))
+        x = x.astype(np.uint16)
+        v = R.widen(x, fmt).astype(np.float64)
+        xr = v[:, 0] * float(c) - v[:, 1] * float(s)
+        yr = v[:, 1] * float(c) + v[:, 0] * float(s)
+        differ = (R.narrow_from_double(xr, fmt) != R.narrow_from_f32(xr.astype(np.float32), fmt)) | (
+            R.narrow_from_double(yr, fmt) != R.narrow_from_f32(yr.astype(np.float32), fmt))
+        for row in x[differ]:
+            found_x.append(row)
+            found_pos.append(p)
+    _TRAPS[fmt] = (np.array(found_x, np.uint16), found_pos)
+    return _TRAPS[fmt]
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "f16"])
+def test_16bit_rotation_rounds_once_from_the_double(isa, fmt):
+    # tests/test_rope.cpp: where rounding the rotated double through float32 would give the wrong 16-bit value
+    rope = posenc.Rope(2, attention_scale=1.369)
+    ref = R.RopeRef.of(rope)
+    pairs, pos = one_rounding_traps(fmt, ref)
+    assert len(pos) >= 20
+    x = pairs.copy() if fmt == "bf16" else pairs.view(np.float16).copy()
+    want = R.rotate_tokens(x, pos, ref, fmt)
+    posenc.rope(rope, x, positions=pos)
+    assert_bits(x, want, f"{fmt} one rounding")
