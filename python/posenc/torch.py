@@ -45,6 +45,8 @@ def table(spec: SpecLike, n: int, first: int = 0, *, dtype: torch.dtype = torch.
     """The [n, d_model] table of positions first .. first+n-1 (posenc.table) as a tensor of dtype float32,
     bfloat16 or float16 (out= a preallocated one). A constant: no gradient."""
     if out is None:
+        if n < 0:
+            return _p.table(spec, n, first)  # raises the C library's InvalidArgument
         d = spec if isinstance(spec, int) else spec.d_model
         out = torch.empty(n, d, dtype=dtype)
     _p.table(spec, n, first, out=out)
@@ -55,7 +57,7 @@ def rows(spec: SpecLike, positions: Tensor, *, dtype: torch.dtype = torch.float3
          out: Optional[Tensor] = None) -> Tensor:
     """One row per position (posenc.rows) for positions of any shape: the result is positions.shape + (d,).
     posenc.PAD gives a zero row."""
-    positions = torch.as_tensor(positions, dtype=torch.int64)
+    positions = _positions(positions)
     flat = positions.reshape(-1)
     d = spec if isinstance(spec, int) else spec.d_model
     if out is None:
@@ -185,6 +187,7 @@ class SinusoidalPositionalEmbedding(nn.Module):
         super().__init__()
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx if padding_idx is not None else 0
+        self._zero_pad = padding_idx is not None  # fairseq zeroes the row only for a given padding_idx
         self.spec = Spec.fairseq(embedding_dim)
         self.weights = SinusoidalPositionalEmbedding.get_embedding(init_size, embedding_dim, padding_idx)
         self.onnx_trace = False
@@ -211,7 +214,8 @@ class SinusoidalPositionalEmbedding(nn.Module):
             return row.view(1, 1, -1).expand(bsz, 1, -1)
         if positions is None:
             positions = make_positions(input, self.padding_idx)
-        positions = torch.where(positions == self.padding_idx, torch.full_like(positions, PAD), positions)
+        if self._zero_pad:
+            positions = torch.where(positions == self.padding_idx, torch.full_like(positions, PAD), positions)
         return rows(self.spec, positions, dtype=dtype).view(bsz, seq_len, -1)
 
 
@@ -298,6 +302,11 @@ class ScaledEmbeddingWithPE(nn.Module):
         self.max_len = max_len
         self.scale = math.sqrt(d_model)
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # the original's checkpoint carries its float32 table "pe"; the fused kernel computes it exactly
+        state_dict.pop(prefix + "pe", None)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def forward(self, tokens: Tensor) -> Tensor:
         """sqrt(d_model) * embedding(tokens) + PE(0 .. seq-1), fused: [..., seq] -> float32 [..., seq, d_model]."""
         if tokens.size(-1) > self.max_len:
@@ -366,8 +375,10 @@ class RotaryEmbedding(nn.Module):
                  max_position_embeddings: int = 2048, base: float = 10000.0, scaling_factor: float = 1.0,
                  rope_type: str = "default"):
         super().__init__()
-        if isinstance(config, int):
+        if isinstance(config, int):  # RotaryEmbedding(dim, max_position_embeddings, base, device, ...)
             config, dim = None, config
+            if isinstance(device, int):
+                device, max_position_embeddings = None, device
         if config is None:
             rs = {"rope_type": rope_type, "factor": scaling_factor} if rope_type != "default" else None
             config = {"head_dim": dim, "rope_theta": base, "max_position_embeddings": max_position_embeddings,
@@ -425,8 +436,8 @@ class RotaryEmbedding(nn.Module):
         h = self.rope.rotary_dim // 2
         cos[..., h:] = cos[..., :h]
         sin[..., h:] = sin[..., :h]
-        if x.dtype != torch.float32:
-            return cos.to(x.dtype), sin.to(x.dtype)
+        if x.dtype != torch.float32 or x.device.type != "cpu":
+            return cos.to(device=x.device, dtype=x.dtype), sin.to(device=x.device, dtype=x.dtype)
         return cos, sin
 
     def apply_rotary(self, q: Tensor, k: Optional[Tensor], position_ids: Tensor,
@@ -437,13 +448,19 @@ class RotaryEmbedding(nn.Module):
         return apply_rotary(q, k, position_ids, self.rope, unsqueeze_dim=unsqueeze_dim)
 
 
+def _positions(position_ids: Tensor) -> Tensor:
+    """Integer positions as int64; floating point ones are refused rather than truncated."""
+    position_ids = torch.as_tensor(position_ids)
+    if position_ids.is_floating_point() or position_ids.is_complex():
+        raise TypeError("positions must be integers, got %s" % position_ids.dtype)
+    return position_ids if position_ids.dtype == torch.int64 else position_ids.long()
+
+
 def rope_cache(rope: Rope, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
     """cos and sin for positions of any shape, [*position_ids.shape, rotary_dim], float32: the first
-    rotary_dim / 2 columns hold cos_i (sin_i) of the pairs, the rest is left for the caller (RotaryEmbedding
-    copies the halves, HF's layout). posenc.PAD gives zeros."""
-    pos = position_ids.reshape(-1)
-    if pos.dtype != torch.int64:
-        pos = pos.long()
+    rotary_dim / 2 columns hold cos_i (sin_i) of the pairs; the other half is left unwritten (uninitialised)
+    for the caller (RotaryEmbedding copies the first half there, HF's layout). posenc.PAD gives zeros."""
+    pos = _positions(position_ids).reshape(-1)
     r = rope.rotary_dim
     cos = torch.empty(*position_ids.shape, r)
     sin = torch.empty(*position_ids.shape, r)
@@ -452,30 +469,25 @@ def rope_cache(rope: Rope, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
     return cos, sin
 
 
-class _Rotate(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q: Tensor, k: Optional[Tensor], positions: Tensor, rope: Rope, unsqueeze_dim: int):
-        qd = q.detach()
-        kd = k.detach() if k is not None else None
-        _p.rope_qk(rope, qd, kd, positions=positions, heads_first=unsqueeze_dim == 1)
-        ctx.mark_dirty(*([q] if k is None else [q, k]))
-        ctx.rope, ctx.unsqueeze_dim = rope, unsqueeze_dim
-        ctx.save_for_backward(positions)
-        return q, k
+class _Rotated(torch.autograd.Function):
+    """Marks a tensor that apply_rotary has already rotated in place (all checks and the one fused pass over q
+    and k happen before, on the detached tensors); its backward is the inverse rotation: the transpose of the
+    rotation by a is the rotation by -a, the same float cos and the negated sin."""
 
     @staticmethod
-    def backward(ctx, gq: Optional[Tensor], gk: Optional[Tensor]):
+    def forward(ctx, x: Tensor, positions: Tensor, rope: Rope, unsqueeze_dim: int) -> Tensor:
+        ctx.mark_dirty(x)
+        ctx.rope, ctx.unsqueeze_dim = rope, unsqueeze_dim
+        ctx.save_for_backward(positions)
+        return x
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
         (positions,) = ctx.saved_tensors
-        # the transpose of the rotation by a is the rotation by -a: the same float cos, the negated sin
         inverse = ctx.rope.with_position_scale(-ctx.rope.position_scale)
-        gq = None if gq is None else gq.contiguous().clone()
-        gk = None if gk is None else gk.contiguous().clone()
-        hf = ctx.unsqueeze_dim == 1
-        if gq is not None:
-            _p.rope_qk(inverse, gq, gk, positions=positions, heads_first=hf)
-        elif gk is not None:
-            _p.rope(inverse, gk, positions=positions, heads_first=hf)
-        return gq, gk, None, None, None
+        g = g.contiguous().clone()
+        _p.rope(inverse, g, positions=positions, heads_first=ctx.unsqueeze_dim == 1)
+        return g, None, None, None
 
 
 def apply_rotary(q: Tensor, k: Optional[Tensor], position_ids: Tensor, rope: Rope,
@@ -486,12 +498,24 @@ def apply_rotary(q: Tensor, k: Optional[Tensor], position_ids: Tensor, rope: Rop
     float16, GQA head counts; position_ids [batch, seq] (or [seq]). Only the first rope.rotary_dim elements
     of each head row change; the result equals apply_rotary_pos_emb(q, k, cos, sin) with the exact cos/sin,
     rounded once (the contract's rotation). Differentiable in q and k (an autograd in-place op)."""
-    positions = position_ids if position_ids.dtype == torch.int64 else position_ids.long()
+    positions = _positions(position_ids)
     if q.dim() == 4 and positions.dim() == 1:
         positions = positions.unsqueeze(0).expand(q.size(0), -1).contiguous()
-    if torch.is_grad_enabled() and (q.requires_grad or (k is not None and k.requires_grad)):
-        return _Rotate.apply(q, k, positions, rope, unsqueeze_dim)
-    _p.rope_qk(rope, q, k, positions=positions, heads_first=unsqueeze_dim == 1)
+    if unsqueeze_dim not in (1, 2):
+        raise ValueError("unsqueeze_dim must be 1 ([batch, heads, seq, dim]) or 2 ([batch, seq, heads, dim])")
+    grad = torch.is_grad_enabled() and (q.requires_grad or (k is not None and k.requires_grad))
+    if grad:
+        for t in (q, k):  # refused before anything is written, as torch's own in-place ops do
+            if t is not None and t.is_leaf and t.requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    _p.rope_qk(rope, q.detach() if grad else q, None if k is None else (k.detach() if grad else k),
+               positions=positions, heads_first=unsqueeze_dim == 1)
+    if grad:
+        # one single-output Function per tensor: q and k may be views (HF's .view().transpose(), fused QKV)
+        if q.requires_grad:
+            q = _Rotated.apply(q, positions, rope, unsqueeze_dim)
+        if k is not None and k.requires_grad:
+            k = _Rotated.apply(k, positions, rope, unsqueeze_dim)
     return q, k
 
 
