@@ -1,5 +1,6 @@
 // posenc-bench: every kernel on every path, the peers and the bounds, as Google Benchmark cases.
 //   posenc-bench [--quick] [--pairs FILE] [Google Benchmark flags]
+//   posenc-bench --report DIR [--quick]    (report_mode.cpp: the whole report, from an install)
 // --quick registers the small shapes only (CI). --pairs FILE adds a paired case (harness.hpp: add_pair)
 // for each line "a|b" of case names whose cases this plan has (bench/report/targets.py --pairs writes
 // the issues' targets). The versions of everything measured go into the JSON context, for the report.
@@ -16,6 +17,7 @@
 #include "cases.hpp"
 #include "harness.hpp"
 #include "posenc/posenc.h"
+#include "report_mode.hpp"
 
 #if __has_include(<sleef.h>)
 #include <sleef.h>
@@ -58,7 +60,21 @@ int add_pairs(const char *path) {
 
 }  // namespace
 
+const char kUsage[] =
+    "posenc-bench: every posenc kernel on every path of this machine, against its peers and bounds\n"
+    "usage: posenc-bench [--quick] [--pairs FILE] [Google Benchmark flags]\n"
+    "       posenc-bench --report DIR [--quick]\n"
+    "  --quick         the small shapes only\n"
+    "  --pairs FILE    also time the pairs of cases \"a|b\" listed in FILE, alternated\n"
+    "  --report DIR    the whole benchmark report (DIR/summary.md, charts where matplotlib is importable):\n"
+    "                  accuracy against MPFR, the benchmarks, the pictures of the encoding; POSENC_PYTHON\n"
+    "                  names the Python 3 to run it with (default python3)\n"
+    "Google Benchmark's own flags follow.\n\n";
+
 int main(int argc, char **argv) {
+  if (bench::wants_report(argc, argv)) return bench::run_report(argc, argv);
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help")) std::fputs(kUsage, stdout);
   std::vector<char *> args;
   bool quick = false;
   const char *pairs = nullptr;

@@ -22,6 +22,16 @@ struct X86Registers {
 
 CpuFeatures decide_x86(const X86Registers &r);
 
+// The facts decide_x86 combines, one by one (`posenc info` lists them): the CPUID bits of each extension
+// and whether the OS saves the register state it needs (XCR0).
+struct X86Flags {
+  bool osxsave = false, avx = false, fma = false, f16c = false, avx2 = false;
+  bool avx512f = false, avx512cd = false, avx512dq = false, avx512bw = false, avx512vl = false;
+  bool ymm_state = false;  // XCR0: SSE and AVX state
+  bool zmm_state = false;  // XCR0: plus opmask, ZMM_Hi256, Hi16_ZMM
+};
+X86Flags x86_flags(const X86Registers &r);
+
 // One data or unified cache as a subleaf of cpuid leaf 4 (Intel) or 0x8000001D (AMD, same layout)
 // describes it; level 0 when the subleaf describes no such cache (the end of the list, or an
 // instruction cache).
@@ -43,6 +53,20 @@ uint64_t stream_threshold_from_sysconf();
 uint64_t stream_threshold_bytes();
 // What this process runs on (x86: from cpuid; aarch64: NEON is architectural).
 CpuFeatures detect_cpu();
+
+// The cache sizes stream_threshold_bytes() decides from, and where they came from (`posenc info`).
+struct CacheSizes {
+  uint64_t l1d = 0, l2 = 0, l3 = 0;  // bytes; 0 when not known
+  uint32_t l3_sharing = 1;           // logical processors sharing the L3 (1 when not known)
+  const char *source = "none";       // "cpuid leaf 4", "cpuid leaf 0x8000001D" or "sysconf"
+};
+CacheSizes cache_sizes_from_sysconf();
+// This machine's (x86: from cpuid, else sysconf; elsewhere sysconf).
+CacheSizes cache_sizes();
+#if defined(__x86_64__)
+// cpuid and xgetbv as decide_x86 reads them (cpu_x86.cpp).
+X86Registers read_x86_registers();
+#endif
 
 }  // namespace detail
 }  // namespace posenc

@@ -14,7 +14,7 @@ CpuFeatures detect_cpu() {
 }
 
 // The non-x86 paths never stream; this only keeps the decision defined (glibc often reports 0 here).
-uint64_t stream_threshold_bytes() { return stream_threshold_from_sysconf(); }
+CacheSizes cache_sizes() { return cache_sizes_from_sysconf(); }
 
 }  // namespace detail
 }  // namespace posenc

@@ -17,5 +17,17 @@ struct Path {
 // nullptr when POSENC_ISA named a path that is unknown or not available here.
 const Path *active_path();
 
+// For `posenc info` (not the C ABI): whether this build contains a path (whatever the CPU), and why the
+// active path is the one it is.
+bool isa_compiled(int isa);
+enum class PathChoice {
+  kBestAvailable,       // POSENC_ISA unset or empty: the best path compiled in and supported
+  kEnvironment,         // POSENC_ISA named an available path
+  kForced,              // posenc_force_isa
+  kEnvUnavailable,      // POSENC_ISA named a known path that is not available: every kernel call refuses
+  kEnvUnknown,          // POSENC_ISA named no path: every kernel call refuses
+};
+PathChoice path_choice();
+
 }  // namespace detail
 }  // namespace posenc

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark report: installs what is missing, builds in release mode, measures every kernel on every
 # path against its peers and bounds (Google Benchmark, JSON), measures accuracy against MPFR, draws the
-# charts and pictures of the encoding, writes report/ and prints report/summary.md.
+# charts and pictures of the encoding, writes report/ and prints report/summary.md. The steps are those of
+# bench/report/report.py, the same pipeline as an installed `posenc-bench --report DIR` (docs/tools.md).
 #   scripts/report.sh           full run (under ~10 minutes on 2 cores)
 #   scripts/report.sh --quick   small shapes, few repetitions (under 2 minutes): what CI runs
 #   scripts/report.sh --docs    full run, and also writes docs/benchmarks.md (+ its charts)
@@ -26,32 +27,15 @@ py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
 if [ -d "$build" ]; then
-  meson setup --reconfigure "$build" --buildtype=release -Dtests=disabled -Dbenchmarks=enabled >/dev/null
+  meson setup --reconfigure "$build" --buildtype=release -Dtests=disabled -Dbenchmarks=enabled -Dtools=enabled >/dev/null
 else
-  meson setup "$build" --buildtype=release -Dtests=disabled -Dbenchmarks=enabled >/dev/null
+  meson setup "$build" --buildtype=release -Dtests=disabled -Dbenchmarks=enabled -Dtools=enabled >/dev/null
 fi
 ninja -C "$build" -j "$jobs"
 
-if [ $mode = quick ]; then
-  bench_args=(--quick --benchmark_repetitions=2 --benchmark_min_time=0.01)
-else
-  bench_args=(--benchmark_repetitions=9 --benchmark_min_time=0.05)  # many short repetitions: a robust median
-fi
-mkdir -p "$out"
-echo "== accuracy against MPFR"
-"$build/bench/posenc-accuracy" --json "$out/accuracy.json"
-echo "== benchmarks ($mode; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
-# the issues' target ratios are also timed as alternated pairs of calls (bench/report/targets.py)
-quick_pairs=()
-[ $mode = quick ] && quick_pairs=(--quick)
-"$py" bench/report/targets.py --pairs "${quick_pairs[@]}" > "$out/pairs.txt"
-"$build/bench/posenc-bench" "${bench_args[@]}" --pairs "$out/pairs.txt" --benchmark_enable_random_interleaving=true \
-  --benchmark_out="$out/bench.json" --benchmark_out_format=json --benchmark_counters_tabular=true
-echo "== pictures of the encoding"
-"$py" bench/report/pictures.py --cli "$build/bench/posenc-cli" --out "$out" --positions 512 --d-model 200
-echo "== report"
-docs=()
-[ $mode = docs ] && docs=(--docs docs/benchmarks.md)
-"$py" bench/report/make_report.py --bench "$out/bench.json" --accuracy "$out/accuracy.json" --out "$out" \
-  --pictures "PE table, 512 positions x d = 200=pe_heatmap.svg" \
-  --pictures "Cosine similarity of positions=pe_cosine_similarity.svg" "${docs[@]}"
+# The pipeline itself is bench/report/report.py, which `posenc-bench --report DIR` runs from an install.
+args=(--out "$out" --bench "$build/bench/posenc-bench" --accuracy "$build/bench/posenc-accuracy"
+      --posenc "$build/cli/posenc" --command scripts/report.sh)
+[ $mode = quick ] && args+=(--quick)
+[ $mode = docs ] && args+=(--docs docs/benchmarks.md)
+"$py" bench/report/report.py "${args[@]}"

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The consumers' view of a clean install: builds posenc (library only), installs it into a temporary
-# prefix, then builds and runs the four examples against that prefix alone. The example sources are
-# copied out of the tree first, and every posenc header the compilers read must come from the prefix.
-# Also checks the installed file list, that --destdir stages the same files, that the installed text
-# files name neither the source nor the build tree, and that every version is meson.build's.
+# The consumers' view of a clean install: builds posenc with its installed tools (no tests), installs it
+# into a temporary prefix, then builds and runs the four examples against that prefix alone. The example
+# sources are copied out of the tree first, and every posenc header the compilers read must come from the
+# prefix. Also checks the installed file list (and the library's alone with -Dtools=disabled
+# -Dbenchmarks=disabled), that --destdir stages the same files, that the installed text files name
+# neither the source nor the build tree, and that every version is meson.build's. Then runs the tools
+# from the prefix (docs/tools.md): posenc's commands, and posenc-bench --report --quick from a moved copy
+# of the prefix, which must find its scripts and programs relative to itself.
 # Ends with "test_install: ok"; stops at the first failure with "test_install: FAILED: ...".
 #   scripts/test_install.sh
 set -euo pipefail
@@ -33,8 +36,9 @@ headers_from_prefix() {  # what, dependency listing
   return 0
 }
 
-echo "== build posenc and install it into $prefix"
-quiet meson setup "$tmp/build" --prefix="$prefix" --buildtype=release -Dtests=disabled -Dbenchmarks=disabled
+echo "== build posenc and its tools and install them into $prefix"
+quiet meson setup "$tmp/build" --prefix="$prefix" --buildtype=release -Dtests=disabled -Dbenchmarks=enabled \
+  -Dtools=enabled
 quiet ninja -C "$tmp/build" -j "$jobs"
 quiet meson install -C "$tmp/build"
 quiet meson install -C "$tmp/build" --destdir "$tmp/stage"
@@ -44,15 +48,23 @@ pc=$(find "$prefix" -name posenc.pc)
 [ -n "$pc" ] || fail "posenc.pc not installed"
 libdir=${pc%/pkgconfig/posenc.pc}
 libdir=${libdir#"$prefix/"}
-expected=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp "$libdir/libposenc.a" \
+library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp "$libdir/libposenc.a" \
   "$libdir/pkgconfig/posenc.pc" "$libdir/cmake/posenc/posenc-config.cmake" \
-  "$libdir/cmake/posenc/posenc-config-version.cmake" | sort)
+  "$libdir/cmake/posenc/posenc-config-version.cmake")
+expected=$( (echo "$library_files"; printf '%s\n' bin/posenc bin/posenc-bench libexec/posenc/posenc-accuracy
+  for f in charts machine make_report pictures report results summary targets; do echo "share/posenc/report/$f.py"; done
+  ) | sort)
 installed=$(cd "$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$installed" = "$expected" ] || fail "installed files: got"$'\n'"$installed"$'\n'"expected"$'\n'"$expected"
 staged=$(cd "$tmp/stage$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$staged" = "$installed" ] || fail "meson install --destdir staged other files:"$'\n'"$staged"
-grep -rl -e "$src" -e "$tmp/build" "$prefix/include" "$prefix/$libdir/pkgconfig" "$prefix/$libdir/cmake" &&
-  fail "installed files name the source or build tree"
+grep -rl -e "$src" -e "$tmp/build" "$prefix/include" "$prefix/$libdir/pkgconfig" "$prefix/$libdir/cmake" \
+  "$prefix/share/posenc" && fail "installed files name the source or build tree"
+# -Dtools=disabled -Dbenchmarks=disabled (the README's library-only install): the library's files alone
+quiet meson configure "$tmp/build" -Dtools=disabled -Dbenchmarks=disabled
+quiet meson install -C "$tmp/build" --destdir "$tmp/library-only"
+library_only=$(cd "$tmp/library-only$prefix" && find . -type f | sed 's|^\./||' | sort)
+[ "$library_only" = "$(sort <<<"$library_files")" ] || fail "-Dtools=disabled installed:"$'\n'"$library_only"
 
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 [ "$(pkg-config --modversion posenc)" = "$version" ] || fail "posenc.pc version is not $version"
@@ -94,5 +106,39 @@ cmake_example() {  # folder, program
 cmake_example cpp_cmake cpp_example
 grep -q "^posenc $version (CMake package $version)" cpp_example.out || fail "the CMake package is not version $version"
 cmake_example inference_runtime embed_sentence
+
+echo "== the installed posenc command"
+# Only the prefix: no build tree, no source tree on the way.
+export PATH=$prefix/bin:$PATH
+[ "$(command -v posenc)" = "$prefix/bin/posenc" ] || fail "posenc is not $prefix/bin/posenc"
+[ "$(posenc --version)" = "posenc $version" ] || fail "posenc --version is not $version"
+seeds=$(posenc table --d-model 6 --positions 10 --decimals 4) || fail "posenc table"
+[ "$(sed -n '2p;10p' <<<"$seeds")" = "0.8415 0.5403 0.0464 0.9989 0.0022 1.0000
+0.4121 -0.9111 0.4057 0.9140 0.0194 0.9998" ] || fail "posenc table: not the seeds' table"$'\n'"$seeds"
+posenc rope --preset llama3.1 --position-list 0,131071,pad --format npy -o rope.npy || fail "posenc rope"
+[ "$(head -c 6 rope.npy | tail -c 5)" = NUMPY ] || fail "posenc rope wrote no .npy"
+posenc info >info.out || fail "posenc info"
+head -4 info.out
+grep -q "^posenc $version$" info.out || fail "posenc info"
+posenc check --quiet || fail "posenc check"
+status=0
+posenc table --d-model 6 --no-such-option 2>/dev/null || status=$?
+[ $status -eq 2 ] || fail "posenc: a bad option exited $status, not 2"
+
+echo "== posenc-bench --report --quick from a moved copy of the prefix"
+# The configured paths no longer exist: the report must find its scripts and programs from its own place.
+mv "$prefix" "$tmp/moved"
+export PATH=$tmp/moved/bin:${PATH#"$prefix/bin:"}
+py=/usr/bin/python3  # Debian's matplotlib and NumPy, as scripts/report.sh
+[ -x "$py" ] || py=python3
+POSENC_PYTHON=$py quiet "$tmp/moved/bin/posenc-bench" --report "$tmp/report" --quick
+grep -q '^Generated by `posenc-bench --report '"$tmp/report"' --quick`' "$tmp/report/summary.md" ||
+  fail "posenc-bench --report: no summary"
+if "$py" -c 'import matplotlib, numpy' 2>/dev/null; then
+  for f in table_throughput_vs_d.svg accuracy_vs_position.svg pe_heatmap.svg pe_cosine_similarity.svg; do
+    [ -s "$tmp/report/$f" ] || fail "posenc-bench --report drew no $f"
+  done
+fi
+echo "report: $(grep -c '' "$tmp/report/summary.md") lines, $(ls "$tmp/report" | grep -c '\.svg$') charts"
 
 echo "test_install: ok"

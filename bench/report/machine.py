@@ -28,6 +28,18 @@ def _pkg_version(name):
         return None
 
 
+def _matplotlib_version():
+    """Debian's package version where there is one (what report.sh installs), else the module's own."""
+    v = _pkg_version("python3-matplotlib")
+    if v:
+        return v
+    try:
+        import matplotlib
+        return matplotlib.__version__
+    except ImportError:
+        return "not installed"
+
+
 def describe(context, accuracy):
     """A list of (label, value) rows."""
     ci = _cpuinfo()
@@ -55,7 +67,7 @@ def describe(context, accuracy):
         ("Google Benchmark", context.get("google_benchmark", "?")),
         ("glibc (memset, memcpy, libm)", context.get("glibc", "?")),
         ("MPFR", accuracy.get("mpfr", "?") if accuracy else "?"),
-        ("matplotlib", _pkg_version("python3-matplotlib") or "?"),
+        ("matplotlib", _matplotlib_version()),
         ("plan", context.get("plan", "?")),
     ]
     return rows

@@ -1,9 +1,12 @@
 """Google Benchmark JSON + posenc-accuracy JSON -> report/summary.md and SVG charts; prints the summary.
 
     make_report.py --bench bench.json --accuracy accuracy.json --out report [--docs docs/benchmarks.md]
+                   [--command TEXT]
 
-Exits non-zero when the run is incomplete (a case reported an error, a kernel or a posenc path has no
-case, the accuracy file is missing a path): the pipeline is checked, never the timings.
+report.py runs it last (the pipeline of scripts/report.sh and posenc-bench --report). Exits non-zero when
+the run is incomplete (a case reported an error, a kernel or a posenc path has no case, the accuracy file is
+missing a path): the pipeline is checked, never the timings. Without matplotlib the report has no charts and
+says why.
 """
 import argparse
 import json
@@ -11,7 +14,11 @@ import os
 import shutil
 import sys
 
-import charts
+try:
+    import charts
+except ImportError as e:  # matplotlib is not importable: the report without its charts
+    charts = None
+    CHARTS_MISSING = "Not drawn: matplotlib is not importable by %s (%s)." % (sys.executable, e)
 import machine
 import results
 import summary
@@ -61,6 +68,7 @@ def main(argv):
     ap.add_argument("--out", required=True)
     ap.add_argument("--pictures", action="append", default=[], help="extra chart files already in --out")
     ap.add_argument("--docs")
+    ap.add_argument("--command", default="scripts/report.sh", help="how the report says it was made")
     args = ap.parse_args(argv)
 
     context, cases, pairs = results.load(args.bench)
@@ -70,20 +78,21 @@ def main(argv):
             acc = json.load(f)
     groups = results.groups(cases)
     os.makedirs(args.out, exist_ok=True)
-    measured = charts.draw_all(groups, acc, args.out)
+    measured = charts.draw_all(groups, acc, args.out) if charts else []
     pictures = [(t, f) for t, f in (p.rsplit("=", 1) for p in args.pictures)
                 if os.path.exists(os.path.join(args.out, f))]
     reps = max((len(c.times) for c in cases.values()), default=0)
 
     def render(chart_list, command):
         return summary.render(context, groups, pairs, acc, machine.describe(context, acc), chart_list,
-                              targets.simd_paths_of(groups), reps, command)
+                              targets.simd_paths_of(groups), reps, command,
+                              None if charts else CHARTS_MISSING)
 
-    text = render(measured + pictures, "scripts/report.sh")
+    text = render(measured + pictures, args.command)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(text)
     if args.docs:  # the pictures of the encoding do not depend on the machine: they stay in report/
-        write_docs(render(measured, "scripts/report.sh --docs"), measured, args.out, args.docs)
+        write_docs(render(measured, args.command + " --docs"), measured, args.out, args.docs)
     print(text)
     bad = problems(cases, groups, pairs, acc)
     for p in bad:

@@ -1,8 +1,8 @@
 """Pictures of the encoding itself: the PE table as a heatmap, and the cosine similarity of positions.
 
-    pictures.py --cli build/bench/posenc-cli --out report [--positions 512] [--d-model 200] [spec options]
+    pictures.py --posenc build/cli/posenc --out report [--positions 512] [--d-model 200] [table options]
 
-The table comes from posenc-cli (written as .npy, read with NumPy); any spec option is passed through.
+The table comes from `posenc table` (written as .npy, read with NumPy); any other option is passed to it.
 """
 import argparse
 import os
@@ -32,15 +32,15 @@ def heatmap(values, xlabel, ylabel, title, cmap, size, path, low=-1.0):
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cli", required=True)
+    ap.add_argument("--posenc", required=True, help="the posenc command")
     ap.add_argument("--out", required=True)
     ap.add_argument("--positions", type=int, default=512)
     ap.add_argument("--d-model", type=int, default=200)
     args, spec = ap.parse_known_args(argv)
     os.makedirs(args.out, exist_ok=True)
     npy = os.path.join(args.out, "pe_%dx%d.npy" % (args.positions, args.d_model))
-    subprocess.run([args.cli, "--d-model", str(args.d_model), "--positions", str(args.positions), "--npy", npy]
-                   + spec, check=True)
+    subprocess.run([args.posenc, "table", "--d-model", str(args.d_model), "--positions", str(args.positions),
+                    "--format", "npy", "--output", npy] + spec, check=True)
     pe = np.load(npy)
     what = "d = %d, %d positions%s" % (args.d_model, args.positions, (", " + " ".join(spec)) if spec else "")
 

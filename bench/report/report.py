@@ -1,0 +1,138 @@
+"""The benchmark report, one pipeline for a source tree and an install: scripts/report.sh runs it with the
+programs of its build directory, `posenc-bench --report DIR` with the installed ones (this file and its
+modules are installed in share/posenc/report). The same steps, the same report.
+
+    report.py --out DIR --bench POSENC_BENCH --accuracy POSENC_ACCURACY [--posenc POSENC] [--quick]
+              [--docs FILE] [--command TEXT]
+
+--quick: the quick plan (small shapes, 2 repetitions); --docs FILE: also the repository's copy of the
+summary (docs/benchmarks.md and its charts); --command: how the report says it was made. Without
+matplotlib (and NumPy) the report is written without charts or pictures, and says so.
+
+The steps are STEPS below, in order. Each is a Step: `skip(run)` returns why it cannot run here (None: it
+runs), `run(run)` does the work in run.out and returns the arguments it adds to make_report.py. A step whose
+program fails stops the pipeline; make_report.py last decides whether the run is complete (exit 1 if not).
+"""
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+
+import make_report
+import targets
+
+
+class Run:
+    """What every step sees: the parsed arguments, the output directory, the interpreter."""
+
+    def __init__(self, args):
+        self.args = args
+        self.out = args.out
+        self.quick = args.quick
+        self.python = sys.executable
+
+    def path(self, name):
+        return os.path.join(self.out, name)
+
+    def program(self, *cmd):
+        subprocess.run([str(c) for c in cmd], check=True)
+
+
+def missing(*modules):
+    """The modules this interpreter cannot import."""
+    return [m for m in modules if importlib.util.find_spec(m) is None]
+
+
+class Step:
+    def __init__(self, title, run, skip=None):
+        self.title = title
+        self.run = run
+        self.skip = skip or (lambda run: None)
+
+
+def accuracy(run):
+    run.program(run.args.accuracy, "--json", run.path("accuracy.json"))
+    return ["--accuracy", run.path("accuracy.json")]
+
+
+def benchmarks(run):
+    # the issues' target ratios are also timed as alternated pairs of calls (targets.py)
+    with open(run.path("pairs.txt"), "w") as f:
+        f.write("\n".join(targets.pair_lines(run.quick)) + "\n")
+    if run.quick:
+        plan = ["--quick", "--benchmark_repetitions=2", "--benchmark_min_time=0.01"]
+    else:
+        plan = ["--benchmark_repetitions=9", "--benchmark_min_time=0.05"]  # many short repetitions: a robust median
+    run.program(run.args.bench, *plan, "--pairs", run.path("pairs.txt"), "--benchmark_enable_random_interleaving=true",
+                "--benchmark_out=" + run.path("bench.json"), "--benchmark_out_format=json",
+                "--benchmark_counters_tabular=true")
+    return ["--bench", run.path("bench.json")]
+
+
+def benchmarks_title(run):
+    try:
+        with open("/proc/loadavg") as f:
+            load = " ".join(f.read().split()[:3])
+    except OSError:
+        load = "?"
+    return "benchmarks (%s; load average: %s)" % ("quick" if run.quick else "full", load)
+
+
+def pictures(run):
+    import pictures as p  # matplotlib and NumPy: imported only when present
+    p.main(["--posenc", run.args.posenc, "--out", run.out, "--positions", "512", "--d-model", "200"])
+    return ["--pictures", "PE table, 512 positions x d = 200=pe_heatmap.svg",
+            "--pictures", "Cosine similarity of positions=pe_cosine_similarity.svg"]
+
+
+def pictures_skip(run):
+    if not run.args.posenc:
+        return "no posenc command (built with -Dtools=disabled)"
+    if missing("matplotlib", "numpy"):
+        return "%s not importable by %s" % (" and ".join(missing("matplotlib", "numpy")), run.python)
+    return None
+
+
+STEPS = [
+    Step("accuracy against MPFR", accuracy),
+    Step(benchmarks_title, benchmarks),
+    Step("pictures of the encoding", pictures, pictures_skip),
+    # Optional steps go here: a Step whose skip() says why it cannot run (a module that is not importable)
+    # and whose run() writes its results in run.out and returns the make_report.py options that read them.
+]
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--bench", required=True, help="posenc-bench")
+    ap.add_argument("--accuracy", required=True, help="posenc-accuracy")
+    ap.add_argument("--posenc", help="the posenc command (pictures of the encoding)")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--docs")
+    ap.add_argument("--command", default="scripts/report.sh")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    run = Run(args)
+    report_args = ["--out", args.out, "--command", args.command]
+    for step in STEPS:
+        title = step.title(run) if callable(step.title) else step.title
+        why = step.skip(run)
+        if why:
+            print("== %s: skipped, %s" % (title, why), flush=True)
+            continue
+        print("== " + title, flush=True)
+        try:
+            report_args += step.run(run)
+        except subprocess.CalledProcessError as e:
+            print("report: %s failed (exit status %s): %s" % (title, e.returncode, " ".join(e.cmd)), file=sys.stderr)
+            return 1
+    print("== report", flush=True)
+    if args.docs:
+        report_args += ["--docs", args.docs]
+    return make_report.main(report_args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,229 @@
+// Every text the `posenc` command shows about itself, in one place: the manual of the command and of each
+// subcommand, printed by `posenc [COMMAND] --help` and `posenc help [COMMAND]`. docs/tools.md presents the
+// same tool for the web; tests/test_tools.cpp checks that every option named here is described there.
+#include "cli.hpp"
+
+namespace cli {
+namespace {
+
+const char *const kPosenc = R"(NAME
+    posenc - exact sinusoidal and rotary positional encodings from the command line
+
+SYNOPSIS
+    posenc COMMAND [OPTIONS]
+    posenc help [COMMAND]
+    posenc --help | --version
+
+DESCRIPTION
+    Every value posenc prints is the library's own: the correctly rounded sin and cos of the exact angle,
+    identical on every instruction-set path.
+
+COMMANDS
+    table    a sinusoidal positional-encoding table, for any spec or framework convention
+    rope     the cos/sin cache of a rotary scheme (RoPE), for any scaling or model preset
+    info     version, compiled and active paths and why, CPU features, caches, non-temporal threshold
+    check    self-test: every kernel on every available path against the scalar path, and known values
+
+    posenc COMMAND --help shows the manual of a command.
+
+EXIT STATUS
+    0  done
+    1  the library refused the request (its status is printed), a file could not be written, or a
+       check failed
+    2  a usage error (an unknown option, a missing or malformed value)
+
+ENVIRONMENT
+    POSENC_ISA=scalar|avx2|avx512|neon  runs every call on that path; an unknown or unavailable name
+    makes every call fail with "instruction set not available" (posenc info says why).
+)";
+
+const char *const kTable = R"(NAME
+    posenc table - a sinusoidal positional-encoding table
+
+SYNOPSIS
+    posenc table --d-model N [--preset NAME [preset options]] [spec options] [positions] [output options]
+
+DESCRIPTION
+    Row r holds PE(p) for position p = first + r (or the r-th entry of --position-list): for each pair
+    i < h = floor(d/2), sin and cos of p * scale * base^(-i/D), placed by the layout; an odd d_model ends
+    with one 0 column. posenc_table_f32 / _bf16 / _f16 (a run) or posenc_rows_* (a list).
+
+SPEC
+    --d-model N            row width (required)
+    --preset NAME          a framework's convention (docs/conventions.md); the options below override it:
+                             vaswani      interleaved, base 1e4, D = h, positions from 0 (the default)
+                             marian       Hugging Face Marian: vaswani's frequencies in sin|cos halves
+                             fairseq      sin|cos halves, D = h - 1, positions from padding_idx + 1
+                             t2t          tensor2tensor get_timing_signal_1d: halves, base max/min,
+                                          D = max(h - 1, 1), positions times min_timescale
+                             ctranslate2  CTranslate2 / OpenNMT-tf: as fairseq, positions from 1
+                             ggml         ggml timestep_embedding: cos|sin halves, base max_period
+                             diffusers    diffusers get_timestep_embedding: halves, base max_period,
+                                          D = h - downscale_freq_shift, scale = its scale
+    --padding-idx N        fairseq: padding_idx (default 1: positions from 2; a padding token is a
+                           pad entry of --position-list)
+    --min-timescale T      t2t: min_timescale (default 1)
+    --max-timescale T      t2t: max_timescale (default 1e4)
+    --max-period P         ggml, diffusers: max_period (default 1e4)
+    --flip-sin-to-cos      diffusers: flip_sin_to_cos (cos first)
+    --downscale-freq-shift S
+                           diffusers: downscale_freq_shift (default 1)
+    --layout L             interleaved, sin-cos-halves or cos-sin-halves
+    --base B               frequency base (default 1e4)
+    --denominator D        D in base^(-i/D); 0 means h (default)
+    --scale S              position_scale (default 1; diffusers: its scale)
+    --show-spec            print the resolved spec and first position, and nothing else
+
+POSITIONS
+    --positions N          N rows (default 10)
+    --first P              the first position (default 0; the preset's origin: fairseq padding_idx + 1,
+                           ctranslate2 1)
+    --position-list LIST   one row per entry: integers, or pad for a zero row (POSENC_PAD), e.g.
+                           0,1,2,pad,pad; excludes --first and --positions
+
+OUTPUT
+    --format F             text (default), csv, npy or raw (little-endian, row-major, no header)
+    --dtype T              f32 (default), bf16 or f16 (the library's bfloat16 / binary16 tables)
+    --output FILE, -o FILE write to FILE instead of standard output (-: standard output; binary formats
+                           are not written to a terminal)
+    --decimals K           text and csv: K digits after the point (default: the shortest digits that
+                           give back the exact value: 9 significant for f32, 4 for bf16, 5 for f16)
+    --isa NAME             run on that path: scalar, avx2, avx512, neon (default: POSENC_ISA or the
+                           best available)
+
+    text: one row per line, values separated by spaces. csv: a header (position, then sin0, cos0, ... or
+    the halves' names, and zero for the odd column), then one line per row starting with its position
+    (pad for a padding row). npy: a (rows, d_model) array of float32 ('<f4'), float16 ('<f2') or, for
+    bf16, the bit patterns as uint16 ('<u2'; ml_dtypes: a.view(ml_dtypes.bfloat16)).
+
+EXAMPLES
+    posenc table --d-model 6 --positions 10 --decimals 4          the seeds' table
+    posenc table --preset fairseq --d-model 512 --positions 1024 --format npy -o fairseq.npy
+    posenc table --preset ggml --d-model 320 --position-list 0,250,999 --format csv
+    posenc table --d-model 4096 --positions 8192 --dtype bf16 --format raw > pe.bf16
+)";
+
+const char *const kRope = R"(NAME
+    posenc rope - the cos/sin cache of a rotary position embedding (RoPE)
+
+SYNOPSIS
+    posenc rope (--preset NAME | --rotary-dim R [--base B] [--rope-type TYPE ...]) [positions] [output options]
+
+DESCRIPTION
+    Row t holds, for each pair i < h = r/2, m cos(a_i) then m sin(a_i) with a_i = p * position_scale * f_i,
+    f_i = base^(-2i/r) or the frequencies of a scaling (posenc_rope_init), m = attention_scale: vLLM's
+    cos_sin_cache. posenc_rope_cache_f32; bf16 and f16 rows are the library's rounding of the float32
+    values (its bf16 / f16 rotation of unit vectors).
+
+SCHEME
+    --preset NAME          a model's published parameters (posenc.hpp cites each):
+                             llama2, llama3.1, mistral-7b-v0.2, qwen2, qwen2-yarn (r = 128 by default;
+                             --rotary-dim R for another head size), phi3-mini-128k (r = 96; longrope
+                             factors chosen by --seq-len), deepseek-v2, deepseek-v3 (r = 64, yarn,
+                             interleaved), gpt-neox-20b (r = 24), gpt-j-6b (r = 64, interleaved)
+    --rotary-dim R         r: even, >= 2 (required without a preset)
+    --base B               base of f_i (default 1e4; not with a preset)
+    --rope-type TYPE       default, linear, dynamic, yarn, llama3 or longrope (Hugging Face's rope_type),
+                           with its parameters (each only for the types that read it):
+    --factor F             linear, dynamic, yarn, llama3, longrope
+    --original N           original_max_position_embeddings: dynamic, yarn, llama3, longrope
+    --seq-len N            dynamic, longrope, phi3-mini-128k: the current sequence length (default: the
+                           largest position + 1, as Hugging Face)
+    --beta-fast B          yarn (default 32)
+    --beta-slow B          yarn (default 1)
+    --mscale M             yarn (DeepSeek; default unset)
+    --mscale-all-dim M     yarn (DeepSeek; default unset)
+    --truncate 0|1         yarn (default 1, Hugging Face's)
+    --low-freq-factor L    llama3
+    --high-freq-factor H   llama3
+    --short-factor LIST    longrope: r/2 comma-separated factors
+    --long-factor LIST     longrope: r/2 comma-separated factors
+    --attention-factor A   yarn, longrope (default 0: derived as Hugging Face does)
+    --pairs P              halves or interleaved (does not change the cache; --show-spec shows it)
+    --position-scale S     multiplies every position (default 1)
+    --attention-scale M    m, overriding the scheme's
+    --show-spec            print the resolved spec (its frequencies included), and nothing else
+
+POSITIONS
+    --positions N          N rows (default 10)
+    --first P              the first position (default 0)
+    --position-list LIST   one row per entry: integers, or pad for a zero row (POSENC_PAD)
+
+OUTPUT
+    --cache-layout L       cos-sin (default: rows of r values, cos then sin, vLLM's cos_sin_cache) or
+                           separate (a cos array and a sin array of r/2 columns each, ONNX Runtime's
+                           cos_cache / sin_cache: with --output FILE.EXT, FILE_cos.EXT and FILE_sin.EXT;
+                           on standard output one after the other)
+    --format F             text (default), csv, npy or raw (little-endian, row-major, no header)
+    --dtype T              f32 (default), bf16 or f16
+    --output FILE, -o FILE write to FILE instead of standard output
+    --decimals K           text and csv: K digits after the point (default: the exact value's digits)
+    --isa NAME             run on that path: scalar, avx2, avx512, neon
+
+EXAMPLES
+    posenc rope --preset llama3.1 --positions 4 --first 131068
+    posenc rope --preset deepseek-v2 --position-list 0,4095,pad,163839 --format npy -o ds.npy
+    posenc rope --rotary-dim 64 --rope-type yarn --factor 40 --original 4096 --mscale 0.707 \
+                --mscale-all-dim 0.707 --show-spec
+    posenc rope --preset qwen2 --positions 32768 --cache-layout separate --dtype f16 --format raw -o qwen
+)";
+
+const char *const kInfo = R"(NAME
+    posenc info - what this build of posenc runs on, and why
+
+SYNOPSIS
+    posenc info [--json]
+
+DESCRIPTION
+    Prints the library version, the paths compiled into this build, those this CPU and OS can run, the
+    path kernel calls use and why (POSENC_ISA, or the best available), the CPU features the choice was made
+    from (x86-64: the CPUID bits of AVX, FMA, F16C, AVX2, AVX-512 F/CD/DQ/BW/VL and whether the OS saves
+    YMM and ZMM state; aarch64: Advanced SIMD is architectural), the cache sizes and the non-temporal
+    threshold: on the AVX2 and AVX-512 paths, float32 outputs of at least that many bytes are written with
+    non-temporal stores (3/4 of one thread's share of the last-level cache plus its L2).
+
+OPTIONS
+    --json                 the same as one JSON object
+)";
+
+const char *const kCheck = R"(NAME
+    posenc check - a quick self-test of this build on this machine
+
+SYNOPSIS
+    posenc check [--quiet] [--large]
+
+DESCRIPTION
+    Runs a sample of every kernel (tables, rows, add, embeddings in f32 / bf16 / f16, learned positions,
+    RoPE caches and rotations of q and k in f32 / bf16 / f16) on every path this machine can run, and
+    requires each path's bytes to equal the scalar path's; then checks values known without MPFR on every
+    path: the seeds' d = 6 table, sin and cos of integer angles, zero rows for padding, the definitions of
+    the fused add, embeddings and rotation (one fma), and power-of-two attention scales. It ignores
+    POSENC_ISA: each path is forced in turn. Well under a second.
+
+OPTIONS
+    --quiet                print only failures and the summary line
+    --large                also write a table and a learned-position embedding past the non-temporal
+                           threshold on every path (posenc info shows it: up to hundreds of MiB each;
+                           seconds)
+
+EXIT STATUS
+    0  every check passed; 1  a check failed (each failure is printed); 2  a usage error
+)";
+
+}  // namespace
+
+const char *manual(const std::string &command) {
+  if (command == "posenc") return kPosenc;
+  if (command == "table") return kTable;
+  if (command == "rope") return kRope;
+  if (command == "info") return kInfo;
+  if (command == "check") return kCheck;
+  return nullptr;
+}
+
+const std::vector<std::string> &commands() {
+  static const std::vector<std::string> c = {"table", "rope", "info", "check"};
+  return c;
+}
+
+}  // namespace cli

@@ -1,0 +1,149 @@
+// posenc info: what the library knows about this build and this machine, from its own internals
+// (lib/dispatch.hpp, lib/cpu.hpp), so that it shows the decisions the library itself makes.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli.hpp"
+#include "cpu.hpp"
+#include "dispatch.hpp"
+#include "posenc/posenc.h"
+
+namespace cli {
+namespace {
+
+using posenc::detail::PathChoice;
+
+std::vector<std::string> paths_where(bool (*keep)(int)) {
+  std::vector<std::string> out;
+  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+    if (keep(v)) out.push_back(posenc_isa_name(posenc_isa(v)));
+  return out;
+}
+
+std::string env_isa() {
+  const char *e = std::getenv("POSENC_ISA");
+  return e ? e : "";
+}
+
+// The active path (none when POSENC_ISA refused every path) and why, in words.
+std::pair<std::string, std::string> active() {
+  const std::string name = posenc_isa_name(posenc_active_isa());
+  switch (posenc::detail::path_choice()) {
+    case PathChoice::kBestAvailable:
+      return {name, "the best path available (POSENC_ISA is not set)"};
+    case PathChoice::kEnvironment:
+      return {name, "POSENC_ISA=" + env_isa()};
+    case PathChoice::kForced:
+      return {name, "forced by posenc_force_isa"};
+    case PathChoice::kEnvUnavailable:
+      return {"none", "POSENC_ISA=" + env_isa() + " is not available here: every kernel call returns "
+                      "\"instruction set not available\""};
+    case PathChoice::kEnvUnknown:
+      break;
+  }
+  return {"none", "POSENC_ISA=" + env_isa() + " names no path (scalar, avx2, avx512, neon): every kernel call "
+                  "returns \"instruction set not available\""};
+}
+
+// The CPU facts the path choice is made from, by name.
+std::vector<std::pair<std::string, bool>> features() {
+  std::vector<std::pair<std::string, bool>> f;
+#if defined(__x86_64__)
+  const posenc::detail::X86Flags x = posenc::detail::x86_flags(posenc::detail::read_x86_registers());
+  f = {{"osxsave", x.osxsave},   {"avx", x.avx},           {"fma", x.fma},           {"f16c", x.f16c},
+       {"avx2", x.avx2},         {"avx512f", x.avx512f},   {"avx512cd", x.avx512cd}, {"avx512dq", x.avx512dq},
+       {"avx512bw", x.avx512bw}, {"avx512vl", x.avx512vl}, {"os-ymm-state", x.ymm_state},
+       {"os-zmm-state", x.zmm_state}};
+#else
+  f = {{"neon", posenc::detail::detect_cpu().neon}};
+#endif
+  return f;
+}
+
+std::string join(const std::vector<std::string> &v, const char *sep) {
+  std::string s;
+  for (const std::string &x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string bytes(uint64_t b) {
+  char buf[64];
+  if (b == 0) return "unknown";
+  if (b % (1u << 20) == 0) std::snprintf(buf, sizeof buf, "%llu MiB", (unsigned long long)(b >> 20));
+  else if (b % 1024 == 0) std::snprintf(buf, sizeof buf, "%llu KiB", (unsigned long long)(b >> 10));
+  else std::snprintf(buf, sizeof buf, "%llu bytes", (unsigned long long)b);
+  return buf;
+}
+
+std::string quoted(const std::string &s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string json_list(const std::vector<std::string> &v) {
+  std::vector<std::string> q;
+  for (const std::string &x : v) q.push_back(quoted(x));
+  return "[" + join(q, ", ") + "]";
+}
+
+}  // namespace
+
+int info_main(int argc, char **argv) {
+  bool json = false;
+  Args a(argc, argv);
+  while (a.next()) {
+    if (a.name() != "--json") throw Usage("unknown option " + a.name());
+    a.flag();
+    json = true;
+  }
+  const std::vector<std::string> compiled = paths_where(posenc::detail::isa_compiled);
+  const std::vector<std::string> available =
+      paths_where([](int v) { return posenc_isa_available(posenc_isa(v)) != 0; });
+  const auto [path, why] = active();
+  const posenc::detail::CacheSizes c = posenc::detail::cache_sizes();
+  const uint64_t threshold = posenc::detail::stream_threshold_bytes();
+  std::vector<std::string> on, off;
+  for (const auto &[name, has] : features()) (has ? on : off).push_back(name);
+  // Only the x86 vector paths have non-temporal stores; the scalar and NEON paths store through the caches.
+  const std::vector<std::string> streaming = paths_where([](int v) {
+    return (v == POSENC_ISA_AVX2 || v == POSENC_ISA_AVX512) && posenc::detail::isa_compiled(v);
+  });
+
+  if (json) {
+    std::printf(
+        "{\"version\": %s, \"compiled\": %s, \"available\": %s, \"active\": %s, \"why\": %s,\n"
+        " \"posenc_isa\": %s, \"cpu_features\": %s, \"cpu_features_missing\": %s,\n"
+        " \"caches\": {\"l1d\": %llu, \"l2\": %llu, \"l3\": %llu, \"l3_sharing\": %u, \"source\": %s},\n"
+        " \"nontemporal_threshold\": %llu, \"nontemporal_paths\": %s}\n",
+        quoted(posenc_version()).c_str(), json_list(compiled).c_str(), json_list(available).c_str(),
+        quoted(path).c_str(), quoted(why).c_str(), std::getenv("POSENC_ISA") ? quoted(env_isa()).c_str() : "null",
+        json_list(on).c_str(), json_list(off).c_str(), (unsigned long long)c.l1d, (unsigned long long)c.l2,
+        (unsigned long long)c.l3, unsigned(c.l3_sharing), quoted(c.source).c_str(), (unsigned long long)threshold,
+        json_list(streaming).c_str());
+    return kExitOk;
+  }
+  std::printf("posenc %s\n", posenc_version());
+  std::printf("compiled paths:   %s\n", join(compiled, " ").c_str());
+  std::printf("available paths:  %s (compiled, and supported by this CPU and OS)\n", join(available, " ").c_str());
+  std::printf("active path:      %s: %s\n", path.c_str(), why.c_str());
+  std::printf("CPU features:     %s\n", on.empty() ? "none of those below" : join(on, " ").c_str());
+  if (!off.empty()) std::printf("  not present:    %s\n", join(off, " ").c_str());
+  std::printf("caches:           L1d %s, L2 %s, L3 %s", bytes(c.l1d).c_str(), bytes(c.l2).c_str(), bytes(c.l3).c_str());
+  if (c.l3 && c.l3_sharing > 1) std::printf(" shared by %u logical CPUs", unsigned(c.l3_sharing));
+  std::printf(" (%s)\n", c.source);
+  if (streaming.empty())
+    std::printf("non-temporal stores: none (the scalar and NEON paths store through the caches)\n");
+  else
+    std::printf("non-temporal stores: float32 outputs of %llu bytes (%s) or more, on the %s paths\n",
+                (unsigned long long)threshold, bytes(threshold).c_str(), join(streaming, " and ").c_str());
+  return kExitOk;
+}
+
+}  // namespace cli

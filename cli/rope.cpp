@@ -1,0 +1,252 @@
+// posenc rope: the cos/sin cache of a rotary scheme for a range or a list of positions. The scheme is a
+// model preset of posenc.hpp or built from explicit options through posenc_rope_init, exactly as a caller
+// of the C ABI would build it; the float32 rows come from posenc_rope_cache_f32, the bf16 / f16 rows from
+// the library's own bf16 / f16 rotation of unit vectors (x = 1, y = 0 turns into x' = c, y' = s, rounded
+// once from the float32 c and s), so that every value written is the library's.
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "output.hpp"
+#include "posenc/posenc.hpp"
+
+namespace cli {
+namespace {
+
+const std::vector<std::string> kPresets = {"llama2", "llama3.1", "mistral-7b-v0.2", "qwen2", "qwen2-yarn",
+                                           "phi3-mini-128k", "deepseek-v2", "deepseek-v3", "gpt-neox-20b",
+                                           "gpt-j-6b"};
+const std::vector<std::string> kTypes = {"default", "linear", "dynamic", "yarn", "llama3", "longrope"};
+
+// A scaling parameter and the rope types that read it (posenc.h: posenc_rope_scaling).
+struct Param {
+  const char *option;
+  std::vector<posenc_rope_type> types;
+};
+const std::vector<Param> &params() {
+  using T = std::vector<posenc_rope_type>;
+  static const std::vector<Param> p = {
+      {"--factor", T{POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN,
+                     POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE}},
+      {"--original", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
+                       POSENC_ROPE_TYPE_LONGROPE}},
+      {"--seq-len", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_LONGROPE}},
+      {"--beta-fast", T{POSENC_ROPE_TYPE_YARN}},
+      {"--beta-slow", T{POSENC_ROPE_TYPE_YARN}},
+      {"--mscale", T{POSENC_ROPE_TYPE_YARN}},
+      {"--mscale-all-dim", T{POSENC_ROPE_TYPE_YARN}},
+      {"--truncate", T{POSENC_ROPE_TYPE_YARN}},
+      {"--low-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}},
+      {"--high-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}},
+      {"--short-factor", T{POSENC_ROPE_TYPE_LONGROPE}},
+      {"--long-factor", T{POSENC_ROPE_TYPE_LONGROPE}},
+      {"--attention-factor", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LONGROPE}},
+  };
+  return p;
+}
+
+struct RopeOptions {
+  std::optional<std::string> preset;
+  std::optional<int64_t> rotary_dim;
+  std::optional<double> base;
+  std::optional<posenc_rope_type> type;
+  posenc_rope_scaling scaling = [] {
+    posenc_rope_scaling s = posenc::rope_scaling_of(posenc::rope_type::default_);
+    s.truncate = 1;  // Hugging Face's default, which the options mirror
+    return s;
+  }();
+  std::vector<double> short_factor, long_factor;
+  std::vector<std::string> given;  // the scaling parameters given, by option name
+  std::optional<posenc::rope_pairs> pairs;
+  std::optional<double> position_scale, attention_scale;
+  bool separate = false, show_spec = false;
+  std::string isa;
+  PositionOptions positions;
+  OutputOptions output;
+};
+
+// Reads the current option when it is a scaling parameter.
+bool read_param(Args &a, RopeOptions &o) {
+  const std::string &n = a.name();
+  posenc_rope_scaling &s = o.scaling;
+  if (n == "--factor") s.factor = number(a.value(), n);
+  else if (n == "--original") s.original_max_positions = integer(a.value(), n);
+  else if (n == "--seq-len") s.seq_len = integer(a.value(), n);
+  else if (n == "--beta-fast") s.beta_fast = number(a.value(), n);
+  else if (n == "--beta-slow") s.beta_slow = number(a.value(), n);
+  else if (n == "--mscale") s.mscale = number(a.value(), n);
+  else if (n == "--mscale-all-dim") s.mscale_all_dim = number(a.value(), n);
+  else if (n == "--truncate") s.truncate = choice(a.value(), n, {"0", "1"});
+  else if (n == "--low-freq-factor") s.low_freq_factor = number(a.value(), n);
+  else if (n == "--high-freq-factor") s.high_freq_factor = number(a.value(), n);
+  else if (n == "--short-factor") o.short_factor = numbers(a.value(), n);
+  else if (n == "--long-factor") o.long_factor = numbers(a.value(), n);
+  else if (n == "--attention-factor") s.attention_factor = number(a.value(), n);
+  else return false;
+  o.given.push_back(n);
+  return true;
+}
+
+RopeOptions parse(int argc, char **argv) {
+  RopeOptions o;
+  Args a(argc, argv);
+  while (a.next()) {
+    const std::string &n = a.name();
+    if (o.positions.read(a) || o.output.read(a) || read_param(a, o)) continue;
+    if (n == "--preset") o.preset = kPresets[size_t(choice(a.value(), n, kPresets))];
+    else if (n == "--rotary-dim") o.rotary_dim = integer(a.value(), n);
+    else if (n == "--base") o.base = number(a.value(), n);
+    else if (n == "--rope-type") o.type = posenc_rope_type(choice(a.value(), n, kTypes));
+    else if (n == "--pairs") o.pairs = posenc::rope_pairs(choice(a.value(), n, {"halves", "interleaved"}));
+    else if (n == "--position-scale") o.position_scale = number(a.value(), n);
+    else if (n == "--attention-scale") o.attention_scale = number(a.value(), n);
+    else if (n == "--cache-layout") o.separate = choice(a.value(), n, {"cos-sin", "separate"}) == 1;
+    else if (n == "--show-spec") a.flag(), o.show_spec = true;
+    else if (n == "--isa") o.isa = a.value();
+    else throw Usage("unknown option " + n);
+  }
+  if (o.preset) {
+    if (o.type || o.base) throw Usage("a preset carries its own scheme: no --rope-type or --base with --preset");
+    for (const std::string &g : o.given)
+      if (g != "--seq-len" || *o.preset != "phi3-mini-128k")
+        throw Usage(g + " does not apply to --preset " + *o.preset + " (it carries its own scaling)");
+  } else {
+    if (!o.rotary_dim) throw Usage("give --preset NAME or --rotary-dim R");
+    const posenc_rope_type t = o.type.value_or(POSENC_ROPE_TYPE_DEFAULT);
+    for (const std::string &g : o.given)
+      for (const Param &p : params())
+        if (g == p.option) {
+          bool applies = false;
+          for (posenc_rope_type u : p.types) applies = applies || u == t;
+          if (!applies) throw Usage(g + " does not apply to --rope-type " + kTypes[size_t(t)]);
+        }
+  }
+  o.output.check();
+  return o;
+}
+
+// The preset of posenc.hpp; --rotary-dim applies to the presets whose head size varies across a family.
+posenc::rope preset(const RopeOptions &o, int64_t seq_len) {
+  const std::string &p = *o.preset;
+  const int64_t r = o.rotary_dim.value_or(128);
+  const bool sized = p == "llama2" || p == "llama3.1" || p == "mistral-7b-v0.2" || p == "qwen2" || p == "qwen2-yarn";
+  if (!sized && o.rotary_dim) throw Usage("--rotary-dim does not apply to --preset " + p);
+  if (p == "llama2") return posenc::rope::llama2(r);
+  if (p == "llama3.1") return posenc::rope::llama3_1(r);
+  if (p == "mistral-7b-v0.2") return posenc::rope::mistral_7b_v02(r);
+  if (p == "qwen2") return posenc::rope::qwen2(r);
+  if (p == "qwen2-yarn") return posenc::rope::qwen2(r, true);
+  if (p == "phi3-mini-128k") return posenc::rope::phi3_mini_128k(seq_len);
+  if (p == "deepseek-v2") return posenc::rope::deepseek_v2();
+  if (p == "deepseek-v3") return posenc::rope::deepseek_v3();
+  if (p == "gpt-neox-20b") return posenc::rope::gpt_neox_20b();
+  return posenc::rope::gpt_j_6b();
+}
+
+posenc::rope build(RopeOptions &o, const Positions &pos) {
+  // dynamic and longrope read the current sequence length: by default, as HF, the largest position + 1
+  if (o.scaling.seq_len == 0) o.scaling.seq_len = pos.seq_len();
+  posenc::rope r = o.preset ? preset(o, o.scaling.seq_len) : [&] {
+    const int64_t h = *o.rotary_dim / 2;
+    if ((!o.short_factor.empty() && int64_t(o.short_factor.size()) != h) ||
+        (!o.long_factor.empty() && int64_t(o.long_factor.size()) != h))
+      throw Usage("--short-factor and --long-factor need rotary_dim / 2 values each");
+    o.scaling.short_factor = o.short_factor.empty() ? nullptr : o.short_factor.data();
+    o.scaling.long_factor = o.long_factor.empty() ? nullptr : o.long_factor.data();
+    o.scaling.type = o.type.value_or(POSENC_ROPE_TYPE_DEFAULT);
+    return posenc::rope::init(*o.rotary_dim, o.base.value_or(1.0e4), o.type ? &o.scaling : nullptr);
+  }();
+  if (o.pairs) r = r.with_pairs(*o.pairs);
+  if (o.position_scale) r = r.with_position_scale(*o.position_scale);
+  if (o.attention_scale) r = r.with_attention_scale(*o.attention_scale);
+  return r;
+}
+
+void show_spec(const posenc::rope &r) {
+  std::printf("rotary_dim %lld\npairs %s\nbase %.17g\nposition_scale %.17g\nattention_scale %.17g\nfreq",
+              (long long)r.rotary_dim(), r.pairs() == posenc::rope_pairs::halves ? "halves" : "interleaved", r.base(),
+              r.position_scale(), r.attention_scale());
+  if (r.freq().size() == 0) std::printf(" base^(-2i/r)");
+  for (double f : r.freq()) std::printf(" %.17g", f);
+  std::printf("\n");
+}
+
+// The rows as vLLM's cos_sin_cache: n x r, cos in the first half of each row, sin in the second.
+Array cos_sin_rows(const posenc::rope &r, const Positions &pos, DType dtype) {
+  const int64_t n = pos.rows(), width = r.rotary_dim(), h = width / 2;
+  if (n > 0 && width > (int64_t(1) << 40) / n) throw Usage("the cache would have over 2^40 elements");
+  Array a;
+  a.rows = n;
+  a.cols = width;
+  const posenc::positions p = pos.is_list ? posenc::positions(pos.list) : posenc::positions(pos.first);
+  if (dtype == DType::kF32) {
+    a.f32.resize(size_t(n * width));
+    r.cache(p, posenc::rows_view<float>(a.f32.data(), n, width));
+    return a;
+  }
+  // One head row per token, (1, ..., 1, 0, ..., 0) with halves pairs: pair i is (x_i, x_{i+h}) = (1, 0),
+  // which the rotation turns into (c_i, s_i). A pad token is left as it was: its cache row is zeros.
+  const uint16_t one = dtype == DType::kBF16 ? 0x3F80 : 0x3C00;
+  a.bits.assign(size_t(n * width), 0);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < h; ++i) a.bits[size_t(t * width + i)] = one;
+  const posenc::rope halves = r.with_pairs(posenc::rope_pairs::halves);
+  const auto x = posenc::heads_view<uint16_t>::thd(a.bits.data(), n, 1, width);
+  if (dtype == DType::kBF16) halves.apply_bf16(p, x);
+  else halves.apply_f16(p, x);
+  for (int64_t t = 0; t < n; ++t)
+    if (pos.at(t) == POSENC_PAD)
+      for (int64_t e = 0; e < width; ++e) a.bits[size_t(t * width + e)] = 0;
+  return a;
+}
+
+std::vector<std::string> names(const char *what, int64_t h) {
+  std::vector<std::string> c;
+  for (int64_t i = 0; i < h; ++i) c.push_back(what + std::to_string(i));
+  return c;
+}
+
+// The cos half or the sin half of each row.
+Array half_of(const Array &a, bool sin) {
+  Array out;
+  out.name = sin ? "sin" : "cos";
+  out.rows = a.rows;
+  out.cols = a.cols / 2;
+  for (int64_t t = 0; t < a.rows; ++t) {
+    const int64_t from = t * a.cols + (sin ? out.cols : 0);
+    if (!a.f32.empty()) out.f32.insert(out.f32.end(), a.f32.begin() + from, a.f32.begin() + from + out.cols);
+    else out.bits.insert(out.bits.end(), a.bits.begin() + from, a.bits.begin() + from + out.cols);
+  }
+  out.columns = names(out.name.c_str(), out.cols);
+  out.row_labels = a.row_labels;
+  return out;
+}
+
+}  // namespace
+
+int rope_main(int argc, char **argv) {
+  RopeOptions o = parse(argc, argv);
+  if (!o.isa.empty()) force_isa(o.isa);
+  const Positions pos = o.positions.get(0);
+  const posenc::rope r = build(o, pos);
+  r.validate();
+  if (o.show_spec) {
+    show_spec(r);
+    return kExitOk;
+  }
+  Array rows = cos_sin_rows(r, pos, o.output.dtype);
+  if (o.output.format == Format::kCsv) rows.row_labels = row_labels(pos);
+  if (o.separate) {
+    write_arrays(o.output, {half_of(rows, false), half_of(rows, true)});
+  } else {
+    rows.columns = names("cos", rows.cols / 2);
+    for (const std::string &s : names("sin", rows.cols / 2)) rows.columns.push_back(s);
+    write_arrays(o.output, {rows});
+  }
+  return kExitOk;
+}
+
+}  // namespace cli
