@@ -49,9 +49,9 @@ built() {  # name command...: runs a build step; a failure counts as one failed 
 
 elapsed() { echo "   ($((SECONDS - start)) s so far)"; }
 
-# 1. ASan + UBSan, the whole suite: every test on every available path (all-paths) and the POSENC_ISA
-# tests (env). The once-per-forced-path reruns add no path the all-paths run has not taken; the 'build'
-# check reads the optimised archive for out-of-line inline functions, which -O0 emits by design. -O0: the
+# 1. ASan + UBSan, the whole suite: every test on every available path (all-paths), the POSENC_ISA
+# tests (env) and the tools (posenc, posenc check). The once-per-forced-path reruns add no path the
+# all-paths run has not taken; the 'build' check reads the optimised archive for out-of-line inline functions, which -O0 emits by design. -O0: the
 # sanitizers see every access, and the build takes half the time of an optimised one (Catch2's runner
 # alone takes minutes to optimise with instrumentation).
 echo "== ASan + UBSan: the whole suite"
@@ -60,7 +60,7 @@ if built asan configure build-hard-asan --buildtype=debug -Dbenchmarks=disabled 
      -Dcpp_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all &&
    built asan ninja -C build-hard-asan -j "$jobs"; then
   meson test -C build-hard-asan --no-rebuild --num-processes "$jobs" --print-errorlogs --suite all-paths \
-    --suite env || true
+    --suite env --suite tools || true
   logs+=(build-hard-asan/meson-logs/testlog.json)
 fi
 elapsed
