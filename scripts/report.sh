@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-posenc_install_deps python3-matplotlib python3-numpy
+# the Python section (bench/python/bench_torch.py): Debian's PyTorch and the package's build dependencies
+posenc_install_deps python3-matplotlib python3-numpy python3-torch python3-dev pybind11-dev
 
 mode=full
 case "${1:-}" in
@@ -26,16 +27,19 @@ out=report
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
+# -Dpython=enabled: the extension module for the Python section (meson runs under /usr/bin/python3, so the
+# module is built for the interpreter below)
+setup=(--buildtype=release -Dtests=disabled -Dbenchmarks=enabled -Dtools=enabled -Dpython=enabled)
 if [ -d "$build" ]; then
-  meson setup --reconfigure "$build" --buildtype=release -Dtests=disabled -Dbenchmarks=enabled -Dtools=enabled >/dev/null
+  meson setup --reconfigure "$build" "${setup[@]}" >/dev/null
 else
-  meson setup "$build" --buildtype=release -Dtests=disabled -Dbenchmarks=enabled -Dtools=enabled >/dev/null
+  meson setup "$build" "${setup[@]}" >/dev/null
 fi
 ninja -C "$build" -j "$jobs"
 
 # The pipeline itself is bench/report/report.py, which `posenc-bench --report DIR` runs from an install.
 args=(--out "$out" --bench "$build/bench/posenc-bench" --accuracy "$build/bench/posenc-accuracy"
-      --posenc "$build/cli/posenc" --command scripts/report.sh)
+      --posenc "$build/cli/posenc" --posenc-python "$build" --command scripts/report.sh)
 [ $mode = quick ] && args+=(--quick)
 [ $mode = docs ] && args+=(--docs docs/benchmarks.md)
 "$py" bench/report/report.py "${args[@]}"

@@ -1,7 +1,7 @@
 """Google Benchmark JSON + posenc-accuracy JSON -> report/summary.md and SVG charts; prints the summary.
 
     make_report.py --bench bench.json --accuracy accuracy.json --out report [--docs docs/benchmarks.md]
-                   [--command TEXT]
+                   [--command TEXT] [--python python.json]
 
 report.py runs it last (the pipeline of scripts/report.sh and posenc-bench --report). Exits non-zero when
 the run is incomplete (a case reported an error, a kernel or a posenc path has no case, the accuracy file is
@@ -20,6 +20,7 @@ except ImportError as e:  # matplotlib is not importable: the report without its
     charts = None
     CHARTS_MISSING = "Not drawn: matplotlib is not importable by %s (%s)." % (sys.executable, e)
 import machine
+import python_section
 import results
 import summary
 import targets
@@ -69,6 +70,7 @@ def main(argv):
     ap.add_argument("--pictures", action="append", default=[], help="extra chart files already in --out")
     ap.add_argument("--docs")
     ap.add_argument("--command", default="scripts/report.sh", help="how the report says it was made")
+    ap.add_argument("--python", help="bench/python/bench_torch.py's JSON: the report's Python section")
     args = ap.parse_args(argv)
 
     context, cases, pairs = results.load(args.bench)
@@ -82,19 +84,21 @@ def main(argv):
     pictures = [(t, f) for t, f in (p.rsplit("=", 1) for p in args.pictures)
                 if os.path.exists(os.path.join(args.out, f))]
     reps = max((len(c.times) for c in cases.values()), default=0)
+    py_text, py_charts = python_section.render(args.python, args.out) if args.python else ("", [])
 
     def render(chart_list, command):
-        return summary.render(context, groups, pairs, acc, machine.describe(context, acc), chart_list,
-                              targets.simd_paths_of(groups), reps, command,
-                              None if charts else CHARTS_MISSING)
+        return python_section.insert(
+            summary.render(context, groups, pairs, acc, machine.describe(context, acc), chart_list,
+                           targets.simd_paths_of(groups), reps, command, None if charts else CHARTS_MISSING),
+            py_text)
 
     text = render(measured + pictures, args.command)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(text)
     if args.docs:  # the pictures of the encoding do not depend on the machine: they stay in report/
-        write_docs(render(measured, args.command + " --docs"), measured, args.out, args.docs)
+        write_docs(render(measured, args.command + " --docs"), measured + py_charts, args.out, args.docs)
     print(text)
-    bad = problems(cases, groups, pairs, acc)
+    bad = problems(cases, groups, pairs, acc) + (python_section.problems(args.python) if args.python else [])
     for p in bad:
         print("report: " + p, file=sys.stderr)
     return 1 if bad else 0

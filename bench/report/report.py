@@ -3,11 +3,13 @@ programs of its build directory, `posenc-bench --report DIR` with the installed 
 modules are installed in share/posenc/report). The same steps, the same report.
 
     report.py --out DIR --bench POSENC_BENCH --accuracy POSENC_ACCURACY [--posenc POSENC] [--quick]
-              [--docs FILE] [--command TEXT]
+              [--posenc-python BUILD] [--docs FILE] [--command TEXT]
 
 --quick: the quick plan (small shapes, 2 repetitions); --docs FILE: also the repository's copy of the
 summary (docs/benchmarks.md and its charts); --command: how the report says it was made. Without
-matplotlib (and NumPy) the report is written without charts or pictures, and says so.
+matplotlib (and NumPy) the report is written without charts or pictures, and says so. The Python section
+(the original PyTorch code against posenc.torch, bench/python/bench_torch.py) runs when torch and the posenc
+package are importable (--posenc-python BUILD: the extension of a meson build with -Dpython=enabled).
 
 The steps are STEPS below, in order. Each is a Step: `skip(run)` returns why it cannot run here (None: it
 runs), `run(run)` does the work in run.out and returns the arguments it adds to make_report.py. A step whose
@@ -94,12 +96,37 @@ def pictures_skip(run):
     return None
 
 
+# bench/python/bench_torch.py in a source tree; bench_torch.py next to this file in an install
+PY_BENCH = next((p for p in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "bench_torch.py"),
+                             os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_torch.py"))
+                 if os.path.exists(p)), None)
+
+
+def python_bench(run):
+    cmd = [run.python, PY_BENCH, "--out", run.path("python.json")] + (["--quick"] if run.quick else [])
+    if run.args.posenc_python:
+        cmd += ["--posenc-build", run.args.posenc_python]
+    run.program(*cmd)
+    return ["--python", run.path("python.json")]
+
+
+def python_bench_skip(run):
+    if not PY_BENCH:
+        return "no bench_torch.py"
+    if missing("torch", "numpy"):
+        return "%s not importable by %s (Debian: python3-torch)" % (" and ".join(missing("torch", "numpy")), run.python)
+    if not run.args.posenc_python and missing("posenc"):
+        return "the posenc Python package is not importable by %s (pip install it, docs/python.md)" % run.python
+    return None
+
+
 STEPS = [
     Step("accuracy against MPFR", accuracy),
     Step(benchmarks_title, benchmarks),
     Step("pictures of the encoding", pictures, pictures_skip),
-    # Optional steps go here: a Step whose skip() says why it cannot run (a module that is not importable)
-    # and whose run() writes its results in run.out and returns the make_report.py options that read them.
+    # Optional steps: a Step whose skip() says why it cannot run (a module that is not importable) and whose
+    # run() writes its results in run.out and returns the make_report.py options that read them.
+    Step("Python: the original PyTorch code against posenc.torch", python_bench, python_bench_skip),
 ]
 
 
@@ -109,6 +136,8 @@ def main(argv):
     ap.add_argument("--bench", required=True, help="posenc-bench")
     ap.add_argument("--accuracy", required=True, help="posenc-accuracy")
     ap.add_argument("--posenc", help="the posenc command (pictures of the encoding)")
+    ap.add_argument("--posenc-python", help="a meson build dir with -Dpython=enabled (the Python section's "
+                                            "package; else posenc as this interpreter imports it)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--docs")
     ap.add_argument("--command", default="scripts/report.sh")

@@ -58,7 +58,12 @@ def rows(spec: SpecLike, positions: Tensor, *, dtype: torch.dtype = torch.float3
     """One row per position (posenc.rows) for positions of any shape: the result is positions.shape + (d,).
     posenc.PAD gives a zero row."""
     positions = _positions(positions)
-    flat = positions.reshape(-1)
+    flat = positions if positions.dim() == 1 else positions.reshape(-1)
+    if out is None and dtype != torch.bfloat16:
+        # a NumPy result shared as a tensor: the cheapest way to a new tensor for a one-row decode step
+        # (torch 1.13 has no uint16, so bfloat16 rows go through out= below)
+        res = torch.from_numpy(_p.rows(spec, flat, dtype=dtype))
+        return res if positions.dim() == 1 else res.view(*positions.shape, res.size(-1))
     d = spec if isinstance(spec, int) else spec.d_model
     if out is None:
         out = torch.empty(*positions.shape, d, dtype=dtype)
@@ -127,14 +132,19 @@ class _ExactPE(nn.Module):
             return None
         if x.size(0 if seq_first else 1) > self.pe.numel() // self.spec.d_model:
             return None  # longer than max_len: the original's broadcast raises, and so does the fallback
+        if seq_first and x.size(1) > 1:
+            # [seq, batch, d] with a batch: the fused add would recompute each PE row per batch entry over
+            # strided rows; adding the (exact) buffer is faster there (the report's Python section) and equal
+            return None
         return add(x, self.spec, seq_first=seq_first)
 
 
 class PositionalEncoding(_ExactPE):
     """The PyTorch tutorial's PositionalEncoding: buffer ``pe`` [max_len, 1, d_model] (the tutorial's
     interleaved sin/cos, here correctly rounded), ``forward(x)`` with x [seq, batch, d_model] returns
-    ``dropout(x + pe[:seq])``. Float32 CPU inputs take posenc's fused add (exact PE computed on the fly, one
-    pass over x); other inputs the original expression with the exact buffer."""
+    ``dropout(x + pe[:seq])``. Float32 CPU inputs with batch 1 take posenc's fused add (exact PE computed on
+    the fly, one pass over x); larger batches and other inputs the original expression with the exact
+    buffer (faster there: one PE row serves the whole batch)."""
 
     def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000):
         super().__init__()
@@ -432,10 +442,11 @@ class RotaryEmbedding(nn.Module):
         rotary_dim / 2 values twice, times the attention scaling). x only gives the dtype."""
         if self.rope_type in ("dynamic", "longrope"):
             self._update(position_ids)
-        cos, sin = rope_cache(self.rope, position_ids)
-        h = self.rope.rotary_dim // 2
-        cos[..., h:] = cos[..., :h]
-        sin[..., h:] = sin[..., :h]
+        pos = _positions(position_ids)
+        c, s = _p.rope_cache(self.rope, positions=pos.reshape(-1))
+        c, s = torch.from_numpy(c), torch.from_numpy(s)
+        shape = (*pos.shape, self.rope.rotary_dim)
+        cos, sin = torch.cat((c, c), dim=-1).view(shape), torch.cat((s, s), dim=-1).view(shape)
         if x.dtype != torch.float32 or x.device.type != "cpu":
             return cos.to(device=x.device, dtype=x.dtype), sin.to(device=x.device, dtype=x.dtype)
         return cos, sin
@@ -450,6 +461,8 @@ class RotaryEmbedding(nn.Module):
 
 def _positions(position_ids: Tensor) -> Tensor:
     """Integer positions as int64; floating point ones are refused rather than truncated."""
+    if isinstance(position_ids, Tensor) and position_ids.dtype == torch.int64:
+        return position_ids
     position_ids = torch.as_tensor(position_ids)
     if position_ids.is_floating_point() or position_ids.is_complex():
         raise TypeError("positions must be integers, got %s" % position_ids.dtype)

@@ -1,0 +1,571 @@
+#!/usr/bin/env python3
+"""The original PyTorch code against posenc.torch, timed from Python in one process, on the same shapes.
+
+    PYTHONPATH=<dir holding the posenc package> /usr/bin/python3 bench/python/bench_torch.py [--quick] \
+        --out report/python.json
+    /usr/bin/python3 bench/python/bench_torch.py --posenc-build build-report --out report/python.json
+
+--posenc-build DIR: use the extension a meson build with -Dpython=enabled made (DIR/python/_posenc*.so) with
+this tree's python/posenc/*.py, instead of a posenc found on sys.path.
+
+The originals are python/tests/originals.py (the PyTorch tutorial's PositionalEncoding, the torch.pow /
+torch.stack table, emb(tok) * sqrt(d) + pe, HF transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb),
+imported from this tree. Every case runs its variants in rounds: each round calls every variant once (or a
+fixed inner loop of calls, for calls of a few microseconds), the order rotated from round to round
+(A B, B A, ...), so that drift hits all sides alike; the JSON keeps the time of every variant in every round
+(round order), from which bench/report/python_section.py computes medians, per-round (paired) ratios and
+spreads. Everything runs under torch.no_grad() (inference), float32, with torch.set_num_threads(1); when
+torch's default thread count is above 1 (or with --threads N) the cases without a decode shape run a second time
+with that many threads (posenc's calls are single-threaded either way). Each case also times a bound: what
+the same output costs without the arithmetic (a new tensor written, the gather alone, q and k read and written).
+
+Memory: glibc's malloc gives a tensor of 32 MiB or more (in the steady state of its default configuration) a
+fresh mapping whose pages fault on first touch, about 1.5 ns per float32 element on the VM this was written on,
+as much as several passes over the data; smaller ones reuse freed heap memory, which the implementations of a
+case then share, each one's timing depending on what the others freed. So the cases run first with glibc told to
+reuse every freed block (mallopt M_MMAP_THRESHOLD 1 GiB, M_TRIM_THRESHOLD max): no fresh mapping, no page
+fault, the work itself, as with a caching allocator; the report's verdicts use that run. The cases without a
+decode shape then run again in glibc's default steady state, set explicitly (M_MMAP_THRESHOLD 32 MiB,
+M_TRIM_THRESHOLD 64 MiB), each case starting from a trimmed heap (malloc_trim): what a default process sees
+(--no-default-run skips it). Without glibc's mallopt there is one run, with the allocator as it is.
+
+Before timing, each case checks that both sides compute the same thing (the largest difference is recorded;
+nothing about the timings is ever asserted).
+
+Exits non-zero when a case failed (its error is in the JSON); the timings are never judged here.
+"""
+import argparse
+import atexit
+import datetime
+import gc
+import glob
+import importlib.util
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+SCHEMA = 1
+
+
+# ---- setup ---------------------------------------------------------------------------------------------------
+
+def use_build(build_dir):
+    """Puts a package dir made of build_dir's extension and this tree's python/posenc/*.py first on sys.path."""
+    import importlib.machinery
+    sos = [f for f in glob.glob(os.path.join(build_dir, "python", "_posenc*"))
+           if any(f.endswith(x) for x in importlib.machinery.EXTENSION_SUFFIXES)]
+    if not sos:
+        sys.exit("bench_torch: no python/_posenc%s in %s (meson setup -Dpython=enabled, for this interpreter, %s)"
+                 % (importlib.machinery.EXTENSION_SUFFIXES[0], build_dir, sys.executable))
+    root = tempfile.mkdtemp(prefix="posenc-bench-py-")
+    atexit.register(shutil.rmtree, root, True)
+    pkg = os.path.join(root, "posenc")
+    os.makedirs(pkg)
+    for f in sos + glob.glob(os.path.join(REPO, "python", "posenc", "*.py")):
+        shutil.copy(f, pkg)
+    sys.path.insert(0, root)
+    return root
+
+
+def default_originals():
+    for path in (os.path.join(REPO, "python", "tests", "originals.py"), os.path.join(HERE, "originals.py")):
+        if os.path.exists(path):
+            return path
+    return os.path.join(REPO, "python", "tests", "originals.py")
+
+
+def load_originals(path):
+    spec = importlib.util.spec_from_file_location("posenc_bench_originals", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ---- timing --------------------------------------------------------------------------------------------------
+
+class Plan:
+    def __init__(self, quick):
+        self.quick = quick
+        # rounds per case: as many as fit in the budget, within [min, max]
+        self.min_rounds, self.max_rounds, self.budget = (5, 15, 0.4) if quick else (21, 301, 4.0)
+        self.inner_target = 0.2e-3 if quick else 1e-3  # a round of a microsecond call: an inner loop this long
+
+
+def _clock_once(fn, setup, inner, self_timed=False):
+    if setup is not None:
+        setup()
+    if self_timed:  # fn measures itself and returns seconds per call
+        return fn()
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - t0) / inner
+
+
+def measure(variants, plan, inner=None):
+    """variants: [(name, fn, setup or None[, self_timed])]. Returns ({name: [seconds per call, one per round]},
+    inner). inner=None: one call per round; "auto": an inner loop of calls sized to plan.inner_target (the
+    setup runs once per round, before the loop). A self-timed variant is called once per round and returns
+    its own seconds per call (posenc._posenc._repeat_rope_qk)."""
+    variants = [tuple(v) + (False,) * (4 - len(v)) for v in variants]
+    gc.collect()
+    for name, fn, setup, own in variants:  # warm-up: first-use costs (allocator, caches, lazy init) out of the way
+        for _ in range(2):
+            _clock_once(fn, setup, 1, own)
+    looped = [v for v in variants if not v[3]]
+    est = sum(min(_clock_once(fn, setup, 1) for _ in range(3)) for _, fn, setup, _ in looped)
+    if inner == "auto":
+        inner = max(1, min(10000, int(plan.inner_target / max(est / max(1, len(looped)), 1e-8))))
+    inner = inner or 1
+    own_cost = sum(plan.inner_target for v in variants if v[3])
+    rounds = int(max(plan.min_rounds, min(plan.max_rounds, plan.budget / max(est * inner + own_cost, 1e-9))))
+    times = {v[0]: [] for v in variants}
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        n = len(variants)
+        for r in range(rounds):
+            order = variants[r % n:] + variants[:r % n]
+            if (r // n) % 2:
+                order = order[::-1]
+            for name, fn, setup, own in order:
+                times[name].append(_clock_once(fn, setup, inner, own))
+    finally:
+        if gc_was:
+            gc.enable()
+    return times, inner
+
+
+# ---- cases ---------------------------------------------------------------------------------------------------
+
+class Bench:
+    def __init__(self, torch, pt, posenc, originals, plan):
+        self.torch, self.pt, self.posenc, self.O, self.plan = torch, pt, posenc, originals, plan
+        self.cases = []
+        self.failed = 0
+        self.alloc = "default"
+
+    def trim(self):
+        """Each case starts from the same heap: free memory given back (malloc_trim), thresholds kept."""
+        if LIBC is not None:
+            LIBC.malloc_trim(0)
+
+    def run(self, case_id, group, title, shape, elements, variants, sides, check=None, inner=None, note=None):
+        """sides: {variant name: (label, "original" | "posenc" | "posenc-extra" | "bound" | "kernel")}"""
+        rec = {"id": case_id, "group": group, "title": title, "shape": shape, "elements": elements,
+               "threads": self.torch.get_num_threads(), "alloc": self.alloc, "variants": {}, "note": note,
+               "error": None}
+        self.trim()
+        try:
+            with self.torch.no_grad():
+                if check is not None:
+                    rec["check"] = check()
+                times, used_inner = measure(variants, self.plan, inner)
+            rec["inner"] = used_inner
+            for name, ts in times.items():
+                label, side = sides[name]
+                rec["variants"][name] = {"label": label, "side": side, "times": ts}
+        except Exception as e:  # recorded for the report's completeness check
+            rec["error"] = "%s: %s" % (type(e).__name__, e)
+            self.failed += 1
+        self.cases.append(rec)
+        med = {n: statistics.median(v["times"]) for n, v in rec["variants"].items()}
+        print("  %-34s %s" % (case_id + " t%d %s" % (rec["threads"], self.alloc),
+                              rec["error"] or
+                              "  ".join("%s %.4g us" % (n, m * 1e6) for n, m in med.items())), flush=True)
+        return rec
+
+
+def max_diff(a, b):
+    return float((a.float() - b.float()).abs().max())
+
+
+def tables(B, shapes):
+    torch, pt, posenc, O = B.torch, B.pt, B.posenc, B.O
+    for n, d in shapes:
+        spec = posenc.Spec.vaswani(d)
+        buf = torch.empty(n, d)
+        B.run("table/%dx%d" % (n, d), "tables", "table %d x %d" % (n, d), {"n": n, "d": d}, n * d,
+              [("tutorial", lambda: O._tutorial_table(d, n), None),
+               ("stacked", lambda: O.stacked_sincos_table(n, d), None),
+               ("posenc", lambda: pt.table(spec, n), None),
+               ("posenc_out", lambda: pt.table(spec, n, out=buf), None),
+               ("bound", lambda: torch.empty(n, d).fill_(0.0), None)],
+              {"tutorial": ("tutorial table (exp, sin/cos into pe[:, 0::2] / pe[:, 1::2])", "original"),
+               "stacked": ("stacked table (torch.pow, torch.stack)", "original"),
+               "posenc": ("posenc.torch.table", "posenc"),
+               "posenc_out": ("posenc.torch.table(out=) into a preallocated tensor (touched by no other variant: "
+                              "out of the cache between its calls)", "posenc-extra"),
+               "bound": ("torch.empty(n, d).fill_(0): a new tensor, its bytes written, no arithmetic", "bound")},
+              check=lambda: {"max_abs_diff_vs_tutorial": max_diff(pt.table(spec, n), O._tutorial_table(d, n))})
+
+
+def tutorial_forward(B, shapes):
+    torch, pt, O = B.torch, B.pt, B.O
+    for seq, batch, d in shapes:
+        for batch_first in (False, True):
+            if batch_first:
+                mo = O.PositionalEncodingBatchFirst(d, dropout=0.0, max_len=seq).eval()
+                mp = B.pt.PositionalEncodingBatchFirst(d, dropout=0.0, max_len=seq).eval()
+                x = torch.randn(batch, seq, d)
+                cid = "forward_bf/%dx%dx%d" % (batch, seq, d)
+                title = "batch-first forward, x [%d, %d, %d]" % (batch, seq, d)
+            else:
+                mo = O.PositionalEncoding(d, dropout=0.0, max_len=seq).eval()
+                mp = pt.PositionalEncoding(d, dropout=0.0, max_len=seq).eval()
+                x = torch.randn(seq, batch, d)
+                cid, title = "forward/%dx%dx%d" % (seq, batch, d), "tutorial forward, x [%d, %d, %d]" % (seq, batch, d)
+            B.run(cid, "forward", title, {"seq": seq, "batch": batch, "d": d, "batch_first": batch_first},
+                  seq * batch * d,
+                  [("original", lambda: mo(x), None), ("posenc", lambda: mp(x), None),
+                   ("bound", lambda: x.clone(), None)],
+                  {"original": ("original module (eval, dropout 0): x + pe[:seq]", "original"),
+                   "posenc": ("posenc.torch module (fused add, exact PE on the fly)", "posenc"),
+                   "bound": ("x.clone(): x read, a new tensor written", "bound")},
+                  check=lambda: {"max_abs_diff": max_diff(mo(x), mp(x))})
+
+
+def embedding(B, shapes, vocab):
+    torch, pt, posenc, O = B.torch, B.pt, B.posenc, B.O
+    for batch, n, d in shapes:
+        mo = O.ScaledEmbeddingWithPE(vocab, d, max_len=n).eval()
+        mp = pt.ScaledEmbeddingWithPE(vocab, d, max_len=n).eval()
+        mp.embedding.weight.data.copy_(mo.embedding.weight.data)
+        g = torch.Generator().manual_seed(batch * 1000 + n)
+        tok = torch.randint(0, vocab, (batch, n), generator=g)
+        w = mp.embedding.weight.detach()
+        spec, scale, out = posenc.Spec.vaswani(d), math.sqrt(d), torch.empty(batch, n, d)
+        B.run("embed/%dx%dx%d" % (batch, n, d), "embed", "embedding + PE, %d x %d tokens, d = %d, vocab %d"
+              % (batch, n, d, vocab), {"batch": batch, "n": n, "d": d, "vocab": vocab}, batch * n * d,
+              [("original", lambda: mo(tok), None), ("posenc", lambda: mp(tok), None),
+               ("posenc_out", lambda: posenc.embed(spec, w, tok, scale=scale, out=out), None),
+               ("bound", lambda: torch.nn.functional.embedding(tok, w), None)],
+              {"original": ("original: embedding(tok) * sqrt(d) + pe[:seq]", "original"),
+               "posenc": ("posenc.torch.ScaledEmbeddingWithPE (fused)", "posenc"),
+               "posenc_out": ("posenc.embed(out=) into a preallocated tensor (touched by no other variant: out of "
+                              "the cache between its calls)", "posenc-extra"),
+               "bound": ("torch.nn.functional.embedding(tok, weight): the gather alone", "bound")},
+              check=lambda: {"max_abs_diff": max_diff(mo(tok), mp(tok))})
+
+
+def llama_qk(torch, seq, batch=1, q_heads=32, kv_heads=8, head_dim=128):
+    """q, k as HF makes them: views [batch, heads, seq, dim] of q_proj(x).view(batch, seq, heads, dim)
+    .transpose(1, 2); the base tensors and saved copies to restore them."""
+    g = torch.Generator().manual_seed(seq)
+    qb = torch.randn(batch, seq, q_heads, head_dim, generator=g)
+    kb = torch.randn(batch, seq, kv_heads, head_dim, generator=g)
+    return qb, kb, qb.clone(), kb.clone()
+
+
+def big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill):
+    tables(B, table_shapes)
+    tutorial_forward(B, fwd_shapes)
+    embedding(B, emb_shapes, vocab)
+    rotary(B, prefill, None, decode=False)
+
+
+def rotary(B, prefill_tokens, decode_position, decode):
+    torch, pt, O = B.torch, B.pt, B.O
+    cfg = O.original_configs()["llama3_1_8b"]
+    ro = O.LlamaRotaryEmbedding(cfg)
+    rp = pt.RotaryEmbedding(cfg)
+    shapes = [("decode", 1, decode_position)] if decode else [("prefill", prefill_tokens, 0)]
+    for kind, seq, first in shapes:
+        qb, kb, q0, k0 = llama_qk(torch, seq)
+        q, k = qb.transpose(1, 2), kb.transpose(1, 2)
+        pos = torch.arange(first, first + seq).unsqueeze(0)
+
+        def restore():
+            qb.copy_(q0)
+            kb.copy_(k0)
+
+        def original():
+            cos, sin = ro(q, pos)
+            return O.apply_rotary_pos_emb(q, k, cos, sin)
+
+        with torch.no_grad():
+            cos0, sin0 = ro(q, pos)
+
+        def check():
+            restore()
+            want_q, want_k = original()
+            rp.apply_rotary(q, k, pos)
+            got = {"max_abs_diff_q": max_diff(q, want_q), "max_abs_diff_k": max_diff(k, want_k)}
+            restore()
+            return got
+
+        shape = {"batch": 1, "seq": seq, "q_heads": 32, "kv_heads": 8, "head_dim": 128, "first": first}
+        B.run("rope/%s" % kind, "rope", "RoPE, Llama-3.1-8B %s: %d token%s at %d" % (kind, seq, "s" * (seq > 1), first),
+              shape, seq * 40 * 128,
+              [("original", original, restore),
+               ("original_apply", lambda: O.apply_rotary_pos_emb(q, k, cos0, sin0), restore),
+               ("posenc", lambda: rp.apply_rotary(q, k, pos), restore),
+               ("bound", lambda: (qb.mul_(1.0), kb.mul_(1.0)), restore)],
+              {"original": ("HF LlamaRotaryEmbedding.forward + apply_rotary_pos_emb (new q, k)", "original"),
+               "original_apply": ("HF apply_rotary_pos_emb alone, cos/sin precomputed (new q, k)", "original"),
+               "posenc": ("posenc.torch RotaryEmbedding.apply_rotary (fused, in place)", "posenc"),
+               "bound": ("q.mul_(1), k.mul_(1): q and k read and written once, in place", "bound")},
+              check=check, note="q and k restored from a saved copy before every call of every variant, "
+                                "outside the timed region")
+        B.run("rope_cos_sin/%s" % kind, "rope_cos_sin", "RoPE cos/sin, Llama-3.1-8B %s: %d token%s at %d"
+              % (kind, seq, "s" * (seq > 1), first), shape, seq * 128,
+              [("original", lambda: ro(q, pos), None), ("posenc", lambda: rp(q, pos), None)],
+              {"original": ("HF LlamaRotaryEmbedding.forward -> (cos, sin)", "original"),
+               "posenc": ("posenc.torch RotaryEmbedding.forward -> (cos, sin)", "posenc")},
+              check=lambda: {"max_abs_diff_cos": max_diff(ro(q, pos)[0], rp(q, pos)[0])},
+              inner="auto" if seq == 1 else None)
+
+
+def decode_steps(B, position):
+    """A fairseq decode step (one row): the original indexes its table, posenc computes the row."""
+    torch, pt, O = B.torch, B.pt, B.O
+    d, steps = 512, min(position, 1000)
+    mo = O.SinusoidalPositionalEmbedding(d, padding_idx=1, init_size=steps + 2)
+    mp = pt.SinusoidalPositionalEmbedding(d, padding_idx=1, init_size=steps + 2)
+    tokens = torch.full((1, steps), 5)
+    state = {}
+    B.run("fairseq_decode/%d" % steps, "decode", "fairseq SinusoidalPositionalEmbedding, incremental step %d, d = %d"
+          % (steps, d), {"d": d, "step": steps}, d,
+          [("original", lambda: mo(tokens, incremental_state=state), None),
+           ("posenc", lambda: mp(tokens, incremental_state=state), None)],
+          {"original": ("fairseq: row of the precomputed table", "original"),
+           "posenc": ("posenc.torch: the row computed (posenc.torch.rows)", "posenc")},
+          check=lambda: {"max_abs_diff": max_diff(mo(tokens, incremental_state=state),
+                                                  mp(tokens, incremental_state=state))},
+          inner="auto")
+
+
+def overhead(B, position):
+    """Per-call overhead at decode shapes: the Python call minus the kernel's own time per call, measured in the
+    same rounds of the same process."""
+    torch, pt, posenc, O = B.torch, B.pt, B.posenc, B.O
+    _p = posenc._posenc
+    rp = pt.RotaryEmbedding(O.original_configs()["llama3_1_8b"])
+    rope = rp.rope
+    qb, kb, _, _ = llama_qk(torch, 1)
+    q, k = qb.transpose(1, 2), kb.transpose(1, 2)
+    pos = torch.tensor([[position]])
+    qn, kn, pn = q.numpy(), k.numpy(), pos.numpy()
+    reps = 200 if B.plan.quick else 1000
+    B.run("overhead/rope_decode", "overhead", "RoPE decode step, Llama-3.1-8B, 1 token at %d" % position,
+          {"batch": 1, "seq": 1, "q_heads": 32, "kv_heads": 8, "head_dim": 128, "first": position}, None,
+          [("function", lambda: pt.apply_rotary(q, k, pos, rope), None),
+           ("module", lambda: rp.apply_rotary(q, k, pos), None),
+           ("binding", lambda: _p.rope_qk(rope, q, k, positions=pos, heads_first=True), None),
+           ("binding_numpy", lambda: _p.rope_qk(rope, qn, kn, positions=pn, heads_first=True), None),
+           ("kernel", lambda: _p._repeat_rope_qk(rope, q, k, pos, True, reps), None, True)],
+          {"function": ("posenc.torch.apply_rotary(q, k, position_ids, rope)", "posenc"),
+           "module": ("posenc.torch RotaryEmbedding.apply_rotary(q, k, position_ids)", "posenc"),
+           "binding": ("posenc._posenc.rope_qk on the tensors (no posenc.torch code)", "posenc-extra"),
+           "binding_numpy": ("posenc._posenc.rope_qk on NumPy views of the same memory", "posenc-extra"),
+           "kernel": ("the C call alone: _repeat_rope_qk, %d calls without Python in between, per call" % reps,
+                      "kernel")},
+          inner="auto",
+          note="q and k (HF layout) of one token rotated again at every call: the values do not change the work")
+
+    # one table row for one position (fairseq's incremental step), d = 512
+    d, many = 512, 1024
+    spec = posenc.Spec.vaswani(d)
+    one = torch.tensor([position])
+    out_one, out_many = torch.empty(1, d), torch.empty(many, d)
+    one_np, out_one_np = one.numpy(), out_one.numpy()
+    pos_many = torch.full((many,), position, dtype=torch.int64)
+    kreps = 4 if B.plan.quick else 20
+
+    def per_row_kernel():  # a lower bound of one row's kernel time: calls of `many` rows, divided
+        t0 = time.perf_counter()
+        for _ in range(kreps):
+            _p.rows(spec, pos_many, out=out_many)
+        return (time.perf_counter() - t0) / (kreps * many)
+
+    B.run("overhead/rows_one", "overhead", "one table row, d = %d, position %d" % (d, position),
+          {"d": d, "n": 1, "first": position}, None,
+          [("function", lambda: pt.rows(spec, one), None),
+           ("binding", lambda: _p.rows(spec, one, out=out_one), None),
+           ("binding_numpy", lambda: _p.rows(spec, one_np, out=out_one_np), None),
+           ("kernel", per_row_kernel, None, True)],
+          {"function": ("posenc.torch.rows(spec, torch.tensor([p]))", "posenc"),
+           "binding": ("posenc._posenc.rows(spec, tensor, out=) (no posenc.torch code)", "posenc-extra"),
+           "binding_numpy": ("posenc._posenc.rows on NumPy arrays, out=", "posenc-extra"),
+           "kernel": ("one row's kernel time estimated from calls of %d rows, divided (a lower bound)" % many,
+                      "kernel")},
+          inner="auto",
+          note="the kernel time is per row of a %d-row call (the C call's fixed cost not counted), so the "
+               "overhead derived from it is an upper bound" % many)
+
+
+# ---- machine -------------------------------------------------------------------------------------------------
+
+def _cpu():
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if ":" in line:
+                    k, v = line.split(":", 1)
+                    info.setdefault(k.strip(), v.strip())
+    except OSError:
+        pass
+    model = info.get("model name") or info.get("CPU part") or platform.processor() or "unknown"
+    if "cpu family" in info:
+        model += " (family %s, model %s, stepping %s)" % (info["cpu family"], info.get("model"), info.get("stepping"))
+    return model
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _parallel_backend(torch):
+    for line in torch.__config__.parallel_info().splitlines():
+        if "parallel backend" in line:
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def machine(torch, posenc, default_threads):
+    import numpy
+    return {
+        "cpu": _cpu(), "cpus": os.cpu_count(), "kernel": platform.release(),
+        "python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+        "torch_default_threads": default_threads, "torch_parallel": _parallel_backend(torch),
+        "posenc": posenc.version(), "posenc_isa": posenc.isa_name(posenc.active_isa()),
+        "posenc_isas": [posenc.isa_name(i) for i in posenc.available_isas()],
+        "posenc_module": os.path.dirname(posenc.__file__),
+        "glibc": platform.libc_ver()[1],
+        "transparent_hugepage": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
+    }
+
+
+def _libc():
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+LIBC = _libc()
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+
+
+def allocator_reuse():
+    """glibc told to keep every freed block for reuse: no fresh mapping, no first-touch page fault after the
+    warm-up. What remains is the work itself (and what a caching allocator such as jemalloc or tcmalloc gives)."""
+    return LIBC is not None and LIBC.mallopt(M_MMAP_THRESHOLD, 1 << 30) == 1 and \
+        LIBC.mallopt(M_TRIM_THRESHOLD, 2 ** 31 - 1) == 1
+
+
+def allocator_default():
+    """glibc's steady state with its default configuration, set explicitly so that it does not depend on what the
+    process did before: its dynamic mmap threshold rises to at most 32 MiB as blocks are freed, the trim
+    threshold to twice that. A tensor of 32 MiB or more is then a fresh mapping (first-touch page faults), a
+    smaller one reuses freed heap memory."""
+    return LIBC is not None and LIBC.mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 and \
+        LIBC.mallopt(M_TRIM_THRESHOLD, 64 << 20) == 1
+
+
+def load_avg():
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+# ---- main ----------------------------------------------------------------------------------------------------
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small shapes, few rounds (CI; under 30 s)")
+    ap.add_argument("--out", required=True, help="the JSON file to write")
+    ap.add_argument("--posenc-build", help="a meson build dir with -Dpython=enabled (else posenc from sys.path)")
+    ap.add_argument("--originals", default=default_originals(),
+                    help="the original PyTorch code (default: python/tests/originals.py of this tree, else "
+                         "originals.py next to this script)")
+    ap.add_argument("--no-default-run", action="store_true",
+                    help="skip the second run with glibc malloc in its default steady state")
+    ap.add_argument("--threads", type=int, help="also run the cases without a decode shape with this many torch "
+                    "threads (default: torch's default thread count, when it is above 1)")
+    args = ap.parse_args(argv)
+    started = time.perf_counter()
+    if args.posenc_build:
+        use_build(args.posenc_build)
+
+    import torch
+    default_threads = torch.get_num_threads()
+    import posenc
+    import posenc.torch as pt
+    O = load_originals(args.originals)
+    plan = Plan(args.quick)
+    data = {"schema": SCHEMA, "mode": "quick" if args.quick else "full",
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join([os.path.relpath(sys.argv[0], REPO) if sys.argv[0] else "bench_torch.py"] + argv),
+            "load_avg_start": load_avg(), "machine": machine(torch, posenc, default_threads),
+            "plan": {"min_rounds": plan.min_rounds, "max_rounds": plan.max_rounds, "budget_s": plan.budget,
+                     "inner_target_s": plan.inner_target}, "cases": []}
+    print("== Python: original PyTorch vs posenc.torch (%s; torch %s, posenc %s %s; load %s)"
+          % (data["mode"], torch.__version__, posenc.version(), data["machine"]["posenc_isa"],
+             " ".join("%.2f" % x for x in data["load_avg_start"])), flush=True)
+
+    if args.quick:
+        table_shapes, fwd_shapes, emb_shapes, vocab, prefill = [(256, 512)], [(128, 2, 512)], \
+            [(1, 256, 512), (2, 256, 512)], 1000, 64
+    else:
+        table_shapes, fwd_shapes, emb_shapes, vocab, prefill = [(2048, 512), (8192, 1024)], [(2048, 8, 512)], \
+            [(1, 2048, 512), (8, 2048, 512), (1, 8192, 1024)], 32000, 2048
+    decode_position = 100000
+
+    B = Bench(torch, pt, posenc, O, plan)
+    reuse = allocator_reuse()
+    B.alloc = "reuse" if reuse else "default"
+    data["verdict_alloc"] = B.alloc
+    data["alloc_runs"] = [B.alloc]
+    extra = args.threads if args.threads else (default_threads if default_threads > 1 else None)
+    data["thread_runs"] = [1] + ([extra] if extra and extra > 1 else [])
+    data["thread_note"] = ("torch's default here is %d thread%s; %s" % (
+        default_threads, "s" * (default_threads > 1),
+        "the cases without a decode shape ran again with %d threads" % extra if extra and extra > 1 else
+        "one run (torch.set_num_threads(1)), which is also the default"))
+    for threads in data["thread_runs"]:
+        torch.set_num_threads(threads)
+        print("-- torch.set_num_threads(%d), glibc malloc %s" % (threads, "reusing freed memory (mallopt)" if reuse
+                                                                 else "as configured"), flush=True)
+        big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill)
+        if threads == 1:
+            rotary(B, prefill, decode_position, decode=True)
+            decode_steps(B, decode_position)
+            overhead(B, decode_position)
+    torch.set_num_threads(1)
+    if reuse and not args.no_default_run and allocator_default():
+        B.alloc = "default"
+        data["alloc_runs"].append("default")
+        print("-- torch.set_num_threads(1), glibc malloc in its default steady state (fresh mappings from 32 MiB)",
+              flush=True)
+        big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill)
+    torch.set_num_threads(default_threads)
+
+    data["cases"] = B.cases
+    data["load_avg_end"] = load_avg()
+    data["seconds"] = round(time.perf_counter() - started, 1)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(data, f, indent=1)
+    print("wrote %s (%d cases, %d failed, %.0f s; load %s)" % (args.out, len(B.cases), B.failed, data["seconds"],
+                                                                " ".join("%.2f" % x for x in data["load_avg_end"])))
+    return 1 if B.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

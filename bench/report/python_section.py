@@ -1,0 +1,526 @@
+"""The report's Python section: bench/python/bench_torch.py's JSON -> Markdown, one SVG chart and the target rows
+of issue 16 (the original PyTorch code against posenc.torch, timed from Python in one process).
+
+    import python_section
+    text, charts = python_section.render("report/python.json", "report")   # charts: [(title, file name)]
+    report = python_section.insert(report, text)                            # before "## Charts" / "## Machine"
+    bad = python_section.problems("report/python.json")                     # the pipeline, never the timings
+
+    python_section.py report/python.json [--out DIR]                      prints the section (chart into DIR)
+
+target_rows(data) gives the targets in targets.evaluate's row shape (title, path, ratio of medians, paired
+ratio, op, target, met, first s, second s, spread); the section shows them in its own table, with the columns
+of the report's targets table and one more: the paired ratio in the other allocator configuration (glibc's
+default malloc; the verdicts use the run with malloc reusing freed memory, see METHOD).
+"""
+import json
+import os
+import statistics
+import sys
+
+SECTION = "## Python: the original PyTorch code against posenc.torch"
+CHART = "python_speedup.svg"
+
+# (title, case id, numerator variant, denominator variant, op, target, binding, quick case id): value = time of
+# the numerator / time of the denominator, judged on the paired ratio (the median of the per-round ratios of
+# calls made in the same round); a denominator "us" makes the value the numerator's per-call overhead in
+# microseconds (its time minus the kernel's, per round, median). Issue 16: at least 10x faster than PyTorch
+# eager for tables and the fused embedding at 2048 x 512 and larger, at least 3x for the HF-style rotation, a
+# per-call overhead under 5 us for a one-row decode step.
+TARGETS = [
+    ("table 2048 x 512: faster than the tutorial's table code", "table/2048x512", "tutorial", "posenc",
+     ">=", 10.0, True, "table/256x512"),
+    ("table 2048 x 512: faster than the torch.pow / torch.stack table", "table/2048x512", "stacked", "posenc",
+     ">=", 10.0, True, "table/256x512"),
+    ("table 8192 x 1024: faster than the tutorial's table code", "table/8192x1024", "tutorial", "posenc",
+     ">=", 10.0, True, None),
+    ("table 8192 x 1024: faster than the torch.pow / torch.stack table", "table/8192x1024", "stacked", "posenc",
+     ">=", 10.0, True, None),
+    ("embedding + PE, 2048 tokens, d = 512, vocab 32000: faster than emb * sqrt(d) + pe", "embed/1x2048x512",
+     "original", "posenc", ">=", 10.0, True, "embed/1x256x512"),
+    ("embedding + PE, batch 8 x 2048 tokens, d = 512: faster than emb * sqrt(d) + pe", "embed/8x2048x512",
+     "original", "posenc", ">=", 10.0, True, "embed/2x256x512"),
+    ("embedding + PE, 8192 tokens, d = 1024: faster than emb * sqrt(d) + pe", "embed/1x8192x1024",
+     "original", "posenc", ">=", 10.0, True, None),
+    # ceilings, no target: the original against the bound (the same output without the arithmetic), i.e. the
+    # ratio posenc would reach if its own work cost nothing beyond writing (gathering) the output
+    ("ceiling: table 8192 x 1024, the tutorial's code vs a new tensor written (no target)", "table/8192x1024",
+     "tutorial", "bound", ">=", 10.0, False, None),
+    ("ceiling: embedding + PE 2048 tokens, d = 512: the original vs the gather alone (no target)",
+     "embed/1x2048x512", "original", "bound", ">=", 10.0, False, "embed/1x256x512"),
+    ("ceiling: embedding + PE batch 8 x 2048, d = 512: the original vs the gather alone (no target)",
+     "embed/8x2048x512", "original", "bound", ">=", 10.0, False, "embed/2x256x512"),
+    ("ceiling: embedding + PE 8192 tokens, d = 1024: the original vs the gather alone (no target)",
+     "embed/1x8192x1024", "original", "bound", ">=", 10.0, False, None),
+    ("HF rotation, Llama-3.1-8B prefill 2048 tokens: faster than LlamaRotaryEmbedding + apply_rotary_pos_emb",
+     "rope/prefill", "original", "posenc", ">=", 3.0, True, "rope/prefill"),
+    ("HF rotation, Llama-3.1-8B decode, 1 token: faster than LlamaRotaryEmbedding + apply_rotary_pos_emb",
+     "rope/decode", "original", "posenc", ">=", 3.0, True, "rope/decode"),
+    ("HF rotation, prefill: faster than apply_rotary_pos_emb alone (cos/sin shared by the layers; no target)",
+     "rope/prefill", "original_apply", "posenc", ">=", 3.0, False, "rope/prefill"),
+    ("HF rotation, decode: faster than apply_rotary_pos_emb alone (no target)", "rope/decode", "original_apply",
+     "posenc", ">=", 3.0, False, "rope/decode"),
+    ("decode step overhead: posenc.torch.apply_rotary, 1 token, microseconds", "overhead/rope_decode", "function",
+     "us", "<=", 5.0, True, "overhead/rope_decode"),
+    ("decode step overhead: RotaryEmbedding.apply_rotary, 1 token, microseconds", "overhead/rope_decode", "module",
+     "us", "<=", 5.0, True, "overhead/rope_decode"),
+    ("decode step overhead: posenc.torch.rows, one position, microseconds (an upper bound)", "overhead/rows_one",
+     "function", "us", "<=", 5.0, True, "overhead/rows_one"),
+]
+
+GROUPS = [
+    ("tables", "Tables", "[n, d] tables of positions 0 .. n-1 (the tutorial's interleaved sin/cos), a new tensor "
+     "per call; per element of the table."),
+    ("forward", "The tutorial module's forward", "`PositionalEncoding(d, dropout=0.0, max_len=seq).eval()` and its "
+     "batch-first variant: x + pe[:seq], a new tensor; per element of x."),
+    ("embed", "Embedding + PE", "`ScaledEmbeddingWithPE(vocab, d)` on random tokens: emb(tok) * sqrt(d) + pe[:seq] "
+     "(three passes) against posenc's one fused pass; per output element."),
+    ("rope", "HF-style rotation (Llama-3.1-8B: 32 q heads, 8 kv heads, head 128, llama3 scaling)",
+     "q and k as HF makes them (`[1, heads, seq, 128]` views of `[1, seq, heads, 128]` projections), restored from "
+     "a saved copy before every call of every variant, outside the timed region; the original returns new q and "
+     "k, posenc rotates them in place; per rotated element of q and k."),
+    ("rope_cos_sin", "HF-style cos/sin alone", "`forward(x, position_ids) -> (cos, sin)`, [1, seq, 128] each; per "
+     "element of cos."),
+    ("decode", "A fairseq decode step", "`SinusoidalPositionalEmbedding(512, padding_idx=1)` with "
+     "incremental_state: the original indexes its precomputed table, posenc computes the row; per element."),
+]
+
+SIDE_ORDER = {"original": 0, "posenc": 1, "posenc-extra": 2, "bound": 3, "kernel": 4}
+ALLOC_NAMES = {"reuse": "memory reused", "default": "default malloc"}
+
+
+# ---- small helpers (the formats of summary.py) ---------------------------------------------------------------
+
+def fmt_time(s):
+    if s is None:
+        return "-"
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale:
+            return "%.3g %s" % (s / scale, unit)
+    return "%.3g ns" % (s * 1e9)
+
+
+def fmt_ratio(r):
+    return "-" if r is None else ("%.3g" % r)
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def load(path):
+    if not path or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _data(data_or_path):
+    return load(data_or_path) if isinstance(data_or_path, str) else data_or_path
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def spread(xs):
+    if not xs or len(xs) < 4:
+        return 0.0
+    q = statistics.quantiles(xs, n=4)
+    return (q[2] - q[0]) / statistics.median(xs)
+
+
+def verdict_alloc(data):
+    """The allocator configuration of the run the verdicts use ("reuse": glibc told to reuse freed memory)."""
+    return data.get("verdict_alloc", "default")
+
+
+def other_alloc(data):
+    """The other allocator configuration measured, if any ("default": glibc's default steady state)."""
+    others = [a for a in data.get("alloc_runs", []) if a != verdict_alloc(data)]
+    return others[0] if others else None
+
+
+def cases_of(data, threads=1, alloc=None):
+    """{case id: case} of one run (torch threads, allocator configuration; None: the verdicts' run)."""
+    alloc = alloc or verdict_alloc(data)
+    return {c["id"]: c for c in data.get("cases", [])
+            if c.get("threads", 1) == threads and c.get("alloc", "default") == alloc}
+
+
+def _times(case, name):
+    v = (case or {}).get("variants", {}).get(name)
+    return v["times"] if v else None
+
+
+def paired(case, a, b):
+    """Median of the per-round ratios time(a) / time(b) (the calls of a round were made next to each other)."""
+    ta, tb = _times(case, a), _times(case, b)
+    if not ta or not tb:
+        return None
+    return statistics.median(x / y for x, y in zip(ta, tb) if y > 0)
+
+
+def overhead(case, name):
+    """Median over the rounds of (the Python call's time - the kernel's own time per call), seconds."""
+    ta, tk = _times(case, name), _times(case, "kernel")
+    if not ta or not tk:
+        return None
+    return statistics.median(x - y for x, y in zip(ta, tk))
+
+
+def _posenc_name(case):
+    for n, v in (case or {}).get("variants", {}).items():
+        if v["side"] == "posenc":
+            return n
+    return None
+
+
+def _variants(case):
+    return sorted(case["variants"].items(), key=lambda kv: SIDE_ORDER.get(kv[1]["side"], 9))
+
+
+def _loads(data):
+    return "%s at the start, %s at the end" % (" ".join("%.2f" % x for x in data.get("load_avg_start", [])),
+                                               " ".join("%.2f" % x for x in data.get("load_avg_end", [])))
+
+
+# ---- targets -------------------------------------------------------------------------------------------------
+
+def _met(value, op, target):
+    return {">=": value >= target, "<=": value <= target, ">": value > target}[op]
+
+
+def _target_case(data, target, alloc=None):
+    quick = data.get("mode") == "quick"
+    cid = target[7] if quick else target[1]
+    return cases_of(data, 1, alloc).get(cid) if cid else None
+
+
+def target_rows(data_or_path):
+    """One row per target, in targets.evaluate's shape: (title, path, ratio of medians, paired ratio, op, target,
+    met, first s, second s, spread), from the verdicts' run (torch.set_num_threads(1), glibc malloc reusing freed
+    memory when it could be told to). met is None when not measured, not binding, or measured on the quick plan's
+    shapes (which are not the targets' shapes); path is "python <posenc ISA>"."""
+    data = _data(data_or_path)
+    if not data:
+        return [(t[0], "python", None, None, t[4], t[5], None, None, None, None) for t in TARGETS]
+    quick = data.get("mode") == "quick"
+    path = "python " + data.get("machine", {}).get("posenc_isa", "?")
+    rows = []
+    for t in TARGETS:
+        title, _, num, den, op, target, binding, quick_id = t
+        case = _target_case(data, t)
+        judged = binding and not quick
+        if quick and quick_id:
+            title += " [quick shape: %s]" % quick_id
+        ta = _times(case, num)
+        tb = _times(case, "kernel" if den == "us" else den)
+        if not ta or not tb:
+            rows.append((title, path, None, None, op, target, None, None, None, None))
+            continue
+        noise = max(spread(ta), spread(tb))
+        if den == "us":
+            v = overhead(case, num) / 1e-6
+            rows.append((title, path, v, None, op, target, _met(v, op, target) if judged else None, median(ta),
+                         median(tb), noise))
+            continue
+        p = paired(case, num, den)
+        rows.append((title, path, median(ta) / median(tb), p, op, target, _met(p, op, target) if judged else None,
+                     median(ta), median(tb), noise))
+    return rows
+
+
+def targets_table(data):
+    quick = data.get("mode") == "quick"
+    other = other_alloc(data)
+    rows = []
+    for t, (title, path, r, p, op, target, met, a, b, noise) in zip(TARGETS, target_rows(data)):
+        binding, quick_id = t[6], t[7]
+        if r is None:
+            verdict = "not in the quick plan" if quick and not quick_id else "not measured"
+        elif not binding:
+            verdict = "no target"
+        elif quick:
+            verdict = "quick plan: not judged"
+        else:
+            verdict = "met" if met else "**not met**"
+        cells = [title, path, fmt_ratio(p), fmt_ratio(r), "%s %g" % (op, target), verdict, fmt_time(a), fmt_time(b),
+                 "-" if noise is None else "%.0f%%" % (100 * noise)]
+        if other:
+            o = paired(_target_case(data, t, other), t[2], t[3]) if t[3] != "us" else None
+            cells.append(fmt_ratio(o))
+        rows.append(cells)
+    header = ["target", "path", "paired", "of medians (overhead: us)", "wanted", "verdict", "first", "second",
+              "spread"]
+    if other:
+        header.append("paired, %s" % ALLOC_NAMES.get(other, other))
+    return table(header, rows)
+
+
+# ---- sections ------------------------------------------------------------------------------------------------
+
+def _check(case):
+    c = case.get("check") or {}
+    return ", ".join("%s %.2g" % (k.replace("max_abs_diff", "max abs diff").replace("_", " "), v)
+                     for k, v in sorted(c.items())) or "-"
+
+
+def group_table(data, group):
+    other = other_alloc(data)
+    other_cases = cases_of(data, 1, other) if other else {}
+    with_other = any(c["group"] == group for c in other_cases.values())
+    rows = []
+    for case in cases_of(data).values():
+        if case["group"] != group:
+            continue
+        if case.get("error"):
+            rows.append([case["title"], "error: " + case["error"]] + [""] * (7 if with_other else 5))
+            continue
+        pn = _posenc_name(case)
+        tp = median(_times(case, pn))
+        rc = other_cases.get(case["id"])
+        for i, (name, v) in enumerate(_variants(case)):
+            t = median(v["times"])
+            cells = [case["title"] if i == 0 else "", v["label"], fmt_time(t),
+                     "%.3g" % (t / case["elements"] * 1e9) if case.get("elements") else "-",
+                     "-" if name == pn else fmt_ratio(t / tp) if tp else "-",
+                     "-" if name == pn else fmt_ratio(paired(case, name, pn)), "%.0f%%" % (100 * spread(v["times"]))]
+            if with_other:
+                cells += [fmt_time(median(_times(rc, name))),
+                          "-" if name == pn or rc is None else fmt_ratio(paired(rc, name, pn))]
+            rows.append(cells)
+        rows.append(["", "*check: %s*" % _check(case)] + [""] * (7 if with_other else 5))
+    if not rows:
+        return None
+    header = ["case", "implementation", "median", "ns / element", "time / posenc's", "paired", "spread"]
+    if with_other:
+        name = ALLOC_NAMES.get(other, other)
+        header += ["median, %s" % name, "paired, %s" % name]
+    return table(header, rows)
+
+
+def overhead_table(data):
+    rows = []
+    for case in cases_of(data).values():
+        if case["group"] != "overhead":
+            continue
+        if case.get("error"):
+            rows.append((case["title"], "error: " + case["error"], "", "", ""))
+            continue
+        for i, (name, v) in enumerate(_variants(case)):
+            o = overhead(case, name) if name != "kernel" else None
+            rows.append((case["title"] if i == 0 else "", v["label"], fmt_time(median(v["times"])),
+                         "-" if o is None else fmt_time(o), "%.0f%%" % (100 * spread(v["times"]))))
+        rows.append(("", "*%s; %d calls per round*" % (case.get("note") or "", case.get("inner", 1)), "", "", ""))
+    if not rows:
+        return None
+    return table(("decode step", "call", "median per call", "minus the kernel (overhead)", "spread"), rows)
+
+
+def threads_table(data):
+    runs = data.get("thread_runs", [1])
+    if len(runs) < 2:
+        return None
+    one, many = cases_of(data, 1), cases_of(data, runs[1])
+    rows = []
+    for cid, c in many.items():
+        c1 = one.get(cid)
+        pn = _posenc_name(c) if not c.get("error") else None
+        if not pn or not c1:
+            continue
+        for name, v in c["variants"].items():
+            if v["side"] != "original":
+                continue
+            rows.append((c["title"], v["label"], fmt_time(median(_times(c1, name))), fmt_time(median(v["times"])),
+                         fmt_time(median(_times(c1, pn))), fmt_time(median(_times(c, pn))),
+                         fmt_ratio(paired(c, name, pn))))
+    return ("With torch.set_num_threads(%d) (posenc's calls stay on one thread):\n\n" % runs[1] +
+            table(("case", "original", "original, 1 thread", "original, %d threads" % runs[1], "posenc, 1 thread",
+                   "posenc, %d threads" % runs[1], "original / posenc (paired, %d threads)" % runs[1]), rows))
+
+
+def machine_table(data):
+    m = data.get("machine", {})
+    rows = [("CPU", "%s, %s CPUs" % (m.get("cpu", "?"), m.get("cpus", "?"))), ("kernel", m.get("kernel", "?")),
+            ("Python", m.get("python", "?")),
+            ("torch", "%s (parallel backend %s)" % (m.get("torch", "?"), m.get("torch_parallel") or "?")),
+            ("torch threads", "%s" % data.get("thread_note", "?")),
+            ("NumPy", m.get("numpy", "?")),
+            ("posenc", "%s, active ISA %s (available: %s), from %s" % (
+                m.get("posenc", "?"), m.get("posenc_isa", "?"), ", ".join(m.get("posenc_isas", [])),
+                m.get("posenc_module", "?"))),
+            ("glibc", m.get("glibc", "?")), ("transparent huge pages", m.get("transparent_hugepage", "?")),
+            ("malloc", "verdicts: %s; also: %s" % (ALLOC_NAMES.get(verdict_alloc(data)),
+                                                   ALLOC_NAMES.get(other_alloc(data), "-"))),
+            ("load average", _loads(data)),
+            ("run", "%s plan, %s s, `%s`" % (data.get("mode", "?"), data.get("seconds", "?"),
+                                             data.get("command", "?")))]
+    return table(("", ""), rows)
+
+
+# ---- chart ---------------------------------------------------------------------------------------------------
+
+def chart(data, out_dir):
+    """Speed-up of posenc.torch over each original (paired median), one row per case and original, log scale: the
+    verdicts' run and the other allocator configuration; the issue's 10x and 3x targets."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # the report without this chart
+        return None
+    plt.rcParams["svg.hashsalt"] = "posenc"  # the same data gives the same file
+    other = other_alloc(data)
+    other_cases = cases_of(data, 1, other) if other else {}
+    bars = []
+    for case in cases_of(data).values():
+        pn = _posenc_name(case)
+        if case.get("error") or case["group"] == "overhead" or not pn:
+            continue
+        for name, v in case["variants"].items():
+            r = paired(case, name, pn) if v["side"] == "original" else None
+            if r:
+                short = {"tutorial": "tutorial", "stacked": "pow/stack", "original_apply": "apply only"}.get(name)
+                label = case["title"] + (" (%s)" % short if short else "")
+                bars.append((label, r, paired(other_cases.get(case["id"]), name, pn), case["group"]))
+    if not bars:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 0.36 * len(bars) + 1.6))
+    ys = list(range(len(bars)))[::-1]
+    values = [b[1] for b in bars] + [b[2] for b in bars if b[2]]
+    left = min(0.5, min(values) / 1.5)
+    h = 0.38
+    ax.barh([y + h / 2 for y in ys], [b[1] - left for b in bars], h, left=left, color="C0",
+            label="malloc: %s (the verdicts)" % ALLOC_NAMES.get(verdict_alloc(data)))
+    if any(b[2] for b in bars):
+        ax.barh([y - h / 2 for y in ys], [(b[2] or left) - left for b in bars], h, left=left, color="C7",
+                label="malloc: %s" % ALLOC_NAMES.get(other, other))
+    for y, b in zip(ys, bars):
+        ax.text(b[1], y + h / 2, " %.3gx" % b[1], va="center", fontsize=6)
+        if b[2]:
+            ax.text(b[2], y - h / 2, " %.3gx" % b[2], va="center", fontsize=6)
+    ax.set_yticks(ys, [b[0] for b in bars], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlim(left=left, right=max(values) * 2)
+    ax.axvline(1.0, color="black", linestyle=":", linewidth=1)
+    ax.axvline(10.0, color="gray", linestyle="--", linewidth=1, label="issue 16 target: tables, embedding (10x)")
+    ax.axvline(3.0, color="gray", linestyle="-.", linewidth=1, label="issue 16 target: HF rotation (3x)")
+    ax.set_xlabel("original time / posenc.torch time (paired median; > 1: posenc faster)")
+    ax.set_title("posenc.torch against the original PyTorch code, one thread (%s plan)" % data.get("mode", "?"),
+                 fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, CHART), format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return CHART
+
+
+# ---- entry points --------------------------------------------------------------------------------------------
+
+METHOD = """Measured by `{command}` on {date}: torch {torch}, posenc {posenc} ({isa}), {cpu}; the {mode} plan, \
+{seconds} s. Each case calls its implementations in rounds, the order rotated from round to round (A B C, then \
+C B A, ...) so that the host's drift hits them alike; a round calls each once, or, for calls of a few \
+microseconds, a loop of the same count of calls for each. *Median*: over the rounds ({min_rounds} to \
+{max_rounds} per case); *paired*: the median of the per-round ratios (this implementation's time / posenc's in \
+the same round), which the verdicts use; spread: interquartile range / median. Everything runs under \
+`torch.no_grad()`, float32, `torch.set_num_threads(1)` ({thread_note}). Each case also times a *bound*: the same \
+output without the arithmetic.
+
+Memory, which decides the large cases: in the steady state of its default configuration glibc's malloc gives \
+a tensor of 32 MiB or more a fresh mapping whose pages fault on first touch (on this VM about as long as several \
+passes over the data), and serves smaller ones from freed heap memory, which the implementations of a case then \
+share, each one's time depending on what the others freed. The verdicts use the run with glibc told to reuse \
+every freed block (`mallopt` M_MMAP_THRESHOLD 1 GiB, M_TRIM_THRESHOLD max): no fresh mapping, no page fault, \
+the work itself, as with a caching allocator (jemalloc, tcmalloc). *Default malloc*: the cases without a decode \
+shape again, in glibc's default steady state set explicitly (M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 64 MiB), \
+each case from a trimmed heap: what a process with the default allocator sees. Load average {loads}."""
+
+
+def render(python_json_path, out_dir=None):
+    """(Markdown of the section, [(chart title, file name)]); the chart is written to out_dir (default: the JSON's
+    directory) and linked by file name. A missing file gives a section saying so and no chart."""
+    data = load(python_json_path)
+    if not data:
+        return SECTION + "\n\nnot measured (no %s)\n" % (python_json_path or "JSON"), []
+    out_dir = out_dir or os.path.dirname(os.path.abspath(python_json_path))
+    m, plan = data.get("machine", {}), data.get("plan", {})
+    parts = [SECTION,
+             METHOD.format(command=data.get("command", "bench_torch.py"), date=data.get("date", "?"),
+                           torch=m.get("torch", "?"), posenc=m.get("posenc", "?"), isa=m.get("posenc_isa", "?"),
+                           cpu=m.get("cpu", "?"), mode=data.get("mode", "?"), seconds=data.get("seconds", "?"),
+                           min_rounds=plan.get("min_rounds", "?"), max_rounds=plan.get("max_rounds", "?"),
+                           thread_note=data.get("thread_note", "?"), loads=_loads(data)),
+             "### Issue 16's targets\n\nA ratio is first time / second time as the row states it (above 1 posenc "
+             "is faster); a *ceiling* row gives the original's time over the bound's (the same output without "
+             "the arithmetic): the most any implementation that writes a new output could gain; an overhead row "
+             "gives the Python call's time minus the kernel's own per call (median of "
+             "the per-round differences) in microseconds, first and second being those two times. The quick "
+             "plan's shapes are not the targets' shapes: there the rows are shown, not judged.\n\n"
+             + targets_table(data)]
+    for group, title, text in GROUPS:
+        t = group_table(data, group)
+        if t:
+            parts.append("### %s\n\n%s\n\n%s" % (title, text, t))
+    ot = overhead_table(data)
+    if ot:
+        parts.append("### Per-call overhead at decode shapes\n\nThe Python call's time, and that minus the kernel's "
+                     "own time per call measured in the same rounds: for RoPE `posenc._posenc._repeat_rope_qk`, "
+                     "which repeats the C call without returning to Python; for one table row, calls of many rows "
+                     "divided by their count (the C call's fixed cost is not counted, so that overhead is an upper "
+                     "bound). The binding rows split the overhead: posenc.torch's own Python code is the function's "
+                     "time minus the binding's on the same tensors; reading the tensors' attributes, the binding's "
+                     "time on tensors minus on NumPy arrays.\n\n" + ot)
+    tt = threads_table(data)
+    if tt:
+        parts.append("### More threads for PyTorch\n\n" + tt)
+    charts = []
+    name = chart(data, out_dir)
+    if name:
+        charts.append(("posenc.torch against the original PyTorch code", name))
+        parts.append("![%s](%s)" % charts[0])
+    parts.append("### Machine (Python run)\n\n" + machine_table(data))
+    return "\n\n".join(parts) + "\n", charts
+
+
+def insert(report_text, section_text):
+    """The report with the section placed before its "## Charts" (else "## Machine") heading, else at the end."""
+    if not section_text:
+        return report_text
+    for heading in ("\n## Charts", "\n## Machine"):
+        i = report_text.find(heading)
+        if i >= 0:
+            return report_text[:i] + "\n" + section_text.rstrip("\n") + "\n" + report_text[i:]
+    return report_text.rstrip("\n") + "\n\n" + section_text
+
+
+def problems(python_json_path):
+    """What makes the Python run incomplete (for make_report's exit status): a missing file, a failed case, a
+    target's case missing. Never the timings."""
+    data = load(python_json_path)
+    if not data:
+        return ["no Python results (%s)" % python_json_path]
+    found = ["python %s (%d threads, %s malloc): %s" % (c["id"], c.get("threads", 1), c.get("alloc", "default"),
+                                                        c["error"])
+             for c in data.get("cases", []) if c.get("error")]
+    quick = data.get("mode") == "quick"
+    found += ["python: target not measured: %s" % r[0] for t, r in zip(TARGETS, target_rows(data))
+              if r[2] is None and (t[7] or not quick)]
+    return found
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json")
+    ap.add_argument("--out", help="where the chart goes (default: the JSON's directory)")
+    a = ap.parse_args()
+    text, _ = render(a.json, a.out)
+    print(text)
+    bad = problems(a.json)
+    for p in bad:
+        print("python_section: " + p, file=sys.stderr)
+    sys.exit(1 if bad else 0)
