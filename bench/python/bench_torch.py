@@ -52,6 +52,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+# the report's modules: bench/report in a source tree, this directory in an install (share/posenc/report)
+sys.path.insert(0, os.path.join(REPO, "bench", "report") if os.path.isdir(os.path.join(REPO, "bench", "report"))
+                else HERE)
+import machine as report_machine  # noqa: E402
 SCHEMA = 1
 
 
@@ -405,15 +409,7 @@ def overhead(B, position):
 # ---- machine -------------------------------------------------------------------------------------------------
 
 def _cpu():
-    info = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if ":" in line:
-                    k, v = line.split(":", 1)
-                    info.setdefault(k.strip(), v.strip())
-    except OSError:
-        pass
+    info = report_machine._cpuinfo()  # the C report's reading of /proc/cpuinfo
     model = info.get("model name") or info.get("CPU part") or platform.processor() or "unknown"
     if "cpu family" in info:
         model += " (family %s, model %s, stepping %s)" % (info["cpu family"], info.get("model"), info.get("stepping"))

@@ -18,6 +18,8 @@ import os
 import statistics
 import sys
 
+from summary import fmt_ratio, fmt_time, table  # the report's own formats
+
 SECTION = "## Python: the original PyTorch code against posenc.torch"
 CHART = "python_speedup.svg"
 
@@ -89,26 +91,7 @@ SIDE_ORDER = {"original": 0, "posenc": 1, "posenc-extra": 2, "bound": 3, "kernel
 ALLOC_NAMES = {"reuse": "memory reused", "default": "default malloc"}
 
 
-# ---- small helpers (the formats of summary.py) ---------------------------------------------------------------
-
-def fmt_time(s):
-    if s is None:
-        return "-"
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
-        if s >= scale:
-            return "%.3g %s" % (s / scale, unit)
-    return "%.3g ns" % (s * 1e9)
-
-
-def fmt_ratio(r):
-    return "-" if r is None else ("%.3g" % r)
-
-
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
+# ---- small helpers (the formats are summary.py's) -------------------------------------------------------------
 
 def load(path):
     if not path or not os.path.exists(path):
