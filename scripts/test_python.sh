@@ -19,17 +19,19 @@ root=$PWD
 work=$PWD/build-python
 rm -rf "$work"
 mkdir -p "$work"
-setup_args=()
-$werror && setup_args=(--config-settings=setup-args=-Dwerror=true)
+# warnings as errors: meson-python's setup-args, spelled --config-setting by python3-build 0.9 and
+# --config-settings by pip
+build_args=() pip_args=()
+$werror && build_args=(--config-setting=setup-args=-Dwerror=true) pip_args=(--config-settings=setup-args=-Dwerror=true)
 
 echo "== wheel: python3 -m build --no-isolation --wheel"
-"$py" -m build --no-isolation --wheel --outdir "$work/dist" "${setup_args[@]}" . >"$work/build.log" 2>&1 ||
+"$py" -m build --no-isolation --wheel --outdir "$work/dist" "${build_args[@]}" . >"$work/build.log" 2>&1 ||
   { tail -40 "$work/build.log"; exit 1; }
 ls "$work/dist"
 
 echo "== venv: pip install --no-build-isolation ."
 "$py" -m venv --system-site-packages "$work/venv"
-"$work/venv/bin/pip" install --no-index --no-build-isolation "${setup_args[@]}" . >"$work/pip.log" 2>&1 ||
+"$work/venv/bin/pip" install --no-index --no-build-isolation "${pip_args[@]}" . >"$work/pip.log" 2>&1 ||
   { tail -40 "$work/pip.log"; exit 1; }
 "$py" -m venv --system-site-packages "$work/venv-wheel"
 "$work/venv-wheel/bin/pip" install --no-index "$work"/dist/posenc-*.whl >>"$work/pip.log" 2>&1 ||
