@@ -52,7 +52,9 @@ library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp 
   "$libdir/pkgconfig/posenc.pc" "$libdir/cmake/posenc/posenc-config.cmake" \
   "$libdir/cmake/posenc/posenc-config-version.cmake")
 expected=$( (echo "$library_files"; printf '%s\n' bin/posenc bin/posenc-bench libexec/posenc/posenc-accuracy
-  for f in charts machine make_report pictures report results summary targets; do echo "share/posenc/report/$f.py"; done
+  # the Python section's timer and originals (issue 16) come with the report scripts
+  for f in bench_torch charts machine make_report originals pictures python_section report results summary \
+           targets; do echo "share/posenc/report/$f.py"; done
   ) | sort)
 installed=$(cd "$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$installed" = "$expected" ] || fail "installed files: got"$'\n'"$installed"$'\n'"expected"$'\n'"$expected"
