@@ -253,7 +253,11 @@ View new_array(Elem e, int ndim, const int64_t *shape) {
 
 View output(py::handle out, const char *name, Elem e, int ndim, const int64_t *shape) {
   if (out.is_none()) return new_array(e, ndim, shape);
-  View v = view_of(out, Want{name, kFloats | bit(Elem::I32) | bit(Elem::I64), ndim, ndim, true});
+  return expect_output(view_of(out, Want{name, kFloats | bit(Elem::I32) | bit(Elem::I64), ndim, ndim, true}), name,
+                       e, ndim, shape);
+}
+
+View expect_output(View v, const char *name, Elem e, int ndim, const int64_t *shape) {
   if (v.elem != e)
     type_error(std::string(name) + ": expected dtype " + elem_name(e) + ", got " + elem_name(v.elem) +
                (e == Elem::BF16 ? " (bfloat16 as uint16 bit patterns)" : ""));

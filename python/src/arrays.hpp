@@ -62,6 +62,8 @@ View new_array(Elem e, int ndim, const int64_t *shape);
 
 /** The output: `out` checked against shape and element type (None: a new array). */
 View output(py::handle out, const char *name, Elem e, int ndim, const int64_t *shape);
+/** An output already viewed (to read its dtype or row count first), checked against shape and element type. */
+View expect_output(View v, const char *name, Elem e, int ndim, const int64_t *shape);
 
 /** Element type from a dtype argument: "float32", "bfloat16", "float16", numpy dtypes, torch dtypes. */
 Elem float_elem(py::handle dtype);

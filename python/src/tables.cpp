@@ -16,17 +16,16 @@ constexpr int64_t kPosLimit = int64_t(1) << 31;
 
 py::object table(py::handle spec_obj, py::handle n_obj, int64_t first, py::handle dtype, py::handle out) {
   const posenc_spec spec = spec_arg(spec_obj);
-  Elem e = Elem::F32;
-  if (!dtype.is_none()) {
-    e = float_elem(dtype);
-  } else if (!out.is_none()) {
-    e = view_of(out, Want{"out", kFloats, 2, 2, true}).elem;
-  }
+  // out, when given, also gives the dtype and the row count
+  const bool has_out = !out.is_none();
+  View given;
+  if (has_out) given = view_of(out, Want{"out", kFloats, 2, 2, true});
+  const Elem e = !dtype.is_none() ? float_elem(dtype) : has_out ? given.elem : Elem::F32;
   int64_t n;
   if (!n_obj.is_none()) {
     n = n_obj.cast<int64_t>();
-  } else if (!out.is_none()) {
-    n = view_of(out, Want{"out", kFloats, 2, 2, true}).shape[0];
+  } else if (has_out) {
+    n = given.shape[0];
   } else {
     throw py::type_error("table: give n, or out= with n rows");
   }
@@ -34,7 +33,7 @@ py::object table(py::handle spec_obj, py::handle n_obj, int64_t first, py::handl
   check(posenc_table_f32(&spec, first, n < 0 ? n : 0, nullptr, spec.d_model));
   const int64_t shape[2] = {n, spec.d_model};
   mul(n, spec.d_model);
-  View o = output(out, "out", e, 2, shape);
+  View o = has_out ? expect_output(given, "out", e, 2, shape) : new_array(e, 2, shape);
   const int64_t stride = row_stride(o, 0, spec.d_model);
   run_batches(1, [&](int64_t) {
     switch (e) {
@@ -48,18 +47,16 @@ py::object table(py::handle spec_obj, py::handle n_obj, int64_t first, py::handl
 
 py::object rows(py::handle spec_obj, py::handle positions, py::handle dtype, py::handle out) {
   const posenc_spec spec = spec_arg(spec_obj);
-  Elem e = Elem::F32;
-  if (!dtype.is_none()) {
-    e = float_elem(dtype);
-  } else if (!out.is_none()) {
-    e = view_of(out, Want{"out", kFloats, 2, 2, true}).elem;
-  }
+  const bool has_out = !out.is_none();  // out, when given, also gives the dtype
+  View given;
+  if (has_out) given = view_of(out, Want{"out", kFloats, 2, 2, true});
+  const Elem e = !dtype.is_none() ? float_elem(dtype) : has_out ? given.elem : Elem::F32;
   check(posenc_rows_f32(&spec, nullptr, 0, nullptr, spec.d_model));
   const View p = index_array(positions, "positions", Elem::I64, 1, 1);
   const int64_t n = p.shape[0];
   const int64_t shape[2] = {n, spec.d_model};
   mul(n, spec.d_model);
-  View o = output(out, "out", e, 2, shape);
+  View o = has_out ? expect_output(given, "out", e, 2, shape) : new_array(e, 2, shape);
   const int64_t stride = row_stride(o, 0, spec.d_model);
   const int64_t *pos = p.ptr<int64_t>();
   run_batches(1, [&](int64_t) {
