@@ -7,13 +7,23 @@
 # neither the source nor the build tree, and that every version is meson.build's. Then runs the tools
 # from the prefix (docs/tools.md): posenc's commands, and posenc-bench --report --quick from a moved copy
 # of the prefix, which must find its scripts and programs relative to itself.
+# find_package(posenc CONFIG) is also checked for installs with libdir lib, lib64 and lib/<multiarch> (meson's
+# default is lib64 on x86_64 without dpkg-dev, lib/<multiarch> with it; Debian's CMake never searches lib64).
+# --cmake-only: only the README's install line as written (default libdir) and find_package from the
+# examples (scripts/test_fresh.sh runs it after installing dpkg-dev).
 # Ends with "test_install: ok"; stops at the first failure with "test_install: FAILED: ...".
-#   scripts/test_install.sh
+#   scripts/test_install.sh [--cmake-only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 posenc_install_deps cmake
 
+cmake_only=false
+case "${1:-}" in
+  "") ;;
+  --cmake-only) cmake_only=true ;;
+  *) echo "usage: scripts/test_install.sh [--cmake-only]" >&2; exit 2 ;;
+esac
 src=$PWD
 jobs=${POSENC_JOBS:-2}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/posenc-install.XXXXXX")
@@ -36,6 +46,46 @@ headers_from_prefix() {  # what, dependency listing
   return 0
 }
 
+# The package directory find_package must find for a libdir (cmake/meson.build's rule): CMake searches
+# <prefix>/lib/cmake and <prefix>/lib/<multiarch>/cmake everywhere, <prefix>/lib64/cmake not on Debian.
+cmake_dir_for() {  # libdir relative to the prefix
+  case "$1" in
+    lib | lib/*) echo "$1/cmake/posenc" ;;
+    *) echo "lib/cmake/posenc" ;;
+  esac
+}
+# Configures, builds and runs an example (copied to $tmp/examples) against the posenc installed in a prefix.
+cmake_example() {  # folder, program, prefix, build directory
+  local pfx=${3:-$prefix} dir=${4:-build-$1} found
+  echo "== ($1) through find_package(posenc CONFIG) from $pfx"
+  quiet cmake -S "$tmp/examples/$1" -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$pfx" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DCMAKE_CXX_FLAGS="-Wall -Wextra"
+  found=$(sed -n 's/^posenc_DIR:PATH=//p' "$dir/CMakeCache.txt")
+  case "$found" in
+    "$pfx"/*) ;;
+    *) fail "$1: CMake found posenc at '$found', not in $pfx" ;;
+  esac
+  echo "found $found"
+  quiet cmake --build "$dir" -j "$jobs"
+  prefix=$pfx headers_from_prefix "$1" "$(ninja -C "$dir" -t deps)"
+  "$dir/$2" >"$2.out" || { cat "$2.out"; fail "$1"; }
+  cat "$2.out"
+}
+
+if $cmake_only; then
+  # The README's line, with a temporary prefix for /opt/posenc; meson picks the libdir.
+  cp -r examples "$tmp/examples"
+  echo "== meson setup build --prefix=$prefix -Dtests=disabled && meson install -C build"
+  quiet meson setup "$tmp/build" --prefix="$prefix" -Dtests=disabled
+  quiet meson install -C "$tmp/build"
+  echo "meson's libdir: $(meson introspect --buildoptions "$tmp/build" |
+    python3 -c 'import json, sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"][0])')"
+  cd "$tmp"
+  cmake_example cpp_cmake cpp_example
+  echo "test_install: ok"
+  exit 0
+fi
+
 echo "== build posenc and its tools and install them into $prefix"
 quiet meson setup "$tmp/build" --prefix="$prefix" --buildtype=release -Dtests=disabled -Dbenchmarks=enabled \
   -Dtools=enabled
@@ -48,9 +98,10 @@ pc=$(find "$prefix" -name posenc.pc)
 [ -n "$pc" ] || fail "posenc.pc not installed"
 libdir=${pc%/pkgconfig/posenc.pc}
 libdir=${libdir#"$prefix/"}
+cmakedir=$(cmake_dir_for "$libdir")
+echo "meson's libdir: $libdir; the CMake package: $cmakedir"
 library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp "$libdir/libposenc.a" \
-  "$libdir/pkgconfig/posenc.pc" "$libdir/cmake/posenc/posenc-config.cmake" \
-  "$libdir/cmake/posenc/posenc-config-version.cmake")
+  "$libdir/pkgconfig/posenc.pc" "$cmakedir/posenc-config.cmake" "$cmakedir/posenc-config-version.cmake")
 expected=$( (echo "$library_files"; printf '%s\n' bin/posenc bin/posenc-bench libexec/posenc/posenc-accuracy
   # the Python section's timer and originals (issue 16) come with the report scripts
   for f in bench_torch charts machine make_report originals pictures python_section report results summary \
@@ -60,7 +111,7 @@ installed=$(cd "$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$installed" = "$expected" ] || fail "installed files: got"$'\n'"$installed"$'\n'"expected"$'\n'"$expected"
 staged=$(cd "$tmp/stage$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$staged" = "$installed" ] || fail "meson install --destdir staged other files:"$'\n'"$staged"
-grep -rl -e "$src" -e "$tmp/build" "$prefix/include" "$prefix/$libdir/pkgconfig" "$prefix/$libdir/cmake" \
+grep -rl -e "$src" -e "$tmp/build" "$prefix/include" "$prefix/$libdir/pkgconfig" "$prefix/$cmakedir" \
   "$prefix/share/posenc" && fail "installed files name the source or build tree"
 # -Dtools=disabled -Dbenchmarks=disabled (the README's library-only install): the library's files alone
 quiet meson configure "$tmp/build" -Dtools=disabled -Dbenchmarks=disabled
@@ -94,20 +145,20 @@ headers_from_prefix "the RoPE example" "$(cat rope_decode.d)"
 cat rope_decode.out
 grep -q "^rope_decode: ok" rope_decode.out || fail "the RoPE example did not report ok"
 
-cmake_example() {  # folder, program
-  echo "== ($1) through find_package(posenc CONFIG)"
-  quiet cmake -S "examples/$1" -B "build-$1" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_COMPILE_WARNING_AS_ERROR=ON -DCMAKE_CXX_FLAGS="-Wall -Wextra"
-  grep -qx "posenc_DIR:PATH=$prefix/$libdir/cmake/posenc" "build-$1/CMakeCache.txt" ||
-    fail "$1: CMake found posenc outside $prefix"
-  quiet cmake --build "build-$1" -j "$jobs"
-  headers_from_prefix "$1" "$(ninja -C "build-$1" -t deps)"
-  "build-$1/$2" >"$2.out" || { cat "$2.out"; fail "$1"; }
-  cat "$2.out"
-}
 cmake_example cpp_cmake cpp_example
 grep -q "^posenc $version (CMake package $version)" cpp_example.out || fail "the CMake package is not version $version"
 cmake_example inference_runtime embed_sentence
+
+# Every libdir meson may pick (or a user may give): the library-only install staged with --destdir (the
+# package is relocatable), found by find_package from that staged prefix.
+multiarch=$("${CC:-cc}" -print-multiarch 2>/dev/null || true)
+for layout in lib lib64 ${multiarch:+lib/$multiarch}; do
+  quiet meson configure "$tmp/build" -Dlibdir="$layout"
+  quiet meson install -C "$tmp/build" --destdir "$tmp/layout-${layout//\//-}"
+  staged=$tmp/layout-${layout//\//-}$prefix
+  [ -f "$staged/$(cmake_dir_for "$layout")/posenc-config.cmake" ] || fail "libdir $layout: no CMake package in $(cmake_dir_for "$layout")"
+  cmake_example cpp_cmake cpp_example "$staged" "build-layout-${layout//\//-}"
+done
 
 echo "== the installed posenc command"
 # Only the prefix: no build tree, no source tree on the way.

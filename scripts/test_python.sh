@@ -8,8 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
+# patchelf: meson-python lists it as a build requirement of the wheel (python3 -m build checks for it)
 posenc_install_deps python3-mesonpy pybind11-dev python3-numpy python3-pytest python3-torch python3-build \
-  python3-venv python3-pip python3-gmpy2
+  python3-venv python3-pip python3-gmpy2 patchelf
 
 werror=false
 [ "${1:-}" = --werror ] && werror=true
