@@ -32,9 +32,13 @@ struct Job {
 // The positions a call's rows stand for, as the rows engine (values_rows.hpp) walks them.
 struct Stream {
   const Freq *freq;
-  int64_t h;                  // pairs per row
-  const int64_t *positions;   // nullptr: position of row r is first + r
+  int64_t h;                  // pairs made per row
+  const int64_t *positions;   // nullptr: position of row r is first + r (on every axis)
   int64_t first, n;
+  // Multi-axis RoPE: with axes > 1 (0 or 1: one position per row), row r's position on axis a is
+  // positions[a n + r], and pair i takes the position of axis axis[i] (h entries).
+  int axes;
+  const uint8_t *axis;
 };
 
 // The magnitude m of a RoPE call's values (attention_scale): m = mu 2^e with mu in (0.75, 1.5], so that
@@ -53,11 +57,15 @@ struct RopeTensor {
 };
 struct RopeJob {
   const Freq *freq;
-  int64_t h;                  // r / 2
+  // r / 2: the pairs whose cos and sin each token makes, and, for HALVES pairs, the distance between the
+  // two elements of a pair (pair i is elements i and i + h; INTERLEAVED: 2i and 2i + 1).
+  int64_t h;
   int pairs;                  // posenc_rope_pairs value
   Mag mag;
-  const int64_t *positions;   // nullptr: first + t
+  const int64_t *positions;   // nullptr: first + t on every axis; else axes * n values, axis-major
   int64_t first, n;
+  int axes;                   // positions per token: 1, or up to 4 (multi-axis RoPE)
+  const uint8_t *axis;        // axes > 1: the axis of each of the h pairs, whose position its angle takes
   bool cache;                 // posenc_rope_cache_f32: cos_out / sin_out; otherwise the tensors
   Dst dst;                    // the rows' format (rotation)
   RopeTensor t[2];            // q, k

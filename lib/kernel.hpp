@@ -31,7 +31,7 @@ struct Engine : Rows<S> {
   template <class K>
   static void run_pe(const detail::Job &job) {
     K sink(job);
-    const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n};
+    const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n, 1, nullptr};
     R::run_sink(sink, st);
   }
   template <detail::Src kSrc, detail::Dst kDst>
@@ -44,7 +44,7 @@ struct Engine : Rows<S> {
   template <class K>
   static void run_rope_sink(const detail::RopeJob &job) {
     K sink(job);
-    const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n};
+    const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n, job.axes, job.axis};
     R::run_sink(sink, st);
   }
   static void run_rope(const detail::RopeJob &job) {

@@ -19,6 +19,7 @@ namespace detail {
 namespace {
 
 constexpr double kMinMag = 0x1p-64, kMaxMag = 0x1p64;  // attention_scale
+constexpr int32_t kMaxAxes = 4;
 
 using i128 = __int128;
 
@@ -40,14 +41,39 @@ posenc_spec base_spec(const posenc_rope &r) {
   return s;
 }
 
+// Multi-axis fields: 1 to 4 axes, an axis map where there is more than one (or given at all), every entry
+// naming an axis there is.
+posenc_status check_axes(const posenc_rope &r) {
+  if (r.axes < 1 || r.axes > kMaxAxes) return POSENC_ERR_INVALID;
+  if (!r.axis) return r.axes == 1 ? POSENC_OK : POSENC_ERR_INVALID;
+  const int64_t h = r.rotary_dim / 2;
+  for (int64_t i = 0; i < h; ++i)
+    if (r.axis[i] >= r.axes) return POSENC_ERR_INVALID;
+  return POSENC_OK;
+}
+
 posenc_status check_rope(const posenc_rope &r) {
   if (r.rotary_dim < 2 || r.rotary_dim % 2 != 0) return POSENC_ERR_INVALID;
   const int pairs = pairs_value(r);
   if (pairs != POSENC_ROPE_HALVES && pairs != POSENC_ROPE_INTERLEAVED) return POSENC_ERR_INVALID;
   if (!std::isfinite(r.position_scale)) return POSENC_ERR_INVALID;
   if (!(r.attention_scale >= kMinMag && r.attention_scale <= kMaxMag)) return POSENC_ERR_INVALID;
+  const posenc_status sa = check_axes(r);
+  if (sa != POSENC_OK) return sa;
   if (r.freq) return check_explicit(r.freq, r.rotary_dim / 2, r.position_scale);
   return check_spec(base_spec(r));
+}
+
+// The positions of a call with A axes: A n explicit values (axis-major; OVERFLOW when they cannot all be in
+// memory), POSENC_PAD allowed on axis 0 only, or first + t on every axis.
+posenc_status check_axis_positions(const int64_t *positions, int64_t first, int64_t n, int axes) {
+  if (axes <= 1 || !positions) return check_positions(positions, first, n);
+  if (n > std::numeric_limits<int64_t>::max() / int64_t(sizeof(int64_t) * size_t(axes))) return POSENC_ERR_OVERFLOW;
+  const posenc_status s0 = check_positions(positions, first, n);  // axis 0
+  if (s0 != POSENC_OK) return s0;
+  for (int64_t i = n; i < int64_t(axes) * n; ++i)
+    if (positions[i] == POSENC_PAD || !position_ok(positions[i])) return POSENC_ERR_OUT_OF_RANGE;
+  return POSENC_OK;
 }
 
 // m = mu 2^e with mu in (0.75, 1.5] (job.hpp, Mag); e = 0 for every m in that range, 1.0 among them.
@@ -164,6 +190,8 @@ posenc_status launch(const Path &path, const posenc_rope &rope, const int64_t *p
   job.positions = positions;
   job.first = first;
   job.n = n;
+  job.axes = rope.axes;
+  job.axis = rope.axes > 1 ? rope.axis : nullptr;
   path.run_rope(job);
   return POSENC_OK;
 }
@@ -207,7 +235,7 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
     if (x.heads > 0 && !extent_fits(n, x.ts, x.heads, x.hs, r, size)) return POSENC_ERR_OVERFLOW;
   // after the extents are known to exist: a collision of q and k rows is decided on them
   if (t[0].heads > 0 && t[1].heads > 0 && cross_overlaps(lat[0], lat[1])) return POSENC_ERR_INVALID;
-  const posenc_status sp = check_positions(positions, first, n);
+  const posenc_status sp = check_axis_positions(positions, first, n, rope->axes);
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
   if (!path) return POSENC_ERR_UNSUPPORTED;
@@ -235,7 +263,7 @@ posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64
   const Lattice c{i128(reinterpret_cast<uintptr_t>(cos_out)), n, cs, 1, 0, h * 4};
   const Lattice s{i128(reinterpret_cast<uintptr_t>(sin_out)), n, ss, 1, 0, h * 4};
   if (cross_overlaps(c, s)) return POSENC_ERR_INVALID;
-  const posenc_status sp = check_positions(positions, first, n);
+  const posenc_status sp = check_axis_positions(positions, first, n, rope->axes);
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
   if (!path) return POSENC_ERR_UNSUPPORTED;
@@ -265,6 +293,8 @@ posenc_rope posenc_rope_default(int64_t rotary_dim) {
   r.position_scale = 1.0;
   r.freq = nullptr;
   r.attention_scale = 1.0;
+  r.axes = 1;
+  r.axis = nullptr;
   return r;
 }
 

@@ -9,12 +9,14 @@
 // left undecided there (absurd parameters) takes the nearest double of the 1536-bit value. libm is used only
 // to size the precision and to decide whether the cheap frequency-range check suffices; neither choice can
 // change a written bit.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "mp.hpp"
 #include "posenc/posenc.h"
+#include "rope_powers.hpp"
 
 namespace posenc {
 namespace detail {
@@ -509,6 +511,27 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
 }
 
 }  // namespace
+
+posenc_status rope_powers(int64_t rotary_dim, double base, int64_t n, PowerIndex index, double *out) {
+  Scheme s;
+  s.r = rotary_dim;
+  s.h = rotary_dim / 2;
+  s.base = base;
+  int64_t top = 0;
+  for (int64_t k = 0; k < n; ++k) top = std::max(top, index.of(index.ctx, k));
+  // exp(-(i/h) G) loses (i/h) |G| of relative accuracy to G's error; the chain of products is not used
+  // for indices out of sequence (each is exp of its own), so the usual count covers them
+  const double G = std::fabs(std::log(base));
+  s.lost = lost_bits((1.0 + G * (1.0 + double(top) / double(s.h))) * 16.0 * double(s.h));
+  auto value = [&](int64_t i) { return round_verified([&](int k) { return s.freq(k, i); }, s.lost); };
+  // The cheap range check (as surely_in_range): base^(-i/h) <= max(1, base^(-top/h))
+  if (!(std::fmax(0.0, -std::log2(base)) * (double(top) / double(s.h)) < 998.0))
+    for (int64_t k = 0; k < n; ++k)
+      if (!(value(index.of(index.ctx, k)) < kMaxFrequency)) return POSENC_ERR_INVALID;
+  for (int64_t k = 0; k < n; ++k) out[k] = value(index.of(index.ctx, k));
+  return POSENC_OK;
+}
+
 }  // namespace detail
 }  // namespace posenc
 

@@ -46,6 +46,7 @@ struct PeSinks {
     static constexpr bool kInterleaved = kZip;
     static constexpr bool kScaled = false;  // values_rows.hpp: plain sin and cos
     static constexpr bool kUseClear = true;
+    static constexpr bool kAxes = false;  // values_rows.hpp: one position per row
 
     alignas(64) float stage[2 * kChunk];  // interleaved values, or the sin run then (at kChunk) the cos run
     const detail::Job &job;

@@ -60,6 +60,7 @@ struct RopeSinks {
     static constexpr bool kHasX = false;
     static constexpr bool kScaled = true;
     static constexpr bool kUseClear = false;
+    static constexpr bool kAxes = true;  // multi-axis specs: a position per axis (values_rows.hpp, run_axes)
     using Out = RopeSinks::Out;
     const detail::RopeJob &job;
     detail::Mag mag;
@@ -96,6 +97,7 @@ struct RopeSinks {
     static constexpr bool kHasX = true;  // no clear distances (values_rows.hpp)
     static constexpr bool kScaled = true;
     static constexpr bool kUseClear = false;
+    static constexpr bool kAxes = true;
     static constexpr int64_t kPiece = 128;  // pairs of cos and sin held as doubles at once (2 KiB, 4 KiB dup)
     static_assert(kPiece % 8 == 0 && kChunk % kPiece == 0, "pieces tile a chunk in whole blocks");
     using Out = RopeSinks::Out;

@@ -57,8 +57,8 @@ struct Direct {
 
   // sin and cos of the angle p * u_j (quarter turns) for the W pairs from j; q = fl(p u0) is returned for
   // the error bound of direct().
-  static void direct_values(double p, const detail::Freq &f, int64_t j, D &s, D &c, D &q_out) {
-    const D pd = S::set(p);
+  // pd: the position of each lane (one position for all, or multi-axis RoPE's per-pair positions).
+  static void direct_values_at(const D &pd, const detail::Freq &f, int64_t j, D &s, D &c, D &q_out) {
     const D u0 = S::load(f.u0 + j), u1 = S::load(f.u1 + j), u2 = S::load(f.u2 + j);
     // p u = q + e0 + m1 + e1 + p u2, with q = fl(p u0) and e0, e1 the exact errors of the two products
     const D q = pd * u0;
@@ -105,7 +105,7 @@ struct Direct {
   }
   static void direct_values(double p, const detail::Freq &f, int64_t j, double *s, double *c) {
     D sv, cv, q;
-    direct_values(p, f, j, sv, cv, q);
+    direct_values_at(S::set(p), f, j, sv, cv, q);
     S::store(s, sv);
     S::store(c, cv);
   }
@@ -117,7 +117,11 @@ struct Direct {
   // series stop at degrees 15 and 16. Inlined so that consecutive vectors overlap.
   [[gnu::always_inline]] static inline void anchor_values(double p, const detail::Freq &f, int64_t j, double *s_out,
                                                           double *c_out) {
-    const D pd = S::set(p);
+    anchor_values_at(S::set(p), f, j, s_out, c_out);
+  }
+  // The same with a position per lane (multi-axis RoPE: each pair at the position of its axis).
+  [[gnu::always_inline]] static inline void anchor_values_at(const D &pd, const detail::Freq &f, int64_t j,
+                                                             double *s_out, double *c_out) {
     const D u0 = S::load(f.u0 + j);
     const D q = pd * u0;
     const D e0 = S::fma(pd, u0, -q);  // exact
@@ -159,8 +163,11 @@ struct Direct {
 
   // The same with error bounds bs, bc; +inf for the lanes marked slow.
   static void direct(double p, const detail::Freq &f, int64_t j, D &s, D &c, D &bs, D &bc) {
+    direct_at(S::set(p), f, j, s, c, bs, bc);
+  }
+  static void direct_at(const D &pd, const detail::Freq &f, int64_t j, D &s, D &c, D &bs, D &bc) {
     D q;
-    direct_values(p, f, j, s, c, q);
+    direct_values_at(pd, f, j, s, c, q);
     const D absolute = S::set(0x1p-97) * S::min(S::abs(q), S::set(1.0)) + S::load(f.slow + j);
     bs = S::fma(S::abs(s), S::set(0x1p-47), absolute);
     bc = S::fma(S::abs(c), S::set(0x1p-47), absolute);
@@ -171,8 +178,28 @@ struct Direct {
   // kScaled: s and c are mu sin, mu cos (detail::Mag), whose error bound is mu times the unscaled one; the
   // floats returned are the final m sin, m cos (post times those of mu sin, mu cos: exact, as |value| >
   // delta keeps them far above the float32 subnormals and 2^e is at most 2^65 away from 1).
+  // The positions of the W lanes of a vector (all one position, or multi-axis RoPE's per-pair ones).
+  struct LanePositions {
+    int64_t p[W];
+    static LanePositions all(int64_t q) {
+      LanePositions l;
+      for (int i = 0; i < W; ++i) l.p[i] = q;
+      return l;
+    }
+    D vector() const {
+      alignas(64) double d[W];
+      for (int i = 0; i < W; ++i) d[i] = double(p[i]);  // exact: |p| < 2^31
+      return S::load(d);
+    }
+  };
+
   template <bool kZip, bool kScaled = false>
   static F settle_turned(const detail::Freq &f, int64_t p, int64_t j, const D &s, const D &c,
+                         const detail::Mag &g = kUnit) {
+    return settle_turned<kZip, kScaled>(f, LanePositions::all(p), j, s, c, g);
+  }
+  template <bool kZip, bool kScaled = false>
+  static F settle_turned(const detail::Freq &f, const LanePositions &p, int64_t j, const D &s, const D &c,
                          const detail::Mag &g = kUnit) {
     const D delta = S::set(kScaled ? kTurnedBound * g.mu : kTurnedBound);
     F lo = S::narrow2(s - delta, c - delta);
@@ -196,9 +223,9 @@ struct Direct {
   // the direct method's doubles, the bound widened by m and by the product's rounding (2^-52 relative is
   // twice that rounding); the exact method multiplies before its one rounding.
   template <bool kZip, bool kScaled = false>
-  static F settle(const detail::Freq &f, int64_t p, int64_t j, const detail::Mag &g = kUnit) {
+  static F settle(const detail::Freq &f, const LanePositions &p, int64_t j, const detail::Mag &g = kUnit) {
     D s, c, bs, bc;
-    direct(double(p), f, j, s, c, bs, bc);
+    direct_at(p.vector(), f, j, s, c, bs, bc);
     if constexpr (kScaled) {
       const D m = S::set(g.m), grow = S::set(g.m * (1.0 + 0x1p-40));
       s = s * m;
@@ -215,7 +242,7 @@ struct Direct {
     for (int l = 0; l < W; ++l) {
       if (std::memcmp(&a[l], &b[l], 4) == 0 && std::memcmp(&a[W + l], &b[W + l], 4) == 0) continue;
       uint32_t sb, cb;
-      detail::exact_sincos_bits(f.exact[j + l], p, kScaled ? g.m : 1.0, &sb, &cb);
+      detail::exact_sincos_bits(f.exact[j + l], p.p[l], kScaled ? g.m : 1.0, &sb, &cb);
       std::memcpy(&a[l], &sb, 4);
       std::memcpy(&a[W + l], &cb, 4);
     }

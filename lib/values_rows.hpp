@@ -9,6 +9,7 @@
 //   K::kHasX          the sink reads an x row per row (no clear distances, prefetch ordering of quads)
 //   K::kScaled        values are m sin, m cos (Mag): anchors scaled by mu, fast-path values by post
 //   K::kUseClear      the quad pass may skip the small-value half of the test (Freq::reach; unscaled only)
+//   K::kAxes          the sink takes multi-axis specs (RoPE): Stream::axes > 1 goes through run_axes
 //   staged, direct    rows go through the sink's stage (row by row, never quads) / straight to memory
 //   row(r, ahead), chunk(j0), out(), flush(j0, n), finish(), pad(r)   (sink_pe.hpp has the reference)
 #pragma once
@@ -31,6 +32,7 @@ struct Rows : Direct<S> {
   using B::kChunk;
   using B::min64;
   using B::anchor_values;
+  using B::anchor_values_at;
 
   // ---- the row loop --------------------------------------------------------------------------------
 
@@ -71,6 +73,63 @@ struct Rows : Direct<S> {
     c = S::fma(s, ts, c * tc);            // c tc + s ts
     s = s1;
   }
+
+  // The table entry at t where m is 1, the zero turn (sin 0, cos 1) where m is 0, lane by lane, both exactly:
+  // the lanes of a multi-axis block whose axis stays put from row to row (Axes below).
+  [[gnu::always_inline]] static inline void load_masked(const double *t, const D &m, D &ts, D &tc) {
+    load_pair(t, ts, tc);
+    ts = ts * m;
+    tc = S::fma(tc, m, S::set(1.0) - m);
+  }
+  template <int kDir>
+  [[gnu::always_inline]] static inline void turn_masked(D &s, D &c, const double *t, const D &m) {
+    D ts, tc;
+    load_masked(t, m, ts, tc);
+    if constexpr (kDir > 0) {
+      turn(s, c, ts, tc);
+    } else {
+      const D s1 = S::fnma(c, ts, s * tc);  // as turn_back_by
+      c = S::fma(s, ts, c * tc);
+      s = s1;
+    }
+  }
+
+  // Where a block's anchors stand. Uniform: one position for every pair (every call but multi-axis RoPE, and
+  // its tokens whose axes agree). Axes: multi-axis RoPE, pair j at the position of its axis axis[j], each
+  // axis moving by step[a] (0 or 1) from row to row; lanes past the h pairs (padding) take axis 0.
+  struct Uniform {
+    static constexpr bool kPerLane = false;
+    int64_t pa;  // the anchor's position
+    D anchor(int64_t) const { return S::set(double(pa)); }
+    bool zero(int64_t k) const { return pa + k == 0; }  // the exact zero angle, k rows from the anchor
+    typename B::LanePositions at(int64_t, int64_t k) const { return B::LanePositions::all(pa + k); }
+  };
+  struct Axes {
+    static constexpr bool kPerLane = true;
+    const uint8_t *axis;
+    int64_t h;
+    int64_t pa[4], step[4];  // per axis: the anchor's position, the move per row
+    int axis_of(int64_t j) const { return j < h ? axis[j] : 0; }
+    D anchor(int64_t j) const {
+      alignas(64) double d[W];
+      for (int l = 0; l < W; ++l) d[l] = double(pa[axis_of(j + l)]);  // exact: |p| < 2^31
+      return S::load(d);
+    }
+    // Per lane, a zero angle goes to the fallbacks, which settle it exactly (the direct method gives (+0, 1)).
+    bool zero(int64_t) const { return false; }
+    typename B::LanePositions at(int64_t j, int64_t k) const {
+      typename B::LanePositions l;
+      for (int i = 0; i < W; ++i) {
+        const int a = axis_of(j + i);
+        l.p[i] = pa[a] + step[a] * k;
+      }
+      return l;
+    }
+    // 1.0 for the lanes whose axis moves, 0.0 for the others: the turn mask of n pairs from j
+    void masks(int64_t j, int64_t n, double *m) const {
+      for (int64_t i = 0; i < n; ++i) m[i] = double(step[axis_of(j + i)]);
+    }
+  };
 
   // Where the vector of pairs v W .. v W + W - 1 of a chunk sits in a step entry or an anchor block,
   // relative to the chunk's first pair (a multiple of kLanes, so the offset does not depend on it).
@@ -178,8 +237,10 @@ struct Rows : Direct<S> {
   // The full vectors of one chunk for one row: the anchor (kDir 0), or the anchor turned by the entry t
   // forwards (kDir 1) or backwards (kDir -1). Every row on the paths without a quad pass, and on those
   // with one the few rows a quad does not cover (the anchor's own, a last unpaired step, an odd side).
-  template <int kDir, bool kNt, class O>
-  static int64_t row_pass(const O &row, const double *an, const double *t, int64_t nfull, Redo *redo) {
+  // kMasked (a multi-axis block): lane l of vector v turns only where mask[v W + l] is 1 (load_masked).
+  template <int kDir, bool kNt, bool kMasked = false, class O>
+  static int64_t row_pass(const O &row, const double *an, const double *t, int64_t nfull, Redo *redo,
+                          const double *mask = nullptr) {
     const O o = row;  // a local copy, which no store of the loop can alias (Sink::Out)
     int64_t nr = 0;
     typename S::Consts kc = S::consts();
@@ -187,8 +248,12 @@ struct Rows : Direct<S> {
     for_vectors(nfull, [=, &nr](int64_t v, int64_t bo) {
       D s, c;
       load_pair(an + bo, s, c);
-      if constexpr (kDir == 1) turn_by(s, c, t + bo);
-      if constexpr (kDir == -1) turn_back_by(s, c, t + bo);
+      if constexpr (kMasked && kDir != 0) {
+        turn_masked<kDir>(s, c, t + bo, S::load(mask + v * W));
+      } else {
+        if constexpr (kDir == 1) turn_by(s, c, t + bo);
+        if constexpr (kDir == -1) turn_back_by(s, c, t + bo);
+      }
       emit<kNt>(o, v, 0, s, c, kc, redo, nr);
     });
     return nr;
@@ -205,8 +270,8 @@ struct Rows : Direct<S> {
       if (!out.template put_fast<kNt>(v * W, S::load_f(pe + 2 * W * v))) redo[nr++] = Redo(v);
     return nr;
   }
-  template <class K>
-  [[gnu::noinline]] static void repeated(K &sink, const detail::Stream &st, int64_t r0, int64_t len, int64_t p0) {
+  template <class K, class P = Uniform>
+  [[gnu::noinline]] static void repeated(K &sink, const detail::Stream &st, int64_t r0, int64_t len, const P &pos) {
     constexpr bool kZip = K::kInterleaved;
     const detail::Freq &f = *st.freq;
     const int64_t h = st.h;
@@ -218,17 +283,17 @@ struct Rows : Direct<S> {
     for (int64_t j0 = 0; j0 < h; j0 += C) {
       const int64_t jn = min64(C, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
-      if (p0 == 0) {  // the exact zero angle: (+0, m) everywhere, which the fast test would reject
+      if (pos.zero(0)) {  // the exact zero angle: (+0, m) everywhere, which the fast test would reject
         const F sc = zero_angle<K>(sink);
         for (int64_t v = 0; v < nv; ++v) S::store_f(pe + 2 * W * v, kZip ? S::zip(sc) : sc);
       } else {
-        for (int64_t v = 0; v < nv; ++v) anchor_values(double(p0), f, j0 + v * W, as + v * W, ac + v * W);
+        for (int64_t v = 0; v < nv; ++v) anchor_values_at(pos.anchor(j0 + v * W), f, j0 + v * W, as + v * W, ac + v * W);
         if constexpr (K::kScaled) scale_anchors(as, ac, nv, false, sink.mag);
         for (int64_t v = 0; v < nv; ++v) {
           const D s = S::load(as + v * W), c = S::load(ac + v * W);
           F val = kZip ? S::narrow2_zip(s, c) : S::narrow2(s, c);
           if (!S::decided(s, c, val)) {
-            val = B::template settle_turned<kZip, K::kScaled>(f, p0, j0 + v * W, s, c, mag_of(sink));
+            val = B::template settle_turned<kZip, K::kScaled>(f, pos.at(j0 + v * W, 0), j0 + v * W, s, c, mag_of(sink));
           } else if constexpr (K::kScaled) {
             val = S::mulf(val, S::splat(sink.mag.post));
           }
@@ -280,16 +345,20 @@ struct Rows : Direct<S> {
   // at a time in order. A lone row (a decode step) is the anchor itself.
   // Not inlined into run_sink, and neither is repeated(): their buffers are then never on the stack at
   // the same time.
-  template <class K>
-  [[gnu::noinline]] static void segment(K &sink, const detail::Stream &st, int64_t r0, int64_t len, int64_t p0) {
+  // P: the anchor's positions (Uniform, or Axes for a multi-axis block, whose rows go one at a time with
+  // the turns masked where an axis stays put).
+  template <class K, class P = Uniform>
+  [[gnu::noinline]] static void segment(K &sink, const detail::Stream &st, int64_t r0, int64_t len, const P &pos) {
     using detail::Freq;
     const Freq &f = *st.freq;
     const int64_t h = st.h;
     constexpr bool kZip = K::kInterleaved;
-    constexpr bool kQuads = S::kQuadPass;
+    constexpr bool kMasked = P::kPerLane;
+    constexpr bool kQuads = S::kQuadPass && !kMasked;
     constexpr bool kClear = kQuads && !K::kHasX && K::kUseClear;  // clear distances: only without x, unscaled
-    const int64_t c = len / 2, pa = p0 + c;       // the anchor's row and position
+    const int64_t c = len / 2;                    // the anchor's row; pos gives its position(s)
     alignas(64) double an[2 * kChunk];            // the anchors, in blocks of kLanes pairs like the tables
+    alignas(64) double mask[kMasked ? kChunk : 1];  // the turn masks of a multi-axis block (Axes::masks)
     int16_t clear[kClear ? kChunk / W : 1];
     Redo redo[(kQuads ? 4 : 1) * kChunk / W];  // a quad pass's, or one row's
     // A lone row (a decode step) takes the row path: through the quad path's setup, a step at d = 64
@@ -312,8 +381,9 @@ struct Rows : Direct<S> {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
       for (int64_t v = 0; v < nv; ++v)
-        anchor_values(double(pa), f, j0 + v * W, an + block_offset(v), an + block_offset(v) + Freq::kLanes);
+        anchor_values_at(pos.anchor(j0 + v * W), f, j0 + v * W, an + block_offset(v), an + block_offset(v) + Freq::kLanes);
       if constexpr (K::kScaled) scale_anchors(an, an + Freq::kLanes, nv, true, sink.mag);
+      if constexpr (kMasked) pos.masks(j0, nv * W, mask);
       if constexpr (kClear) {  // only where a quad will read them (not for a lone row: a decode step)
         for (int64_t v = 0; v < (in_quads > 0 ? nfull : 0); ++v) {
           D s, c2;
@@ -325,14 +395,19 @@ struct Rows : Direct<S> {
       auto entry = [&](int64_t k) { return steps + (k < 0 ? -k - 1 : k - 1) * 2 * f.padded; };
       // What the fast test left (and NaN fused results), and the partial last vector of a row
       auto value = [&](int64_t v, int64_t k, bool tested) {
-        if (pa + k == 0) {  // the exact zero angle: (+0, m) everywhere, which the fast test rejects
+        if (pos.zero(k)) {  // the exact zero angle: (+0, m) everywhere, which the fast test rejects
           const F sc = zero_angle<K>(sink);
           return kZip ? S::zip(sc) : sc;
         }
         D s, c2;
         load_pair(an + block_offset(v), s, c2);
-        if (k > 0) turn_by(s, c2, entry(k) + block_offset(v));
-        if (k < 0) turn_back_by(s, c2, entry(k) + block_offset(v));
+        if constexpr (kMasked) {
+          if (k > 0) turn_masked<1>(s, c2, entry(k) + block_offset(v), S::load(mask + v * W));
+          if (k < 0) turn_masked<-1>(s, c2, entry(k) + block_offset(v), S::load(mask + v * W));
+        } else {
+          if (k > 0) turn_by(s, c2, entry(k) + block_offset(v));
+          if (k < 0) turn_back_by(s, c2, entry(k) + block_offset(v));
+        }
         if (tested) {
           const F val = kZip ? S::narrow2_zip(s, c2) : S::narrow2(s, c2);
           if (S::decided(s, c2, val)) {
@@ -340,7 +415,7 @@ struct Rows : Direct<S> {
             return val;
           }
         }
-        return B::template settle_turned<kZip, K::kScaled>(f, pa + k, j0 + v * W, s, c2, mag_of(sink));
+        return B::template settle_turned<kZip, K::kScaled>(f, pos.at(j0 + v * W, k), j0 + v * W, s, c2, mag_of(sink));
       };
       // One row, c + k: finished (redo, partial vector, stage) before the next.
       auto one_row = [&](int64_t k, int64_t next) {
@@ -348,13 +423,16 @@ struct Rows : Direct<S> {
         sink.chunk(j0);
         const typename K::Out o = sink.out();
         const double *t = entry(k);
+        const double *m = kMasked ? mask : nullptr;
         int64_t nr;
         if (sink.direct) {
-          nr = k == 0 ? row_pass<0, true>(o, an, t, nfull, redo)
-                      : k > 0 ? row_pass<1, true>(o, an, t, nfull, redo) : row_pass<-1, true>(o, an, t, nfull, redo);
+          nr = k == 0  ? row_pass<0, true, kMasked>(o, an, t, nfull, redo, m)
+               : k > 0 ? row_pass<1, true, kMasked>(o, an, t, nfull, redo, m)
+                       : row_pass<-1, true, kMasked>(o, an, t, nfull, redo, m);
         } else {
-          nr = k == 0 ? row_pass<0, false>(o, an, t, nfull, redo)
-                      : k > 0 ? row_pass<1, false>(o, an, t, nfull, redo) : row_pass<-1, false>(o, an, t, nfull, redo);
+          nr = k == 0  ? row_pass<0, false, kMasked>(o, an, t, nfull, redo, m)
+               : k > 0 ? row_pass<1, false, kMasked>(o, an, t, nfull, redo, m)
+                       : row_pass<-1, false, kMasked>(o, an, t, nfull, redo, m);
         }
         for (int64_t i = 0; i < nr; ++i) o.put((redo[i] / 4) * W, value(redo[i] / 4, k, false));
         if (nfull < nv) o.put_partial(nfull * W, value(nfull, k, true), jn - nfull * W);
@@ -421,6 +499,9 @@ struct Rows : Direct<S> {
   // ones.
   template <class K>
   static void run_sink(K &sink, const detail::Stream &job) {
+    if constexpr (K::kAxes) {
+      if (job.axes > 1) return run_axes(sink, job);
+    }
     int64_t r = 0;
     while (r < job.n) {
       int64_t len = 1, p0;
@@ -439,11 +520,69 @@ struct Rows : Direct<S> {
         p0 = job.first + r;
         len = min64(kBlock, job.n - r);
       }
-      if (repeat) repeated(sink, job, r, len, p0);
-      else segment(sink, job, r, len, p0);
+      if (repeat) repeated(sink, job, r, len, Uniform{p0});
+      else segment(sink, job, r, len, Uniform{p0 + len / 2});
       r += len;
     }
     if (sink.staged) S::store_fence();  // order the non-temporal stores before whatever the caller does next
+  }
+
+  // Multi-axis RoPE (job.axes = A > 1; token t's position on axis a at positions[a n + t], or first + t on
+  // every axis): blocks of up to kBlock tokens along which every axis moves by 0 or 1 per token. A block
+  // whose axes all agree (text tokens) is a one-position block, exactly as run_sink makes it; any other is
+  // anchored per axis (Axes): the rows of an image row of Qwen2-VL (temporal and height fixed, width
+  // consecutive) share one anchor per chunk, as consecutive text positions do.
+  template <class K>
+  static void run_axes(K &sink, const detail::Stream &job) {
+    const int A = job.axes;
+    auto pos = [&](int a, int64_t t) { return job.positions ? job.positions[a * job.n + t] : job.first + t; };
+    int64_t r = 0;
+    while (r < job.n) {
+      int64_t p[4] = {0, 0, 0, 0}, step[4] = {0, 0, 0, 0};
+      for (int a = 0; a < A; ++a) p[a] = pos(a, r);
+      if (p[0] == POSENC_PAD) {
+        sink.pad(r);
+        ++r;
+        continue;
+      }
+      // The moves from this token to the next (a PAD next token, or a move other than 0 or 1, ends the block).
+      int64_t len = 1;
+      bool moves = r + 1 < job.n && pos(0, r + 1) != POSENC_PAD;
+      for (int a = 0; a < A && moves; ++a) {
+        step[a] = pos(a, r + 1) - p[a];
+        moves = step[a] == 0 || step[a] == 1;
+      }
+      if (!moves)
+        for (int a = 0; a < A; ++a) step[a] = 0;  // a block of one token
+      if (moves) {
+        auto follows = [&](int64_t k) {
+          for (int a = 0; a < A; ++a)
+            if (pos(a, r + k) != p[a] + step[a] * k) return false;
+          return true;
+        };
+        while (r + len < job.n && len < kBlock && follows(len)) ++len;
+      }
+      bool agree = true, still = true;
+      for (int a = 0; a < A; ++a) {
+        agree = agree && p[a] == p[0] && step[a] == step[0];
+        still = still && step[a] == 0;
+      }
+      if (agree && still) {
+        repeated(sink, job, r, len, Uniform{p[0]});
+      } else if (agree) {
+        segment(sink, job, r, len, Uniform{p[0] + len / 2});
+      } else {
+        Axes ax{job.axis, job.h, {0, 0, 0, 0}, {0, 0, 0, 0}};
+        for (int a = 0; a < A; ++a) {
+          ax.step[a] = len > 1 ? step[a] : 0;
+          ax.pa[a] = p[a] + ax.step[a] * (len / 2);
+        }
+        if (still || len == 1) repeated(sink, job, r, len, ax);
+        else segment(sink, job, r, len, ax);
+      }
+      r += len;
+    }
+    if (sink.staged) S::store_fence();
   }
 };
 

@@ -140,9 +140,12 @@ typedef struct posenc_rope {
   const double *freq;       /**< NULL, or r/2 explicit finite frequencies (read at each call: the values, not
                                  the pointer, identify the spec) */
   double attention_scale;   /**< m: 1.0 unless a scaling sets it; 2^-64 <= m <= 2^64 */
+  int32_t axes;             /**< A: positions per token, 1 (the default) .. 4 (multi-axis RoPE, below) */
+  const uint8_t *axis;      /**< NULL when axes == 1; else r/2 entries in [0, axes): the axis whose position
+                                 pair i rotates by (read at each call, like freq) */
 } posenc_rope;
 
-/** r, POSENC_ROPE_HALVES, base 1e4, position_scale 1, no explicit frequencies, attention_scale 1. */
+/** r, POSENC_ROPE_HALVES, base 1e4, position_scale 1, no explicit frequencies, attention_scale 1, one axis. */
 posenc_rope posenc_rope_default(int64_t rotary_dim);
 
 /** HF transformers' rope_type values (modeling_rope_utils.py; docs/rope.md has each formula). */
@@ -207,6 +210,51 @@ posenc_status posenc_rope_qk_bf16(const posenc_rope *rope, const int64_t *positi
 posenc_status posenc_rope_qk_f16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                                  uint16_t *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
                                  uint16_t *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
+
+/* ---- Multi-axis RoPE (M-RoPE of vision-language models, 2-D RoPE of vision towers; docs/rope.md) --------
+ *
+ * With axes = A > 1 every token has A positions, and pair i rotates by the position of its own axis:
+ *   a_i = p[axis[i]] * position_scale * f_i         (f_i from base or the explicit array, as above)
+ * Everything else (the cache values, the rotation, bf16/f16 rounding, NaN results, POSENC_PAD, the same bits
+ * on every path) is as for one axis, and A = 1 is exactly the one-axis call. Every RoPE entry point above
+ * takes such a spec:
+ *  - explicit positions hold A * n values, axis-major: token t's position on axis a is positions[a*n + t]
+ *    (HF's position_ids[a], ggml's position tensor); positions NULL gives every axis of token t the
+ *    position first + t (a text token);
+ *  - POSENC_PAD on axis 0 marks a padding token; every value on the other axes (a padding token's too) must
+ *    satisfy |p| < 2^31, like every non-PAD value on axis 0 (OUT_OF_RANGE otherwise);
+ *  - INVALID for axes outside [1, 4], a NULL axis with axes > 1, or an axis value >= axes. */
+
+/** How posenc_rope_sections assigns pairs to axes from section sizes (counted in pairs). With S the sum of the
+ *  sections, pair i belongs to sector j = i mod S (a sum below r/2 repeats, ggml's rule); the frequency of
+ *  pair i is the one-axis f_i unless the layout says otherwise. */
+typedef enum posenc_rope_layout {
+  POSENC_SECTIONS_CHUNKED = 0,     /**< sectors [0, s0) axis 0, [s0, s0+s1) axis 1, ...: Qwen2-VL / Qwen2.5-VL
+                                        (HF mrope_section), GLM-4V, ggml MROPE */
+  POSENC_SECTIONS_INTERLEAVED = 1, /**< sector j on axis 1 if j%3 == 1 and j < 3*s1, on axis 2 if j%3 == 2 and
+                                        j < 3*s2, else on axis 0: Qwen3-VL (HF's interleaved mrope) */
+  POSENC_SECTIONS_VISION = 2,      /**< chunked, and the frequency index restarts in each section: for sector j
+                                        in section a (starting at sector c_a), f_i = base^(-2k/h) with
+                                        k = j - c_a, h = r/2: Qwen2-VL / Qwen2.5-VL / Qwen3-VL vision towers,
+                                        Llama 4 vision (with interleaved pairs), ggml VISION */
+  POSENC_SECTIONS_STRIDED = 3,     /**< chunked, and section a takes every A-th frequency from a: for sector j
+                                        in section a, f_i = base^(-2(A k + a)/r), k = j - c_a: Pixtral (A = 2:
+                                        the even-index frequencies by the row, the odd-index ones by the column) */
+  POSENC_SECTIONS_INTERLEAVED_4 = 4 /**< as INTERLEAVED, but sector j goes to axis 0 only if j%3 == 0 and
+                                        j < 3*s0, and every sector outside the three interleaved sets to axis 3:
+                                        ggml IMROPE, whose 4th position slot takes them */
+} posenc_rope_layout;
+
+/** Sets rope->axes and rope->axis = axis_out (r/2 entries written) from sections[0..3] (pairs; unused ones 0).
+ *  A is 3 for INTERLEAVED, 4 for INTERLEAVED_4, and otherwise one more than the index of the last non-zero
+ *  section. VISION and STRIDED also write the r/2 frequencies into freq_out (each the double nearest the
+ *  real value of base^(-e) for rope->base, as posenc_rope_init writes them) and set rope->freq = freq_out;
+ *  the other layouts keep rope->freq (base^(-2i/r), or explicit frequencies from posenc_rope_init) and need no
+ *  freq_out. Every other field of *rope is kept. NULL for a NULL rope, sections or axis_out (or freq_out where
+ *  it is written); INVALID for an invalid rotary_dim (or base, where frequencies are written), an unknown
+ *  layout, a negative section, a sum of 0 or past r/2. Nothing is written on error. */
+posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
+                                   uint8_t *axis_out, double *freq_out);
 
 /** Instruction-set paths. One name per path everywhere: files, namespaces, meson options, POSENC_ISA. */
 typedef enum posenc_isa {

@@ -1,0 +1,108 @@
+// posenc_rope_sections: the axis of every pair (and, for the vision layouts, its frequency) from the section
+// sizes models give (HF's mrope_section, ggml's sections[4]); docs/rope.md, "Multi-axis RoPE". Everything is
+// checked, and every frequency computed, before anything is written.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "abi.hpp"
+#include "posenc/posenc.h"
+#include "rope_powers.hpp"
+
+namespace posenc {
+namespace detail {
+namespace {
+
+constexpr int kSections = 4;
+
+int layout_value(posenc_rope_layout layout) {
+  int v = 0;
+  static_assert(sizeof(layout) == sizeof(int), "posenc_rope_layout is int-sized");
+  std::memcpy(&v, &layout, sizeof v);
+  return v;
+}
+
+// Sector j (pair i mod the sections' sum) of the chunked layouts: its section a and its index k in it.
+struct Place {
+  int a;
+  int64_t k;
+};
+Place chunked(const int64_t *sec, int64_t j) {
+  int a = 0;
+  while (a + 1 < kSections && j >= sec[a]) j -= sec[a++];
+  return Place{a, j};
+}
+
+// Qwen3-VL (HF apply_interleaved_mrope): height on j = 1 mod 3 below 3 s1, width on j = 2 mod 3 below 3 s2,
+// the temporal axis everywhere else. ggml IMROPE: the temporal axis only on j = 0 mod 3 below 3 s0, and its
+// fourth position slot everywhere else.
+int interleaved(const int64_t *sec, int64_t j, bool fourth) {
+  if (j % 3 == 1 && j < 3 * sec[1]) return 1;
+  if (j % 3 == 2 && j < 3 * sec[2]) return 2;
+  if (!fourth || (j % 3 == 0 && j < 3 * sec[0])) return 0;
+  return 3;
+}
+
+posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, posenc_rope_layout layout_enum,
+                            uint8_t *axis_out, double *freq_out) {
+  if (!rope || !sections || !axis_out) return POSENC_ERR_NULL;
+  const int layout = layout_value(layout_enum);
+  if (layout < POSENC_SECTIONS_CHUNKED || layout > POSENC_SECTIONS_INTERLEAVED_4) return POSENC_ERR_INVALID;
+  const bool frequencies = layout == POSENC_SECTIONS_VISION || layout == POSENC_SECTIONS_STRIDED;
+  if (frequencies && !freq_out) return POSENC_ERR_NULL;
+  const int64_t r = rope->rotary_dim;
+  if (r < 2 || r % 2 != 0) return POSENC_ERR_INVALID;
+  const int64_t h = r / 2;
+  int64_t sum = 0;
+  int last = -1;
+  for (int a = 0; a < kSections; ++a) {
+    if (sections[a] < 0 || sections[a] > h) return POSENC_ERR_INVALID;
+    sum += sections[a];
+    if (sections[a] > 0) last = a;
+  }
+  if (sum == 0 || sum > h) return POSENC_ERR_INVALID;
+  int axes = last + 1;
+  if (layout == POSENC_SECTIONS_INTERLEAVED) axes = 3;
+  if (layout == POSENC_SECTIONS_INTERLEAVED_4) axes = 4;
+  if (frequencies && !(rope->base > 0.0 && std::isfinite(rope->base))) return POSENC_ERR_INVALID;
+
+  // The frequencies base^(-index/h): index 2k (VISION) or A k + a (STRIDED) for the pair's place k in its
+  // section a. rope_powers checks their range before it writes any.
+  if (frequencies) {
+    struct Ctx {
+      const int64_t *sections;
+      int64_t sum;
+      int axes;
+      bool vision;
+    } ctx{sections, sum, axes, layout == POSENC_SECTIONS_VISION};
+    auto index = [](const void *p, int64_t i) {
+      const Ctx &c = *static_cast<const Ctx *>(p);
+      const Place pl = chunked(c.sections, i % c.sum);
+      return c.vision ? 2 * pl.k : int64_t(c.axes) * pl.k + pl.a;
+    };
+    const posenc_status st = rope_powers(r, rope->base, h, PowerIndex{index, &ctx}, freq_out);
+    if (st != POSENC_OK) return st;
+  }
+  for (int64_t i = 0; i < h; ++i) {
+    const int64_t j = i % sum;
+    int a;
+    if (layout == POSENC_SECTIONS_INTERLEAVED || layout == POSENC_SECTIONS_INTERLEAVED_4)
+      a = interleaved(sections, j, layout == POSENC_SECTIONS_INTERLEAVED_4);
+    else
+      a = chunked(sections, j).a;
+    axis_out[i] = uint8_t(a);
+  }
+  rope->axes = axes;
+  rope->axis = axes > 1 ? axis_out : nullptr;
+  if (frequencies) rope->freq = freq_out;
+  return POSENC_OK;
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace posenc
+
+extern "C" posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
+                                              uint8_t *axis_out, double *freq_out) {
+  return posenc::detail::guarded([&] { return posenc::detail::rope_sections(rope, sections, layout, axis_out, freq_out); });
+}
