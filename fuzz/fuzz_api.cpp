@@ -503,7 +503,8 @@ struct RopeArgs {
   std::vector<double> freq;
   int64_t n = 0, first = 0;
   bool explicit_positions = false;
-  std::vector<int64_t> positions;
+  std::vector<int64_t> positions;  // axes * n values, axis-major (multi-axis RoPE)
+  std::vector<uint8_t> axis;       // the axis map, when one is given
   RopeTensorArgs t[2];  // x / q / cos_out, and k / sin_out
 };
 
@@ -608,6 +609,11 @@ Expect rope_spec_status(const RopeArgs &a) {
   if (pairs != 0 && pairs != 1) return {POSENC_ERR_INVALID, false};
   if (!std::isfinite(r.position_scale)) return {POSENC_ERR_INVALID, false};
   if (!(r.attention_scale >= 0x1p-64 && r.attention_scale <= 0x1p64)) return {POSENC_ERR_INVALID, false};
+  // multi-axis: 1 to 4 axes, a map where there is more than one, every entry below the axis count
+  if (r.axes < 1 || r.axes > 4) return {POSENC_ERR_INVALID, false};
+  if (a.axis.empty() && r.axes > 1) return {POSENC_ERR_INVALID, false};
+  for (uint8_t v : a.axis)
+    if (v >= r.axes) return {POSENC_ERR_INVALID, false};
   if (!r.freq) {  // base^(-2i/r) = base^(-i/h): the tables' spec with D = h, and their 2^1000 limit
     posenc_spec s = posenc_spec_default(r.rotary_dim);
     s.base = r.base;
@@ -713,6 +719,7 @@ RopeExpect rope_status_before_positions(const RopeArgs &a) {
 posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf) {
   const size_t es = rope_size(a.kernel);
   posenc_rope rope = a.rope;
+  rope.axis = a.axis.empty() ? nullptr : a.axis.data();
   ref::RopeCall c;
   c.kernel = a.kernel;
   c.rope = a.rope_null ? nullptr : &rope;
@@ -730,7 +737,10 @@ posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf) {
   return ref::invoke(c);
 }
 
-int64_t rope_position(const RopeArgs &a, int64_t t) { return a.explicit_positions ? a.positions[size_t(t)] : a.first + t; }
+// Token t's position on axis `axis` (axis-major explicit positions, or first + t on every axis).
+int64_t rope_position(const RopeArgs &a, int64_t t, int axis = 0) {
+  return a.explicit_positions ? a.positions[size_t(axis * a.n + t)] : a.first + t;
+}
 
 // The scalar path's successful output `out` (from `in`) against the formula.
 void rope_check_values(const RopeArgs &a, const std::vector<unsigned char> &in, const std::vector<unsigned char> &out) {
@@ -752,10 +762,15 @@ void rope_check_values(const RopeArgs &a, const std::vector<unsigned char> &in, 
     if (!in_row[b / es] && in[b] != out[b]) fail("RoPE wrote outside its rows", long(b));
   if (!cache && a.t[0].heads <= 0 && (tensors == 1 || a.t[1].heads <= 0)) return;  // no rows (any r)
   // the library's cache at the call's positions (explicit, so that PAD gives zeros): h cos, h sin per token
-  std::vector<int64_t> pos(static_cast<size_t>(n));
-  for (int64_t t = 0; t < n; ++t) pos[size_t(t)] = rope_position(a, t);
+  const int axes = a.rope.axes;
+  std::vector<int64_t> all(static_cast<size_t>(n * axes));
+  for (int ax = 0; ax < axes; ++ax)
+    for (int64_t t = 0; t < n; ++t) all[size_t(ax * n + t)] = rope_position(a, t, ax);
+  const std::vector<int64_t> pos(all.begin(), all.begin() + n);  // axis 0: PAD marks padding tokens
   std::vector<float> cs(size_t(n * 2 * h));
-  if (posenc_rope_cache_f32(&a.rope, pos.data(), 0, n, cs.data(), 2 * h, cs.data() + h, 2 * h) != POSENC_OK)
+  posenc_rope spec = a.rope;
+  spec.axis = a.axis.empty() ? nullptr : a.axis.data();
+  if (posenc_rope_cache_f32(&spec, all.data(), 0, n, cs.data(), 2 * h, cs.data() + h, 2 * h) != POSENC_OK)
     fail("rope_cache_f32 for the reference");
   const double m = a.rope.attention_scale;
   const float mf = float(m);
@@ -770,7 +785,8 @@ void rope_check_values(const RopeArgs &a, const std::vector<unsigned char> &in, 
       const double q = (double(c[i]) * c[i] + double(s[i]) * s[i]) / (m * m);
       if (m * m > 1e-30 && std::fabs(q - 1) > 1e-6 && std::fabs(c[i]) + std::fabs(s[i]) > 1e-30)
         fail("c^2 + s^2 != m^2", long(t), long(i));
-      if (pos[size_t(t)] == 0 && (bits_of_float(s[i]) != 0 || c[i] != mf)) fail("cache at p = 0 is not (m, +0)");
+      const int64_t pi = all[size_t((a.axis.empty() ? 0 : a.axis[size_t(i)]) * n + t)];  // the pair's axis
+      if (pi == 0 && (bits_of_float(s[i]) != 0 || c[i] != mf)) fail("cache at p = 0 is not (m, +0)");
     }
   }
   if (cache) {
@@ -902,12 +918,23 @@ int rope_one_input(Input &in, uint8_t selector) {
   t0.null = km >= 252;
   const uint64_t seed = in.u64();
   const uint8_t specials = in.u8();
+  // multi-axis (read last, so that older seeds keep their meaning: an exhausted input reads 0, one axis)
+  const uint8_t am = in.u8();
+  if (am >= 160) {
+    a.rope.axes = am < 250 ? 2 + am % 3 : int32_t(in.u32());
+    const uint8_t mm = in.u8();
+    if (mm < 240 && h > 0)  // a map of the pairs' axes; 1 in 8 maps has one entry past the axis count
+      for (int64_t i = 0; i < h; ++i)
+        a.axis.push_back(uint8_t(mm % 8 == 0 && i == h / 2 ? in.u8() : in.u8() % uint8_t(a.rope.axes > 0 && a.rope.axes < 5 ? a.rope.axes : 1)));
+  }
 
   static char described[512];
   std::snprintf(described, sizeof described,
-                "%s r %lld pairs %d base %a pscale %a m %a freq %d n %lld first %lld explicit %d rope_null %d "
-                "t0 heads %lld ts %lld hs %lld off %lld null %d t1 heads %lld ts %lld hs %lld off %lld null %d",
-                ref::rope_name(a.kernel), (long long)r, pairs, a.rope.base, a.rope.position_scale,
+                "%s r %lld pairs %d axes %d map %d base %a pscale %a m %a freq %d n %lld first %lld explicit %d "
+                "rope_null %d t0 heads %lld ts %lld hs %lld off %lld null %d t1 heads %lld ts %lld hs %lld off %lld "
+                "null %d",
+                ref::rope_name(a.kernel), (long long)r, pairs, int(a.rope.axes), !a.axis.empty(), a.rope.base,
+                a.rope.position_scale,
                 a.rope.attention_scale, a.rope.freq != nullptr, (long long)a.n, (long long)a.first,
                 a.explicit_positions, a.rope_null, (long long)t0.heads, (long long)t0.ts, (long long)t0.hs,
                 (long long)t0.offset, t0.null, (long long)t1.heads, (long long)t1.ts, (long long)t1.hs,
@@ -933,8 +960,9 @@ int rope_one_input(Input &in, uint8_t selector) {
     elements += 8;
     if (elements > kMaxElements) return 0;
   }
-  // positions, as for the tables
+  // positions, as for the tables (axis 0), then the other axes: mostly moving by 0 or 1, as an image row's
   const size_t items = reads_items ? size_t(a.n) : kSmall;
+  const int axes = a.rope.axes >= 1 && a.rope.axes <= 4 ? a.rope.axes : 1;
   int64_t prev = int64_t(uint64_t(a.first) - 1);
   for (size_t t = 0; t < items; ++t) {
     const uint8_t m = in.u8();
@@ -949,6 +977,21 @@ int rope_one_input(Input &in, uint8_t selector) {
     a.positions.push_back(p);
     prev = p == POSENC_PAD ? int64_t(uint64_t(prev) + 1) : p;
   }
+  for (int ax = 1; ax < axes; ++ax) {
+    prev = int64_t(in.u8()) - 100;
+    for (size_t t = 0; t < items; ++t) {
+      const uint8_t m = in.u8();
+      int64_t p;
+      if (m < 100) p = prev;
+      else if (m < 200) p = int64_t(uint64_t(prev) + 1);
+      else if (m < 220) p = int32_t(in.u32());
+      else if (m < 235) p = POSENC_PAD;  // refused off axis 0
+      else if (m < 250) p = (m & 1 ? k2p31 : -k2p31) + int8_t(in.u8());
+      else p = in.i64();
+      a.positions.push_back(p);
+      prev = p;
+    }
+  }
   if (reads_items) {
     for (int64_t t = 0; t < a.n && want.status == POSENC_OK; ++t) {
       const int64_t p = a.explicit_positions ? a.positions[size_t(t)] : 0;
@@ -959,6 +1002,9 @@ int rope_one_input(Input &in, uint8_t selector) {
         if (q <= -k2p31 || q >= k2p31) want.status = POSENC_ERR_OUT_OF_RANGE;
       }
     }
+    if (a.explicit_positions)
+      for (size_t k = size_t(a.n); k < size_t(axes) * size_t(a.n) && want.status == POSENC_OK; ++k)
+        if (a.positions[k] <= -k2p31 || a.positions[k] >= k2p31) want.status = POSENC_ERR_OUT_OF_RANGE;
   }
   Buffer b;
   b.bytes.resize(size_t(elements) * es);

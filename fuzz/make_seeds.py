@@ -35,8 +35,12 @@ ROPE = ["rope_cache_f32", "rope_f32", "rope_bf16", "rope_f16", "rope_qk_f32", "r
 
 
 def rope_seed(kernel, r=64, pairs=0, m=0, freq=0, n=70, first=3, explicit=True, tail=0, layout=0, k_layout=0,
-              heads=4, k_heads=2, k_mode=0, specials=0, positions=None):
-    """A RoPE call: the first byte 242 + kernel selects rope_one_input(); r = 2 (1 + byte % 48)."""
+              heads=4, k_heads=2, k_mode=0, specials=0, positions=None, axes=1, axis_map=None, axis_positions=None,
+              map_byte=1):
+    """A RoPE call: the first byte 242 + kernel selects rope_one_input(); r = 2 (1 + byte % 48).
+    axes > 1: a multi-axis spec (2 + byte % 3 axes) with axis_map (h bytes, taken mod axes; default i % axes)
+    and, after axis 0's position bytes, per further axis a start byte (value - 100) and one byte per token
+    (< 100 the same position, < 200 the next; default: axis 1 fixed, axis 2 consecutive, axis 3 fixed)."""
     out = bytearray([242 + kernel, r // 2 - 1, pairs, 0, 0, m])  # base 1e4, position_scale 1, attention byte
     if 150 <= m < 200:
         out.append(0)  # the first of the usual attention scales, 1.369
@@ -55,9 +59,21 @@ def rope_seed(kernel, r=64, pairs=0, m=0, freq=0, n=70, first=3, explicit=True, 
             out += bytes([k_heads, k_layout]) + (bytes([40, 60]) if k_layout % 5 == 3 else b"")
     out.append(k_mode)
     out += struct.pack("<Q", 0x243F6A8885A308D3) + bytes([specials])
+    if axes == 1:
+        out.append(0)  # one axis
+    else:
+        out.append(162 + (axes - 2))  # 2 + byte % 3 axes
+        out.append(map_byte)  # a map follows (8: its entry h/2 is a raw byte, which may be past the count)
+        h = r // 2
+        out += bytes(axis_map if axis_map is not None else [i % axes for i in range(h)])
     if positions is None:
         positions = [0 if t != 2 else 130 for t in range(n)]  # a run, one POSENC_PAD
     out += bytes(positions)
+    for a in range(1, axes):
+        if axis_positions is not None:
+            out += bytes(axis_positions[a - 1])
+        else:
+            out += bytes([110 + a]) + bytes([0 if a != 2 else 150] * n)
     return bytes(out)
 
 
@@ -91,6 +107,13 @@ def main():
         seeds[f"{name}-decode-batch"] = rope_seed(k, n=12, positions=[0] + [160] * 11)  # one position repeated
         seeds[f"{name}-overlapping"] = rope_seed(k, k_mode=2 + 4 * 3, layout=3, n=5)
         seeds[f"{name}-position-2p31-last"] = rope_seed(k, n=5, positions=[0, 0, 0, 0, 231, 1])
+        # multi-axis: an image row (axis 1 fixed, axis 2 consecutive), Qwen3-VL-like interleaving, a vision
+        # tower's two axes, an axis past the count, PAD on axis 1 (refused)
+        seeds[f"{name}-axes3-image-row"] = rope_seed(k, axes=3, n=70, axis_map=[0] * 8 + [1] * 12 + [2] * 12)
+        seeds[f"{name}-axes3-interleaved"] = rope_seed(k, axes=3, n=20, pairs=1, explicit=False)
+        seeds[f"{name}-axes2-vision"] = rope_seed(k, axes=2, r=40, n=30, axis_positions=[[100] + [150] * 30])
+        seeds[f"{name}-axes4-bad-map"] = rope_seed(k, axes=4, r=8, n=4, axis_map=[0, 1, 9, 3], map_byte=8)
+        seeds[f"{name}-axes2-pad-on-axis1"] = rope_seed(k, axes=2, r=8, n=4, axis_positions=[[100, 0, 0, 230, 0]])
     for name, data in sorted(seeds.items()):
         with open(os.path.join(here, name), "wb") as fh:
             fh.write(data)
