@@ -52,7 +52,7 @@ constexpr int64_t kMaxWidth = 67;
 
 // One region per buffer, so that each can sit against its own guard in the same call.
 struct Regions {
-  GuardedRegion out{1}, x{1}, pos_table{1}, tokens{1}, positions{1};
+  GuardedRegion out{1}, x{1}, pos_table{1}, tokens{1}, positions{1}, axis{1};
 };
 
 // Copies the call's inputs next to the guards (end or start) and points the call at them.
@@ -178,18 +178,27 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
   for (RopeKernel kernel : ref::kAllRopeKernels) {
     const size_t es = ref::format_size(ref::rope_format(kernel));
     for (int64_t r = 2; r <= 66; r += 2)
-      for (int variant = 0; variant < 4; ++variant) {
+      for (int variant = 0; variant < 6; ++variant) {
         posenc_rope rope = posenc_rope_default(r);
         rope.pairs = variant % 2 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
         rope.attention_scale = 1.25;
         if (variant == 3 && r <= 80) rope.freq = freq.data();  // explicit frequencies: r/2 of them read
-        const int64_t tail = variant / 2 ? 1 + (r / 2) % 5 : 0;     // odd and even head_dim tails
+        const int64_t tail = variant / 2 % 2 ? 1 + (r / 2) % 5 : 0;  // odd and even head_dim tails
         const int64_t h = r / 2;
+        // variants 4 and 5: three axes, whose map (r/2 bytes) and 3n positions sit against guards too
+        const int axes = variant >= 4 ? 3 : 1;
+        std::vector<uint8_t> axis;
+        for (int64_t i = 0; i < h; ++i) axis.push_back(uint8_t((i * 7) % 3));
+        if (axes > 1) {
+          rope.axes = axes;
+          rope.axis = axis.data();
+        }
         // q (or cos) and k (or sin); the cache's rows are h wide with strides h + gap
         const RopeTensor q{2, r + tail, variant % 3}, k{1, r + tail + 1, 2};
         const int64_t q_el = ref::is_cache(kernel) ? (n - 1) * (h + variant % 3) + h : q.elements(n, r);
         const int64_t k_el = ref::is_cache(kernel) ? (n - 1) * (h + 2) + h : k.elements(n, r);
         std::vector<int64_t> pos = {5, POSENC_PAD, 1000000};
+        if (axes > 1) pos.insert(pos.end(), {-3, -3, -3, 40, 41, 42});  // axis 1 fixed, axis 2 consecutive
         const bool explicit_positions = variant % 2 == 1;
         std::vector<unsigned char> q_in(size_t(q_el) * es), k_in(size_t(k_el) * es);
         fill_rope_input(q_in.data(), q_in.size(), es, uint32_t(r));
@@ -220,6 +229,7 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
         ref::on_path(POSENC_ISA_SCALAR, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
         for (bool at_end : {true, false}) {
           c.positions = explicit_positions ? move_next_to_guard(g.positions, pos.data(), pos.size(), at_end) : nullptr;
+          if (axes > 1) rope.axis = move_next_to_guard(g.axis, axis.data(), axis.size(), at_end);
           unsigned char *qp = g.out.place(q_in.size(), at_end), *kp = g.x.place(k_in.size(), at_end);
           c.x = qp;
           c.k = kp;
@@ -236,5 +246,5 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
         }
       }
   }
-  CHECK(calls == int64_t(7 * 33 * 4 * 2 * isas.size()));  // kernels, widths, variants, placements, paths
+  CHECK(calls == int64_t(7 * 33 * 6 * 2 * isas.size()));  // kernels, widths, variants, placements, paths
 }

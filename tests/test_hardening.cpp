@@ -549,9 +549,25 @@ struct RopeFixture {
   std::vector<double> freq, freq_copy;
   posenc_rope rope;
   std::vector<int64_t> positions, positions_copy;
+  std::vector<uint8_t> axis;  // multi-axis specs (to_axes)
   int64_t k_offset;  // elements
   ref::Canary buf;
   RopeCall call;
+
+  // A valid 3-axis spec (pairs on axes i % 3) with 3 * 70 positions: axis 0 as before, axis 1 fixed, axis 2
+  // consecutive (an image row); the multi-axis cases start from it.
+  void to_axes() {
+    axis.clear();
+    for (int64_t i = 0; i < h; ++i) axis.push_back(uint8_t(i % 3));
+    rope.axes = 3;
+    rope.axis = axis.data();
+    positions.resize(size_t(3 * kRows));
+    for (int64_t t = 0; t < kRows; ++t) {
+      positions[size_t(kRows + t)] = 7;
+      positions[size_t(2 * kRows + t)] = 100 + t;
+    }
+    call.positions = positions.data();
+  }
 
   // room for q as a fused QKV buffer too (token stride (kHeads + 2 kKHeads) head_dim)
   static int64_t q_region(int64_t r) { return kRows * (kHeads + 2 * kKHeads) * (r + 3) + 8; }
@@ -813,6 +829,108 @@ std::vector<RopeCase> rope_cases() {
       add(std::string("explicit position ") + bp.name + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE,
           rope_any, [v, last](RopeFixture &f) { (last ? f.positions.back() : f.positions.front()) = v; });
     }
+  // multi-axis specs (posenc.h, "Multi-axis RoPE")
+  for (int32_t axes : {0, -1, 5, INT32_MIN, INT32_MAX})
+    add("axes = " + std::to_string(axes), POSENC_ERR_INVALID, rope_any, [axes](RopeFixture &f) {
+      f.to_axes();
+      f.rope.axes = axes;
+    });
+  add("axes 3, axis map NULL", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.rope.axis = nullptr;
+  });
+  for (uint8_t v : {uint8_t(3), uint8_t(255)})
+    for (bool last : {false, true})
+      add("axis entry " + std::to_string(v) + (last ? " (last)" : " (first)"), POSENC_ERR_INVALID, rope_any,
+          [v, last](RopeFixture &f) {
+            f.to_axes();
+            (last ? f.axis.back() : f.axis.front()) = v;
+          });
+  add("axes 1 with a map naming axis 1", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.rope.axes = 1;
+    f.axis.back() = 1;
+  });
+  add("NULL comes before a bad axis count", POSENC_ERR_NULL, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.rope.axes = 9;
+    f.call.x = nullptr;
+  });
+  add("a bad axis map comes before an overflow", POSENC_ERR_INVALID, rope_any, [no_k](RopeFixture &f) {
+    f.to_axes();
+    f.axis.back() = 3;
+    f.call.token_stride = kI64Max / 4;
+    no_k(f);
+  });
+  for (const auto &bp : bad_positions)
+    for (int64_t at : {RopeFixture::kRows, 3 * RopeFixture::kRows - 1}) {
+      const int64_t v = bp.value;
+      add(std::string("axis ") + (at == RopeFixture::kRows ? "1" : "2") + " position " + bp.name,
+          POSENC_ERR_OUT_OF_RANGE, rope_any, [v, at](RopeFixture &f) {
+            f.to_axes();
+            f.positions[size_t(at)] = v;
+          });
+    }
+  add("POSENC_PAD on axis 1", POSENC_ERR_OUT_OF_RANGE, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.positions[size_t(RopeFixture::kRows + 3)] = POSENC_PAD;
+  });
+  add("axes 3, first + t past 2^31 on every axis", POSENC_ERR_OUT_OF_RANGE, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.call.positions = nullptr;
+    f.call.first = k2p31 - 69;
+  });
+  // multi-axis specs (posenc.h, "Multi-axis RoPE")
+  for (int32_t axes : {0, -1, 5, INT32_MIN, INT32_MAX})
+    add("axes = " + std::to_string(axes), POSENC_ERR_INVALID, rope_any, [axes](RopeFixture &f) {
+      f.to_axes();
+      f.rope.axes = axes;
+    });
+  add("axes 3, axis map NULL", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.rope.axis = nullptr;
+  });
+  for (uint8_t v : {uint8_t(3), uint8_t(255)})
+    for (bool last : {false, true})
+      add("axis entry " + std::to_string(v) + (last ? " (last)" : " (first)"), POSENC_ERR_INVALID, rope_any,
+          [v, last](RopeFixture &f) {
+            f.to_axes();
+            (last ? f.axis.back() : f.axis.front()) = v;
+          });
+  add("axes 1 with a map naming axis 1", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.rope.axes = 1;
+    f.axis.back() = 1;
+  });
+  add("NULL comes before a bad axis count", POSENC_ERR_NULL, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.rope.axes = 9;
+    f.call.x = nullptr;
+  });
+  add("a bad axis map comes before an overflow", POSENC_ERR_INVALID, rope_any, [no_k](RopeFixture &f) {
+    f.to_axes();
+    f.axis.back() = 3;
+    f.call.token_stride = kI64Max / 4;
+    no_k(f);
+  });
+  for (const auto &bp : bad_positions)
+    for (int64_t at : {RopeFixture::kRows, 3 * RopeFixture::kRows - 1}) {
+      const int64_t v = bp.value;
+      add(std::string("axis ") + (at == RopeFixture::kRows ? "1" : "2") + " position " + bp.name,
+          POSENC_ERR_OUT_OF_RANGE, rope_any, [v, at](RopeFixture &f) {
+            f.to_axes();
+            f.positions[size_t(at)] = v;
+          });
+    }
+  add("POSENC_PAD on axis 1", POSENC_ERR_OUT_OF_RANGE, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.positions[size_t(RopeFixture::kRows + 3)] = POSENC_PAD;
+  });
+  add("axes 3, first + t past 2^31 on every axis", POSENC_ERR_OUT_OF_RANGE, rope_any, [](RopeFixture &f) {
+    f.to_axes();
+    f.call.positions = nullptr;
+    f.call.first = k2p31 - 69;
+  });
   const struct {
     const char *name;
     int64_t first;
@@ -883,6 +1001,22 @@ TEST_CASE("RoPE valid edge values succeed and write exactly the rows", "[hardeni
        }},
       {"POSENC_PAD first and last", [](RopeFixture &f) { f.positions.front() = f.positions.back() = POSENC_PAD; }},
       {"every position POSENC_PAD", [](RopeFixture &f) { f.positions.assign(f.positions.size(), POSENC_PAD); }},
+      {"3 axes, an image row, a padding token", [](RopeFixture &f) { f.to_axes(); }},
+      {"3 axes, axis positions +-(2^31 - 1)", [](RopeFixture &f) {
+         f.to_axes();
+         f.positions[size_t(RopeFixture::kRows)] = k2p31 - 1;
+         f.positions.back() = -(k2p31 - 1);
+       }},
+      {"4 axes, first + t on every axis up to 2^31 - 1", [](RopeFixture &f) {
+         f.to_axes();
+         f.rope.axes = 4;
+         f.call.positions = nullptr;
+         f.call.first = k2p31 - RopeFixture::kRows;
+       }},
+      {"1 axis with an all-zero map", [](RopeFixture &f) {
+         f.axis.assign(size_t(f.h), 0);
+         f.rope.axis = f.axis.data();
+       }},
       {"attention_scale 2^-64", [](RopeFixture &f) { f.rope.attention_scale = 0x1p-64; }},
       {"attention_scale 2^64", [](RopeFixture &f) { f.rope.attention_scale = 0x1p64; }},
       {"base NaN with explicit frequencies (base unused)", [](RopeFixture &f) {
