@@ -711,3 +711,103 @@ TEST_CASE("multi-axis bad input: statuses, checked before any write", "[rope][ax
   CHECK(std::memcmp(x.data(), x2.data(), x.size() * 4) == 0);
   CHECK(std::memcmp(cache.data(), c2.data(), cache.size() * 4) == 0);
 }
+
+// ---- golden digests -------------------------------------------------------------------------------------
+
+namespace {
+
+struct AxesGolden {
+  const char *name;
+  Rope rope;
+  bool cache;
+  Format format;
+  int64_t n;
+  std::vector<int64_t> positions;  // axis-major
+  const char *sha256;
+};
+
+// The spec from a model's own assignment (the traces above), not from posenc_rope_sections: the reference
+// owes nothing to the library. explicit_freq: the model's frequencies rounded once to double (the vision
+// layouts), else base^(-2i/r) itself.
+Rope golden_rope(int64_t r, posenc_rope_pairs pairs, double base, const std::vector<ModelPair> &model, int axes,
+                 bool explicit_freq, double m = 1.0) {
+  Rope rope = make_rope("", r, pairs, base, 1.0, m);
+  rope.r.axes = axes;
+  for (const ModelPair &p : model) {
+    rope.axis.push_back(uint8_t(p.axis));
+    if (explicit_freq) rope.freq.push_back(mpfr_power(base, p.num, p.den));
+  }
+  return rope;
+}
+
+const std::vector<AxesGolden> &axes_goldens() {
+  static const std::vector<AxesGolden> g = {
+      {"Qwen2.5-VL cache, mixed runs",
+       golden_rope(128, POSENC_ROPE_HALVES, 1e6, hf_qwen2_vl({16, 24, 24}, 128), 3, false), true, Format::kF32, 90,
+       vl_positions(1, 90, 3), "748e53d7739b4ce4bec7a0b9e98de0fca3a9b274b9254069c6d6c0e030bd05be"},
+      {"Qwen3-VL qk f32, mixed runs",
+       golden_rope(128, POSENC_ROPE_HALVES, 5e6, hf_qwen3_vl({24, 20, 20}, 128), 3, false), false, Format::kF32, 70,
+       vl_positions(2, 70, 3), "677eae13e7ea15b0969136040ef29721268d4058ca0fd0a7275f6da3be9a0506"},
+      {"Qwen2-VL ViT qk bf16", golden_rope(80, POSENC_ROPE_HALVES, 1e4, hf_vision(80), 2, true), false, Format::kBF16,
+       70, vl_positions(3, 70, 2), "82e5632cfad4a02e4739eb04bb84a4fd553fe9de8bd9d082fe884904c76e89e1"},
+      {"Pixtral (complex pairs) qk f16, m 1.369", golden_rope(64, POSENC_ROPE_INTERLEAVED, 1e4, pixtral(64), 2, true, 1.369),
+       false, Format::kF16, 70, vl_positions(4, 70, 2), "ed1a488eb9c3b0843f178bf556c13239d50239cf70605876d90d5cedc948a347"},
+  };
+  return g;
+}
+
+// 4 q heads and 2 k heads of head_dim r + 8 in a fused QKV buffer, as test_rope.cpp's goldens.
+Rotation axes_golden_rotation(const AxesGolden &g) {
+  const int64_t d = g.rope.r.rotary_dim + 8, ts = 8 * d;
+  return Rotation{g.name, g.n * ts, Tensor{4, ts, d, 0}, Tensor{2, ts, d, 4 * d}, true, false, g.n, 0, g.positions,
+                  g.rope.r.axes};
+}
+
+std::vector<unsigned char> axes_golden_input(const AxesGolden &g) {
+  std::vector<unsigned char> in(size_t(axes_golden_rotation(g).elements) * ref::format_size(g.format));
+  fill(g.format, in, 2026, false);
+  return in;
+}
+
+std::string digest_of(const std::vector<unsigned char> &b) {
+  ref::Sha256 h;
+  h.update(b.data(), b.size());
+  return h.hex();
+}
+
+std::vector<unsigned char> float_bytes(const std::vector<float> &v) {
+  std::vector<unsigned char> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("multi-axis golden: the checked-in hashes are those of MPFR's values and posenc.h's formula",
+          "[rope][axes][golden]") {
+  for (const AxesGolden &g : axes_goldens()) {
+    Exact ex(g.rope);
+    const std::vector<unsigned char> want =
+        g.cache ? float_bytes(cache_want(g.rope, ex, g.positions, 0, g.n))
+                : expected(g.rope, ex, axes_golden_rotation(g), g.format, axes_golden_input(g));
+    INFO(g.name);
+    CHECK(digest_of(want) == g.sha256);
+  }
+}
+
+TEST_CASE("multi-axis golden: every path of this build reproduces the hashes", "[rope][axes][golden]") {
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (const AxesGolden &g : axes_goldens()) {
+        std::vector<unsigned char> got;
+        if (g.cache) {
+          got = float_bytes(cache_of(g.rope, g.positions, 0, g.n));
+        } else {
+          got = axes_golden_input(g);
+          REQUIRE(run(g.rope, axes_golden_rotation(g), g.format, got) == POSENC_OK);
+        }
+        INFO(g.name << " on " << posenc_isa_name(isa));
+        CHECK(digest_of(got) == g.sha256);
+      }
+    });
+}
