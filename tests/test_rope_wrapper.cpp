@@ -4,6 +4,8 @@
 // anything is written, and every wrapper call returns the bytes of its C function.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "posenc/posenc.hpp"
+#include "support/halves.hpp"
 
 namespace {
 
@@ -387,4 +390,689 @@ TEST_CASE("RoPE refusals throw with the C status and write nothing", "[rope][cpp
   // q and k rows that collide: the same tensor twice.
   CHECK(thrown(x, [&] { rp.apply(0, xv, xv); }) == POSENC_ERR_INVALID);
   CHECK(thrown(cache, [&] { rp.cache(far, cos_sin); }) == POSENC_ERR_OUT_OF_RANGE);
+}
+
+// ---- Multi-axis RoPE in the wrapper (issue 22) ---------------------------------------------------------
+
+namespace {
+
+// The multi-axis preset compared, field by field and bit for bit, with posenc_rope_sections on a spec built
+// here from the cited values (rotary_dim, base, pairs, sections, layout), and the copy of it.
+void same_as_sections(const posenc::rope &got, int64_t r, double base, posenc_rope_pairs pairs,
+                      std::array<int64_t, 4> sections, posenc_rope_layout layout) {
+  const size_t h = size_t(r / 2);
+  std::vector<uint8_t> axis(h, 0xEE);
+  std::vector<double> freq(h, -1.0);
+  posenc_rope want = posenc_rope_default(r);
+  want.base = base;
+  want.pairs = pairs;
+  REQUIRE(posenc_rope_sections(&want, sections.data(), layout, axis.data(), freq.data()) == POSENC_OK);
+  const posenc_rope &c = got.c_rope();
+  CHECK(c.rotary_dim == r);
+  CHECK(c.pairs == pairs);
+  CHECK(same_double(c.base, base));
+  CHECK(same_double(c.position_scale, 1.0));
+  CHECK(same_double(c.attention_scale, 1.0));
+  CHECK(c.axes == want.axes);
+  CHECK(got.axes() == want.axes);
+  REQUIRE(c.axis != nullptr);
+  CHECK(c.axis == got.axis().data());
+  REQUIRE(got.axis().size() == int64_t(h));
+  CHECK(std::memcmp(c.axis, axis.data(), h) == 0);
+  CHECK((c.freq == nullptr) == (want.freq == nullptr));
+  if (c.freq && want.freq) {
+    CHECK(c.freq == got.freq().data());
+    CHECK(std::memcmp(c.freq, freq.data(), h * sizeof(double)) == 0);
+  }
+  CHECK(got == posenc::rope(want));
+}
+
+// How many pairs each axis has, and whether every pair of an axis is contiguous (chunked layouts).
+std::vector<int64_t> axis_counts(const posenc::rope &r) {
+  std::vector<int64_t> n(size_t(r.axes()), 0);
+  for (uint8_t a : r.axis()) ++n.at(a);
+  return n;
+}
+bool chunked(const posenc::rope &r) {
+  for (int64_t i = 1; i < r.axis().size(); ++i)
+    if (r.axis()[i] < r.axis()[i - 1]) return false;
+  return true;
+}
+
+// f == base^(-num/den) to within std::pow's error (its exponent -num/den is rounded, which ln(base) = 9.2
+// amplifies); the library's value is the correctly rounded one, which tests/test_rope_axes.cpp checks bit for
+// bit against MPFR.
+bool power_of(double f, double base, double num, double den) {
+  const double want = std::pow(base, -num / den);
+  return std::fabs(f - want) <= 4e-15 * want;
+}
+
+// Multi-axis positions, axis-major: axis a of token t. Text tokens (every axis equal), an image block
+// (temporal fixed, height and width varying), and a padding token.
+std::vector<int64_t> mixed_positions(int64_t n, int axes, bool pad) {
+  std::vector<int64_t> p(size_t(n * axes));
+  for (int64_t t = 0; t < n; ++t)
+    for (int a = 0; a < axes; ++a)
+      p[size_t(a * n + t)] = t < n / 3 ? 40 + t : a == 0 ? 1000 : 1000 + (a == 1 ? t / 4 : t % 4) * 37 + a;
+  if (pad) p[size_t(n / 2)] = POSENC_PAD;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("multi-axis presets are posenc_rope_sections with the published parameters", "[rope][cpp][axes]") {
+  // Qwen2-VL and Qwen2.5-VL text: head_dim 128, rope_theta 1e6, mrope_section [16, 24, 24], chunked.
+  for (const posenc::rope &q : {posenc::rope::qwen2_vl(), posenc::rope::qwen2_5_vl()}) {
+    same_as_sections(q, 128, 1.0e6, POSENC_ROPE_HALVES, {16, 24, 24, 0}, POSENC_SECTIONS_CHUNKED);
+    CHECK(axis_counts(q) == std::vector<int64_t>{16, 24, 24});
+    CHECK(chunked(q));
+    CHECK(q.freq().size() == 0);  // base^(-2i/r) itself
+  }
+  // Qwen3-VL text: head_dim 128, rope_theta 5e6, mrope_section [24, 20, 20], interleaved: HF's
+  // apply_interleaved_mrope puts frequency f on height when f % 3 == 1 and f < 3 * 20, on width when
+  // f % 3 == 2 and f < 3 * 20, else on the temporal axis.
+  const posenc::rope q3 = posenc::rope::qwen3_vl();
+  same_as_sections(q3, 128, 5.0e6, POSENC_ROPE_HALVES, {24, 20, 20, 0}, POSENC_SECTIONS_INTERLEAVED);
+  for (int64_t f = 0; f < 64; ++f) {
+    INFO("Qwen3-VL pair " << f);
+    CHECK(int(q3.axis()[f]) == (f < 60 && f % 3 == 1 ? 1 : f < 60 && f % 3 == 2 ? 2 : 0));
+  }
+  CHECK(axis_counts(q3) == std::vector<int64_t>{24, 20, 20});
+  // GLM-4V: rotary dim 64 of head 128 (partial_rotary_factor 0.5), interleaved pairs, theta 1e4, chunked
+  // [8, 12, 12] over the 32 pairs.
+  const posenc::rope glm = posenc::rope::glm4v();
+  same_as_sections(glm, 64, 1.0e4, POSENC_ROPE_INTERLEAVED, {8, 12, 12, 0}, POSENC_SECTIONS_CHUNKED);
+  CHECK(axis_counts(glm) == std::vector<int64_t>{8, 12, 12});
+  CHECK(chunked(glm));
+
+  // The vision towers: 2-D, each axis restarting the frequency index (VISION) or taking every other one
+  // (Pixtral's STRIDED).
+  struct Tower {
+    const char *name;
+    posenc::rope r;
+    int64_t head_dim;
+    posenc_rope_pairs pairs;
+    posenc_rope_layout layout;
+  };
+  const Tower towers[] = {
+      {"Qwen2-VL ViT", posenc::rope::qwen2_vl_vision(), 80, POSENC_ROPE_HALVES, POSENC_SECTIONS_VISION},
+      {"Qwen2.5-VL ViT", posenc::rope::qwen2_5_vl_vision(), 80, POSENC_ROPE_HALVES, POSENC_SECTIONS_VISION},
+      {"Qwen3-VL ViT", posenc::rope::qwen3_vl_vision(), 72, POSENC_ROPE_HALVES, POSENC_SECTIONS_VISION},
+      {"Pixtral", posenc::rope::pixtral(), 64, POSENC_ROPE_HALVES, POSENC_SECTIONS_STRIDED},
+      {"Llama 4 vision", posenc::rope::llama4_vision(), 88, POSENC_ROPE_INTERLEAVED, POSENC_SECTIONS_VISION},
+  };
+  for (const Tower &t : towers) {
+    INFO(t.name);
+    const int64_t q = t.head_dim / 4;  // pairs per axis
+    same_as_sections(t.r, t.head_dim, 1.0e4, t.pairs, {q, q, 0, 0}, t.layout);
+    CHECK(t.r.axes() == 2);
+    CHECK(axis_counts(t.r) == std::vector<int64_t>{q, q});
+    CHECK(chunked(t.r));
+    REQUIRE(t.r.freq().size() == 2 * q);
+    for (int64_t k = 0; k < q; ++k) {
+      INFO("k " << k);
+      if (t.layout == POSENC_SECTIONS_VISION) {  // theta^(-2k / (head_dim / 2)) on both axes
+        CHECK(power_of(t.r.freq()[k], 1.0e4, double(2 * k), double(t.head_dim / 2)));
+        CHECK(t.r.freq()[q + k] == t.r.freq()[k]);
+      } else {  // Pixtral: row freqs[::2], column freqs[1::2] of theta^(-2j / head_dim)
+        CHECK(power_of(t.r.freq()[k], 1.0e4, double(2 * (2 * k)), double(t.head_dim)));
+        CHECK(power_of(t.r.freq()[q + k], 1.0e4, double(2 * (2 * k + 1)), double(t.head_dim)));
+      }
+    }
+  }
+  CHECK(posenc::rope::qwen2_5_vl() == posenc::rope::qwen2_vl());
+  CHECK(posenc::rope::qwen2_5_vl_vision() == posenc::rope::qwen2_vl_vision());
+  CHECK(posenc::rope::pixtral().with_pairs(posenc::rope_pairs::interleaved) != posenc::rope::pixtral());
+}
+
+TEST_CASE("with_sections is posenc_rope_sections: the copy owns its map, frequencies kept or replaced",
+          "[rope][cpp][axes]") {
+  struct Case {
+    posenc::rope base;
+    std::array<int64_t, 4> sections;
+    posenc::rope_layout layout;
+    int axes;
+  };
+  const Case cases[] = {
+      {posenc::rope::qwen2(128, true), {16, 24, 24, 0}, posenc::rope_layout::chunked, 3},  // yarn freqs kept
+      {posenc::rope(64).with_attention_scale(1.5), {5, 6, 7, 0}, posenc::rope_layout::interleaved, 3},
+      {posenc::rope(64), {4, 4, 4, 4}, posenc::rope_layout::interleaved_4, 4},
+      {posenc::rope::llama3_1(), {10, 10, 10, 2}, posenc::rope_layout::vision, 4},  // llama3 freqs replaced
+      {posenc::rope(48).with_base(500.0), {6, 6, 0, 0}, posenc::rope_layout::strided, 2},
+      {posenc::rope::qwen3_vl(), {16, 24, 24, 0}, posenc::rope_layout::chunked, 3},  // a map replaced
+      {posenc::rope::qwen2_vl_vision(), {40, 0, 0, 0}, posenc::rope_layout::chunked, 1},  // one axis: no map
+  };
+  for (const Case &k : cases) {
+    const posenc::rope got = k.base.with_sections(k.sections, k.layout);
+    const int64_t h = k.base.rotary_dim() / 2;
+    INFO("rotary_dim " << k.base.rotary_dim() << ", layout " << int(k.layout));
+    std::vector<uint8_t> axis(size_t(h), 0xEE);
+    std::vector<double> freq(size_t(h), -1.0);
+    posenc_rope want = k.base.c_rope();
+    REQUIRE(posenc_rope_sections(&want, k.sections.data(), posenc_rope_layout(k.layout), axis.data(), freq.data()) ==
+            POSENC_OK);
+    CHECK(got.axes() == k.axes);
+    CHECK(got.axes() == want.axes);
+    CHECK(got == posenc::rope(want));
+    CHECK(same_double(got.attention_scale(), k.base.attention_scale()));
+    if (k.axes == 1) {
+      CHECK(got.c_rope().axis == nullptr);
+      CHECK(got.axis().size() == 0);
+    } else {
+      CHECK(got.c_rope().axis == got.axis().data());
+      CHECK(std::memcmp(got.axis().data(), axis.data(), size_t(h)) == 0);
+    }
+    if (k.layout == posenc::rope_layout::vision || k.layout == posenc::rope_layout::strided) {
+      REQUIRE(got.freq().size() == h);
+      CHECK(std::memcmp(got.freq().data(), freq.data(), size_t(h) * 8) == 0);
+    } else {
+      CHECK(got.freq().size() == k.base.freq().size());  // kept, in the copy's own storage
+      CHECK((got.freq().size() == 0 || got.freq().data() != k.base.freq().data()));
+      CHECK(std::equal(got.freq().begin(), got.freq().end(), k.base.freq().begin()));
+    }
+    CHECK((got.freq().size() == 0 ? got.c_rope().freq == nullptr : got.c_rope().freq == got.freq().data()));
+    // The same bytes as the C spec's cache at multi-axis positions.
+    const int64_t n = 9;
+    const std::vector<int64_t> pos = mixed_positions(n, k.axes, true);
+    std::vector<float> a(size_t(n * 2 * h), -2.0f), b = a;
+    got.cache(posenc::positions::axis_major(pos, k.axes), posenc::rows_view<float>(a.data(), n, 2 * h));
+    REQUIRE(posenc_rope_cache_f32(&want, pos.data(), 0, n, b.data(), 2 * h, b.data() + h, 2 * h) == POSENC_OK);
+    CHECK(same_bytes(a, b));
+  }
+
+  // Refusals, with the C status; the spec it was called on is unchanged.
+  const posenc::rope d(64);
+  auto status = [](const posenc::rope &r, std::array<int64_t, 4> s, posenc::rope_layout l) {
+    try {
+      r.with_sections(s, l);
+    } catch (const posenc::error &e) {
+      return e.status();
+    }
+    return POSENC_OK;
+  };
+  CHECK(status(d, {8, -1, 8, 0}, posenc::rope_layout::chunked) == POSENC_ERR_INVALID);   // negative
+  CHECK(status(d, {0, 0, 0, 0}, posenc::rope_layout::chunked) == POSENC_ERR_INVALID);    // sum 0
+  CHECK(status(d, {16, 16, 1, 0}, posenc::rope_layout::interleaved) == POSENC_ERR_INVALID);  // past r/2
+  CHECK(status(d, {8, 8, 8, 0}, posenc::rope_layout(9)) == POSENC_ERR_INVALID);          // unknown layout
+  CHECK(status(posenc::rope(3), {1, 0, 0, 0}, posenc::rope_layout::chunked) == POSENC_ERR_INVALID);
+  CHECK(status(posenc::rope(0), {1, 0, 0, 0}, posenc::rope_layout::vision) == POSENC_ERR_INVALID);
+  CHECK(status(d.with_base(-1.0), {8, 8, 0, 0}, posenc::rope_layout::vision) == POSENC_ERR_INVALID);
+  CHECK(status(d.with_base(-1.0), {8, 8, 0, 0}, posenc::rope_layout::chunked) == POSENC_OK);  // base not read
+  CHECK(status(d, {32, 0, 0, 0}, posenc::rope_layout::strided) == POSENC_OK);
+  CHECK(d == posenc::rope(64));
+  CHECK(d.axes() == 1);
+}
+
+TEST_CASE("a rope owns its axis map: copies and moves outlive the original", "[rope][cpp][axes]") {
+  const int64_t n = 12;
+  for (const posenc::rope &fresh : {posenc::rope::qwen2_vl_vision(), posenc::rope::qwen3_vl()}) {
+    const int axes = fresh.axes();
+    const int64_t r = fresh.rotary_dim();
+    INFO("rotary_dim " << r);
+    const std::vector<int64_t> pos = mixed_positions(n, axes, false);
+    const posenc::positions p = posenc::positions::axis_major(pos, axes);
+    std::vector<float> want(size_t(n * r));
+    fresh.cache(p, posenc::rows_view<float>(want.data(), n, r));
+
+    const posenc::rope built = fresh.rotary_dim() == 80 ? posenc::rope::qwen2_vl_vision() : posenc::rope::qwen3_vl();
+    auto original = std::make_unique<posenc::rope>(built);
+    posenc::rope copy(*original);
+    posenc::rope assigned = posenc::rope::gpt_j_6b();
+    assigned = *original;
+    posenc::rope moved_from = *original;
+    posenc::rope moved(std::move(moved_from));
+    posenc::rope move_assigned = posenc::rope::llama2();
+    move_assigned = std::move(moved);
+    const posenc::rope setter = original->with_position_scale(1.0);  // a with_* copy
+    const uint8_t *storage = original->c_rope().axis;
+    original.reset();  // the copies must not point into it
+
+    for (const posenc::rope *q : std::initializer_list<const posenc::rope *>{&copy, &assigned, &move_assigned, &setter}) {
+      REQUIRE(q->c_rope().axis != nullptr);
+      CHECK(q->c_rope().axis == q->axis().data());
+      CHECK(q->c_rope().axis != storage);
+      CHECK(q->axes() == axes);
+      CHECK(*q == fresh);
+      std::vector<float> got(size_t(n * r), -1.0f);
+      q->cache(p, posenc::rows_view<float>(got.data(), n, r));
+      CHECK(same_bytes(got, want));
+    }
+    posenc::rope &alias = copy;
+    copy = alias;
+    CHECK(copy == fresh);
+    CHECK(copy.c_rope().axis == copy.axis().data());
+  }
+
+  // A C spec's map is copied: changing the caller's array afterwards changes nothing.
+  std::vector<uint8_t> mine = {0, 1, 1, 2};
+  posenc_rope c = posenc_rope_default(8);
+  c.axes = 3;
+  c.axis = mine.data();
+  const posenc::rope wrapped(c);
+  mine.assign(4, 0);
+  REQUIRE(wrapped.axis().size() == 4);
+  CHECK(wrapped.axis()[3] == 2);
+  CHECK(wrapped.c_rope().axis == wrapped.axis().data());
+  CHECK(wrapped.axes() == 3);
+
+  // operator== compares the axis count and the map's values, not where the map lives.
+  std::vector<uint8_t> same = {0, 1, 1, 2}, other = {0, 1, 2, 2};
+  posenc_rope cs = c, co = c, c4 = c;
+  cs.axis = same.data();
+  co.axis = other.data();
+  c4.axes = 4;
+  c4.axis = same.data();
+  CHECK(posenc::rope(cs) == wrapped);
+  CHECK(posenc::rope(co) != wrapped);
+  CHECK(posenc::rope(c4) != wrapped);
+  CHECK(posenc::rope(8) != wrapped);
+  CHECK(posenc::rope::qwen2_vl() != posenc::rope::qwen3_vl().with_base(1.0e6));  // same axes, other map
+}
+
+TEST_CASE("multi-axis positions: every wrapper call returns the bytes of its C function", "[rope][cpp][axes]") {
+  const int64_t T = 11, Hq = 4, Hkv = 2, D = 128;
+  const int64_t row = (Hq + 2 * Hkv) * D;
+  const posenc::rope ropes[] = {posenc::rope::qwen2_vl(), posenc::rope::qwen3_vl(), posenc::rope::glm4v(),
+                                posenc::rope::pixtral(), posenc::rope::llama4_vision().with_attention_scale(0.75),
+                                posenc::rope(64).with_sections({4, 4, 4, 4}, posenc::rope_layout::interleaved_4)};
+  for (const posenc::rope &rp : ropes) {
+    const posenc_rope &c = rp.c_rope();
+    const int64_t r = rp.rotary_dim(), h = r / 2;
+    const int axes = rp.axes();
+    INFO("rotary_dim " << r << ", axes " << axes);
+    REQUIRE(axes > 1);
+    const std::vector<int64_t> list = mixed_positions(T, axes, true);
+    const posenc::positions pos = posenc::positions::axis_major(list, axes);
+    CHECK(pos.is_list());
+    CHECK(pos.list() == list.data());
+    CHECK(pos.axes() == axes);
+    CHECK(pos.size() == T * axes);
+    CHECK(pos.tokens() == T);
+
+    std::vector<float> cw(size_t(T * (h + 3)), -2.0f), sw = cw, cc = cw, sc = cw;
+    rp.cache(pos, posenc::rows_view<float>(cw.data(), T, h, h + 3), posenc::rows_view<float>(sw.data(), T, h, h + 3));
+    REQUIRE(posenc_rope_cache_f32(&c, list.data(), 0, T, cc.data(), h + 3, sc.data(), h + 3) == POSENC_OK);
+    CHECK(same_bytes(cw, cc));
+    CHECK(same_bytes(sw, sc));
+    std::vector<float> both(size_t(T * r), -2.0f), both_c = both;
+    rp.cache(pos, posenc::rows_view<float>(both.data(), T, r));
+    REQUIRE(posenc_rope_cache_f32(&c, list.data(), 0, T, both_c.data(), r, both_c.data() + h, r) == POSENC_OK);
+    CHECK(same_bytes(both, both_c));
+    rp.cache(77, posenc::rows_view<float>(both.data(), T, r));  // a run: every axis first + t
+    REQUIRE(posenc_rope_cache_f32(&c, nullptr, 77, T, both_c.data(), r, both_c.data() + h, r) == POSENC_OK);
+    CHECK(same_bytes(both, both_c));
+
+    const std::vector<float> x0 = activations(size_t(T * row));
+    std::vector<float> a = x0, b = x0;
+    rp.apply(pos, posenc::heads_view<float>::thd(a.data(), T, 8, D));
+    REQUIRE(posenc_rope_f32(&c, list.data(), 0, T, b.data(), 8, 8 * D, D) == POSENC_OK);
+    CHECK(same_bytes(a, b));
+    CHECK(!same_bytes(a, x0));
+    a = x0, b = x0;
+    rp.apply(pos, posenc::heads_view<float>::fused_q(a.data(), T, Hq, Hkv, D),
+             posenc::heads_view<float>::fused_k(a.data(), T, Hq, Hkv, D));
+    REQUIRE(posenc_rope_qk_f32(&c, list.data(), 0, T, b.data(), Hq, row, D, b.data() + Hq * D, Hkv, row, D) ==
+            POSENC_OK);
+    CHECK(same_bytes(a, b));
+
+    const std::vector<uint16_t> y0 = halves(size_t(T * row));
+    std::vector<uint16_t> u = y0, v = y0;
+    rp.apply_bf16(pos, posenc::heads_view<uint16_t>::thd(u.data(), T, 8, D));
+    REQUIRE(posenc_rope_bf16(&c, list.data(), 0, T, v.data(), 8, 8 * D, D) == POSENC_OK);
+    CHECK(same_bytes(u, v));
+    u = y0, v = y0;
+    rp.apply_f16(pos, posenc::heads_view<uint16_t>::thd(u.data(), T, 8, D));
+    REQUIRE(posenc_rope_f16(&c, list.data(), 0, T, v.data(), 8, 8 * D, D) == POSENC_OK);
+    CHECK(same_bytes(u, v));
+    u = y0, v = y0;
+    rp.apply_bf16(pos, posenc::heads_view<uint16_t>::fused_q(u.data(), T, Hq, Hkv, D),
+                  posenc::heads_view<uint16_t>::fused_k(u.data(), T, Hq, Hkv, D));
+    REQUIRE(posenc_rope_qk_bf16(&c, list.data(), 0, T, v.data(), Hq, row, D, v.data() + Hq * D, Hkv, row, D) ==
+            POSENC_OK);
+    CHECK(same_bytes(u, v));
+    u = y0, v = y0;
+    rp.apply_f16(pos, posenc::heads_view<uint16_t>::fused_q(u.data(), T, Hq, Hkv, D),
+                 posenc::heads_view<uint16_t>::fused_k(u.data(), T, Hq, Hkv, D));
+    REQUIRE(posenc_rope_qk_f16(&c, list.data(), 0, T, v.data(), Hq, row, D, v.data() + Hq * D, Hkv, row, D) ==
+            POSENC_OK);
+    CHECK(same_bytes(u, v));
+  }
+  // A one-axis spec takes axis_major(list, 1) as a plain list.
+  const std::vector<int64_t> one = {5, 9, POSENC_PAD};
+  std::vector<float> a(3 * 16, -1.0f), b = a;
+  posenc::rope(16).cache(posenc::positions::axis_major(one, 1), posenc::rows_view<float>(a.data(), 3, 16));
+  posenc::rope(16).cache(one, posenc::rows_view<float>(b.data(), 3, 16));
+  CHECK(same_bytes(a, b));
+  CHECK(posenc::positions(one).axes() == 1);
+  CHECK(posenc::positions(int64_t(4)).axes() == 1);
+  CHECK(posenc::positions(int64_t(4)).size() == 0);
+}
+
+TEST_CASE("positions whose axes disagree with the spec throw a clear posenc::error and write nothing",
+          "[rope][cpp][axes][bad]") {
+  const int64_t T = 4, H = 2, D = 128;
+  const posenc::rope vl = posenc::rope::qwen2_vl(), one = posenc::rope::llama2();
+  std::vector<float> x = activations(size_t(T * H * D));
+  std::vector<uint16_t> y = halves(size_t(T * H * D));
+  const auto xv = posenc::heads_view<float>::thd(x.data(), T, H, D);
+  const auto yv = posenc::heads_view<uint16_t>::thd(y.data(), T, H, D);
+  std::vector<float> cache(size_t(T * D), -1.0f);
+  const posenc::rows_view<float> cos_sin(cache.data(), T, D), cos(cache.data(), T, D / 2, D),
+      sin(cache.data() + D / 2, T, D / 2, D);
+  const std::vector<int64_t> four = {0, 1, 2, 3}, twelve = mixed_positions(T, 3, false),
+                             eight = mixed_positions(T, 2, false), thirteen = mixed_positions(13, 1, false);
+  const posenc::positions p1 = four, p2 = posenc::positions::axis_major(eight, 2),
+                          p3 = posenc::positions::axis_major(twelve, 3),
+                          p3_short = posenc::positions::axis_major(posenc::array_view<const int64_t>(twelve.data(), 9), 3),
+                          p3_odd = posenc::positions::axis_major(thirteen, 3);
+
+  // The message names both counts.
+  auto message = [&](auto fn) {
+    try {
+      fn();
+    } catch (const posenc::error &e) {
+      CHECK(e.status() == POSENC_ERR_INVALID);
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  };
+  const std::string m13 = message([&] { vl.apply(p1, xv); });
+  CHECK(m13 == "posenc: " + std::string(posenc_status_string(POSENC_ERR_INVALID)) +
+                   ": positions of 1 axis for a RoPE spec of 3 axes");
+  CHECK(message([&] { vl.apply(p2, xv); }).find("positions of 2 axes for a RoPE spec of 3 axes") != std::string::npos);
+  CHECK(message([&] { one.apply(p3, xv); }).find("positions of 3 axes for a RoPE spec of 1 axis") != std::string::npos);
+  CHECK(message([&] { vl.apply(p3_short, xv); }).find("9 position values for 4 tokens of 3 axes") != std::string::npos);
+  CHECK(message([&] { vl.apply(p3_odd, xv); }).find("13 position values for 4 tokens of 3 axes") != std::string::npos);
+
+  // Every RoPE call, each mismatch, nothing written.
+  for (const posenc::positions *bad : {&p1, &p2, &p3_short, &p3_odd}) {
+    INFO("axes " << bad->axes() << ", values " << bad->size());
+    CHECK(thrown(cache, [&] { vl.cache(*bad, cos, sin); }) == POSENC_ERR_INVALID);
+    CHECK(thrown(cache, [&] { vl.cache(*bad, cos_sin); }) == POSENC_ERR_INVALID);
+    CHECK(thrown(x, [&] { vl.apply(*bad, xv); }) == POSENC_ERR_INVALID);
+    CHECK(thrown(x, [&] { vl.apply(*bad, xv.subtokens(0, 2), xv.subtokens(2, 2)); }) == POSENC_ERR_INVALID);
+    CHECK(thrown(y, [&] { vl.apply_bf16(*bad, yv); }) == POSENC_ERR_INVALID);
+    CHECK(thrown(y, [&] { vl.apply_f16(*bad, yv.subtokens(0, 2), yv.subtokens(2, 2)); }) == POSENC_ERR_INVALID);
+    CHECK(thrown(x, [&] { vl.shift(*bad, xv); }) == POSENC_ERR_INVALID);
+    CHECK(thrown(y, [&] { vl.shift_bf16(*bad, yv); }) == POSENC_ERR_INVALID);
+    CHECK(thrown(y, [&] { vl.shift_f16(*bad, yv); }) == POSENC_ERR_INVALID);
+  }
+  CHECK(thrown(x, [&] { one.apply(p3, xv); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(cache, [&] { one.cache(p2, cos_sin); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(x, [&] { one.shift(p3, xv); }) == POSENC_ERR_INVALID);
+  // The well-shaped calls on the same buffers pass.
+  CHECK_NOTHROW(vl.cache(p3, cos, sin));
+  CHECK_NOTHROW(vl.apply(p3, xv));
+  CHECK_NOTHROW(one.apply(p1, xv));
+
+  // The one-axis calls (tables, add, embeddings) refuse multi-axis positions.
+  const posenc::spec s(8);
+  std::vector<float> out(size_t(T * 8), -1.0f);
+  const std::vector<float> in = activations(size_t(T * 8));
+  CHECK(thrown(out, [&] {
+          posenc::add_f32(s, posenc::rows_view<const float>(in.data(), T, 8), 1.0f, p3,
+                          posenc::rows_view<float>(out.data(), T, 8));
+        }) == POSENC_ERR_INVALID);
+  CHECK(message([&] {
+          posenc::add_f32(s, posenc::rows_view<const float>(in.data(), T, 8), 1.0f,
+                          posenc::positions::axis_major(twelve, 3), posenc::rows_view<float>(out.data(), T, 8));
+        }).find("positions of 3 axes for a one-axis call") != std::string::npos);
+
+  // posenc::error with a detail.
+  const posenc::error e(POSENC_ERR_OUT_OF_RANGE, "why");
+  CHECK(e.status() == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(std::string(e.what()) == "posenc: " + std::string(posenc_status_string(POSENC_ERR_OUT_OF_RANGE)) + ": why");
+}
+
+// ---- The context shift ----------------------------------------------------------------------------------
+//
+// The bound of one rotation of a pair v = (x, y) by the library, with the float32 c, s of cos a, sin a
+// (attention scale 1) and the result rounded once to a format of unit roundoff u (2^-24 f32, 2^-8 bf16,
+// 2^-11 f16):
+//  - c and s are correctly rounded: each is within half an ulp of cos a, sin a. Both magnitudes are at most
+//    1, and at most one of them lies below 1/2 with the other above, so |(c - cos a, s - sin a)| is at most
+//    sqrt(2) 2^-25 = 2^-24.5 (both in [1/2, 1): half an ulp is 2^-25 each; one below 1/2: less). The matrix
+//    [[c, -s], [s, c]] minus the rotation is 2^-24.5 times (at most) a rotation, so the exact product with
+//    the rounded c, s, M v, is within 2^-24.5 |v| of R(a) v, and |M v| <= (1 + 2^-24.5) |v|.
+//  - Each component of M v is rounded to double (2^-53) and then to the format (u): within
+//    (u + 2^-52) of itself relatively, so the rounded pair is within (u + 2^-52)(1 + 2^-24.5) |v| of M v,
+//    less than sqrt(2) u |v| (the form the issue states); subnormal results add at most half their spacing
+//    per component, absolutely (the slack below).
+// So one rotation is within b |v|, b = 2^-24.5 + sqrt(2) u, of the exact one. With an attention scale m the
+// rounded m cos a, m sin a are only within 2^-24 m (a relative half ulp each), and b_m = m (2^-24 +
+// sqrt(2) u). Chaining, with each exact rotation norm-preserving:
+//  - shift by d, then by -d: |k2 - k0| <= b |k1| + b |k0| <= (2 b + b^2) |k0|;
+//  - shift(rope_m(k, p), d) against rope_m(k, p + d): (2 b_m + b (m + b_m)) |k|, which is (3 b + b^2) |k|
+//    for m = 1.
+
+namespace {
+
+struct Unit {
+  double u, slack;  // unit roundoff of the format, and half its smallest subnormal spacing
+};
+const Unit kF32{0x1p-24, 0x1p-150}, kBF16{0x1p-8, 0x1p-134}, kF16{0x1p-11, 0x1p-25};
+
+double one_rotation(const Unit &f, double m) {
+  return m == 1.0 ? 0x1p-24 / std::sqrt(2.0) + std::sqrt(2.0) * f.u : m * (0x1p-24 + std::sqrt(2.0) * f.u);
+}
+
+// Every pair of every head row of got within factor |pair of ref0| (+ slack) of the same pair of want.
+// Returns the largest ratio of the distance to the bound (<= 1 passes).
+double worst(const std::vector<double> &got, const std::vector<double> &want, const std::vector<double> &ref0,
+             int64_t rows, int64_t width, int64_t h, posenc::rope_pairs pairs, double factor, double slack) {
+  double w = 0.0;
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t i = 0; i < h; ++i) {
+      const int64_t ix = t * width + (pairs == posenc::rope_pairs::halves ? i : 2 * i);
+      const int64_t iy = ix + (pairs == posenc::rope_pairs::halves ? h : 1);
+      const double dist = std::hypot(got[size_t(ix)] - want[size_t(ix)], got[size_t(iy)] - want[size_t(iy)]);
+      const double bound = factor * std::hypot(ref0[size_t(ix)], ref0[size_t(iy)]) + 4 * slack;
+      w = std::max(w, dist / bound);
+    }
+  return w;
+}
+
+std::vector<double> widen(const std::vector<float> &v) { return std::vector<double>(v.begin(), v.end()); }
+std::vector<double> widen(const std::vector<uint16_t> &v, bool bf16) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = bf16 ? ref::widen_bf16(v[i]) : ref::widen_f16(v[i]);
+  return out;
+}
+
+// Keys of magnitude 1/2 .. 4 (normal in every format), in f32 and in a 16-bit format.
+std::vector<float> keys(size_t n, unsigned seed) {
+  std::vector<float> k(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (float &v : k) {
+    s = s * 1664525u + 1013904223u;
+    const float mag = 0.5f + float(s >> 8) * 0x1p-24f * 3.5f;
+    v = (s & 1) ? -mag : mag;
+  }
+  return k;
+}
+std::vector<uint16_t> keys16(size_t n, unsigned seed, bool bf16) {
+  const std::vector<float> k = keys(n, seed);
+  std::vector<uint16_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = bf16 ? ref::narrow_bf16(k[i]) : ref::narrow_f16(k[i]);
+  return out;
+}
+
+std::vector<int64_t> negated(std::vector<int64_t> d) {
+  for (int64_t &v : d)
+    if (v != POSENC_PAD) v = -v;
+  return d;
+}
+std::vector<int64_t> added(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  std::vector<int64_t> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + b[i];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("shift is the C rotation by the deltas with attention scale 1", "[rope][cpp][shift]") {
+  const int64_t T = 6, H = 3, D = 128;
+  const posenc::rope ropes[] = {posenc::rope::qwen2(128, true),  // yarn: attention scale 0.1 ln 4 + 1
+                                posenc::rope::llama3_1().with_attention_scale(2.0),
+                                posenc::rope::qwen2_vl().with_attention_scale(1.25), posenc::rope::glm4v()};
+  CHECK(posenc::rope::qwen2(128, true).attention_scale() > 1.1);
+  for (const posenc::rope &rp : ropes) {
+    const int axes = rp.axes();
+    INFO("rotary_dim " << rp.rotary_dim() << ", axes " << axes << ", m " << rp.attention_scale());
+    posenc_rope unit = rp.c_rope();
+    unit.attention_scale = 1.0;
+    std::vector<int64_t> d(size_t(T * axes));
+    for (size_t i = 0; i < d.size(); ++i) d[i] = int64_t(i * 7919 % 4001) - 2000;
+    d[2] = POSENC_PAD;  // token 2 stays
+    const posenc::positions dp = posenc::positions::axis_major(d, axes);
+
+    const std::vector<float> k0 = keys(size_t(T * H * D), 1);
+    std::vector<float> a = k0, b = k0, m = k0;
+    rp.shift(dp, posenc::heads_view<float>::thd(a.data(), T, H, D));
+    REQUIRE(posenc_rope_f32(&unit, d.data(), 0, T, b.data(), H, H * D, D) == POSENC_OK);
+    CHECK(same_bytes(a, b));
+    CHECK(std::equal(a.begin() + 2 * H * D, a.begin() + 3 * H * D, k0.begin() + 2 * H * D));  // the PAD token
+    rp.apply(dp, posenc::heads_view<float>::thd(m.data(), T, H, D));
+    if (rp.attention_scale() != 1.0) CHECK(!same_bytes(a, m));  // apply scales by m; shift must not
+
+    // One delta for every token and axis.
+    std::vector<float> u1 = k0, u2 = k0;
+    const std::vector<int64_t> same(size_t(T * axes), -123457);
+    rp.shift(int64_t(-123457), posenc::heads_view<float>::htd(u1.data(), H, T, D));
+    REQUIRE(posenc_rope_f32(&unit, same.data(), 0, T, u2.data(), H, D, T * D) == POSENC_OK);
+    CHECK(same_bytes(u1, u2));
+
+    // bf16 and f16.
+    for (bool bf16 : {true, false}) {
+      INFO((bf16 ? "bf16" : "f16"));
+      const std::vector<uint16_t> y0 = keys16(size_t(T * H * D), 2, bf16);
+      std::vector<uint16_t> p = y0, q = y0, r = y0, s = y0;
+      const auto pv = posenc::heads_view<uint16_t>::thd(p.data(), T, H, D);
+      const auto rv = posenc::heads_view<uint16_t>::thd(r.data(), T, H, D);
+      if (bf16) {
+        rp.shift_bf16(dp, pv);
+        REQUIRE(posenc_rope_bf16(&unit, d.data(), 0, T, q.data(), H, H * D, D) == POSENC_OK);
+        rp.shift_bf16(int64_t(31), rv);
+        REQUIRE(posenc_rope_bf16(&unit, nullptr, 31, 1, s.data(), H * T, D, D) == POSENC_OK);  // one position
+      } else {
+        rp.shift_f16(dp, pv);
+        REQUIRE(posenc_rope_f16(&unit, d.data(), 0, T, q.data(), H, H * D, D) == POSENC_OK);
+        rp.shift_f16(int64_t(31), rv);
+        REQUIRE(posenc_rope_f16(&unit, nullptr, 31, 1, s.data(), H * T, D, D) == POSENC_OK);
+      }
+      CHECK(same_bytes(p, q));
+      CHECK(same_bytes(r, s));
+      CHECK(!same_bytes(p, y0));
+    }
+  }
+
+  // A run is not a list of deltas; a shift with no tokens does nothing; the spec's own checks still apply.
+  const posenc::rope rp = posenc::rope::llama2();
+  std::vector<float> x = keys(size_t(T * H * D), 3);
+  const auto xv = posenc::heads_view<float>::thd(x.data(), T, H, D);
+  std::string what;
+  const posenc_status st = thrown(x, [&] {
+    try {
+      rp.shift(posenc::positions(int64_t(5)), xv);
+    } catch (const posenc::error &e) {
+      what = e.what();
+      throw;
+    }
+  });
+  CHECK(st == POSENC_ERR_INVALID);
+  CHECK(what.find("shift(int64_t delta") != std::string::npos);
+  CHECK_NOTHROW(rp.shift(int64_t(5), xv.subtokens(0, 0)));
+  const std::vector<int64_t> far = {1, 2, int64_t(1) << 31, 4, 5, 6};
+  CHECK(thrown(x, [&] { rp.shift(far, xv); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(x, [&] { rp.shift(int64_t(1) << 31, xv); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(x, [&] { rp.with_base(-2.0).shift(int64_t(3), xv); }) == POSENC_ERR_INVALID);
+  std::vector<uint16_t> y = keys16(size_t(T * H * D), 4, true);
+  CHECK(thrown(y, [&] { rp.shift_bf16(posenc::positions(int64_t(0)), posenc::heads_view<uint16_t>::thd(y.data(), T, H, D)); }) ==
+        POSENC_ERR_INVALID);
+  CHECK(thrown(y, [&] { rp.shift_f16(int64_t(3), posenc::heads_view<uint16_t>::thd(y.data(), T, H, D / 2)); }) ==
+        POSENC_ERR_INVALID);  // head rows narrower than r
+}
+
+TEST_CASE("shift by d then by -d restores the keys within the rotation's rounding", "[rope][cpp][shift]") {
+  const int64_t T = 64, H = 2, D = 128;
+  const posenc::rope ropes[] = {posenc::rope::llama2(), posenc::rope::qwen2(128, true), posenc::rope::gpt_j_6b(),
+                                posenc::rope::qwen2_vl(), posenc::rope::qwen3_vl(), posenc::rope::glm4v(),
+                                posenc::rope::pixtral()};
+  for (const posenc::rope &rp : ropes) {
+    const int axes = rp.axes();
+    const int64_t h = rp.rotary_dim() / 2;
+    INFO("rotary_dim " << rp.rotary_dim() << ", axes " << axes);
+    // Deltas up to 2^31 - 1 in size, different per token and axis.
+    std::vector<int64_t> d(size_t(T * axes));
+    for (size_t i = 0; i < d.size(); ++i) d[i] = (i % 5 == 0 ? 2147483647 - int64_t(i) : int64_t(i * i * 977)) * (i % 2 ? -1 : 1);
+    const posenc::positions there = posenc::positions::axis_major(d, axes);
+    const std::vector<int64_t> nd = negated(d);
+    const posenc::positions back = posenc::positions::axis_major(nd, axes);
+
+    const std::vector<float> k0 = keys(size_t(T * H * D), 5);
+    std::vector<float> k = k0;
+    const auto kv = posenc::heads_view<float>::thd(k.data(), T, H, D);
+    rp.shift(there, kv);
+    CHECK(!same_bytes(k, k0));
+    rp.shift(back, kv);
+    const double b = one_rotation(kF32, 1.0);
+    const double w = worst(widen(k), widen(k0), widen(k0), T * H, D, h, rp.pairs(), 2 * b + b * b, kF32.slack);
+    CHECK(w <= 1.0);
+    CHECK(w > 0.0);  // the keys did go through two roundings
+    // The rest of each head (past the rotary dim) keeps its bytes.
+    for (int64_t row = 0; row < T * H; ++row)
+      CHECK(std::memcmp(k.data() + row * D + 2 * h, k0.data() + row * D + 2 * h, size_t(D - 2 * h) * 4) == 0);
+
+    for (bool bf16 : {true, false}) {
+      INFO((bf16 ? "bf16" : "f16"));
+      const Unit &f = bf16 ? kBF16 : kF16;
+      const std::vector<uint16_t> y0 = keys16(size_t(T * H * D), 6, bf16);
+      std::vector<uint16_t> y = y0;
+      const auto yv = posenc::heads_view<uint16_t>::thd(y.data(), T, H, D);
+      if (bf16) rp.shift_bf16(there, yv), rp.shift_bf16(back, yv);
+      else rp.shift_f16(there, yv), rp.shift_f16(back, yv);
+      const double b16 = one_rotation(f, 1.0);
+      CHECK(worst(widen(y, bf16), widen(y0, bf16), widen(y0, bf16), T * H, D, h, rp.pairs(), 2 * b16 + b16 * b16,
+                  f.slack) <= 1.0);
+    }
+  }
+}
+
+TEST_CASE("shift of keys rotated at p equals rotating them at p + d, within the bound", "[rope][cpp][shift]") {
+  const int64_t T = 48, H = 2, D = 128;
+  const posenc::rope ropes[] = {posenc::rope::llama3_1(), posenc::rope::qwen2(128, true),
+                                posenc::rope::deepseek_v2().with_attention_scale(0.8), posenc::rope::qwen2_vl(),
+                                posenc::rope::qwen3_vl().with_attention_scale(1.5), posenc::rope::glm4v(),
+                                posenc::rope::llama4_vision()};
+  for (const posenc::rope &rp : ropes) {
+    const int axes = rp.axes();
+    const int64_t h = rp.rotary_dim() / 2;
+    const double m = rp.attention_scale();
+    INFO("rotary_dim " << rp.rotary_dim() << ", axes " << axes << ", m " << m);
+    // Positions (text runs and an image block) and deltas of either sign, p + d within (-2^31, 2^31).
+    std::vector<int64_t> p = mixed_positions(T, axes, false), d(p.size());
+    for (size_t i = 0; i < p.size(); ++i) {
+      p[i] = p[i] * 4099 + (i % 3 == 0 ? 1000000000 : 0);
+      d[i] = i % 4 == 0 ? -int64_t(i) * 104729 : int64_t(i % 7) * 150000007 - 3;
+    }
+    const std::vector<int64_t> pd = added(p, d);
+    const std::vector<float> k0 = keys(size_t(T * H * D), 7);
+    std::vector<float> shifted = k0, direct = k0;
+    rp.apply(posenc::positions::axis_major(p, axes), posenc::heads_view<float>::thd(shifted.data(), T, H, D));
+    rp.shift(posenc::positions::axis_major(d, axes), posenc::heads_view<float>::thd(shifted.data(), T, H, D));
+    rp.apply(posenc::positions::axis_major(pd, axes), posenc::heads_view<float>::thd(direct.data(), T, H, D));
+    const double b = one_rotation(kF32, 1.0), bm = one_rotation(kF32, m);
+    const double w = worst(widen(shifted), widen(direct), widen(k0), T * H, D, h, rp.pairs(),
+                           2 * bm + b * (m + bm), kF32.slack);
+    CHECK(w <= 1.0);
+
+    // The same with the deltas given as one value for every token and axis.
+    std::vector<float> s1 = k0, s2 = k0;
+    rp.apply(posenc::positions::axis_major(p, axes), posenc::heads_view<float>::thd(s1.data(), T, H, D));
+    rp.shift(int64_t(-999999937), posenc::heads_view<float>::thd(s1.data(), T, H, D));
+    std::vector<int64_t> p2 = p;
+    for (int64_t &v : p2) v -= 999999937;
+    rp.apply(posenc::positions::axis_major(p2, axes), posenc::heads_view<float>::thd(s2.data(), T, H, D));
+    CHECK(worst(widen(s1), widen(s2), widen(k0), T * H, D, h, rp.pairs(), 2 * bm + b * (m + bm), kF32.slack) <= 1.0);
+  }
 }

@@ -4,13 +4,15 @@
 // status code (the C ABI itself never throws).
 //
 // The views carry the shapes the C ABI cannot see, so the wrapper checks them before calling: a row
-// width that is not d_model (or r/2 for a RoPE cache), a head row shorter than the rotary dimension, or a
-// token / position list whose length is not the number of output rows or tokens, throws posenc::error with
-// POSENC_ERR_INVALID and writes nothing. Everything else is the C function's own check, reported with its
+// width that is not d_model (or r/2 for a RoPE cache), a head row shorter than the rotary dimension, a
+// token / position list whose length is not the number of output rows or tokens, or multi-axis positions
+// whose count of axes is not the RoPE spec's, throws posenc::error with POSENC_ERR_INVALID and writes
+// nothing. Everything else is the C function's own check, reported with its
 // own status.
 #ifndef POSENC_POSENC_HPP
 #define POSENC_POSENC_HPP
 
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -27,6 +29,9 @@ class error : public std::runtime_error {
  public:
   explicit error(posenc_status status)
       : std::runtime_error(std::string("posenc: ") + posenc_status_string(status)), status_(status) {}
+  /** The same, with what the wrapper found wrong: what() is "posenc: STATUS: detail". */
+  error(posenc_status status, const std::string &detail)
+      : std::runtime_error(std::string("posenc: ") + posenc_status_string(status) + ": " + detail), status_(status) {}
   /** The C status the call returned. */
   posenc_status status() const noexcept { return status_; }
 
@@ -176,26 +181,42 @@ class rows_view {
   int64_t rows_ = 0, cols_ = 0, stride_ = 0;
 };
 
-/** Where the position of output row r comes from: first + r, or an explicit list (POSENC_PAD: a zero row). */
+/** Where the position of output row r comes from: first + r, or an explicit list (POSENC_PAD: a zero row).
+ *  For multi-axis RoPE, an axis-major list of A positions per token (axis_major), or a run, which gives
+ *  every axis of token t the position first + t (a text token). */
 class positions {
  public:
-  /** A run: first, first + 1, ... */
+  /** A run: first, first + 1, ... (on every axis of a multi-axis spec). */
   positions(int64_t first) noexcept : first_(first) {}
   /** One position per row. */
   positions(array_view<const int64_t> list) noexcept : list_(list), is_list_(true) {}
   template <class C, class = std::enable_if_t<
                          std::is_convertible<decltype(std::declval<C &>().data()), const int64_t *>::value>>
   positions(C &c) noexcept : positions(array_view<const int64_t>(c)) {}
+  /** Multi-axis positions, axis-major as posenc.h takes them: with n = values.size() / axes tokens, token
+   *  t's position on axis a is values[a * n + t] (HF's position_ids[0], [1], ... one after another). The
+   *  RoPE calls check axes against the spec's and the size against axes times the tokens. */
+  static positions axis_major(array_view<const int64_t> values, int32_t axes) noexcept {
+    positions p(values);
+    p.axes_ = axes;
+    return p;
+  }
 
   bool is_list() const noexcept { return is_list_; }
   /** The explicit positions, or NULL for a run (as the C calls take them). */
   const int64_t *list() const noexcept { return is_list_ ? list_.data() : nullptr; }
+  /** The number of values of a list (axes() per token); 0 for a run. */
   int64_t size() const noexcept { return list_.size(); }
+  /** The axes of a list: 1, or axis_major's count; 1 for a run, which fits a spec of any axes. */
+  int32_t axes() const noexcept { return axes_; }
+  /** The tokens a list covers, size() / axes(). */
+  int64_t tokens() const noexcept { return axes_ > 0 ? list_.size() / axes_ : 0; }
   int64_t first() const noexcept { return first_; }
 
  private:
   array_view<const int64_t> list_;
   int64_t first_ = 0;
+  int32_t axes_ = 1;
   bool is_list_ = false;
 };
 
@@ -204,7 +225,22 @@ namespace detail {
 inline void expect(bool shape_ok) {
   if (!shape_ok) throw error(POSENC_ERR_INVALID);
 }
-inline void expect_positions(const positions &pos, int64_t rows) { expect(!pos.is_list() || pos.size() == rows); }
+// A call of one axis (the tables): a list of one position per row.
+inline void expect_positions(const positions &pos, int64_t rows) {
+  if (pos.is_list() && pos.axes() != 1)
+    throw error(POSENC_ERR_INVALID, "positions of " + std::to_string(pos.axes()) + " axes for a one-axis call");
+  expect(!pos.is_list() || pos.size() == rows);
+}
+// A RoPE call: a list of `axes` positions per token, axes being the spec's.
+inline void expect_rope_positions(const positions &pos, int64_t tokens, int32_t axes) {
+  if (!pos.is_list()) return;
+  if (pos.axes() != axes)
+    throw error(POSENC_ERR_INVALID, "positions of " + std::to_string(pos.axes()) + (pos.axes() == 1 ? " axis" : " axes") +
+                                        " for a RoPE spec of " + std::to_string(axes) + (axes == 1 ? " axis" : " axes"));
+  if (axes < 1 || pos.size() % axes != 0 || pos.size() / axes != tokens)
+    throw error(POSENC_ERR_INVALID, std::to_string(pos.size()) + " position values for " + std::to_string(tokens) +
+                                        " tokens of " + std::to_string(axes) + (axes == 1 ? " axis" : " axes"));
+}
 // The shapes of every embedding call with a spec: rows of d_model, one token and one position per row.
 template <class T>
 void expect_embed(const spec &s, const rows_view<const T> &table, array_view<const int32_t> tokens,
@@ -313,6 +349,15 @@ enum class rope_type : int {
   longrope = POSENC_ROPE_TYPE_LONGROPE,
 };
 
+/** posenc_rope_layout as a scoped enum, same values: how with_sections assigns pairs to axes. */
+enum class rope_layout : int {
+  chunked = POSENC_SECTIONS_CHUNKED,          /**< contiguous sections: Qwen2-VL / Qwen2.5-VL, GLM-4V, ggml MROPE */
+  interleaved = POSENC_SECTIONS_INTERLEAVED,  /**< pair by pair, the rest on axis 0: Qwen3-VL */
+  vision = POSENC_SECTIONS_VISION,            /**< chunked, the frequency index restarting per section: vision towers */
+  strided = POSENC_SECTIONS_STRIDED,          /**< chunked, section a taking every A-th frequency from a: Pixtral */
+  interleaved_4 = POSENC_SECTIONS_INTERLEAVED_4 /**< as interleaved, the rest on a 4th axis: ggml IMROPE */
+};
+
 /** A zero-initialised posenc_rope_scaling of that type, the starting point the C header asks for; set the
  *  fields the scheme reads, then pass it to rope::init. */
 inline posenc_rope_scaling rope_scaling_of(rope_type type) noexcept {
@@ -399,39 +444,46 @@ inline constexpr double kPhi3Mini128kLong[48] = {
 // The shapes every RoPE call checks before the C call: a head row holds the r rotated elements, and an
 // explicit position list has one entry per token.
 template <class T>
-void expect_heads(const heads_view<T> &x, int64_t rotary_dim, const positions &pos) {
-  expect(x.head_dim() >= rotary_dim);
-  expect_positions(pos, x.tokens());
+void expect_heads(const heads_view<T> &x, const posenc_rope &rope, const positions &pos) {
+  expect(x.head_dim() >= rope.rotary_dim);
+  expect_rope_positions(pos, x.tokens(), rope.axes);
 }
 
 }  // namespace detail
 
-/** A RoPE spec (posenc_rope) as a value type that owns its explicit frequencies: c_rope().freq points into
- *  the object's own storage, also after a copy or a move, so a copy stays valid when the original is gone.
- *  Built through posenc_rope_init (rope::init and the model presets), or from a C spec (its frequencies are
- *  copied). The RoPE calls are members: cache, apply, apply_bf16, apply_f16.
+/** A RoPE spec (posenc_rope) as a value type that owns its explicit frequencies and its axis map:
+ *  c_rope().freq and c_rope().axis point into the object's own storage, also after a copy or a move, so a
+ *  copy stays valid when the original is gone. Built through posenc_rope_init (rope::init and the model
+ *  presets), posenc_rope_sections (with_sections), or from a C spec (its frequencies and map are copied).
+ *  The RoPE calls are members: cache, apply, apply_bf16, apply_f16, and the context shift (shift,
+ *  shift_bf16, shift_f16).
  *
  *  The presets carry each model's published parameters (cited at each one) and its Hugging Face checkpoint's
- *  pair layout; a checkpoint in Meta's or ggml's layout of the same model wants with_pairs(interleaved). */
+ *  pair layout; a checkpoint in Meta's or ggml's layout of the same model wants with_pairs(interleaved). The
+ *  multi-axis presets (qwen2_vl and the others below) take positions::axis_major lists of their axes, in
+ *  the order their comments give. */
 class rope {
  public:
   /** posenc_rope_default: r, halves, base 1e4, position_scale 1, attention_scale 1, no explicit frequencies. */
   explicit rope(int64_t rotary_dim) noexcept : c_(posenc_rope_default(rotary_dim)) {}
-  /** The C spec as it is; its rotary_dim / 2 explicit frequencies, if any, are copied into this object. */
+  /** The C spec as it is; its rotary_dim / 2 explicit frequencies and axis map entries, if any, are copied
+   *  into this object. */
   explicit rope(const posenc_rope &c) : c_(c) {
     if (c.freq && c.rotary_dim >= 2) freq_.assign(c.freq, c.freq + c.rotary_dim / 2);
+    if (c.axis && c.rotary_dim >= 2) axis_.assign(c.axis, c.axis + c.rotary_dim / 2);
     repoint();
   }
-  /** Copies and moves re-point freq at the new object's storage; a moved-from rope is left with whatever
-   *  frequencies its storage kept (none, in practice), consistent either way. */
-  rope(const rope &o) : c_(o.c_), freq_(o.freq_) { repoint(); }
-  rope(rope &&o) noexcept : c_(o.c_), freq_(std::move(o.freq_)) {
+  /** Copies and moves re-point freq and axis at the new object's storage; a moved-from rope is left with
+   *  whatever its storage kept (nothing, in practice), consistent either way. */
+  rope(const rope &o) : c_(o.c_), freq_(o.freq_), axis_(o.axis_) { repoint(); }
+  rope(rope &&o) noexcept : c_(o.c_), freq_(std::move(o.freq_)), axis_(std::move(o.axis_)) {
     repoint();
     o.repoint();
   }
   rope &operator=(const rope &o) {
     if (this != &o) {
       freq_ = o.freq_;
+      axis_ = o.axis_;
       c_ = o.c_;
       repoint();
     }
@@ -440,6 +492,7 @@ class rope {
   rope &operator=(rope &&o) noexcept {
     if (this != &o) {
       freq_ = std::move(o.freq_);
+      axis_ = std::move(o.axis_);
       c_ = o.c_;
       repoint();
       o.repoint();
@@ -535,6 +588,66 @@ class rope {
    *  (mesh-transformer-jax pe_rotary_dims 64; HF config.json rotary_dim 64). */
   static rope gpt_j_6b() { return init(64, 1.0e4, nullptr, posenc::rope_pairs::interleaved); }
 
+  // Multi-axis presets (posenc.h, "Multi-axis RoPE"; docs/rope.md). The text models take three positions
+  // per token (temporal, height, width: HF's position_ids[0], [1], [2]; a text token has all three equal,
+  // which a run gives), the vision towers two.
+
+  /** Qwen2-VL (2B / 7B / 72B: head_dim 128) text M-RoPE: base 1e6, halves, chunked mrope_section
+   *  [16, 24, 24] (axes temporal, height, width). config.json of Qwen/Qwen2-VL-7B-Instruct: rope_theta
+   *  1000000.0, rope_scaling {"type": "mrope", "mrope_section": [16, 24, 24]}, hidden_size 3584 / 28 heads;
+   *  transformers' Qwen2VLConfig (rope_theta default 1e6) and apply_multimodal_rotary_pos_emb (mrope_section
+   *  * 2 over rotate_half's channels). */
+  static rope qwen2_vl() { return init(128, 1.0e6).with_sections({16, 24, 24, 0}, rope_layout::chunked); }
+  /** Qwen2.5-VL (3B / 7B / 72B: head_dim 128): the same text RoPE as Qwen2-VL. config.json of
+   *  Qwen/Qwen2.5-VL-7B-Instruct: rope_theta 1000000.0, rope_scaling {"type": "mrope", "mrope_section":
+   *  [16, 24, 24]}, hidden_size 3584 / 28 heads; transformers' modeling_qwen2_5_vl.py applies it as Qwen2-VL. */
+  static rope qwen2_5_vl() { return qwen2_vl(); }
+  /** Qwen3-VL (head_dim 128) text M-RoPE: base 5e6, halves, interleaved mrope_section [24, 20, 20] (pair f on
+   *  height when f % 3 == 1 and f < 60, on width when f % 3 == 2 and f < 60, else temporal). config.json of
+   *  the Qwen/Qwen3-VL checkpoints: text_config head_dim 128, rope_theta 5000000, rope_scaling
+   *  {"mrope_interleaved": true, "mrope_section": [24, 20, 20]}; transformers' Qwen3VLTextRotaryEmbedding
+   *  (apply_interleaved_mrope; mrope_section default [24, 20, 20]). */
+  static rope qwen3_vl() { return init(128, 5.0e6).with_sections({24, 20, 20, 0}, rope_layout::interleaved); }
+  /** GLM-4V / GLM-4.1V (head_dim 128 = hidden_size 4096 / 32 heads): rotary dim 64 (partial_rotary_factor
+   *  0.5; the other 64 elements of a head pass through), interleaved pairs (rotate_half_llm), base 1e4,
+   *  chunked mrope_section [8, 12, 12] over the 32 pairs. config.json of THUDM/GLM-4.1V-9B-Thinking:
+   *  partial_rotary_factor 0.5, rope_theta 10000, rope_scaling mrope_section [8, 12, 12]; transformers'
+   *  Glm4vTextRotaryEmbedding (apply_mrope; mrope_section default [8, 12, 12]) and apply_rotary_pos_emb. */
+  static rope glm4v() {
+    return init(64, 1.0e4, nullptr, posenc::rope_pairs::interleaved).with_sections({8, 12, 12, 0},
+                                                                                  rope_layout::chunked);
+  }
+  /** The Qwen2-VL vision tower (head_dim 80 = embed_dim 1280 / 16 heads): 2-D RoPE, axes row then column,
+   *  base 1e4, halves, VISION [20, 20]: each axis takes the 20 frequencies 1e4^(-2k/40).
+   *  transformers' VisionRotaryEmbedding(head_dim / 2, theta=10000.0), [row * inv_freq | col * inv_freq]
+   *  cat'ed with itself (apply_rotary_pos_emb_vision: rotate_half); vision_config embed_dim 1280,
+   *  num_heads 16 of Qwen/Qwen2-VL-7B-Instruct. */
+  static rope qwen2_vl_vision() { return init(80, 1.0e4).with_sections({20, 20, 0, 0}, rope_layout::vision); }
+  /** The Qwen2.5-VL vision tower (head_dim 80 = hidden_size 1280 / 16 heads of its vision_config): the same
+   *  2-D RoPE as Qwen2-VL's (Qwen2_5_VisionRotaryEmbedding is VisionRotaryEmbedding). Window attention
+   *  reorders the tokens, not their (row, column) positions. */
+  static rope qwen2_5_vl_vision() { return qwen2_vl_vision(); }
+  /** The Qwen3-VL vision tower (head_dim 72 = hidden_size 1152 / 16 heads of its vision_config): 2-D RoPE,
+   *  row then column, base 1e4, halves, VISION [18, 18] (Qwen3VLVisionRotaryEmbedding(head_dim / 2),
+   *  theta 10000.0). */
+  static rope qwen3_vl_vision() { return init(72, 1.0e4).with_sections({18, 18, 0, 0}, rope_layout::vision); }
+  /** Pixtral's vision encoder (head_dim 64 = hidden_size 1024 / 16 heads): 2-D RoPE, row then column, base
+   *  1e4, STRIDED [16, 16]: the row takes the even-index frequencies 1e4^(-2(2k)/64), the column the odd
+   *  ones. Halves, as HF's PixtralRotaryEmbedding and apply_rotary_pos_emb (its conversion permutes wq / wk);
+   *  mistral-inference's own weights (precompute_freqs_cis_2d, complex pairs) want
+   *  with_pairs(rope_pairs::interleaved). PixtralVisionConfig: hidden_size 1024, num_attention_heads 16,
+   *  rope_theta 10000.0; mistral-inference VisionEncoderArgs rope_theta 1e4. */
+  static rope pixtral() { return init(64, 1.0e4).with_sections({16, 16, 0, 0}, rope_layout::strided); }
+  /** Llama 4's vision encoder (head_dim 88 = vision_config hidden_size 1408 / 16 heads of the Llama 4
+   *  checkpoints, rope_theta 10000): 2-D RoPE, VISION [22, 22] (each axis the 22 frequencies 1e4^(-2k/44)),
+   *  interleaved pairs (complex multiply in vision_apply_rotary_emb). transformers'
+   *  Llama4VisionRotaryEmbedding: axis 0 is the column x and axis 1 the row y, both 1-based (positions
+   *  x + 1 and y + 1), and the class token (last) rotates by angle 0: give it position 0 on both axes. */
+  static rope llama4_vision() {
+    return init(88, 1.0e4, nullptr, posenc::rope_pairs::interleaved).with_sections({22, 22, 0, 0},
+                                                                                  rope_layout::vision);
+  }
+
   int64_t rotary_dim() const noexcept { return c_.rotary_dim; }
   posenc::rope_pairs pairs() const noexcept { return posenc::rope_pairs(c_.pairs); }
   double base() const noexcept { return c_.base; }
@@ -544,7 +657,13 @@ class rope {
   array_view<const double> freq() const noexcept {
     return array_view<const double>(freq_.empty() ? nullptr : freq_.data(), int64_t(freq_.size()));
   }
-  /** The C struct, for the C calls; its freq points into this object (valid while the object lives). */
+  /** The positions per token: 1, or 2 to 4 for multi-axis RoPE. */
+  int32_t axes() const noexcept { return c_.axes; }
+  /** The axis of each pair (rotary_dim / 2 entries), or an empty view without a map (one axis). */
+  array_view<const uint8_t> axis() const noexcept {
+    return array_view<const uint8_t>(axis_.empty() ? nullptr : axis_.data(), int64_t(axis_.size()));
+  }
+  /** The C struct, for the C calls; its freq and axis point into this object (valid while the object lives). */
   const posenc_rope &c_rope() const noexcept { return c_; }
 
   rope with_pairs(posenc::rope_pairs v) const { rope t = *this; t.c_.pairs = posenc_rope_pairs(v); return t; }
@@ -552,6 +671,35 @@ class rope {
   rope with_base(double v) const { rope t = *this; t.c_.base = v; return t; }
   rope with_position_scale(double v) const { rope t = *this; t.c_.position_scale = v; return t; }
   rope with_attention_scale(double v) const { rope t = *this; t.c_.attention_scale = v; return t; }
+  /** posenc_rope_sections: a copy whose pairs are assigned to axes from the section sizes (in pairs; unused
+   *  ones 0: HF's three-entry mrope_section, or two for a vision tower) under the layout. vision and strided
+   *  also replace the frequencies by their own, from base; the other layouts keep them (a yarn or llama3
+   *  spec keeps its scaled frequencies). The copy owns its map. Throws posenc::error with the C status:
+   *  POSENC_ERR_INVALID for a negative section, a sum of 0 or past rotary_dim / 2, an unknown layout, an
+   *  invalid rotary_dim, or (vision, strided) an invalid base. */
+  rope with_sections(const std::array<int64_t, 4> &sections, rope_layout layout) const {
+    rope t = *this;
+    const int64_t h = c_.rotary_dim >= 2 ? c_.rotary_dim / 2 : 0;
+    // Never an empty buffer: the C call reports NULL before INVALID, and an invalid rotary_dim is INVALID.
+    std::vector<uint8_t> axis(size_t(h > 0 ? h : 1));
+    std::vector<double> freq;
+    if (layout == rope_layout::vision || layout == rope_layout::strided) freq.resize(axis.size());
+    posenc_rope c = t.c_;
+    check(posenc_rope_sections(&c, sections.data(), posenc_rope_layout(layout), axis.data(),
+                               freq.empty() ? nullptr : freq.data()));
+    if (c.freq && c.freq == freq.data()) {
+      t.freq_ = std::move(freq);
+    } else if (c.freq && c.freq != t.freq_.data()) {  // not expected of posenc_rope_sections; copied all the same
+      t.freq_.assign(c.freq, c.freq + h);
+    } else if (!c.freq) {
+      t.freq_.clear();
+    }
+    if (c.axis) t.axis_.assign(c.axis, c.axis + h);
+    else t.axis_.clear();
+    t.c_ = c;
+    t.repoint();
+    return t;
+  }
 
   /** Throws POSENC_ERR_INVALID for a spec every call would refuse (a cache call with no rows checks only it). */
   void validate() const { check(posenc_rope_cache_f32(&c_, nullptr, 0, 0, nullptr, c_.rotary_dim / 2, nullptr,
@@ -562,7 +710,7 @@ class rope {
   void cache(positions pos, rows_view<float> cos, rows_view<float> sin) const {
     const int64_t h = c_.rotary_dim / 2;
     detail::expect(cos.cols() == h && sin.cols() == h && cos.rows() == sin.rows());
-    detail::expect_positions(pos, cos.rows());
+    detail::expect_rope_positions(pos, cos.rows(), c_.axes);
     check(posenc_rope_cache_f32(&c_, pos.list(), pos.first(), cos.rows(), cos.data(), cos.stride(), sin.data(),
                                 sin.stride()));
   }
@@ -571,59 +719,106 @@ class rope {
   void cache(positions pos, rows_view<float> cos_sin) const {
     const int64_t h = c_.rotary_dim / 2;
     detail::expect(cos_sin.cols() == c_.rotary_dim && c_.rotary_dim >= 2);
-    detail::expect_positions(pos, cos_sin.rows());
+    detail::expect_rope_positions(pos, cos_sin.rows(), c_.axes);
     check(posenc_rope_cache_f32(&c_, pos.list(), pos.first(), cos_sin.rows(), cos_sin.data(), cos_sin.stride(),
                                 cos_sin.data() + h, cos_sin.stride()));
   }
 
   /** posenc_rope_f32: rotates the first rotary_dim elements of every head row of x, in place. */
   void apply(positions pos, heads_view<float> x) const {
-    detail::expect_heads(x, c_.rotary_dim, pos);
+    detail::expect_heads(x, c_, pos);
     check(posenc_rope_f32(&c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(), x.token_stride(),
                           x.head_stride()));
   }
   /** posenc_rope_qk_f32: q and k of the same tokens in one pass (GQA: their head counts may differ). */
   void apply(positions pos, heads_view<float> q, heads_view<float> k) const {
-    detail::expect_heads(q, c_.rotary_dim, pos);
-    detail::expect_heads(k, c_.rotary_dim, pos);
+    detail::expect_heads(q, c_, pos);
+    detail::expect_heads(k, c_, pos);
     detail::expect(q.tokens() == k.tokens());
     check(posenc_rope_qk_f32(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(),
                              q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
   }
   /** posenc_rope_bf16: the same on bfloat16 rows (uint16_t bit patterns). */
   void apply_bf16(positions pos, heads_view<uint16_t> x) const {
-    detail::expect_heads(x, c_.rotary_dim, pos);
+    detail::expect_heads(x, c_, pos);
     check(posenc_rope_bf16(&c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(), x.token_stride(),
                            x.head_stride()));
   }
   /** posenc_rope_qk_bf16. */
   void apply_bf16(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    detail::expect_heads(q, c_.rotary_dim, pos);
-    detail::expect_heads(k, c_.rotary_dim, pos);
+    detail::expect_heads(q, c_, pos);
+    detail::expect_heads(k, c_, pos);
     detail::expect(q.tokens() == k.tokens());
     check(posenc_rope_qk_bf16(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(),
                               q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
   }
   /** posenc_rope_f16: the same on IEEE binary16 rows. */
   void apply_f16(positions pos, heads_view<uint16_t> x) const {
-    detail::expect_heads(x, c_.rotary_dim, pos);
+    detail::expect_heads(x, c_, pos);
     check(posenc_rope_f16(&c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(), x.token_stride(),
                           x.head_stride()));
   }
   /** posenc_rope_qk_f16. */
   void apply_f16(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    detail::expect_heads(q, c_.rotary_dim, pos);
-    detail::expect_heads(k, c_.rotary_dim, pos);
+    detail::expect_heads(q, c_, pos);
+    detail::expect_heads(k, c_, pos);
     detail::expect(q.tokens() == k.tokens());
     check(posenc_rope_qk_f16(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(),
                              q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
   }
 
-  /** Equal fields and equal frequency values, hence the same rotation. */
+  // ---- Context shift (llama.cpp's KV-cache shift) --------------------------------------------------------
+  //
+  // Keys cached after their rotation at positions p are moved to positions p + delta by rotating them once
+  // more by delta: the angle is linear in the position, so R(p + d) = R(d) R(p) exactly, pair by pair (per
+  // axis: a pair turns by the delta of its own axis). The rotation uses this spec's frequencies, pairs, axis
+  // map and position_scale with attention scale 1, whatever attention_scale() is: a cached key already
+  // carries the scale m of its first rotation (k' = m R(p) k), and rotating it with m again would give
+  // m^2 R(p + d) k. The frequencies must be those the keys were rotated with (a dynamic or longrope spec
+  // built for another sequence length is another rotation). Each shift rounds once more: per pair (x, y),
+  // each rotation involved is within (2^-24.5 + sqrt(2) u) |(x, y)| of the exact one, u = 2^-24 for f32,
+  // 2^-8 for bf16, 2^-11 for f16 (docs/api.md derives it), so shifting by d then by -d, or shifting keys
+  // rotated at p instead of rotating them at p + d, differs from the exact result by at most two, or three,
+  // such terms. POSENC_PAD (on axis 0) leaves a token as it is.
+
+  /** Rotates the keys k in place by one delta per token: a list of tokens values, or for a multi-axis spec
+   *  positions::axis_major(deltas, axes()); attention scale 1. */
+  void shift(positions delta, heads_view<float> k) const {
+    expect_shift(delta, k);
+    const posenc_rope c = unit_scale();
+    check(posenc_rope_f32(&c, delta.list(), 0, k.tokens(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+  }
+  /** Rotates every token of k, on every axis, by the same delta (llama.cpp's seq_add); attention scale 1. */
+  void shift(int64_t delta, heads_view<float> k) const {
+    const std::vector<int64_t> d = uniform(delta, k);
+    shift(positions::axis_major(d, c_.axes), k);
+  }
+  /** shift on bfloat16 keys (uint16_t bit patterns), through posenc_rope_bf16. */
+  void shift_bf16(positions delta, heads_view<uint16_t> k) const {
+    expect_shift(delta, k);
+    const posenc_rope c = unit_scale();
+    check(posenc_rope_bf16(&c, delta.list(), 0, k.tokens(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+  }
+  void shift_bf16(int64_t delta, heads_view<uint16_t> k) const {
+    const std::vector<int64_t> d = uniform(delta, k);
+    shift_bf16(positions::axis_major(d, c_.axes), k);
+  }
+  /** shift on IEEE binary16 keys, through posenc_rope_f16. */
+  void shift_f16(positions delta, heads_view<uint16_t> k) const {
+    expect_shift(delta, k);
+    const posenc_rope c = unit_scale();
+    check(posenc_rope_f16(&c, delta.list(), 0, k.tokens(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+  }
+  void shift_f16(int64_t delta, heads_view<uint16_t> k) const {
+    const std::vector<int64_t> d = uniform(delta, k);
+    shift_f16(positions::axis_major(d, c_.axes), k);
+  }
+
+  /** Equal fields, equal frequency values and equal axis maps, hence the same rotation. */
   friend bool operator==(const rope &a, const rope &b) noexcept {
     return a.c_.rotary_dim == b.c_.rotary_dim && a.c_.pairs == b.c_.pairs && a.c_.base == b.c_.base &&
            a.c_.position_scale == b.c_.position_scale && a.c_.attention_scale == b.c_.attention_scale &&
-           a.freq_ == b.freq_;
+           a.freq_ == b.freq_ && a.c_.axes == b.c_.axes && a.axis_ == b.axis_;
   }
   friend bool operator!=(const rope &a, const rope &b) noexcept { return !(a == b); }
 
@@ -639,11 +834,35 @@ class rope {
     s.truncate = 1;
     return init(64, 1.0e4, s, posenc::rope_pairs::interleaved);
   }
-  // c_.freq is the storage's, or NULL without explicit frequencies.
-  void repoint() noexcept { c_.freq = freq_.empty() ? nullptr : freq_.data(); }
+  // c_.freq and c_.axis are the storage's, or NULL without explicit frequencies / an axis map.
+  void repoint() noexcept {
+    c_.freq = freq_.empty() ? nullptr : freq_.data();
+    c_.axis = axis_.empty() ? nullptr : axis_.data();
+  }
+  // The spec of a shift: this one with attention scale 1 (its pointers are this object's storage).
+  posenc_rope unit_scale() const noexcept {
+    posenc_rope c = c_;
+    c.attention_scale = 1.0;
+    return c;
+  }
+  // The deltas of a shift: an explicit list of the spec's axes per token.
+  template <class T>
+  void expect_shift(const positions &delta, const heads_view<T> &k) const {
+    if (!delta.is_list())
+      throw error(POSENC_ERR_INVALID, "shift takes one delta per token (and axis) as a list; "
+                                      "shift(int64_t delta, ...) moves every token by the same delta");
+    detail::expect_heads(k, c_, delta);
+  }
+  // The same delta for every token and axis, as the list the C calls take.
+  template <class T>
+  std::vector<int64_t> uniform(int64_t delta, const heads_view<T> &k) const {
+    detail::expect(k.tokens() >= 0 && c_.axes >= 1);
+    return std::vector<int64_t>(size_t(k.tokens()) * size_t(c_.axes), delta);
+  }
 
   posenc_rope c_;
   std::vector<double> freq_;
+  std::vector<uint8_t> axis_;
 };
 
 /** posenc_isa as a scoped enum, same values. */
