@@ -81,6 +81,10 @@ std::vector<double> numbers(const std::string &text, const std::string &option) 
   return split(text, [&](const std::string &s) { return number(s, option); });
 }
 
+std::vector<int64_t> integers(const std::string &text, const std::string &option) {
+  return split(text, [&](const std::string &s) { return integer(s, option); });
+}
+
 std::vector<int64_t> positions(const std::string &text, const std::string &option) {
   return split(text, [&](const std::string &s) { return s == "pad" ? int64_t(POSENC_PAD) : integer(s, option); });
 }

@@ -59,6 +59,7 @@ double number(const std::string &text, const std::string &option);          // s
 int64_t integer(const std::string &text, const std::string &option);         // base 10, no fraction
 int64_t count(const std::string &text, const std::string &option);           // an integer >= 0
 std::vector<double> numbers(const std::string &text, const std::string &option);  // a,b,c
+std::vector<int64_t> integers(const std::string &text, const std::string &option);  // a,b,c
 // A comma-separated list of positions: integers, or "pad" for POSENC_PAD (a zero row).
 std::vector<int64_t> positions(const std::string &text, const std::string &option);
 // One of the names; a usage error listing them otherwise.
@@ -68,12 +69,16 @@ int choice(const std::string &text, const std::string &option, const std::vector
 // posenc::error, for a path this machine lacks).
 void force_isa(const std::string &name);
 
-// The rows of a table or cache: a run (first, first + 1, ...) or an explicit list.
+// The rows of a table or cache: a run (first, first + 1, ...) or an explicit list; for a multi-axis RoPE
+// scheme, the list may hold `axes` positions per row, axis-major (row r's position on axis a is
+// list[a * rows() + r], as posenc.h takes them).
 struct Positions {
   bool is_list = false;
   int64_t first = 0, n = 10;
+  int axes = 1;
   std::vector<int64_t> list;
-  int64_t rows() const { return is_list ? int64_t(list.size()) : n; }
+  int64_t rows() const { return is_list ? int64_t(list.size()) / axes : n; }
+  // Row r's position on axis 0 (the one POSENC_PAD marks).
   int64_t at(int64_t r) const { return is_list ? list[size_t(r)] : first + r; }
   // The largest position + 1 (at least 1): HF's seq_len for the schemes that read it.
   int64_t seq_len() const;
@@ -87,6 +92,8 @@ class PositionOptions {
   // The positions asked for: default_first when --first was not given; a usage error when a list was
   // combined with --first or --positions.
   Positions get(int64_t default_first) const;
+  // Whether any of the three was given.
+  bool given() const { return p_.is_list || first_given_ || count_given_; }
 
  private:
   Positions p_;

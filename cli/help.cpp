@@ -107,13 +107,16 @@ const char *const kRope = R"(NAME
     posenc rope - the cos/sin cache of a rotary position embedding (RoPE)
 
 SYNOPSIS
-    posenc rope (--preset NAME | --rotary-dim R [--base B] [--rope-type TYPE ...]) [positions] [output options]
+    posenc rope (--preset NAME | --rotary-dim R [--base B] [--rope-type TYPE ...] [--sections LIST])
+                [positions] [output options]
 
 DESCRIPTION
     Row t holds, for each pair i < h = r/2, m cos(a_i) then m sin(a_i) with a_i = p * position_scale * f_i,
     f_i = base^(-2i/r) or the frequencies of a scaling (posenc_rope_init), m = attention_scale: vLLM's
     cos_sin_cache. posenc_rope_cache_f32; bf16 and f16 rows are the library's rounding of the float32
-    values (its bf16 / f16 rotation of unit vectors).
+    values (its bf16 / f16 rotation of unit vectors). A multi-axis scheme (M-RoPE of vision-language
+    models, 2-D RoPE of vision towers) gives each token one position per axis, and pair i takes the
+    position of its own axis (posenc_rope_sections).
 
 SCHEME
     --preset NAME          a model's published parameters (posenc.hpp cites each):
@@ -121,6 +124,14 @@ SCHEME
                              --rotary-dim R for another head size), phi3-mini-128k (r = 96; longrope
                              factors chosen by --seq-len), deepseek-v2, deepseek-v3 (r = 64, yarn,
                              interleaved), gpt-neox-20b (r = 24), gpt-j-6b (r = 64, interleaved)
+                           multi-axis, text (3 axes: temporal, height, width):
+                             qwen2-vl, qwen2.5-vl (r = 128, base 1e6, chunked 16,24,24),
+                             qwen3-vl (r = 128, base 5e6, interleaved 24,20,20),
+                             glm-4v (r = 64 of head 128, base 1e4, interleaved pairs, chunked 8,12,12)
+                           multi-axis, vision towers (2 axes: row, column; base 1e4):
+                             qwen2-vl-vision, qwen2.5-vl-vision (r = 80, vision 20,20),
+                             qwen3-vl-vision (r = 72, vision 18,18), pixtral (r = 64, strided 16,16),
+                             llama4-vision (r = 88, vision 22,22, interleaved; axes column + 1, row + 1)
     --rotary-dim R         r: even, >= 2 (required without a preset)
     --base B               base of f_i (default 1e4; not with a preset)
     --rope-type TYPE       default, linear, dynamic, yarn, llama3 or longrope (Hugging Face's rope_type),
@@ -139,22 +150,35 @@ SCHEME
     --short-factor LIST    longrope: r/2 comma-separated factors
     --long-factor LIST     longrope: r/2 comma-separated factors
     --attention-factor A   yarn, longrope (default 0: derived as Hugging Face does)
+    --sections LIST        multi-axis: up to 4 section sizes in pairs (e.g. 16,24,24: Hugging Face's
+                           mrope_section); not with a preset
+    --sections-layout L    how the sections assign pairs to axes: chunked (default), interleaved (Qwen3-VL),
+                           vision (the frequency index restarts per axis), strided (Pixtral) or
+                           interleaved-4 (ggml IMROPE)
     --pairs P              halves or interleaved (does not change the cache; --show-spec shows it)
     --position-scale S     multiplies every position (default 1)
     --attention-scale M    m, overriding the scheme's
-    --show-spec            print the resolved spec (its frequencies included), and nothing else
+    --show-spec            print the resolved spec (its frequencies, and a multi-axis scheme's axes and
+                           axis of each pair, included), and nothing else
 
 POSITIONS
     --positions N          N rows (default 10)
-    --first P              the first position (default 0)
-    --position-list LIST   one row per entry: integers, or pad for a zero row (POSENC_PAD)
+    --first P              the first position (default 0); every axis of a multi-axis scheme has it
+    --position-list LIST   one row per entry: integers, or pad for a zero row (POSENC_PAD); every axis
+                           of a multi-axis scheme has the same positions (text tokens)
+    --axis-positions LISTS a multi-axis scheme's positions, one list per axis separated by /, axis 0
+                           first: 0,1,4,4/0,1,4,5/0,1,5,4 is three rows of a temporal, height, width
+                           scheme. pad only on axis 0 (the other axes of a padding row must still be
+                           in range); one list per axis of the scheme; excludes the three above
 
 OUTPUT
     --cache-layout L       cos-sin (default: rows of r values, cos then sin, vLLM's cos_sin_cache) or
                            separate (a cos array and a sin array of r/2 columns each, ONNX Runtime's
                            cos_cache / sin_cache: with --output FILE.EXT, FILE_cos.EXT and FILE_sin.EXT;
                            on standard output one after the other)
-    --format F             text (default), csv, npy or raw (little-endian, row-major, no header)
+    --format F             text (default), csv, npy or raw (little-endian, row-major, no header); the
+                           csv of a multi-axis scheme starts each row with one position column per axis
+                           (position0, position1, ...)
     --dtype T              f32 (default), bf16 or f16
     --output FILE, -o FILE write to FILE instead of standard output
     --decimals K           text and csv: K digits after the point (default: the exact value's digits)
@@ -166,6 +190,8 @@ EXAMPLES
     posenc rope --rotary-dim 64 --rope-type yarn --factor 40 --original 4096 --mscale 0.707 \
                 --mscale-all-dim 0.707 --show-spec
     posenc rope --preset qwen2 --positions 32768 --cache-layout separate --dtype f16 --format raw -o qwen
+    posenc rope --preset qwen2.5-vl --axis-positions 0,1,2,2,2,2/0,1,2,2,3,3/0,1,2,3,2,3 --format csv
+    posenc rope --rotary-dim 128 --base 1e6 --sections 16,24,24 --show-spec
 )";
 
 const char *const kInfo = R"(NAME

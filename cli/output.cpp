@@ -94,7 +94,7 @@ void write_delimited(Sink &s, const Array &a, const OutputOptions &o, bool title
   std::string line;
   if (titled && !csv) s.text(a.name + "\n");
   if (csv) {
-    line = "position";
+    line = a.label_header;
     for (const std::string &c : a.columns) line += "," + c;
     s.text(line + "\n");
   }
@@ -140,9 +140,21 @@ void OutputOptions::check() const {
 }
 
 std::vector<std::string> row_labels(const Positions &p) {
-  std::vector<std::string> out(size_t(p.rows()));
-  for (int64_t r = 0; r < p.rows(); ++r) out[size_t(r)] = p.at(r) == POSENC_PAD ? "pad" : std::to_string(p.at(r));
+  const int64_t n = p.rows();
+  std::vector<std::string> out(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r)
+    for (int a = 0; a < p.axes; ++a) {
+      const int64_t v = p.is_list ? p.list[size_t(a * n + r)] : p.first + r;
+      out[size_t(r)] += (a ? "," : "") + (v == POSENC_PAD ? std::string("pad") : std::to_string(v));
+    }
   return out;
+}
+
+std::string label_header(const Positions &p) {
+  if (p.axes == 1) return "position";
+  std::string h;
+  for (int a = 0; a < p.axes; ++a) h += (a ? ",position" : "position") + std::to_string(a);
+  return h;
 }
 
 void write_arrays(const OutputOptions &o, const std::vector<Array> &arrays) {

@@ -30,14 +30,17 @@ struct OutputOptions {
 struct Array {
   std::string name;                    // "cos", "sin" when there are two; empty for one
   std::vector<std::string> columns;    // CSV header names, cols of them
-  std::vector<std::string> row_labels; // CSV first column (the positions; "pad")
+  std::vector<std::string> row_labels; // CSV first column(s) (the positions; "pad"), comma-joined per row
+  std::string label_header = "position";  // CSV name(s) of those columns
   int64_t rows = 0, cols = 0;
   std::vector<float> f32;
   std::vector<uint16_t> bits;
 };
 
-// The CSV row labels of these positions.
+// The CSV row labels of these positions: one column, or one per axis (each row's values comma-joined).
 std::vector<std::string> row_labels(const Positions &p);
+// Their header: "position", or "position0,position1,..." for several axes.
+std::string label_header(const Positions &p);
 
 // Writes the arrays. Two arrays to a file FILE.EXT go to FILE_cos.EXT and FILE_sin.EXT (their names);
 // to stdout they follow each other (text: each under a line with its name; CSV: each with its own header;

@@ -1,8 +1,12 @@
 // posenc rope: the cos/sin cache of a rotary scheme for a range or a list of positions. The scheme is a
-// model preset of posenc.hpp or built from explicit options through posenc_rope_init, exactly as a caller
-// of the C ABI would build it; the float32 rows come from posenc_rope_cache_f32, the bf16 / f16 rows from
-// the library's own bf16 / f16 rotation of unit vectors (x = 1, y = 0 turns into x' = c, y' = s, rounded
-// once from the float32 c and s), so that every value written is the library's.
+// model preset of posenc.hpp or built from explicit options through posenc_rope_init (and
+// posenc_rope_sections for a multi-axis scheme), exactly as a caller of the C ABI would build it; the
+// float32 rows come from posenc_rope_cache_f32, the bf16 / f16 rows from the library's own bf16 / f16
+// rotation of unit vectors (x = 1, y = 0 turns into x' = c, y' = s, rounded once from the float32 c and s),
+// so that every value written is the library's. A multi-axis scheme takes one position list per axis
+// (--axis-positions), or one list or a run that every axis shares (text tokens).
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -16,9 +20,15 @@
 namespace cli {
 namespace {
 
-const std::vector<std::string> kPresets = {"llama2", "llama3.1", "mistral-7b-v0.2", "qwen2", "qwen2-yarn",
-                                           "phi3-mini-128k", "deepseek-v2", "deepseek-v3", "gpt-neox-20b",
-                                           "gpt-j-6b"};
+const std::vector<std::string> kPresets = {"llama2",          "llama3.1",          "mistral-7b-v0.2",
+                                           "qwen2",           "qwen2-yarn",        "phi3-mini-128k",
+                                           "deepseek-v2",     "deepseek-v3",       "gpt-neox-20b",
+                                           "gpt-j-6b",        "qwen2-vl",          "qwen2.5-vl",
+                                           "qwen3-vl",        "glm-4v",            "qwen2-vl-vision",
+                                           "qwen2.5-vl-vision", "qwen3-vl-vision", "pixtral",
+                                           "llama4-vision"};
+// posenc_rope_layout's values, in order.
+const std::vector<std::string> kLayouts = {"chunked", "interleaved", "vision", "strided", "interleaved-4"};
 const std::vector<std::string> kTypes = {"default", "linear", "dynamic", "yarn", "llama3", "longrope"};
 
 // A scaling parameter and the rope types that read it (posenc.h: posenc_rope_scaling).
@@ -62,11 +72,39 @@ struct RopeOptions {
   std::vector<std::string> given;  // the scaling parameters given, by option name
   std::optional<posenc::rope_pairs> pairs;
   std::optional<double> position_scale, attention_scale;
+  std::optional<std::vector<int64_t>> sections;
+  std::optional<posenc::rope_layout> sections_layout;
+  std::optional<std::vector<std::vector<int64_t>>> axis_lists;  // --axis-positions, one list per axis
   bool separate = false, show_spec = false;
   std::string isa;
   PositionOptions positions;
   OutputOptions output;
 };
+
+// --axis-positions LIST/LIST/...: one position list per axis, axis 0 first.
+std::vector<std::vector<int64_t>> axis_lists(const std::string &text, const std::string &option) {
+  std::vector<std::vector<int64_t>> lists;
+  size_t at = 0;
+  for (;;) {
+    const size_t slash = text.find('/', at);
+    lists.push_back(positions(text.substr(at, slash == std::string::npos ? std::string::npos : slash - at), option));
+    if (slash == std::string::npos) break;
+    at = slash + 1;
+  }
+  if (lists.size() > 4) throw Usage(option + ": at most 4 axes");
+  for (const std::vector<int64_t> &l : lists)
+    if (l.size() != lists[0].size()) throw Usage(option + ": every axis needs one position per row");
+  return lists;
+}
+
+// The lists of --axis-positions one after another: axis-major, as posenc.h takes them.
+Positions axis_major(const std::vector<std::vector<int64_t>> &lists) {
+  Positions p;
+  p.is_list = true;
+  p.axes = int(lists.size());
+  for (const std::vector<int64_t> &l : lists) p.list.insert(p.list.end(), l.begin(), l.end());
+  return p;
+}
 
 // Reads the current option when it is a scaling parameter.
 bool read_param(Args &a, RopeOptions &o) {
@@ -104,12 +142,20 @@ RopeOptions parse(int argc, char **argv) {
     else if (n == "--position-scale") o.position_scale = number(a.value(), n);
     else if (n == "--attention-scale") o.attention_scale = number(a.value(), n);
     else if (n == "--cache-layout") o.separate = choice(a.value(), n, {"cos-sin", "separate"}) == 1;
+    else if (n == "--sections") o.sections = integers(a.value(), n);
+    else if (n == "--sections-layout") o.sections_layout = posenc::rope_layout(choice(a.value(), n, kLayouts));
+    else if (n == "--axis-positions") o.axis_lists = axis_lists(a.value(), n);
     else if (n == "--show-spec") a.flag(), o.show_spec = true;
     else if (n == "--isa") o.isa = a.value();
     else throw Usage("unknown option " + n);
   }
+  if (o.sections_layout && !o.sections) throw Usage("--sections-layout needs --sections");
+  if (o.sections && o.sections->size() > 4) throw Usage("--sections: at most 4 sections (one per axis)");
+  if (o.axis_lists && o.positions.given())
+    throw Usage("--axis-positions gives every position: no --position-list, --first or --positions with it");
   if (o.preset) {
-    if (o.type || o.base) throw Usage("a preset carries its own scheme: no --rope-type or --base with --preset");
+    if (o.type || o.base || o.sections)
+      throw Usage("a preset carries its own scheme: no --rope-type, --base or --sections with --preset");
     for (const std::string &g : o.given)
       if (g != "--seq-len" || *o.preset != "phi3-mini-128k")
         throw Usage(g + " does not apply to --preset " + *o.preset + " (it carries its own scaling)");
@@ -134,6 +180,15 @@ posenc::rope preset(const RopeOptions &o, int64_t seq_len) {
   const int64_t r = o.rotary_dim.value_or(128);
   const bool sized = p == "llama2" || p == "llama3.1" || p == "mistral-7b-v0.2" || p == "qwen2" || p == "qwen2-yarn";
   if (!sized && o.rotary_dim) throw Usage("--rotary-dim does not apply to --preset " + p);
+  if (p == "qwen2-vl") return posenc::rope::qwen2_vl();
+  if (p == "qwen2.5-vl") return posenc::rope::qwen2_5_vl();
+  if (p == "qwen3-vl") return posenc::rope::qwen3_vl();
+  if (p == "glm-4v") return posenc::rope::glm4v();
+  if (p == "qwen2-vl-vision") return posenc::rope::qwen2_vl_vision();
+  if (p == "qwen2.5-vl-vision") return posenc::rope::qwen2_5_vl_vision();
+  if (p == "qwen3-vl-vision") return posenc::rope::qwen3_vl_vision();
+  if (p == "pixtral") return posenc::rope::pixtral();
+  if (p == "llama4-vision") return posenc::rope::llama4_vision();
   if (p == "llama2") return posenc::rope::llama2(r);
   if (p == "llama3.1") return posenc::rope::llama3_1(r);
   if (p == "mistral-7b-v0.2") return posenc::rope::mistral_7b_v02(r);
@@ -157,7 +212,11 @@ posenc::rope build(RopeOptions &o, const Positions &pos) {
     o.scaling.short_factor = o.short_factor.empty() ? nullptr : o.short_factor.data();
     o.scaling.long_factor = o.long_factor.empty() ? nullptr : o.long_factor.data();
     o.scaling.type = o.type.value_or(POSENC_ROPE_TYPE_DEFAULT);
-    return posenc::rope::init(*o.rotary_dim, o.base.value_or(1.0e4), o.type ? &o.scaling : nullptr);
+    const posenc::rope one = posenc::rope::init(*o.rotary_dim, o.base.value_or(1.0e4), o.type ? &o.scaling : nullptr);
+    if (!o.sections) return one;
+    std::array<int64_t, 4> s = {0, 0, 0, 0};
+    std::copy(o.sections->begin(), o.sections->end(), s.begin());
+    return one.with_sections(s, o.sections_layout.value_or(posenc::rope_layout::chunked));
   }();
   if (o.pairs) r = r.with_pairs(*o.pairs);
   if (o.position_scale) r = r.with_position_scale(*o.position_scale);
@@ -172,6 +231,31 @@ void show_spec(const posenc::rope &r) {
   if (r.freq().size() == 0) std::printf(" base^(-2i/r)");
   for (double f : r.freq()) std::printf(" %.17g", f);
   std::printf("\n");
+  if (r.axes() == 1) return;
+  std::printf("axes %d\naxis", int(r.axes()));
+  for (uint8_t a : r.axis()) std::printf(" %d", int(a));
+  std::printf("\n");
+}
+
+// The positions of the cache rows for a scheme of `axes` axes: a run stays a run (every axis first + t); a
+// list of one axis is every axis's (a padding entry is pad on axis 0 and 0 on the others, which the library
+// requires to be in range); a list of `axes` lists is taken as it is. Any other count is a usage error.
+Positions for_axes(const Positions &pos, int axes) {
+  if (!pos.is_list || pos.axes == axes) return pos;
+  if (pos.axes != 1)
+    throw Usage("--axis-positions gives " + std::to_string(pos.axes) + " lists; the scheme has " +
+                std::to_string(axes) + (axes == 1 ? " axis" : " axes"));
+  Positions p = pos;
+  p.axes = axes;
+  for (int a = 1; a < axes; ++a)
+    for (int64_t v : pos.list) p.list.push_back(v == POSENC_PAD ? 0 : v);
+  return p;
+}
+
+// The library's view of the positions.
+posenc::positions lib_positions(const Positions &pos) {
+  if (!pos.is_list) return posenc::positions(pos.first);
+  return posenc::positions::axis_major(pos.list, pos.axes);
 }
 
 // The rows as vLLM's cos_sin_cache: n x r, cos in the first half of each row, sin in the second.
@@ -181,7 +265,7 @@ Array cos_sin_rows(const posenc::rope &r, const Positions &pos, DType dtype) {
   Array a;
   a.rows = n;
   a.cols = width;
-  const posenc::positions p = pos.is_list ? posenc::positions(pos.list) : posenc::positions(pos.first);
+  const posenc::positions p = lib_positions(pos);
   if (dtype == DType::kF32) {
     a.f32.resize(size_t(n * width));
     r.cache(p, posenc::rows_view<float>(a.f32.data(), n, width));
@@ -222,6 +306,7 @@ Array half_of(const Array &a, bool sin) {
   }
   out.columns = names(out.name.c_str(), out.cols);
   out.row_labels = a.row_labels;
+  out.label_header = a.label_header;
   return out;
 }
 
@@ -230,15 +315,21 @@ Array half_of(const Array &a, bool sin) {
 int rope_main(int argc, char **argv) {
   RopeOptions o = parse(argc, argv);
   if (!o.isa.empty()) force_isa(o.isa);
-  const Positions pos = o.positions.get(0);
-  const posenc::rope r = build(o, pos);
+  const Positions given = o.axis_lists ? axis_major(*o.axis_lists) : o.positions.get(0);
+  const posenc::rope r = build(o, given);
   r.validate();
   if (o.show_spec) {
     show_spec(r);
     return kExitOk;
   }
+  const Positions pos = for_axes(given, r.axes());
   Array rows = cos_sin_rows(r, pos, o.output.dtype);
-  if (o.output.format == Format::kCsv) rows.row_labels = row_labels(pos);
+  if (o.output.format == Format::kCsv) {
+    Positions labels = pos;
+    labels.axes = r.axes();  // a run: each axis first + t
+    rows.row_labels = row_labels(labels);
+    rows.label_header = label_header(labels);
+  }
   if (o.separate) {
     write_arrays(o.output, {half_of(rows, false), half_of(rows, true)});
   } else {

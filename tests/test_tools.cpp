@@ -312,6 +312,22 @@ TEST_CASE("tools: usage errors exit 2 with a message and print nothing else", "[
       {"rope", "--rotary-dim", "64", "--cache-layout", "nhwc"},
       {"rope", "--rotary-dim", "64", "--rope-type", "yarn", "--truncate", "2"},
       {"rope", "--rotary-dim", "64", "--pairs", "diagonal"},
+      {"rope", "--preset", "qwen2-vl", "--sections", "16,24,24"},
+      {"rope", "--preset", "pixtral", "--rotary-dim", "64"},
+      {"rope", "--rotary-dim", "64", "--sections-layout", "vision"},
+      {"rope", "--rotary-dim", "64", "--sections", "1,2,3,4,5"},
+      {"rope", "--rotary-dim", "64", "--sections", "8,x"},
+      {"rope", "--rotary-dim", "64", "--sections", "8,pad"},
+      {"rope", "--rotary-dim", "64", "--sections", "8,8", "--sections-layout", "diagonal"},
+      {"rope", "--preset", "qwen2-vl", "--axis-positions", "1,2/3,4"},
+      {"rope", "--preset", "qwen2-vl", "--axis-positions", "1,2/3,4/5"},
+      {"rope", "--preset", "qwen2-vl", "--axis-positions", "1,2/3,4/5,6/7,8/9,10"},
+      {"rope", "--preset", "qwen2-vl", "--axis-positions", "1,x/3,4/5,6"},
+      {"rope", "--preset", "qwen2-vl", "--axis-positions", "1/2/3", "--first", "3"},
+      {"rope", "--preset", "qwen2-vl", "--axis-positions", "1/2/3", "--positions", "1"},
+      {"rope", "--preset", "qwen2-vl", "--position-list", "3", "--axis-positions", "1/2/3"},
+      {"rope", "--preset", "llama2", "--axis-positions", "1,2/3,4"},
+      {"rope", "--rotary-dim", "64", "--sections", "16,16", "--axis-positions", "1/2/3"},
       {"info", "--verbose"},
       {"info", "--json=1"},
       {"check", "--fast"},
@@ -359,6 +375,13 @@ TEST_CASE("tools: library refusals exit 1 with posenc_status_string", "[tools]")
       {{"rope", "--preset", "llama2", "--position-list", "-2147483648"}, {}, POSENC_ERR_OUT_OF_RANGE},
       {{"rope", "--preset", "llama2", "--dtype", "bf16", "--position-list", "2147483648"}, {}, POSENC_ERR_OUT_OF_RANGE},
       {{"rope", "--preset", "llama2"}, {"POSENC_ISA=neon" /* x86 */}, POSENC_ERR_UNSUPPORTED},
+      {{"rope", "--rotary-dim", "64", "--sections", "16,-1,16"}, {}, POSENC_ERR_INVALID},
+      {{"rope", "--rotary-dim", "64", "--sections", "16,16,1"}, {}, POSENC_ERR_INVALID},  // past r/2
+      {{"rope", "--rotary-dim", "64", "--sections", "0,0"}, {}, POSENC_ERR_INVALID},
+      {{"rope", "--preset", "qwen2-vl", "--axis-positions", "1/pad/3"}, {}, POSENC_ERR_OUT_OF_RANGE},
+      {{"rope", "--preset", "pixtral", "--axis-positions", "1,2/3,2147483648"}, {}, POSENC_ERR_OUT_OF_RANGE},
+      {{"rope", "--preset", "glm-4v", "--dtype", "f16", "--axis-positions", "pad/2147483648/0"}, {},
+       POSENC_ERR_OUT_OF_RANGE},
   };
   for (const Case &c : cases) {
     if (!c.env.empty() && c.env[0] == "POSENC_ISA=neon" && posenc_isa_available(POSENC_ISA_NEON)) continue;
@@ -696,6 +719,168 @@ TEST_CASE("tools: rope schemes from options are posenc_rope_init's", "[tools][ro
   CHECK(ok_out({"rope", "--preset", "llama3.1", "--show-spec"}) == want + "\n");
   CHECK(ok_out({"rope", "--rotary-dim", "8", "--show-spec"}) ==
         "rotary_dim 8\npairs halves\nbase 10000\nposition_scale 1\nattention_scale 1\nfreq base^(-2i/r)\n");
+}
+
+namespace {
+
+// The library's vLLM-layout cache of a multi-axis scheme at axis-major positions.
+std::vector<float> lib_axes_cache(const posenc::rope &r, const std::vector<int64_t> &axis_major) {
+  const int64_t rows = int64_t(axis_major.size()) / r.axes();
+  std::vector<float> t(size_t(rows * r.rotary_dim()));
+  r.cache(posenc::positions::axis_major(axis_major, r.axes()), posenc::rows_view<float>(t.data(), rows, r.rotary_dim()));
+  return t;
+}
+
+// The --axis-positions text of axis-major positions: each axis's list, joined by '/'.
+std::string axis_text(const std::vector<int64_t> &p, int axes) {
+  const size_t n = p.size() / size_t(axes);
+  std::string s;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (i) s += i % n == 0 ? "/" : ",";
+    s += p[i] == POSENC_PAD ? std::string("pad") : std::to_string(p[i]);
+  }
+  return s;
+}
+
+// Text tokens, an image block (axis 0 fixed, the others a grid), a far token and a padding token (other
+// axes 0), axis-major.
+std::vector<int64_t> vl_rows(int axes) {
+  const std::vector<std::vector<int64_t>> rows = {{0, 0, 0},       {1, 1, 1},          {2, 2, 2},
+                                                  {2, 2, 3},       {2, 3, 2},          {2, 3, 3},
+                                                  {4, 4, 4},       {POSENC_PAD, 0, 0}, {2147483647, -5, 131072},
+                                                  {-7, 100, 99999}};
+  std::vector<int64_t> p;
+  for (int a = 0; a < axes; ++a)
+    for (const auto &r : rows) p.push_back(r[size_t(a)]);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("tools: multi-axis rope presets and positions are posenc::rope's", "[tools][rope][axes]") {
+  const std::vector<std::pair<std::string, posenc::rope>> presets = {
+      {"qwen2-vl", posenc::rope::qwen2_vl()},
+      {"qwen2.5-vl", posenc::rope::qwen2_5_vl()},
+      {"qwen3-vl", posenc::rope::qwen3_vl()},
+      {"glm-4v", posenc::rope::glm4v()},
+      {"qwen2-vl-vision", posenc::rope::qwen2_vl_vision()},
+      {"qwen2.5-vl-vision", posenc::rope::qwen2_5_vl_vision()},
+      {"qwen3-vl-vision", posenc::rope::qwen3_vl_vision()},
+      {"pixtral", posenc::rope::pixtral()},
+      {"llama4-vision", posenc::rope::llama4_vision()},
+  };
+  for (const auto &[name, r] : presets) {
+    INFO(name);
+    const int axes = r.axes();
+    REQUIRE(axes > 1);
+    const std::vector<int64_t> p = vl_rows(axes);
+    const std::string raw = ok_out({"rope", "--preset", name, "--format", "raw", "--axis-positions", axis_text(p, axes)});
+    CHECK(raw == to_bytes(lib_axes_cache(r, p)));
+    // A run and a one-axis list give every axis the same positions (a pad entry: 0 on the other axes).
+    CHECK(ok_out({"rope", "--preset", name, "--format", "raw", "--first", "131000", "--positions", "3"}) ==
+          to_bytes(lib_cache(r, 131000, 3)));
+    std::vector<int64_t> text = {5, POSENC_PAD, 2147483647, -3}, shared = text;
+    for (int a = 1; a < axes; ++a)
+      for (int64_t v : text) shared.push_back(v == POSENC_PAD ? 0 : v);
+    const std::string list = ok_out({"rope", "--preset", name, "--format", "raw", "--position-list", "5,pad,2147483647,-3"});
+    CHECK(list == to_bytes(lib_axes_cache(r, shared)));
+    CHECK(list == ok_out({"rope", "--preset", name, "--format", "raw", "--axis-positions", axis_text(shared, axes)}));
+    // The axes do matter: the first and last axes swapped give other rows.
+    std::vector<int64_t> swapped = p;
+    std::swap_ranges(swapped.begin(), swapped.begin() + 10, swapped.end() - 10);
+    swapped[7] = POSENC_PAD, swapped[p.size() - 3] = 0;  // the padding row stays one
+    CHECK(ok_out({"rope", "--preset", name, "--format", "raw", "--axis-positions", axis_text(swapped, axes)}) != raw);
+  }
+
+  // --sections: each preset written out from its published values, the same spec and the same bytes.
+  const std::string p3 = axis_text(vl_rows(3), 3), p2 = axis_text(vl_rows(2), 2);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> written = {
+      {{"--rotary-dim", "128", "--base", "1e6", "--sections", "16,24,24"}, "qwen2.5-vl"},
+      {{"--rotary-dim", "128", "--base", "5e6", "--sections", "24,20,20", "--sections-layout", "interleaved"},
+       "qwen3-vl"},
+      {{"--rotary-dim", "64", "--sections", "8,12,12", "--sections-layout", "chunked", "--pairs", "interleaved"},
+       "glm-4v"},
+      {{"--rotary-dim", "80", "--sections", "20,20", "--sections-layout", "vision"}, "qwen2-vl-vision"},
+      {{"--rotary-dim", "72", "--sections", "18,18", "--sections-layout", "vision"}, "qwen3-vl-vision"},
+      {{"--rotary-dim", "64", "--sections", "16,16", "--sections-layout", "strided"}, "pixtral"},
+      {{"--rotary-dim", "88", "--sections", "22,22", "--sections-layout", "vision", "--pairs", "interleaved"},
+       "llama4-vision"},
+  };
+  for (const auto &[options, name] : written) {
+    INFO(name);
+    std::vector<std::string> a = {"rope"};
+    a.insert(a.end(), options.begin(), options.end());
+    std::vector<std::string> spec = a, bytes = a;
+    spec.push_back("--show-spec");
+    CHECK(ok_out(spec) == ok_out({"rope", "--preset", name, "--show-spec"}));
+    const std::string &pos = name.find("vision") != std::string::npos || name == "pixtral" ? p2 : p3;
+    bytes.insert(bytes.end(), {"--format", "raw", "--axis-positions", pos});
+    CHECK(ok_out(bytes) == ok_out({"rope", "--preset", name, "--format", "raw", "--axis-positions", pos}));
+  }
+  // A scaling keeps its frequencies under chunked sections; ggml's IMROPE has a 4th axis.
+  const posenc::rope yarn = posenc::rope::qwen2(128, true).with_sections({16, 24, 24, 0}, posenc::rope_layout::chunked);
+  CHECK(ok_out({"rope", "--rotary-dim", "128", "--base", "1e6", "--rope-type", "yarn", "--factor", "4", "--original",
+                "32768", "--sections", "16,24,24", "--format", "raw", "--axis-positions", p3}) ==
+        to_bytes(lib_axes_cache(yarn, vl_rows(3))));
+  const posenc::rope imrope = posenc::rope(32).with_sections({2, 2, 2, 2}, posenc::rope_layout::interleaved_4);
+  REQUIRE(imrope.axes() == 4);
+  std::vector<int64_t> p4 = vl_rows(3);
+  for (int64_t t = 0; t < 10; ++t) p4.push_back(1000 + 3 * t);
+  CHECK(ok_out({"rope", "--rotary-dim", "32", "--sections", "2,2,2,2", "--sections-layout", "interleaved-4",
+                "--format", "raw", "--axis-positions", axis_text(p4, 4)}) == to_bytes(lib_axes_cache(imrope, p4)));
+
+  // --show-spec adds the axes and the axis of each pair.
+  const posenc::rope q3 = posenc::rope::qwen3_vl();
+  std::string want = "rotary_dim 128\npairs halves\nbase 5000000\nposition_scale 1\nattention_scale 1\nfreq base^(-2i/r)\n"
+                     "axes 3\naxis";
+  for (uint8_t a : q3.axis()) want += " " + std::to_string(int(a));
+  CHECK(ok_out({"rope", "--preset", "qwen3-vl", "--show-spec"}) == want + "\n");
+  CHECK(want.find("axis 0 1 2 0 1 2 ") != std::string::npos);
+
+  // CSV: one position column per axis; bf16 / f16 rows are the float32 values rounded; separate tables.
+  const std::vector<float> f = lib_axes_cache(posenc::rope::glm4v(), vl_rows(3));
+  const std::vector<std::string> csv = lines(ok_out({"rope", "--preset", "glm-4v", "--format", "csv", "--axis-positions", p3}));
+  REQUIRE(csv.size() == 11);
+  CHECK(csv[0].rfind("position0,position1,position2,cos0,cos1,", 0) == 0);
+  CHECK(csv[0].find(",cos31,sin0,") != std::string::npos);
+  CHECK(csv[4].rfind("2,2,3,", 0) == 0);
+  CHECK(csv[8].rfind("pad,0,0,0,0,", 0) == 0);
+  CHECK(csv[9].rfind("2147483647,-5,131072,", 0) == 0);
+  CHECK(fields(csv[1], ',').size() == size_t(3 + 64));
+  const std::vector<std::string> shared_csv =
+      lines(ok_out({"rope", "--preset", "glm-4v", "--format", "csv", "--position-list", "9,pad", "--decimals", "2"}));
+  REQUIRE(shared_csv.size() == 3);
+  CHECK(shared_csv[1].rfind("9,9,9,", 0) == 0);
+  CHECK(shared_csv[2].rfind("pad,0,0,0.00,", 0) == 0);  // a padding row's other axes are 0
+  const std::vector<std::string> separate =
+      lines(ok_out({"rope", "--preset", "glm-4v", "--format", "csv", "--cache-layout", "separate", "--axis-positions", p3}));
+  REQUIRE(separate.size() == 22);
+  CHECK(separate[0].rfind("position0,position1,position2,cos0,", 0) == 0);
+  CHECK(separate[11].rfind("position0,position1,position2,sin0,", 0) == 0);
+  CHECK(separate[16].rfind("2,3,2,", 0) == 0);  // row 4 of the sin table
+  CHECK(lines(ok_out({"rope", "--preset", "pixtral", "--format", "csv", "--first", "7", "--positions", "2"}))[2]
+            .rfind("8,8,", 0) == 0);
+  CHECK(lines(ok_out({"rope", "--preset", "pixtral", "--format", "csv", "--first", "7", "--positions", "2"}))[0]
+            .rfind("position0,position1,cos0,", 0) == 0);
+  std::vector<uint16_t> bf(f.size()), hf(f.size());
+  for (size_t i = 0; i < f.size(); ++i) bf[i] = ref::narrow_bf16(f[i]), hf[i] = ref::narrow_f16(f[i]);
+  CHECK(ok_out({"rope", "--preset", "glm-4v", "--format", "raw", "--dtype", "bf16", "--axis-positions", p3}) ==
+        to_bytes(bf));
+  CHECK(ok_out({"rope", "--preset", "glm-4v", "--format", "raw", "--dtype", "f16", "--axis-positions", p3}) ==
+        to_bytes(hf));
+  const std::string file = scratch().path("vl.npy");
+  CHECK(ok_out({"rope", "--preset", "glm-4v", "--format", "npy", "--cache-layout", "separate", "-o", file,
+                "--axis-positions", p3})
+            .empty());
+  const Npy c = parse_npy(slurp(scratch().path("vl_cos.npy"))), s = parse_npy(slurp(scratch().path("vl_sin.npy")));
+  CHECK((c.rows == 10 && c.cols == 32 && s.rows == 10 && s.cols == 32));
+  std::string cos_want, sin_want;
+  for (int64_t t = 0; t < 10; ++t) {
+    cos_want += to_bytes(std::vector<float>(f.begin() + t * 64, f.begin() + t * 64 + 32));
+    sin_want += to_bytes(std::vector<float>(f.begin() + t * 64 + 32, f.begin() + t * 64 + 64));
+  }
+  CHECK(c.data == cos_want);
+  CHECK(s.data == sin_want);
 }
 
 TEST_CASE("tools: rope reproduces the golden cache digests on every path", "[tools][rope][golden]") {
