@@ -627,7 +627,8 @@ TEST_CASE("a rope owns its axis map: copies and moves outlive the original", "[r
     const uint8_t *storage = original->c_rope().axis;
     original.reset();  // the copies must not point into it
 
-    for (const posenc::rope *q : std::initializer_list<const posenc::rope *>{&copy, &assigned, &move_assigned, &setter}) {
+    const std::initializer_list<const posenc::rope *> copies = {&copy, &assigned, &move_assigned, &setter};
+    for (const posenc::rope *q : copies) {
       REQUIRE(q->c_rope().axis != nullptr);
       CHECK(q->c_rope().axis == q->axis().data());
       CHECK(q->c_rope().axis != storage);
@@ -763,7 +764,8 @@ TEST_CASE("positions whose axes disagree with the spec throw a clear posenc::err
                              eight = mixed_positions(T, 2, false), thirteen = mixed_positions(13, 1, false);
   const posenc::positions p1 = four, p2 = posenc::positions::axis_major(eight, 2),
                           p3 = posenc::positions::axis_major(twelve, 3),
-                          p3_short = posenc::positions::axis_major(posenc::array_view<const int64_t>(twelve.data(), 9), 3),
+                          p3_short =
+                              posenc::positions::axis_major(posenc::array_view<const int64_t>(twelve.data(), 9), 3),
                           p3_odd = posenc::positions::axis_major(thirteen, 3);
 
   // The message names both counts.
@@ -987,8 +989,8 @@ TEST_CASE("shift is the C rotation by the deltas with attention scale 1", "[rope
   CHECK(thrown(x, [&] { rp.shift(int64_t(1) << 31, xv); }) == POSENC_ERR_OUT_OF_RANGE);
   CHECK(thrown(x, [&] { rp.with_base(-2.0).shift(int64_t(3), xv); }) == POSENC_ERR_INVALID);
   std::vector<uint16_t> y = keys16(size_t(T * H * D), 4, true);
-  CHECK(thrown(y, [&] { rp.shift_bf16(posenc::positions(int64_t(0)), posenc::heads_view<uint16_t>::thd(y.data(), T, H, D)); }) ==
-        POSENC_ERR_INVALID);
+  const auto yv = posenc::heads_view<uint16_t>::thd(y.data(), T, H, D);
+  CHECK(thrown(y, [&] { rp.shift_bf16(posenc::positions(int64_t(0)), yv); }) == POSENC_ERR_INVALID);
   CHECK(thrown(y, [&] { rp.shift_f16(int64_t(3), posenc::heads_view<uint16_t>::thd(y.data(), T, H, D / 2)); }) ==
         POSENC_ERR_INVALID);  // head rows narrower than r
 }
@@ -1004,7 +1006,8 @@ TEST_CASE("shift by d then by -d restores the keys within the rotation's roundin
     INFO("rotary_dim " << rp.rotary_dim() << ", axes " << axes);
     // Deltas up to 2^31 - 1 in size, different per token and axis.
     std::vector<int64_t> d(size_t(T * axes));
-    for (size_t i = 0; i < d.size(); ++i) d[i] = (i % 5 == 0 ? 2147483647 - int64_t(i) : int64_t(i * i * 977)) * (i % 2 ? -1 : 1);
+    for (size_t i = 0; i < d.size(); ++i)
+      d[i] = (i % 5 == 0 ? 2147483647 - int64_t(i) : int64_t(i * i * 977)) * (i % 2 ? -1 : 1);
     const posenc::positions there = posenc::positions::axis_major(d, axes);
     const std::vector<int64_t> nd = negated(d);
     const posenc::positions back = posenc::positions::axis_major(nd, axes);

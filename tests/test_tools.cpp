@@ -727,7 +727,8 @@ namespace {
 std::vector<float> lib_axes_cache(const posenc::rope &r, const std::vector<int64_t> &axis_major) {
   const int64_t rows = int64_t(axis_major.size()) / r.axes();
   std::vector<float> t(size_t(rows * r.rotary_dim()));
-  r.cache(posenc::positions::axis_major(axis_major, r.axes()), posenc::rows_view<float>(t.data(), rows, r.rotary_dim()));
+  r.cache(posenc::positions::axis_major(axis_major, r.axes()),
+          posenc::rows_view<float>(t.data(), rows, r.rotary_dim()));
   return t;
 }
 
@@ -774,7 +775,8 @@ TEST_CASE("tools: multi-axis rope presets and positions are posenc::rope's", "[t
     const int axes = r.axes();
     REQUIRE(axes > 1);
     const std::vector<int64_t> p = vl_rows(axes);
-    const std::string raw = ok_out({"rope", "--preset", name, "--format", "raw", "--axis-positions", axis_text(p, axes)});
+    const std::string raw =
+        ok_out({"rope", "--preset", name, "--format", "raw", "--axis-positions", axis_text(p, axes)});
     CHECK(raw == to_bytes(lib_axes_cache(r, p)));
     // A run and a one-axis list give every axis the same positions (a pad entry: 0 on the other axes).
     CHECK(ok_out({"rope", "--preset", name, "--format", "raw", "--first", "131000", "--positions", "3"}) ==
@@ -782,7 +784,8 @@ TEST_CASE("tools: multi-axis rope presets and positions are posenc::rope's", "[t
     std::vector<int64_t> text = {5, POSENC_PAD, 2147483647, -3}, shared = text;
     for (int a = 1; a < axes; ++a)
       for (int64_t v : text) shared.push_back(v == POSENC_PAD ? 0 : v);
-    const std::string list = ok_out({"rope", "--preset", name, "--format", "raw", "--position-list", "5,pad,2147483647,-3"});
+    const std::string list =
+        ok_out({"rope", "--preset", name, "--format", "raw", "--position-list", "5,pad,2147483647,-3"});
     CHECK(list == to_bytes(lib_axes_cache(r, shared)));
     CHECK(list == ok_out({"rope", "--preset", name, "--format", "raw", "--axis-positions", axis_text(shared, axes)}));
     // The axes do matter: the first and last axes swapped give other rows.
@@ -831,15 +834,17 @@ TEST_CASE("tools: multi-axis rope presets and positions are posenc::rope's", "[t
 
   // --show-spec adds the axes and the axis of each pair.
   const posenc::rope q3 = posenc::rope::qwen3_vl();
-  std::string want = "rotary_dim 128\npairs halves\nbase 5000000\nposition_scale 1\nattention_scale 1\nfreq base^(-2i/r)\n"
-                     "axes 3\naxis";
+  std::string want =
+      "rotary_dim 128\npairs halves\nbase 5000000\nposition_scale 1\nattention_scale 1\nfreq base^(-2i/r)\n"
+      "axes 3\naxis";
   for (uint8_t a : q3.axis()) want += " " + std::to_string(int(a));
   CHECK(ok_out({"rope", "--preset", "qwen3-vl", "--show-spec"}) == want + "\n");
   CHECK(want.find("axis 0 1 2 0 1 2 ") != std::string::npos);
 
   // CSV: one position column per axis; bf16 / f16 rows are the float32 values rounded; separate tables.
   const std::vector<float> f = lib_axes_cache(posenc::rope::glm4v(), vl_rows(3));
-  const std::vector<std::string> csv = lines(ok_out({"rope", "--preset", "glm-4v", "--format", "csv", "--axis-positions", p3}));
+  const std::vector<std::string> csv =
+      lines(ok_out({"rope", "--preset", "glm-4v", "--format", "csv", "--axis-positions", p3}));
   REQUIRE(csv.size() == 11);
   CHECK(csv[0].rfind("position0,position1,position2,cos0,cos1,", 0) == 0);
   CHECK(csv[0].find(",cos31,sin0,") != std::string::npos);
@@ -853,7 +858,8 @@ TEST_CASE("tools: multi-axis rope presets and positions are posenc::rope's", "[t
   CHECK(shared_csv[1].rfind("9,9,9,", 0) == 0);
   CHECK(shared_csv[2].rfind("pad,0,0,0.00,", 0) == 0);  // a padding row's other axes are 0
   const std::vector<std::string> separate =
-      lines(ok_out({"rope", "--preset", "glm-4v", "--format", "csv", "--cache-layout", "separate", "--axis-positions", p3}));
+      lines(ok_out({"rope", "--preset", "glm-4v", "--format", "csv", "--cache-layout", "separate",
+                    "--axis-positions", p3}));
   REQUIRE(separate.size() == 22);
   CHECK(separate[0].rfind("position0,position1,position2,cos0,", 0) == 0);
   CHECK(separate[11].rfind("position0,position1,position2,sin0,", 0) == 0);

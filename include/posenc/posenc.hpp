@@ -7,8 +7,7 @@
 // width that is not d_model (or r/2 for a RoPE cache), a head row shorter than the rotary dimension, a
 // token / position list whose length is not the number of output rows or tokens, or multi-axis positions
 // whose count of axes is not the RoPE spec's, throws posenc::error with POSENC_ERR_INVALID and writes
-// nothing. Everything else is the C function's own check, reported with its
-// own status.
+// nothing. Everything else is the C function's own check, reported with its own status.
 #ifndef POSENC_POSENC_HPP
 #define POSENC_POSENC_HPP
 
@@ -231,15 +230,17 @@ inline void expect_positions(const positions &pos, int64_t rows) {
     throw error(POSENC_ERR_INVALID, "positions of " + std::to_string(pos.axes()) + " axes for a one-axis call");
   expect(!pos.is_list() || pos.size() == rows);
 }
+// "1 axis", "3 axes".
+inline std::string count_of_axes(int32_t axes) { return std::to_string(axes) + (axes == 1 ? " axis" : " axes"); }
 // A RoPE call: a list of `axes` positions per token, axes being the spec's.
 inline void expect_rope_positions(const positions &pos, int64_t tokens, int32_t axes) {
   if (!pos.is_list()) return;
   if (pos.axes() != axes)
-    throw error(POSENC_ERR_INVALID, "positions of " + std::to_string(pos.axes()) + (pos.axes() == 1 ? " axis" : " axes") +
-                                        " for a RoPE spec of " + std::to_string(axes) + (axes == 1 ? " axis" : " axes"));
+    throw error(POSENC_ERR_INVALID,
+                "positions of " + count_of_axes(pos.axes()) + " for a RoPE spec of " + count_of_axes(axes));
   if (axes < 1 || pos.size() % axes != 0 || pos.size() / axes != tokens)
     throw error(POSENC_ERR_INVALID, std::to_string(pos.size()) + " position values for " + std::to_string(tokens) +
-                                        " tokens of " + std::to_string(axes) + (axes == 1 ? " axis" : " axes"));
+                                        " tokens of " + count_of_axes(axes));
 }
 // The shapes of every embedding call with a spec: rows of d_model, one token and one position per row.
 template <class T>
