@@ -3,7 +3,8 @@
 // every peer, on a fixed sample: all 256 pairs of d = 512 at 16 consecutive positions around 1e3, 1e5,
 // 1e6 and 2^31 - 1. RoPE: the cos/sin that rotate q and k, r = 128 (64 pairs, f_i = base^(-2i/128)),
 // bases 1e4 and 5e5, 16 positions around 4096, 32768, 131072, 2^20 and 2^31 - 1: HF's float32 formula,
-// llama.cpp's float theta chain and posenc_rope_cache_f32 on every path, against MPFR.
+// llama.cpp's float theta chain and posenc_rope_cache_f32 on every path, against MPFR; and the multi-axis
+// RoPE of Qwen2.5-VL (accuracy_axes.cpp).
 //   posenc-accuracy [--json FILE]
 // Prints the tables; exits 1 when a posenc path breaks the contract's 1 ULP on the tables or its 0.5 ULP
 // (correct rounding) on the RoPE cos/sin (a library bug, not noise).
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "accuracy_axes.hpp"
 #include "peers/peers.hpp"
 #include "peers/rope.hpp"
 #include "posenc/posenc.h"
@@ -157,7 +159,8 @@ std::vector<RopeRow> rope_accuracy(const std::vector<std::string> &paths) {
   return rows;
 }
 
-void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group, const std::vector<RopeRow> &rope) {
+void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group, const std::vector<RopeRow> &rope,
+                const std::vector<accuracy::AxesRow> &axes) {
   FILE *f = std::fopen(path, "w");
   if (!f) {
     std::perror(path);
@@ -187,7 +190,9 @@ void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group
                  (long long)r.count);
     sep = ",\n";
   }
-  std::fprintf(f, "\n  ]}\n}\n");
+  std::fprintf(f, "\n  ]},\n");
+  accuracy::write_axes_json(f, axes);
+  std::fprintf(f, "\n}\n");
   std::fclose(f);
 }
 
@@ -230,6 +235,7 @@ int main(int argc, char **argv) {
   for (const Impl &im : proto)
     if (im.kind == "posenc") path_names.push_back(im.name);
   const std::vector<RopeRow> rope = rope_accuracy(path_names);
+  const std::vector<accuracy::AxesRow> axes = accuracy::rope_axes_accuracy(path_names);
   posenc_force_isa(active);
 
   bool broken = false;
@@ -264,7 +270,8 @@ int main(int argc, char **argv) {
     }
     std::printf("\n");
   }
-  if (json) write_json(json, by_group, rope);
+  rope_broken |= !accuracy::print_axes(axes);
+  if (json) write_json(json, by_group, rope, axes);
   if (broken) std::fprintf(stderr, "posenc-accuracy: a posenc path is off by more than 1 ULP\n");
   if (rope_broken) std::fprintf(stderr, "posenc-accuracy: a posenc path's RoPE cos/sin is not correctly rounded\n");
   broken |= rope_broken;

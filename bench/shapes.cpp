@@ -30,6 +30,9 @@ Plan full_plan() {
   p.rope = {prefill, decode, batch, neox};
   p.rope_half = {prefill, batch};
   p.rope_cache = {{128, 2048, 128, 0, 0, 5e5, "prefill"}, {128, 32, 128, 0, 0, 5e5, "scattered"}};
+  // multi-axis (issue 22): Qwen2.5-VL-7B (head 128, 28 q + 4 kv heads, base 1e6), a 2048-token prompt with a
+  // 1600-token image, and one decode token
+  p.rope_axes = {{128, 2048, 128, 28, 4, 1e6, "vl"}, {128, 1, 128, 28, 4, 1e6, "decode"}};
   return p;
 }
 
@@ -50,6 +53,7 @@ Plan quick_plan() {
   p.rope = {prefill, decode, batch, neox};
   p.rope_half = {prefill};
   p.rope_cache = {{128, 64, 128, 0, 0, 5e5, "prefill"}};
+  p.rope_axes = {{128, 64, 128, 28, 4, 1e6, "vl"}, {128, 1, 128, 28, 4, 1e6, "decode"}};
   return p;
 }
 

@@ -36,6 +36,7 @@ struct Plan {
   std::vector<RopeShape> rope;        // posenc_rope_qk_f32 and every RoPE peer
   std::vector<RopeShape> rope_half;   // posenc_rope_qk_bf16 / _f16 and the in-place bound on 16-bit rows
   std::vector<RopeShape> rope_cache;  // posenc_rope_cache_f32 and SLEEF u35 (r = head_dim; heads unused)
+  std::vector<RopeShape> rope_axes;   // posenc_rope_qk_f32 with a 3-axis spec and with a one-axis spec
 };
 
 Plan full_plan();

@@ -48,6 +48,8 @@ def problems(cases, groups, pairs, acc):
         found += ["no accuracy result for path %s" % p for p in sorted(paths - acc_paths)]
         rope_paths = {r["impl"] for r in acc.get("rope", {}).get("results", []) if r["kind"] == "posenc"}
         found += ["no RoPE accuracy result for path %s" % p for p in sorted(paths - rope_paths)]
+        axes_paths = {r["impl"] for r in acc.get("rope_axes", {}).get("results", []) if r["kind"] == "posenc"}
+        found += ["no multi-axis RoPE accuracy result for path %s" % p for p in sorted(paths - axes_paths)]
     return found
 
 

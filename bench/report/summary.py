@@ -4,13 +4,15 @@ from results import BOUNDS, POSENC_PATHS, posenc_paths
 from targets import evaluate
 
 KERNELS = ("table_f32", "rows_f32", "table_bf16", "table_f16", "add_f32", "embed_f32", "embed_bf16",
-           "embed_f16", "embed_learned_f32", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16", "rope_cache_f32")
+           "embed_f16", "embed_learned_f32", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16", "rope_cache_f32",
+           "rope_qk_f32_axes3")
 # Kernels without peers of their own are compared with another kernel's cases on the same shape:
 # "=path" means the same posenc path there.
 CROSS = {"table_bf16": [("table_f32", "=path")], "table_f16": [("table_f32", "=path")],
          "embed_bf16": [("embed_f32", "=path"), ("embed_f32", "memcpy_gather")],
          "embed_f16": [("embed_f32", "=path"), ("embed_f32", "memcpy_gather")],
-         "rope_qk_bf16": [("rope_qk_f32", "=path")], "rope_qk_f16": [("rope_qk_f32", "=path")]}
+         "rope_qk_bf16": [("rope_qk_f32", "=path")], "rope_qk_f16": [("rope_qk_f32", "=path")],
+         "rope_qk_f32_axes3": [("rope_qk_f32_axes1", "=path")]}
 
 
 def fmt_time(s):
@@ -107,6 +109,32 @@ def rope_accuracy_section(acc):
             table(["impl", "base"] + ["p ~ %s" % g for g in groups] + ["max ULP"], rows))
 
 
+def rope_axes_accuracy_section(acc):
+    axes = (acc or {}).get("rope_axes")
+    if not axes or not axes.get("results"):
+        return "### Multi-axis RoPE cos/sin\n\nnot measured\n"
+    res = axes["results"]
+    groups = list(dict.fromkeys(r["group"] for r in res))
+    impls = list(dict.fromkeys((r["kind"], r["impl"]) for r in res))
+    by = {(r["kind"], r["impl"], r["group"]): r for r in res}
+    names = {"hf_fp32": "HF float32 (Qwen2-VL rotary + apply_multimodal_rotary_pos_emb)",
+             "ggml": "ggml MROPE theta chains"}
+    rows = []
+    for kind, impl in impls:
+        got = [by.get((kind, impl, g)) for g in groups]
+        worst_ulp = max((r["max_ulp"] for r in got if r), default=None)
+        rows.append(["posenc " + impl if kind == "posenc" else names.get(impl, impl)] +
+                    ["%.2g" % r["max_abs"] if r else "-" for r in got] +
+                    ["-" if worst_ulp is None else "%.3g" % worst_ulp])
+    return ("### Multi-axis RoPE cos/sin\n\nThe same measure for %s (r = %d, base %g): at each centre p, an image "
+            "row of %d tokens as Qwen2-VL numbers it after p tokens of text (temporal p, height p + 3, width p .. "
+            "p + %d), every pair at its own axis's position. HF float32: per axis fl32(fl32(p_axis) * inv_freq32), "
+            "cosf / sinf; ggml: one float theta chain per axis (theta *= powf(base, -2/r) from pair to pair).\n\n"
+            % (axes["model"], axes["rotary_dim"], axes["base"], axes["tokens_per_group"],
+               axes["tokens_per_group"] - 1) +
+            table(["impl"] + ["p ~ %s" % g for g in groups] + ["max ULP"], rows))
+
+
 def _lookup(groups, kernel, params, impl):
     return groups.get((kernel, tuple(sorted(params.items()))), {}).get(impl)
 
@@ -193,6 +221,10 @@ IMPLS = """## What is compared
   - **inplace**: the bound: every rotated element of q and k read and written back once (vector loop).
   - **sleef_u35_\*** (`rope_cache_f32`): the cache rows (cos || sin) from SLEEF u35 sincos of
     fl32(fl32(p) * inv_freq32).
+  - `rope_qk_f32_axes3` / `rope_qk_f32_axes1`: Qwen2.5-VL-7B's text RoPE (head 128, 28 q + 4 kv heads, base
+    1e6), with its 3-axis spec (mrope_section [16, 24, 24]) on a prompt of 200 text tokens, a 40 x 40 image
+    (1600 tokens: temporal fixed, height the row, width the column) and text again, and with a one-axis spec
+    on positions 0 .. n-1; decode: one text token at 100000 on every axis.
 - **memset / memcpy / memcpy_gather**: the bounds. memset of the same output buffer (tables), memcpy of the
   activations (`add_f32`), memcpy of the same embedding rows chosen by the same tokens (embeddings; for
   `embed_learned_f32` it does not read the position table, so it is below the true bound there).
@@ -207,7 +239,8 @@ def render(context, groups, pairs, acc, machine_rows, charts, simd_paths, repeti
              "run; absolute times from another run or machine are not comparable."
              % (command, context.get("date", "?"), dict(machine_rows).get("CPU", "?"), context.get("plan", "?"),
                 repetitions),
-             targets_section(groups, pairs, simd_paths), accuracy_section(acc), rope_accuracy_section(acc), IMPLS]
+             targets_section(groups, pairs, simd_paths), accuracy_section(acc), rope_accuracy_section(acc),
+             rope_axes_accuracy_section(acc), IMPLS]
     split = split_section(groups)
     if split:
         parts.append(split)

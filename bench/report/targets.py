@@ -57,6 +57,9 @@ ROPE_DECODE = _rope(1, "decode")
 ROPE_BATCH = _rope(32, "scattered")
 ROPE_NEOX = _rope(2048, "prefill", r=32, k=32)  # Pythia-6.9B / GPT-NeoX: rotary_pct 0.25 of a 128 head
 ROPE_CACHE = {"d": 128, "n": 2048, "pos": "prefill"}
+# multi-axis (issue 22): Qwen2.5-VL-7B, head 128, 28 q + 4 kv heads (bench/cases_rope_axes.cpp)
+ROPE_VL = _rope(2048, "vl", q=28, k=4)
+ROPE_VL_DECODE = _rope(1, "decode", q=28, k=4)
 ROPE_SETUP = {"d": 128, "n": 1, "pos": "decode", "freq": "fresh"}
 
 TARGETS += [
@@ -85,6 +88,10 @@ TARGETS += [
      "sleef_u35_{path}", "posenc", ">=", 2.0, False),
     ("rope_cache_f32, explicit frequencies new at every call (r = 128): setup + 1 row, microseconds", "rope_cache_f32",
      ROPE_SETUP, "posenc", "us", "<=", 10.0, True),
+    ("RoPE 3-axis prefill, Qwen2.5-VL-7B 2048 tokens (1600 image): time vs the one-axis call", "rope_qk_f32_axes3",
+     ROPE_VL, "posenc", "posenc@rope_qk_f32_axes1", "<=", 1.1, True),
+    ("RoPE 3-axis decode, one text token: time vs the one-axis call", "rope_qk_f32_axes3", ROPE_VL_DECODE,
+     "posenc", "posenc@rope_qk_f32_axes1", "<=", 1.1, True),
 ]
 
 
