@@ -6,7 +6,9 @@ bits on scalar, AVX2, AVX-512 and NEON). Arrays go in and out without copies; ev
 GIL; errors of the C library raise posenc.Error subclasses (InvalidArgument is a ValueError, OutOfRange an
 IndexError, SizeOverflow an OverflowError, NoMemory a MemoryError, Unsupported a RuntimeError) whose message
 is posenc_status_string, and leave every output untouched. bfloat16 arrays are uint16 bit patterns in NumPy
-(torch.bfloat16 tensors are taken as they are).
+(torch.bfloat16 tensors are taken as they are). Multi-axis RoPE (M-RoPE of vision-language models, 2-D RoPE of
+vision towers): Rope(..., axes=, axis=) or rope_sections, positions of shape (axes, n); rope_shift moves cached
+keys to new positions (the context shift).
 
 posenc.torch (imported on its own, needs torch) has drop-in modules for the PyTorch code people run.
 docs/python.md has an example per function and module.
@@ -20,6 +22,7 @@ from ._posenc import (  # noqa: F401
     NoMemory,
     OutOfRange,
     Rope,
+    RopeLayout,
     RopePairs,
     SizeOverflow,
     Spec,
@@ -37,6 +40,8 @@ from ._posenc import (  # noqa: F401
     rope_cache,
     rope_init,
     rope_qk,
+    rope_sections,
+    rope_shift,
     rows,
     status_string,
     table,
@@ -46,8 +51,8 @@ from ._posenc import (  # noqa: F401
 __version__ = version()
 
 __all__ = [
-    "PAD", "Error", "Isa", "InvalidArgument", "Layout", "NoMemory", "OutOfRange", "Rope", "RopePairs",
-    "SizeOverflow", "Spec", "Status", "Unsupported", "active_isa", "add", "available_isas", "embed",
+    "PAD", "Error", "Isa", "InvalidArgument", "Layout", "NoMemory", "OutOfRange", "Rope", "RopeLayout",
+    "RopePairs", "SizeOverflow", "Spec", "Status", "Unsupported", "active_isa", "add", "available_isas", "embed",
     "embed_learned", "force_isa", "isa_available", "isa_name", "rope", "rope_cache", "rope_init", "rope_qk",
-    "rows", "status_string", "table", "version", "__version__",
+    "rope_sections", "rope_shift", "rows", "status_string", "table", "version", "__version__",
 ]

@@ -32,6 +32,14 @@ class RopePairs(IntEnum):
     HALVES: int
     INTERLEAVED: int
 
+class RopeLayout(IntEnum):
+    """posenc_rope_layout: how rope_sections assigns pairs to axes."""
+    CHUNKED: int
+    INTERLEAVED: int
+    VISION: int
+    STRIDED: int
+    INTERLEAVED_4: int
+
 class Isa(IntEnum):
     SCALAR: int
     AVX2: int
@@ -50,6 +58,7 @@ class Unsupported(Error, RuntimeError): ...  # ERR_UNSUPPORTED
 
 LayoutLike = Union[Layout, str, int]
 PairsLike = Union[RopePairs, str, int]
+RopeLayoutLike = Union[RopeLayout, str, int]  # "chunked" | "interleaved" | "vision" | "strided" | "interleaved_4"
 IsaLike = Union[Isa, str, int]
 
 class Spec:
@@ -87,10 +96,10 @@ class Spec:
 SpecLike = Union[Spec, int]
 
 class Rope:
-    """A RoPE spec (posenc_rope) owning its explicit frequencies; immutable, picklable."""
+    """A RoPE spec (posenc_rope) owning its explicit frequencies and axis map; immutable, picklable."""
     def __init__(self, rotary_dim: int, pairs: PairsLike = "halves", base: float = 10000.0,
                  position_scale: float = 1.0, freq: Optional[Sequence[float]] = None,
-                 attention_scale: float = 1.0) -> None: ...
+                 attention_scale: float = 1.0, axes: int = 1, axis: Optional[IntArrayLike] = None) -> None: ...
     @property
     def rotary_dim(self) -> int: ...
     @property
@@ -103,6 +112,10 @@ class Rope:
     def attention_scale(self) -> float: ...
     @property
     def freq(self) -> Optional[npt.NDArray[np.float64]]: ...
+    @property
+    def axes(self) -> int: ...
+    @property
+    def axis(self) -> Optional[npt.NDArray[np.uint8]]: ...
     def with_pairs(self, pairs: PairsLike) -> Rope: ...
     def with_position_scale(self, position_scale: float) -> Rope: ...
     def with_attention_scale(self, attention_scale: float) -> Rope: ...
@@ -124,6 +137,24 @@ class Rope:
     def gpt_neox_20b() -> Rope: ...
     @staticmethod
     def gpt_j_6b() -> Rope: ...
+    @staticmethod
+    def qwen2_vl() -> Rope: ...
+    @staticmethod
+    def qwen2_5_vl() -> Rope: ...
+    @staticmethod
+    def qwen3_vl() -> Rope: ...
+    @staticmethod
+    def glm4v() -> Rope: ...
+    @staticmethod
+    def qwen2_vl_vision() -> Rope: ...
+    @staticmethod
+    def qwen2_5_vl_vision() -> Rope: ...
+    @staticmethod
+    def qwen3_vl_vision() -> Rope: ...
+    @staticmethod
+    def pixtral() -> Rope: ...
+    @staticmethod
+    def llama4_vision() -> Rope: ...
     def __eq__(self, other: object) -> bool: ...
 
 def table(spec: SpecLike, n: Optional[int] = None, first: int = 0, *, dtype: Optional[DType] = None,
@@ -146,16 +177,22 @@ def rope_init(rotary_dim: int, base: float = 10000.0, scaling: Optional[Mapping[
               pairs: PairsLike = "halves", max_position_embeddings: Optional[int] = None,
               original_max_position_embeddings: Optional[int] = None, seq_len: Optional[int] = None) -> Rope:
     """posenc_rope_init from an HF rope_scaling / rope_parameters dict."""
+def rope_sections(rope: Rope, sections: Sequence[int], layout: RopeLayoutLike = "chunked") -> Rope:
+    """posenc_rope_sections: a new Rope whose pairs are assigned to axes from up to four section sizes."""
 def rope_cache(rope: Rope, n: Optional[int] = None, first: int = 0, *, positions: Optional[IntArrayLike] = None,
                out: Union[None, ArrayLike, Tuple[ArrayLike, ArrayLike]] = None) -> Any:
-    """posenc_rope_cache_f32: (cos, sin) of (n, r/2), into out=(cos, sin), or one (n, r) vLLM cache."""
+    """posenc_rope_cache_f32: (cos, sin) of (n, r/2), into out=(cos, sin), or one (n, r) vLLM cache; multi-axis
+    positions (axes, n) or the flat axis-major (axes * n,)."""
 def rope(rope: Rope, x: A, *, positions: Optional[IntArrayLike] = None, first: int = 0,
          heads_first: bool = False) -> A:
     """posenc_rope_f32 / _bf16 / _f16, in place; x (tokens, dim), (tokens, heads, dim), (batch, tokens, heads,
-    dim), or with heads_first (heads, tokens, dim) / (batch, heads, tokens, dim)."""
+    dim), or with heads_first (heads, tokens, dim) / (batch, heads, tokens, dim). Positions (tokens,) or
+    (batch, tokens); multi-axis (axes, tokens), (axes * tokens,) or (axes, batch, tokens)."""
 def rope_qk(rope: Rope, q: A, k: Optional[A], *, positions: Optional[IntArrayLike] = None, first: int = 0,
             heads_first: bool = False) -> Tuple[A, Optional[A]]:
     """posenc_rope_qk_*: q and k in one pass, in place."""
+def rope_shift(rope: Rope, keys: A, delta: Union[int, IntArrayLike], *, heads_first: bool = False) -> A:
+    """The context shift: cached keys rotated in place from their positions p to p + delta, attention scale 1."""
 def status_string(status: Status) -> str: ...
 def version() -> str: ...
 def active_isa() -> Isa: ...

@@ -1,10 +1,13 @@
-// Rotary embeddings: posenc.Rope (a posenc_rope that owns its frequencies), rope_init from an HF-style
-// scaling dict, the cos/sin cache, and the in-place rotations of q and k (posenc_rope_* of the C ABI).
+// Rotary embeddings: posenc.Rope (a posenc_rope that owns its frequencies and its axis map), rope_init from an
+// HF-style scaling dict, rope_sections (posenc_rope_sections), the cos/sin cache, the in-place rotations of q
+// and k (posenc_rope_* of the C ABI) and the context shift, for one position per token or several (multi-axis
+// RoPE: positions given axis-major, (A, n) or (A, batch, n)).
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -19,11 +22,20 @@ namespace pyposenc {
 
 namespace {
 
+// posenc.Rope is the C++ wrapper's rope: it owns its explicit frequencies and its axis map.
 using Rope = posenc::rope;
 
 posenc_rope_pairs pairs_arg(py::handle obj) {
   return enum_arg<posenc_rope_pairs>(obj, "pairs", {{"halves", POSENC_ROPE_HALVES}, {"neox", POSENC_ROPE_HALVES},
                                                     {"interleaved", POSENC_ROPE_INTERLEAVED}, {"gptj", POSENC_ROPE_INTERLEAVED}});
+}
+
+posenc_rope_layout layout_arg(py::handle obj) {
+  return enum_arg<posenc_rope_layout>(obj, "layout", {{"chunked", POSENC_SECTIONS_CHUNKED},
+                                                      {"interleaved", POSENC_SECTIONS_INTERLEAVED},
+                                                      {"vision", POSENC_SECTIONS_VISION},
+                                                      {"strided", POSENC_SECTIONS_STRIDED},
+                                                      {"interleaved_4", POSENC_SECTIONS_INTERLEAVED_4}});
 }
 
 // Any error of the spec itself, raised where the spec is made rather than at its first use.
@@ -39,22 +51,71 @@ std::vector<double> doubles(py::handle obj, const char *name, int64_t want) {
   return v;
 }
 
+// The axis map: rotary_dim / 2 integers in [0, axes). A value that is no uint8 is past every axes (1..4):
+// the C library's INVALID, as for a value >= axes.
+std::vector<uint8_t> axis_map(py::handle obj, int64_t want) {
+  py::module_ np = py::module_::import("numpy");
+  py::array a = np.attr("asarray")(obj);
+  const char kind = a.dtype().kind();
+  if (a.size() && kind != 'i' && kind != 'u')
+    throw py::type_error("axis: expected integers, got dtype " + py::str(a.dtype()).cast<std::string>());
+  std::vector<uint8_t> v;
+  bool bad = false;
+  for (py::handle x : py::iter(a.attr("ravel")())) {
+    const auto value = x.cast<long long>();
+    bad = bad || value < 0 || value > 255;
+    v.push_back(uint8_t(value));
+  }
+  if (int64_t(v.size()) != want)
+    throw py::value_error("axis: expected rotary_dim / 2 = " + std::to_string(want) + " values, got " +
+                          std::to_string(v.size()));
+  if (bad) check(POSENC_ERR_INVALID);
+  return v;
+}
+
 Rope make_rope(int64_t rotary_dim, py::handle pairs, double base, double position_scale, py::handle freq,
-               double attention_scale) {
+               double attention_scale, int64_t axes, py::handle axis) {
   posenc_rope c = posenc_rope_default(rotary_dim);
+  if (axes < 0 || axes > 255) check(POSENC_ERR_INVALID);  // outside [1, 4]: the C library's INVALID
   c.pairs = pairs_arg(pairs);
   c.base = base;
   c.position_scale = position_scale;
   c.attention_scale = attention_scale;
+  c.axes = int32_t(axes);
   std::vector<double> f;
-  if (!freq.is_none()) {
+  std::vector<uint8_t> map;
+  if (!freq.is_none() || !axis.is_none())
     if (rotary_dim < 2 || rotary_dim % 2) check(POSENC_ERR_INVALID);
+  if (!freq.is_none()) {
     f = doubles(freq, "freq", rotary_dim / 2);
     c.freq = f.data();
   }
-  Rope r(c);  // copies the frequencies
-  validate(r);
-  return r;
+  if (!axis.is_none()) {
+    map = axis_map(axis, rotary_dim / 2);
+    c.axis = map.data();
+  }
+  check(posenc_rope_cache_f32(&c, nullptr, 0, 0, nullptr, 0, nullptr, 0));  // axes, and the map against it
+  if (c.axes == 1) c.axis = nullptr;  // one axis keeps no map: it can only hold zeros
+  return Rope(c);                     // copies the frequencies and the map
+}
+
+// posenc_rope_sections on a copy of r: the pairs assigned to axes from up to four section sizes.
+Rope rope_sections(const Rope &r, py::handle sections_obj, py::handle layout_obj) {
+  const posenc_rope_layout layout = layout_arg(layout_obj);
+  py::module_ np = py::module_::import("numpy");
+  py::array a = np.attr("asarray")(sections_obj);
+  const char kind = a.dtype().kind();
+  if (a.size() && kind != 'i' && kind != 'u')
+    throw py::type_error("sections: expected integers, got dtype " + py::str(a.dtype()).cast<std::string>());
+  if (a.ndim() > 1 || a.size() > 4)
+    throw py::value_error("sections: expected at most 4 sizes (one per axis), got shape " +
+                          py::str(a.attr("shape")).cast<std::string>());
+  std::array<int64_t, 4> s = {0, 0, 0, 0};
+  size_t k = 0;
+  for (py::handle x : py::iter(a.attr("ravel")())) s[k++] = x.cast<int64_t>();
+  Rope out = r.with_sections(s, posenc::rope_layout(layout));  // posenc::error: the C status
+  validate(out);
+  return out;
 }
 
 template <class T> T get(const py::dict &d, const char *key, T fallback) {
@@ -145,23 +206,103 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
   throw py::value_error("unreachable");
 }
 
+// ---- positions ----------------------------------------------------------------------------------------------
+
+constexpr int64_t kPosLimit = int64_t(1) << 31;
+
+// The positions of a RoPE call: a run from `first`, or explicit values, A * n of them per batch row, axis-major
+// as the C calls take them (token t's position on axis a is row(b)[a * n + t]).
+struct RopePositions {
+  int64_t first = 0;
+  int32_t axes = 1;
+  int64_t n = 0;
+  int64_t rows = 1;               // rows of values: 1 when one row serves every batch entry
+  View v;                         // the caller's values as contiguous int64 (kept alive)
+  std::vector<int64_t> gathered;  // (batch, A, n), regrouped from the caller's (A, batch, n)
+  const int64_t *base = nullptr;  // NULL: a run
+  const int64_t *row(int64_t b) const { return base ? base + (rows > 1 ? b * axes * n : 0) : nullptr; }
+};
+
+std::string shape_text(std::initializer_list<int64_t> dims) {
+  std::string s = "(";
+  for (int64_t d : dims) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
+  return s + (dims.size() == 1 ? ",)" : ")");
+}
+
+// positions: None, or for one axis (n,) / (batch, n) (positions_arg); for A > 1 axes (A, n) or the C ABI's flat
+// (A * n,), shared by every batch row, or (A, batch, n). Any other shape raises ValueError naming it.
+RopePositions rope_positions(py::handle obj, int64_t first, int32_t axes, int64_t batch, int64_t n) {
+  RopePositions p;
+  p.first = first;
+  p.axes = axes < 1 ? 1 : axes;
+  p.n = n;
+  if (obj.is_none()) return p;
+  if (p.axes == 1) {
+    const Positions one = positions_arg(obj, first, batch, n);
+    p.v = one.v;
+    p.rows = one.v.ndim == 2 ? one.v.shape[0] : 1;
+    p.base = one.v.ptr<int64_t>();
+    return p;
+  }
+  p.v = index_array(obj, "positions", Elem::I64, 1, 3);
+  const View &v = p.v;
+  const int64_t A = p.axes;
+  const bool flat = v.ndim == 1 && v.shape[0] == A * n;
+  const bool shared = v.ndim == 2 && v.shape[0] == A && v.shape[1] == n;
+  const bool per_row = v.ndim == 3 && v.shape[0] == A && v.shape[1] == batch && v.shape[2] == n;
+  if (!flat && !shared && !per_row) {
+    std::string got = "(";
+    for (int i = 0; i < v.ndim; ++i) got += (i ? ", " : "") + std::to_string(v.shape[i]);
+    got += v.ndim == 1 ? ",)" : ")";
+    throw py::value_error("positions: expected shape " + shape_text({A, n}) + " (" + std::to_string(A) + " axes, " +
+                          std::to_string(n) + " tokens)" +
+                          (batch > 1 ? ", " + shape_text({A, batch, n}) + " (one row per batch entry)" : std::string()) +
+                          " or the flat axis-major " + shape_text({A * n}) + ", got " + got);
+  }
+  p.base = v.ptr<int64_t>();
+  if (per_row && batch > 1) {  // each batch entry's A rows one after another, as one C call reads them
+    p.rows = batch;
+    p.gathered.resize(size_t(batch * A * n));
+    const int64_t *src = v.ptr<int64_t>();
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t a = 0; a < A; ++a)
+        std::copy(src + (a * batch + b) * n, src + (a * batch + b + 1) * n, p.gathered.begin() + (b * A + a) * n);
+    p.base = p.gathered.data();
+  }
+  return p;
+}
+
+// Before a call split into one C call per batch entry, with a row of values per entry: the range check the C
+// calls make on the later rows (POSENC_PAD allowed on axis 0 only), so that an error leaves everything untouched.
+void precheck(const RopePositions &p) {
+  if (!p.base || p.rows <= 1) return;  // a run, or one row for all: the first C call checks it before writing
+  for (int64_t b = 0; b < p.rows; ++b)
+    for (int64_t a = 0; a < p.axes; ++a) {
+      const int64_t *q = p.row(b) + a * p.n;
+      for (int64_t t = 0; t < p.n; ++t)
+        if (!(a == 0 && q[t] == POSENC_PAD) && (q[t] <= -kPosLimit || q[t] >= kPosLimit)) check(POSENC_ERR_OUT_OF_RANGE);
+    }
+}
+
 // ---- the cos/sin cache ------------------------------------------------------------------------------------
 
 py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle positions, py::handle out) {
-  const posenc_rope &c = r.c_rope();
+  const posenc_rope c = r.c_rope();
   const int64_t h = c.rotary_dim / 2;
-  Positions p;
+  RopePositions p;
   p.first = first;
   int64_t n = -1;
   if (!positions.is_none()) {
-    p.given = true;
-    p.v = index_array(positions, "positions", Elem::I64, 1, 1);
-    n = p.v.shape[0];
+    // (n,) for one axis; (A, n) or the flat (A * n,) for A axes
+    const View v = index_array(positions, "positions", Elem::I64, 1, c.axes > 1 ? 2 : 1);
+    n = c.axes > 1 ? (v.ndim == 2 ? v.shape[1] : v.shape[0] / c.axes) : v.shape[0];
+    p = rope_positions(v.owner, first, c.axes, 1, n);
   }
   if (!n_obj.is_none()) {
     const int64_t given = n_obj.cast<int64_t>();
-    if (p.given && given != n)
-      throw py::value_error("rope_cache: n = " + std::to_string(given) + " but " + std::to_string(n) + " positions");
+    if (p.base && given != n)
+      throw py::value_error("rope_cache: n = " + std::to_string(given) + " but " + std::to_string(n) + " positions" +
+                            (c.axes > 1 ? " per axis" : ""));
     n = given;
   }
   // out: None, a (cos, sin) pair of (n, h) arrays, or one (n, rotary_dim) array [cos | sin] (vLLM)
@@ -277,7 +418,7 @@ bool batches_overlap(const Heads *t, int count, int64_t r) {
 }
 
 template <class T>
-posenc_status rotate(const posenc_rope &c, const Positions &p, int64_t b, const Heads &q, const Heads *k) {
+posenc_status rotate(const posenc_rope &c, const RopePositions &p, int64_t b, const Heads &q, const Heads *k) {
   T *qd = q.v.ptr<T>() + b * q.batch_stride;
   T *kd = k ? k->v.ptr<T>() + b * k->batch_stride : nullptr;
   const int64_t kh = k ? k->heads : 0, kts = k ? k->token_stride : 0, khs = k ? k->head_stride : 0;
@@ -292,10 +433,11 @@ posenc_status rotate(const posenc_rope &c, const Positions &p, int64_t b, const 
   }
 }
 
-void apply(const Rope &r, py::handle q_obj, py::handle k_obj, py::handle positions, int64_t first, bool heads_first) {
-  const posenc_rope &c = r.c_rope();
+// q (and k) rotated in place by the spec c; `name` names a lone tensor in messages ("x", or "keys").
+void apply(const posenc_rope &c, py::handle q_obj, py::handle k_obj, py::handle positions, int64_t first,
+           bool heads_first, const char *name) {
   Heads t[2];
-  t[0] = heads_of(q_obj, k_obj.is_none() ? "x" : "q", c.rotary_dim, heads_first);
+  t[0] = heads_of(q_obj, k_obj.is_none() ? name : "q", c.rotary_dim, heads_first);
   const bool has_k = !k_obj.is_none();
   if (has_k) {
     t[1] = heads_of(k_obj, "k", c.rotary_dim, heads_first);
@@ -303,11 +445,11 @@ void apply(const Rope &r, py::handle q_obj, py::handle k_obj, py::handle positio
     if (t[1].v.ndim != t[0].v.ndim || t[1].batch != t[0].batch || t[1].n != t[0].n)
       throw py::value_error("q and k must have the same batch and token counts");
   }
-  const Positions p = positions_arg(positions, first, t[0].batch, t[0].n);
+  const RopePositions p = rope_positions(positions, first, c.axes, t[0].batch, t[0].n);
   if (t[0].batch > 1) {
     check(posenc_rope_cache_f32(&c, nullptr, first, 0, nullptr, 0, nullptr, 0));  // the spec first, as C does
     if (batches_overlap(t, has_k ? 2 : 1, c.rotary_dim)) check(POSENC_ERR_INVALID);
-    precheck_positions(p);
+    precheck(p);
   }
   run_batches(t[0].batch, [&](int64_t b) {
     return t[0].v.elem == Elem::F32 ? rotate<float>(c, p, b, t[0], has_k ? &t[1] : nullptr)
@@ -315,19 +457,38 @@ void apply(const Rope &r, py::handle q_obj, py::handle k_obj, py::handle positio
   });
 }
 
+// The context shift: the keys rotated by delta with attention scale 1 (docstring of rope_shift below).
+py::object rope_shift(const Rope &r, py::handle keys, py::handle delta, bool heads_first) {
+  posenc_rope c = r.c_rope();
+  c.attention_scale = 1.0;
+  py::module_ np = py::module_::import("numpy");
+  py::object d = py::reinterpret_borrow<py::object>(delta);
+  py::array a = np.attr("asarray")(delta);
+  if (a.ndim() == 0) {  // one delta for every token (and every axis): llama.cpp's seq_add
+    const char kind = a.dtype().kind();
+    if (kind != 'i' && kind != 'u')
+      throw py::type_error("delta: expected integers, got dtype " + py::str(a.dtype()).cast<std::string>());
+    const Heads x = heads_of(keys, "keys", c.rotary_dim, heads_first);
+    d = np.attr("full")(py::make_tuple(int64_t(c.axes) * x.n), a, "int64");
+  }
+  apply(c, keys, py::none(), d, 0, heads_first, "keys");
+  return py::reinterpret_borrow<py::object>(keys);
+}
+
 // The same call `repeat` times without returning to Python: the kernel's own time per call, for the report's
 // per-call overhead (the Python call's time minus this, in the same process).
 double repeat_rope_qk(const Rope &r, py::handle q, py::handle k, py::handle positions, bool heads_first, int64_t repeat) {
-  apply(r, q, k, positions, 0, heads_first);  // checks, and the first use of the spec
+  const posenc_rope c = r.c_rope();
+  apply(c, q, k, positions, 0, heads_first, "x");  // checks, and the first use of the spec
   Heads t[2];
-  t[0] = heads_of(q, "q", r.c_rope().rotary_dim, heads_first);
-  if (!k.is_none()) t[1] = heads_of(k, "k", r.c_rope().rotary_dim, heads_first);
-  const Positions p = positions_arg(positions, 0, t[0].batch, t[0].n);
+  t[0] = heads_of(q, "q", c.rotary_dim, heads_first);
+  if (!k.is_none()) t[1] = heads_of(k, "k", c.rotary_dim, heads_first);
+  const RopePositions p = rope_positions(positions, 0, c.axes, t[0].batch, t[0].n);
   py::object clock = py::module_::import("time").attr("perf_counter");
   const double start = clock().cast<double>();
   run_batches(repeat, [&](int64_t) {
-    return t[0].v.elem == Elem::F32 ? rotate<float>(r.c_rope(), p, 0, t[0], k.is_none() ? nullptr : &t[1])
-                                    : rotate<uint16_t>(r.c_rope(), p, 0, t[0], k.is_none() ? nullptr : &t[1]);
+    return t[0].v.elem == Elem::F32 ? rotate<float>(c, p, 0, t[0], k.is_none() ? nullptr : &t[1])
+                                    : rotate<uint16_t>(c, p, 0, t[0], k.is_none() ? nullptr : &t[1]);
   });
   return (clock().cast<double>() - start) / double(repeat);
 }
@@ -336,17 +497,32 @@ double repeat_rope_qk(const Rope &r, py::handle q, py::handle k, py::handle posi
 
 void bind_rope(py::module_ &m) {
   using namespace pybind11::literals;
-  py::class_<Rope>(m, "Rope", R"(A RoPE spec (posenc_rope) that owns its explicit frequencies. Immutable.
+  py::enum_<posenc_rope_layout>(m, "RopeLayout",
+                                "How rope_sections assigns pairs to axes (posenc_rope_layout; docs/api.md has the table).")
+      .value("CHUNKED", POSENC_SECTIONS_CHUNKED)
+      .value("INTERLEAVED", POSENC_SECTIONS_INTERLEAVED)
+      .value("VISION", POSENC_SECTIONS_VISION)
+      .value("STRIDED", POSENC_SECTIONS_STRIDED)
+      .value("INTERLEAVED_4", POSENC_SECTIONS_INTERLEAVED_4);
 
-Rope(rotary_dim, pairs="halves", base=10000.0, position_scale=1.0, freq=None, attention_scale=1.0)
+  py::class_<Rope>(m, "Rope", R"(A RoPE spec (posenc_rope) that owns its explicit frequencies and axis map. Immutable.
+
+Rope(rotary_dim, pairs="halves", base=10000.0, position_scale=1.0, freq=None, attention_scale=1.0, axes=1,
+     axis=None)
 
 f_i = base^(-2i/r), or the r/2 explicit doubles freq; angle p * position_scale * f_i in exact arithmetic;
 cos and sin times attention_scale, each the float32 nearest the exact value. pairs: "halves" (HF
-rotate_half, GPT-NeoX, vLLM is_neox_style) or "interleaved" (GPT-J, Meta's Llama, ggml mode 0). An invalid
-spec raises posenc.InvalidArgument here. Model presets: Rope.llama2(), llama3_1(), mistral_7b_v02(),
-qwen2(yarn=False), phi3_mini_128k(seq_len), deepseek_v2(), deepseek_v3(), gpt_neox_20b(), gpt_j_6b().)")
+rotate_half, GPT-NeoX, vLLM is_neox_style) or "interleaved" (GPT-J, Meta's Llama, ggml mode 0).
+Multi-axis RoPE (M-RoPE, 2-D vision RoPE): axes = A in 1..4 positions per token, and axis the r/2 integers
+in [0, A) giving the axis whose position pair i rotates by (a_i = p[axis[i]] * position_scale * f_i);
+rope_sections builds them from a model's section sizes. The calls then take positions of shape (A, n)
+(axis-major), (A, batch, n), or the C ABI's flat (A * n,). An invalid spec raises posenc.InvalidArgument here.
+Model presets: Rope.llama2(), llama3_1(), mistral_7b_v02(), qwen2(yarn=False), phi3_mini_128k(seq_len),
+deepseek_v2(), deepseek_v3(), gpt_neox_20b(), gpt_j_6b(); multi-axis: qwen2_vl(), qwen2_5_vl(), qwen3_vl(),
+glm4v() (3 axes: temporal, height, width), qwen2_vl_vision(), qwen2_5_vl_vision(), qwen3_vl_vision(),
+pixtral(), llama4_vision() (2 axes).)")
       .def(py::init(&make_rope), "rotary_dim"_a, "pairs"_a = "halves", "base"_a = 10000.0, "position_scale"_a = 1.0,
-           "freq"_a = py::none(), "attention_scale"_a = 1.0)
+           "freq"_a = py::none(), "attention_scale"_a = 1.0, "axes"_a = 1, "axis"_a = py::none())
       .def_property_readonly("rotary_dim", &Rope::rotary_dim)
       .def_property_readonly("pairs", [](const Rope &r) { return r.c_rope().pairs; })
       .def_property_readonly("base", &Rope::base)
@@ -362,12 +538,24 @@ qwen2(yarn=False), phi3_mini_128k(seq_len), deepseek_v2(), deepseek_v3(), gpt_ne
             return std::move(a);
           },
           "The explicit frequencies (a new float64 array), or None when f_i = base^(-2i/r).")
+      .def_property_readonly("axes", [](const Rope &r) { return r.axes(); },
+                             "Positions per token: 1, or 2 to 4 for multi-axis RoPE.")
+      .def_property_readonly(
+          "axis",
+          [](const Rope &r) -> py::object {
+            const posenc::array_view<const uint8_t> m = r.axis();
+            if (r.axes() == 1 || !m.size()) return py::none();
+            py::array_t<uint8_t> a(py::ssize_t(m.size()));
+            std::copy(m.begin(), m.end(), a.mutable_data());
+            return std::move(a);
+          },
+          "The axis of each pair (a new uint8 array of rotary_dim / 2 entries), or None for one axis.")
       .def("with_pairs", [](const Rope &r, py::handle p) { return r.with_pairs(posenc::rope_pairs(pairs_arg(p))); },
            "pairs"_a, "The same spec with other pairs (a checkpoint in the other layout).")
       .def("with_position_scale", [](const Rope &r, double s) { Rope t = r.with_position_scale(s); validate(t); return t; },
-           "position_scale"_a)
+           "position_scale"_a, "The same spec with another position_scale (its negative: the inverse rotation).")
       .def("with_attention_scale", [](const Rope &r, double s) { Rope t = r.with_attention_scale(s); validate(t); return t; },
-           "attention_scale"_a)
+           "attention_scale"_a, "The same spec with another attention scale.")
       .def(py::self == py::self)
       .def(py::self != py::self)
       .def("__repr__",
@@ -380,6 +568,7 @@ qwen2(yarn=False), phi3_mini_128k(seq_len), deepseek_v2(), deepseek_v3(), gpt_ne
              if (c.freq) s += ", freq=[" + std::to_string(c.rotary_dim / 2) + " values]";
              if (c.attention_scale != 1.0)
                s += ", attention_scale=" + py::repr(py::float_(c.attention_scale)).cast<std::string>();
+             if (c.axes != 1) s += ", axes=" + std::to_string(c.axes) + ", axis=[" + std::to_string(c.rotary_dim / 2) + " values]";
              return s + ")";
            })
       .def_static("llama2", &Rope::llama2, "rotary_dim"_a = 128, "Llama 2: base 1e4, no scaling.")
@@ -393,16 +582,37 @@ qwen2(yarn=False), phi3_mini_128k(seq_len), deepseek_v2(), deepseek_v3(), gpt_ne
       .def_static("deepseek_v3", &Rope::deepseek_v3, "DeepSeek-V3 / R1: as V2 with mscale 1.")
       .def_static("gpt_neox_20b", &Rope::gpt_neox_20b, "GPT-NeoX-20B: r = 24 of head 96, halves.")
       .def_static("gpt_j_6b", &Rope::gpt_j_6b, "GPT-J 6B: r = 64 of head 256, interleaved.")
+      .def_static("qwen2_vl", &Rope::qwen2_vl,
+                  "Qwen2-VL text M-RoPE: r = 128, base 1e6, chunked mrope_section [16, 24, 24] (temporal, height, width).")
+      .def_static("qwen2_5_vl", &Rope::qwen2_5_vl, "Qwen2.5-VL text M-RoPE: as Qwen2-VL.")
+      .def_static("qwen3_vl", &Rope::qwen3_vl,
+                  "Qwen3-VL text M-RoPE: r = 128, base 5e6, interleaved mrope_section [24, 20, 20].")
+      .def_static("glm4v", &Rope::glm4v,
+                  "GLM-4V / GLM-4.1V: r = 64 of head 128, interleaved pairs, base 1e4, chunked [8, 12, 12].")
+      .def_static("qwen2_vl_vision", &Rope::qwen2_vl_vision,
+                  "The Qwen2-VL vision tower: head 80, 2-D (row, column), base 1e4, vision sections [20, 20].")
+      .def_static("qwen2_5_vl_vision", &Rope::qwen2_5_vl_vision, "The Qwen2.5-VL vision tower: as Qwen2-VL's.")
+      .def_static("qwen3_vl_vision", &Rope::qwen3_vl_vision,
+                  "The Qwen3-VL vision tower: head 72, 2-D (row, column), vision sections [18, 18].")
+      .def_static("pixtral", &Rope::pixtral,
+                  "Pixtral's vision encoder: head 64, 2-D (row, column), strided [16, 16]; HF's halves.")
+      .def_static("llama4_vision", &Rope::llama4_vision,
+                  "Llama 4's vision encoder: head 88, 2-D (column x + 1, row y + 1; the class token 0), vision "
+                  "[22, 22], interleaved pairs.")
       .def(py::pickle(
           [](const Rope &r) {
             const posenc_rope &c = r.c_rope();
-            py::object f = py::none();
+            py::object f = py::none(), a = py::none();
             if (c.freq) f = py::cast(std::vector<double>(c.freq, c.freq + c.rotary_dim / 2));
-            return py::make_tuple(c.rotary_dim, int(c.pairs), c.base, c.position_scale, f, c.attention_scale);
+            if (c.axes != 1 && c.axis) a = py::cast(std::vector<int>(c.axis, c.axis + c.rotary_dim / 2));
+            return py::make_tuple(c.rotary_dim, int(c.pairs), c.base, c.position_scale, f, c.attention_scale, c.axes, a);
           },
           [](const py::tuple &t) {
+            // posenc 0.2's six fields (one axis), or eight
+            const bool axes = py::len(t) >= 8;
+            const py::object axis = axes ? py::object(t[7]) : py::object(py::none());
             return make_rope(t[0].cast<int64_t>(), t[1], t[2].cast<double>(), t[3].cast<double>(), t[4],
-                             t[5].cast<double>());
+                             t[5].cast<double>(), axes ? t[6].cast<int64_t>() : 1, axis);
           }));
 
   m.def("rope_init", &rope_init, "rotary_dim"_a, "base"_a = 10000.0, "scaling"_a = py::none(), py::kw_only(),
@@ -420,6 +630,21 @@ The keywords give what HF reads from the model config outside the dict: max_posi
 reference length; yarn/longrope derive a missing factor from it as HF v5 does), the original length when the
 dict has none (Phi-3), and the current seq_len (dynamic, longrope; default: dynamic's reference length, and 0
 for longrope, i.e. the short factors).)");
+  m.def("rope_sections", &rope_sections, "rope"_a, "sections"_a, "layout"_a = "chunked",
+        R"(rope_sections(rope, sections, layout="chunked") -> Rope
+
+posenc_rope_sections: a new Rope whose pairs are assigned to axes from up to four section sizes, counted in
+pairs (HF's mrope_section; a vision tower's [r/4, r/4]). With S the sum, pair i is in sector j = i mod S (a sum
+below r/2 repeats, ggml's rule). layout (a posenc.RopeLayout or its name):
+  "chunked"       sectors [0, s0) on axis 0, [s0, s0+s1) on axis 1, ...: Qwen2-VL / Qwen2.5-VL, GLM-4V, ggml MROPE
+  "interleaved"   sector j on axis 1 if j%3 == 1 and j < 3 s1, on axis 2 if j%3 == 2 and j < 3 s2, else 0: Qwen3-VL
+  "vision"        chunked, the frequency index restarting in each section (base^(-2k/h)): ViT 2-D RoPE
+  "strided"       chunked, section a taking every A-th frequency from a: Pixtral
+  "interleaved_4" as interleaved, but axis 0 only for j%3 == 0 and j < 3 s0, the rest on axis 3: ggml IMROPE
+A is 3 for interleaved, 4 for interleaved_4, else one more than the last non-zero section. "vision" and
+"strided" replace the frequencies (each the double nearest the real value, from rope.base); the others keep
+rope's (a scaled spec keeps its scaled frequencies). Every other field is kept. posenc.InvalidArgument for a
+negative section, a sum of 0 or past r/2, or an unknown layout value.)");
   m.def("_repeat_rope_qk", &repeat_rope_qk, "rope"_a, "q"_a, "k"_a, "positions"_a, "heads_first"_a, "repeat"_a,
         "Benchmark helper: seconds per posenc_rope_qk_* call, the call repeated without Python in between "
         "(batch 1). Rotates q and k repeat + 1 times.");
@@ -428,13 +653,15 @@ for longrope, i.e. the short factors).)");
         R"(rope_cache(rope, n=None, first=0, *, positions=None, out=None) -> (cos, sin) or out
 
 posenc_rope_cache_f32: for positions first .. first+n-1 (or the explicit positions, posenc.PAD giving zeros)
-the rows of cos_i and sin_i (rotary_dim / 2 each), float32. out: None (two new (n, r/2) arrays), a (cos, sin)
-pair of (n, r/2) arrays (ONNX Runtime's cos_cache / sin_cache), or one (n, r) array that receives cos in its
-first half and sin in the second (vLLM's cos_sin_cache), which is returned.)");
+the rows of cos_i and sin_i (rotary_dim / 2 each), float32. For a multi-axis rope (A = rope.axes) the explicit
+positions are (A, n), or the flat axis-major (A * n,), and pair i of row t takes positions[axis[i], t]; a run
+gives every axis the position first + t. out: None (two new (n, r/2) arrays), a (cos, sin) pair of (n, r/2)
+arrays (ONNX Runtime's cos_cache / sin_cache), or one (n, r) array that receives cos in its first half and sin
+in the second (vLLM's cos_sin_cache), which is returned.)");
   m.def(
       "rope",
       [](const Rope &r, py::handle x, py::handle positions, int64_t first, bool heads_first) {
-        apply(r, x, py::none(), positions, first, heads_first);
+        apply(r.c_rope(), x, py::none(), positions, first, heads_first, "x");
         return py::reinterpret_borrow<py::object>(x);
       },
       "rope"_a, "x"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0, "heads_first"_a = false,
@@ -444,20 +671,44 @@ Rotates x in place (posenc_rope_f32 / _bf16 / _f16 by dtype; bfloat16 as uint16 
 returns it. x: (tokens, head_dim), (tokens, heads, head_dim) or (batch, tokens, heads, head_dim), any
 non-negative strides with a contiguous last axis. heads_first=True reads rank 3 as (heads, tokens, head_dim)
 and rank 4 as (batch, heads, tokens, head_dim), HF's [batch, heads, seq, head_dim]. Only the first rotary_dim elements of each
-head row change. positions: None (first, first+1, ...), (tokens,), or (batch, tokens); posenc.PAD leaves the
-token untouched. Overlapping head rows raise posenc.InvalidArgument; nothing is written on error.)");
+head row change. positions: None (first, first+1, ...), (tokens,), or (batch, tokens); for a multi-axis rope
+(A = rope.axes) (A, tokens) or the flat axis-major (A * tokens,), shared by the batch, or (A, batch, tokens)
+(HF's position_ids). posenc.PAD (on axis 0) leaves the token untouched. A shape that does not fit raises
+ValueError naming it; overlapping head rows raise posenc.InvalidArgument; nothing is written on error.)");
   m.def(
       "rope_qk",
       [](const Rope &r, py::handle q, py::handle k, py::handle positions, int64_t first, bool heads_first) {
-        apply(r, q, k, positions, first, heads_first);
+        apply(r.c_rope(), q, k, positions, first, heads_first, "x");
         return py::make_tuple(q, k);
       },
       "rope"_a, "q"_a, "k"_a, py::kw_only(), "positions"_a = py::none(), "first"_a = 0, "heads_first"_a = false,
       R"(rope_qk(rope, q, k, *, positions=None, first=0, heads_first=False) -> (q, k)
 
 q and k of the same tokens rotated in place in one pass (posenc_rope_qk_*), cos/sin made once per token for
-the heads of both (GQA: different head counts). Shapes as in rope(), same dtype, batch and token counts; k
-may be None. Views of one fused QKV buffer are fine; q and k rows must not overlap.)");
+the heads of both (GQA: different head counts). Shapes and positions as in rope(), same dtype, batch and token
+counts; k may be None. Views of one fused QKV buffer are fine; q and k rows must not overlap.)");
+  m.def("rope_shift", &rope_shift, "rope"_a, "keys"_a, "delta"_a, py::kw_only(), "heads_first"_a = false,
+        R"(rope_shift(rope, keys, delta, *, heads_first=False) -> keys
+
+The context shift (llama.cpp's KV-cache shift): keys cached after their rotation at positions p are moved to
+p + delta, in place, by rotating them once more by delta, with attention scale 1 whatever rope's is. The angle
+is linear in the position, so R(p + d) = R(d) R(p) pair by pair (per axis for a multi-axis rope: a pair turns
+by the delta of its own axis). The scale is forced to 1 because a cached key already carries the scale m of its
+first rotation (k' = m R(p) k): rotating it with m again would give m^2 R(p + d) k. The frequencies, pairs,
+position_scale and axis map must be those the keys were rotated with (a dynamic-NTK or longrope spec of another
+length is another rotation). keys: any layout rope() takes (heads_first for HF's [batch, kv_heads, seq, dim]),
+float32 / bfloat16 / float16. delta: one integer for every token (and axis), or per token as rope()'s
+positions ((tokens,), (batch, tokens); (A, tokens), (A, batch, tokens)); posenc.PAD leaves a token as it is.
+
+Error: a rotation by float32 cos/sin c, s (each within 2^-25 of cos / sin, |cos|, |sin| <= 1) of a pair
+v = (x, y), each element rounded once to a format of unit roundoff u (2^-24 float32, 2^-8 bfloat16, 2^-11
+float16), is within eps |v| of the exact rotation, eps = 2^-24.5 + sqrt(2) u (1 + 2^-24.5): the cos/sin error as
+a 2x2 matrix [[ec, -es], [es, ec]] has norm sqrt(ec^2 + es^2) <= 2^-24.5, and each output element is rounded
+with an error of at most u |R v| (also a subnormal one, for |v| at least the format's smallest normal value),
+sqrt(2) u |R v| for the pair, |R v| <= (1 + 2^-24.5) |v|. So shifting by d then by -d gives each pair back
+within (2 + eps) eps |v|, and rotating k at p (scale 1) then shifting by d gives the rotation of k at p + d
+within (3 + eps) eps |k|: three rotations, each within eps of the exact one. With an attention scale m the two
+rotations with m have m |v| in place of |v| and cos/sin errors of half an ulp of values up to m.)");
 }
 
 }  // namespace pyposenc

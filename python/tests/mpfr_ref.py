@@ -16,7 +16,10 @@ support/halves.hpp, tests/test_rope_init.cpp):
   from the double, as support/rope.hpp's narrow_half_from_double);
 - fmaf(scale, x, pe) for add / embed / embed_learned, one rounding of the exact value;
 - HF transformers' rope_type formulas (docs/rope.md "Every scheme") in real arithmetic, each value's nearest
-  double.
+  double;
+- multi-axis RoPE (posenc.h "Multi-axis RoPE"): pair i of token t takes the position of its own axis,
+  positions[axis[i]][t], and posenc_rope_sections' assignment written out from docs/api.md's table (the axis
+  map, and the exponents of the frequencies VISION and STRIDED write, each frequency's nearest double).
 
 Nothing here calls posenc.
 """
@@ -304,6 +307,113 @@ class RopeRef:
         if not len(positions):
             return np.zeros((0, self.r), np.float32)
         return np.stack([self.row(p) for p in positions])
+
+
+# ---- multi-axis RoPE -------------------------------------------------------------------------------------------
+
+CHUNKED, INTERLEAVED, VISION, STRIDED, INTERLEAVED_4 = range(5)
+
+
+def section_map(layout, sections, h):
+    """(A, axis [h] list, exponents) of posenc_rope_sections(sections, layout) for h = r/2 pairs, from docs/api.md's
+    table: sector j = i mod S (S the sum); the axis of the sector; exponents None where the layout keeps the
+    frequencies, else per pair (num, den) with f_i = base^(-num/den): VISION base^(-2k/h), STRIDED
+    base^(-2(A k + a)/r), k = j - c_a (c_a the first sector of section a)."""
+    s = [int(v) for v in sections] + [0] * (4 - len(sections))
+    total = sum(s)
+    starts = [sum(s[:a]) for a in range(4)]
+    if layout == INTERLEAVED:
+        axes = 3
+    elif layout == INTERLEAVED_4:
+        axes = 4
+    else:
+        axes = max(a for a in range(4) if s[a] > 0) + 1
+    axis, expo = [], []
+    for i in range(h):
+        j = i % total
+        chunk = max(a for a in range(4) if starts[a] <= j and s[a] > 0)
+        if layout == INTERLEAVED:
+            a = 1 if j % 3 == 1 and j < 3 * s[1] else 2 if j % 3 == 2 and j < 3 * s[2] else 0
+        elif layout == INTERLEAVED_4:
+            a = (1 if j % 3 == 1 and j < 3 * s[1] else 2 if j % 3 == 2 and j < 3 * s[2]
+                 else 0 if j % 3 == 0 and j < 3 * s[0] else 3)
+        else:
+            a = chunk
+        axis.append(a)
+        k = j - starts[chunk]
+        if layout == VISION:
+            expo.append((2 * k, h))
+        elif layout == STRIDED:
+            expo.append((2 * (axes * k + chunk), 2 * h))
+    return axes, axis, (expo if layout in (VISION, STRIDED) else None)
+
+
+def power(base, num, den):
+    """The double nearest base^(-num/den) (MPFR at 1200 bits)."""
+    with ctx(1200):
+        return round_f64(mpfr(base) ** (mpfr(-num) / den))
+
+
+class AxesRef:
+    """A multi-axis RoPE spec's correctly rounded cos/sin rows: a RopeRef (frequencies, scales) and the axis map;
+    pair i of a token rotates by its position on axis[i]. Memoised per (pair, position)."""
+
+    def __init__(self, rope_ref, axes, axis):
+        self.ref = rope_ref
+        self.axes = int(axes)
+        self.axis = [int(a) for a in axis] if axis is not None else [0] * rope_ref.h
+        self.h, self.r, self.pairs = rope_ref.h, rope_ref.r, rope_ref.pairs
+        self._pairs = {}
+
+    @classmethod
+    def of(cls, rope):
+        return cls(RopeRef.of(rope), rope.axes, rope.axis)
+
+    def pair(self, i, p):
+        key = (i, int(p))
+        got = self._pairs.get(key)
+        if got is None:
+            got = self._pairs[key] = self.ref.pair(i, int(p))
+        return got
+
+    def token(self, ps):
+        """cos | sin (2h float32) of a token whose positions on the axes are ps (ps[0] == PAD: zeros)."""
+        row = np.zeros(2 * self.h, dtype=np.float32)
+        if int(ps[0]) == PAD:
+            return row
+        for i in range(self.h):
+            row[i], row[self.h + i] = self.pair(i, ps[self.axis[i]])
+        return row
+
+    def cache(self, positions):
+        """(n, r) rows for positions (A, n) (axis-major)."""
+        pos = np.asarray(positions, np.int64).reshape(self.axes, -1)
+        if pos.shape[1] == 0:
+            return np.zeros((0, self.r), np.float32)
+        return np.stack([self.token(pos[:, t]) for t in range(pos.shape[1])])
+
+
+def rotate_tokens_axes(x, positions, ref, fmt):
+    """The expected result of posenc.rope with a multi-axis spec (an AxesRef) on x shaped [T, D], [T, H, D] or
+    [B, T, H, D], positions (A, T) (every batch entry) or (A, B, T); PAD tokens (axis 0) keep their values."""
+    x = np.asarray(x)
+    shape = x.shape
+    if x.ndim == 2:
+        x = x[:, None, :]
+    if x.ndim == 3:
+        x = x[None]
+    pos = np.asarray(positions, np.int64)
+    if pos.ndim == 2:
+        pos = np.broadcast_to(pos[:, None, :], (pos.shape[0], x.shape[0], pos.shape[1]))
+    out = np.array(x, copy=True)
+    h = ref.h
+    for b in range(x.shape[0]):
+        keep = pos[0, b] != PAD
+        if not keep.any():
+            continue
+        cs = ref.cache(pos[:, b][:, keep])
+        out[b, keep] = rotate_rows(x[b, keep], cs[:, None, :h], cs[:, None, h:], ref.pairs, fmt)
+    return out.reshape(shape)
 
 
 def _quiet_bits(a, fmt):
