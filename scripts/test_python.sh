@@ -2,8 +2,9 @@
 # The Python package, offline, from Debian's packages only: builds a wheel with `python3 -m build
 # --no-isolation`, installs the source tree with `pip install --no-build-isolation .` into a venv that
 # sees Debian's NumPy, PyTorch and pytest (--system-site-packages), checks the wheel installs too, runs
-# examples/python/decode.py and the pytest suite (python/tests) against the installed package. Each pytest case counts in the closing
-# "tests: N passed, M failed" line (python/tests/conftest.py writes them to $POSENC_RESULTS).
+# examples/python/decode.py and multiaxis.py and the pytest suite (python/tests) against the installed
+# package. Each pytest case counts in the closing "tests: N passed, M failed" line (python/tests/conftest.py
+# writes them to $POSENC_RESULTS).
 #   scripts/test_python.sh [--werror]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,8 +40,9 @@ echo "== venv: pip install --no-build-isolation ."
   { tail -40 "$work/pip.log"; exit 1; }
 "$work/venv-wheel/bin/python" -c 'import posenc, posenc.torch; print("wheel:", posenc.__version__, posenc.active_isa())'
 
-echo "== the Python example (examples/python/decode.py)"
+echo "== the Python examples (examples/python/decode.py, multiaxis.py)"
 (cd "$work" && "$work/venv/bin/python" "$root/examples/python/decode.py")
+(cd "$work" && "$work/venv/bin/python" "$root/examples/python/multiaxis.py")
 
 echo "== pytest (installed package)"
 cd "$work"  # not the source tree: the tests import the installed posenc

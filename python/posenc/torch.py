@@ -11,8 +11,14 @@ Modules (each documented below; docs/python.md has an example per module):
   ScaledEmbeddingWithPE(num_embeddings, d_model, max_len=5000, padding_idx=None) emb(tok) * sqrt(d) + pe, fused
   RotaryEmbedding(config, device=None)         HF's LlamaRotaryEmbedding: forward(x, position_ids) -> (cos, sin),
                                                every rope_type; .apply_rotary(q, k, position_ids) rotates in place
+  Qwen2VLRotaryEmbedding(config) (= Qwen2_5_VLRotaryEmbedding)   HF's Qwen2-VL / Qwen2.5-VL text M-RoPE:
+                                               forward(x, position_ids [3, b, s]) -> cos, sin [3, b, s, head_dim]
+  Qwen3VLTextRotaryEmbedding(config)           HF's Qwen3-VL text M-RoPE (interleaved): cos, sin [b, s, head_dim]
+  VisionRotaryEmbedding(dim, theta=10000.0)    HF's vision-tower 2-D RoPE: forward((row, col) ids) -> angle table;
+                                               .cos_sin(ids), .apply_rotary(q, k, ids)
 Functions: table, rows, add, embed, rope_cache, apply_rotary (in place, differentiable: its backward is the
-inverse rotation), rotate_half / apply_rotary_pos_emb (HF's, for the cos/sin path).
+inverse rotation; multi-axis position ids too), apply_rotary_vision, rotate_half / apply_rotary_pos_emb /
+apply_multimodal_rotary_pos_emb / apply_rotary_pos_emb_vision (HF's, for the cos/sin path).
 
 Autograd: tables, cos and sin are constants (no gradient). add / the modules' x + pe pass the gradient to x;
 embed to the embedding weight; apply_rotary to q and k (the transpose of a rotation is the rotation by the
@@ -33,6 +39,9 @@ __all__ = [
     "PositionalEncoding", "PositionalEncodingBatchFirst", "SinusoidalPositionalEmbedding",
     "LearnableSinusoidalPositionalEncoding", "ScaledEmbeddingWithPE", "RotaryEmbedding", "table", "rows", "add",
     "embed", "rope_cache", "apply_rotary", "rotate_half", "apply_rotary_pos_emb", "rope_from_config", "make_positions",
+    "Qwen2VLRotaryEmbedding", "Qwen2_5_VLRotaryEmbedding", "Qwen3VLTextRotaryEmbedding", "VisionRotaryEmbedding",
+    "Qwen2_5_VisionRotaryEmbedding", "Qwen3VLVisionRotaryEmbedding", "apply_multimodal_rotary_pos_emb",
+    "apply_rotary_pos_emb_vision", "apply_rotary_vision",
 ]
 
 SpecLike = Union[Spec, int]
@@ -442,14 +451,7 @@ class RotaryEmbedding(nn.Module):
         rotary_dim / 2 values twice, times the attention scaling). x only gives the dtype."""
         if self.rope_type in ("dynamic", "longrope"):
             self._update(position_ids)
-        pos = _positions(position_ids)
-        c, s = _p.rope_cache(self.rope, positions=pos.reshape(-1))
-        c, s = torch.from_numpy(c), torch.from_numpy(s)
-        shape = (*pos.shape, self.rope.rotary_dim)
-        cos, sin = torch.cat((c, c), dim=-1).view(shape), torch.cat((s, s), dim=-1).view(shape)
-        if x.dtype != torch.float32 or x.device.type != "cpu":
-            return cos.to(device=x.device, dtype=x.dtype), sin.to(device=x.device, dtype=x.dtype)
-        return cos, sin
+        return _hf_cos_sin(self.rope, _positions(position_ids), x)
 
     def apply_rotary(self, q: Tensor, k: Optional[Tensor], position_ids: Tensor,
                      unsqueeze_dim: int = 1) -> Tuple[Tensor, Optional[Tensor]]:
@@ -457,6 +459,21 @@ class RotaryEmbedding(nn.Module):
         if self.rope_type in ("dynamic", "longrope"):
             self._update(position_ids)
         return apply_rotary(q, k, position_ids, self.rope, unsqueeze_dim=unsqueeze_dim)
+
+
+def _hf_cos_sin(rope: Rope, pos: Tensor, x: Tensor) -> Tuple[Tensor, Tensor]:
+    """HF's (cos, sin) from posenc's exact cache: each [*tokens, rotary_dim], the rotary_dim / 2 values twice
+    (HF's cat(freqs, freqs)), in x.dtype on x.device. pos: int64 [*tokens], or [A, *tokens] for a rope of A
+    axes (each token's cos_i / sin_i at its position on axis[i])."""
+    tokens = pos.shape[1:] if rope.axes > 1 else pos.shape
+    flat = pos.reshape(rope.axes, -1) if rope.axes > 1 else pos.reshape(-1)
+    c, s = _p.rope_cache(rope, positions=flat)
+    c, s = torch.from_numpy(c), torch.from_numpy(s)
+    shape = (*tokens, rope.rotary_dim)
+    cos, sin = torch.cat((c, c), dim=-1).view(shape), torch.cat((s, s), dim=-1).view(shape)
+    if x.dtype != torch.float32 or x.device.type != "cpu":
+        return cos.to(device=x.device, dtype=x.dtype), sin.to(device=x.device, dtype=x.dtype)
+    return cos, sin
 
 
 def _positions(position_ids: Tensor) -> Tensor:
@@ -472,12 +489,19 @@ def _positions(position_ids: Tensor) -> Tensor:
 def rope_cache(rope: Rope, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
     """cos and sin for positions of any shape, [*position_ids.shape, rotary_dim], float32: the first
     rotary_dim / 2 columns hold cos_i (sin_i) of the pairs; the other half is left unwritten (uninitialised)
-    for the caller (RotaryEmbedding copies the first half there, HF's layout). posenc.PAD gives zeros."""
-    pos = _positions(position_ids).reshape(-1)
+    for the caller (RotaryEmbedding copies the first half there, HF's layout). posenc.PAD gives zeros. For a
+    rope of A axes, position_ids are [A, *tokens] (axis first, HF's [3, batch, seq]) and the result is
+    [*tokens, rotary_dim]."""
+    pos = _positions(position_ids)
+    A = rope.axes
+    if A > 1 and (pos.dim() < 2 or pos.size(0) != A):
+        raise ValueError("position_ids: expected [%d, ...] for a rope of %d axes, got %s" % (A, A, list(pos.shape)))
+    tokens = pos.shape[1:] if A > 1 else pos.shape
+    pos = pos.reshape(A, -1) if A > 1 else pos.reshape(-1)
     r = rope.rotary_dim
-    cos = torch.empty(*position_ids.shape, r)
-    sin = torch.empty(*position_ids.shape, r)
-    n, h = pos.numel(), r // 2
+    cos = torch.empty(*tokens, r)
+    sin = torch.empty(*tokens, r)
+    n, h = pos.shape[-1], r // 2
     _p.rope_cache(rope, positions=pos, out=(cos.view(n, r)[:, :h], sin.view(n, r)[:, :h]))
     return cos, sin
 
@@ -488,9 +512,9 @@ class _Rotated(torch.autograd.Function):
     rotation by a is the rotation by -a, the same float cos and the negated sin."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, positions: Tensor, rope: Rope, unsqueeze_dim: int) -> Tensor:
+    def forward(ctx, x: Tensor, positions: Tensor, rope: Rope, heads_first: bool) -> Tensor:
         ctx.mark_dirty(x)
-        ctx.rope, ctx.unsqueeze_dim = rope, unsqueeze_dim
+        ctx.rope, ctx.heads_first = rope, heads_first
         ctx.save_for_backward(positions)
         return x
 
@@ -499,7 +523,7 @@ class _Rotated(torch.autograd.Function):
         (positions,) = ctx.saved_tensors
         inverse = ctx.rope.with_position_scale(-ctx.rope.position_scale)
         g = g.contiguous().clone()
-        _p.rope(inverse, g, positions=positions, heads_first=ctx.unsqueeze_dim == 1)
+        _p.rope(inverse, g, positions=positions, heads_first=ctx.heads_first)
         return g, None, None, None
 
 
@@ -508,27 +532,38 @@ def apply_rotary(q: Tensor, k: Optional[Tensor], position_ids: Tensor, rope: Rop
     """Rotates q and k in place by posenc's fused kernel (posenc.rope_qk) and returns them. q, k: HF's
     [batch, heads, seq, head_dim] (unsqueeze_dim=1) or [batch, seq, heads, head_dim] (unsqueeze_dim=2), any
     strides with a contiguous last axis (views of a fused QKV projection are fine), float32, bfloat16 or
-    float16, GQA head counts; position_ids [batch, seq] (or [seq]). Only the first rope.rotary_dim elements
-    of each head row change; the result equals apply_rotary_pos_emb(q, k, cos, sin) with the exact cos/sin,
-    rounded once (the contract's rotation). Differentiable in q and k (an autograd in-place op)."""
+    float16, GQA head counts; position_ids [batch, seq] (or [seq]). For a multi-axis rope of A axes (M-RoPE)
+    position_ids are HF's [A, batch, seq], or [batch, seq] / [seq] text ids (every axis the same position, as
+    HF's text models expand them). Only the first rope.rotary_dim elements of each head row change; the result
+    equals apply_rotary_pos_emb(q, k, cos, sin) with the exact cos/sin, rounded once (the contract's rotation).
+    Differentiable in q and k (an autograd in-place op)."""
     positions = _positions(position_ids)
-    if q.dim() == 4 and positions.dim() == 1:
+    if rope.axes > 1 and positions.dim() < 3:
+        positions = positions.unsqueeze(0).expand(rope.axes, *positions.shape).contiguous()
+    elif q.dim() == 4 and positions.dim() == 1:
         positions = positions.unsqueeze(0).expand(q.size(0), -1).contiguous()
     if unsqueeze_dim not in (1, 2):
         raise ValueError("unsqueeze_dim must be 1 ([batch, heads, seq, dim]) or 2 ([batch, seq, heads, dim])")
+    return _rotate_in_place(q, k, positions, rope, unsqueeze_dim == 1)
+
+
+def _rotate_in_place(q: Tensor, k: Optional[Tensor], positions: Tensor, rope: Rope,
+                     heads_first: bool) -> Tuple[Tensor, Optional[Tensor]]:
+    """posenc.rope_qk on q and k in place, positions as the core API takes them; with autograd when q or k
+    requires a gradient (the backward: the inverse rotation)."""
     grad = torch.is_grad_enabled() and (q.requires_grad or (k is not None and k.requires_grad))
     if grad:
         for t in (q, k):  # refused before anything is written, as torch's own in-place ops do
             if t is not None and t.is_leaf and t.requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     _p.rope_qk(rope, q.detach() if grad else q, None if k is None else (k.detach() if grad else k),
-               positions=positions, heads_first=unsqueeze_dim == 1)
+               positions=positions, heads_first=heads_first)
     if grad:
         # one single-output Function per tensor: q and k may be views (HF's .view().transpose(), fused QKV)
         if q.requires_grad:
-            q = _Rotated.apply(q, positions, rope, unsqueeze_dim)
+            q = _Rotated.apply(q, positions, rope, heads_first)
         if k is not None and k.requires_grad:
-            k = _Rotated.apply(k, positions, rope, unsqueeze_dim)
+            k = _Rotated.apply(k, positions, rope, heads_first)
     return q, k
 
 
@@ -545,3 +580,277 @@ def apply_rotary_pos_emb(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, positio
     cos = cos.unsqueeze(unsqueeze_dim)
     sin = sin.unsqueeze(unsqueeze_dim)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+# ---- multi-axis rotary embeddings of vision-language models ------------------------------------------------
+
+def _text_config(config: Any) -> Any:
+    """A VL model's text config: config.text_config when it has one (v5, Qwen3-VL), else the config itself."""
+    text = _get(config, "text_config")
+    return config if text is None else text
+
+
+def _mrope_config(config: Any, default_theta: float) -> Dict[str, Any]:
+    """The config dict RotaryEmbedding reads, from a VL text config (an object or a dict, rope_scaling or v5's
+    rope_parameters): the rope type "mrope" is "default" (HF's Qwen2VLConfig rewrites it), the model class's
+    default rope_theta when the config has none; mrope_section stays in the dict (rope_init ignores it)."""
+    rs = _scaling(config)
+    if rs.get("rope_type", rs.get("type")) in (None, "mrope"):
+        rs.pop("type", None)
+        rs["rope_type"] = "default"
+    out = {name: _get(config, name) for name in ("head_dim", "hidden_size", "num_attention_heads",
+                                                  "max_position_embeddings", "original_max_position_embeddings")}
+    out["partial_rotary_factor"] = _get(config, "partial_rotary_factor") or rs.get("partial_rotary_factor") or 1.0
+    out["rope_theta"] = float(rs.get("rope_theta") or _get(config, "rope_theta") or default_theta)
+    out["rope_scaling"] = rs
+    return out
+
+
+def _mrope_positions(position_ids: Tensor, axes: int = 3) -> Tensor:
+    """HF's M-RoPE position ids [axes, batch, seq]; [batch, seq] text ids give every axis the same positions
+    (as HF's text models expand them). Any other shape: ValueError naming it."""
+    pos = _positions(position_ids)
+    if pos.dim() == 2:
+        return pos.unsqueeze(0).expand(axes, -1, -1)
+    if pos.dim() != 3 or pos.size(0) != axes:
+        raise ValueError("position_ids: expected [%d, batch, seq] (or [batch, seq] text ids), got %s"
+                         % (axes, list(pos.shape)))
+    return pos
+
+
+class _MultiAxisRotary(RotaryEmbedding):
+    """The text rotary of a vision-language model: RotaryEmbedding's one-axis spec of the config (its rope_type,
+    attention factor, inv_freq buffer, runtime updates) and, for the fused apply, that spec with the model's
+    sections (``multi_rope``, rebuilt when the frequencies change)."""
+
+    _default_theta = 10000.0
+
+    def __init__(self, config: Any, device: Optional[torch.device] = None):
+        text = _text_config(config)
+        super().__init__(_mrope_config(text, self._default_theta), device)
+        self.mrope_section = self._section_of(_scaling(text).get("mrope_section"))
+        self._multi: Optional[Tuple[Rope, Rope]] = None
+
+    def _section_of(self, section: Any) -> Optional[list]:
+        return None if section is None else [int(s) for s in section]
+
+    @property
+    def multi_rope(self) -> Rope:
+        """The posenc.Rope of 3 axes for the current frequencies (posenc.rope_sections of self.rope)."""
+        if self._multi is None or self._multi[0] is not self.rope:
+            self._multi = (self.rope, self._sectioned(self.rope))
+        return self._multi[1]
+
+    def _sectioned(self, rope: Rope) -> Rope:
+        raise NotImplementedError
+
+
+class Qwen2VLRotaryEmbedding(_MultiAxisRotary):
+    """HF transformers' Qwen2VLRotaryEmbedding, the text rotary of Qwen2-VL and Qwen2.5-VL
+    (Qwen2_5_VLRotaryEmbedding is the same class), exact: ``Qwen2VLRotaryEmbedding(config, device=None)`` with
+    the text config (an HF config object or a dict; one with a ``text_config`` is descended into), rope_theta
+    default 1e6, rope type from ``rope_scaling`` / ``rope_parameters`` ("mrope" read as "default", as HF's
+    config does), mrope_section from there too. ``forward(x, position_ids)`` with position_ids [3, batch, seq]
+    (temporal, height, width; [batch, seq] text ids are expanded to the three rows) returns HF's ``(cos, sin)``,
+    each [3, batch, seq, head_dim] in x.dtype: row a holds cos_i / sin_i of every pair at the token's position
+    on axis a (twice, HF's cat(freqs, freqs)), times the attention scaling, each the correctly rounded value
+    of the exact angle; ``apply_multimodal_rotary_pos_emb(q, k, cos, sin, mrope_section)`` then takes each
+    section from its axis. ``apply_rotary(q, k, position_ids)`` rotates q and k in place, fused, by the chunked
+    sections of mrope_section without making cos/sin (autograd: the inverse rotation). As HF's forward, no
+    runtime frequency update."""
+
+    _default_theta = 1e6
+
+    def _sectioned(self, rope: Rope) -> Rope:
+        if self.mrope_section is None:
+            raise ValueError("mrope_section: the config has none (HF's attention reads "
+                             "rope_parameters['mrope_section'])")
+        h = rope.rotary_dim // 2
+        if len(self.mrope_section) != 3 or sum(self.mrope_section) != h:
+            raise ValueError("mrope_section %s: three sections summing to rotary_dim / 2 = %d (HF splits the "
+                             "channels by mrope_section * 2)" % (self.mrope_section, h))
+        return _p.rope_sections(rope, self.mrope_section, "chunked")
+
+    @torch.no_grad()
+    def forward(self, x: Tensor, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
+        """(cos, sin) [3, batch, seq, head_dim] in x.dtype for position_ids [3, batch, seq] (or [batch, seq])."""
+        return _hf_cos_sin(self.rope, _mrope_positions(position_ids), x)
+
+    def apply_rotary(self, q: Tensor, k: Optional[Tensor], position_ids: Tensor,
+                     unsqueeze_dim: int = 1) -> Tuple[Tensor, Optional[Tensor]]:
+        """q and k rotated in place, fused: apply_multimodal_rotary_pos_emb with the exact cos/sin, rounded once."""
+        return apply_rotary(q, k, _mrope_positions(position_ids), self.multi_rope, unsqueeze_dim=unsqueeze_dim)
+
+
+Qwen2_5_VLRotaryEmbedding = Qwen2VLRotaryEmbedding
+
+
+class Qwen3VLTextRotaryEmbedding(_MultiAxisRotary):
+    """HF transformers' Qwen3VLTextRotaryEmbedding, exact: ``Qwen3VLTextRotaryEmbedding(config, device=None)``
+    (rope_theta default 5e5, mrope_section from rope_scaling / rope_parameters, default [24, 20, 20]).
+    ``forward(x, position_ids)`` with position_ids [3, batch, seq] (or [batch, seq], expanded) returns
+    ``(cos, sin)`` [batch, seq, head_dim] in x.dtype, the axes interleaved as HF's apply_interleaved_mrope does:
+    frequency f takes the height position when f % 3 == 1 and f < 3 * mrope_section[1], the width position when
+    f % 3 == 2 and f < 3 * mrope_section[2], the temporal one otherwise; use them with the ordinary
+    apply_rotary_pos_emb. ``apply_rotary(q, k, position_ids)``: the same rotation in place, fused (autograd).
+    With HF's runtime update of dynamic / longrope frequencies (its dynamic_rope_update decorator)."""
+
+    _default_theta = 5e5
+
+    def _section_of(self, section: Any) -> Optional[list]:
+        section = [24, 20, 20] if section is None else [int(s) for s in section]
+        if len(section) != 3:
+            raise ValueError("mrope_section %s: expected three sections" % (section,))
+        return section
+
+    def _sectioned(self, rope: Rope) -> Rope:
+        h = rope.rotary_dim // 2
+        _, s1, s2 = self.mrope_section
+        if s1 < 0 or s2 < 0:
+            raise ValueError("mrope_section %s: negative sections" % (self.mrope_section,))
+        # HF's rule reads only s1 and s2, and those only up to the frequencies there are: f % 3 == 1 below 3 s1
+        # (at most (h + 1) // 3 of them), f % 3 == 2 below 3 s2 (at most h // 3). With the sum h the sectors are
+        # the frequencies themselves, so posenc's interleaved layout is HF's map for any mrope_section.
+        s1, s2 = min(s1, (h + 1) // 3), min(s2, h // 3)
+        return _p.rope_sections(rope, [h - s1 - s2, s1, s2], "interleaved")
+
+    @torch.no_grad()
+    def forward(self, x: Tensor, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
+        """(cos, sin) [batch, seq, head_dim] in x.dtype for position_ids [3, batch, seq] (or [batch, seq])."""
+        pos = _mrope_positions(position_ids)
+        if self.rope_type in ("dynamic", "longrope"):
+            self._update(pos)
+        return _hf_cos_sin(self.multi_rope, pos, x)
+
+    def apply_rotary(self, q: Tensor, k: Optional[Tensor], position_ids: Tensor,
+                     unsqueeze_dim: int = 1) -> Tuple[Tensor, Optional[Tensor]]:
+        """q and k rotated in place, fused: apply_rotary_pos_emb with forward's cos/sin, exact, rounded once."""
+        pos = _mrope_positions(position_ids)
+        if self.rope_type in ("dynamic", "longrope"):
+            self._update(pos)
+        return apply_rotary(q, k, pos, self.multi_rope, unsqueeze_dim=unsqueeze_dim)
+
+
+def apply_multimodal_rotary_pos_emb(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, mrope_section: list,
+                                    unsqueeze_dim: int = 1) -> Tuple[Tensor, Tensor]:
+    """HF's apply_multimodal_rotary_pos_emb (Qwen2-VL / Qwen2.5-VL; out of place, elementwise in the tensors'
+    dtype), for cos/sin [3, batch, seq, head_dim] from Qwen2VLRotaryEmbedding.forward: the channels split by
+    mrope_section * 2, chunk i from axis i % 3, then HF's rotate_half formula. Qwen2VLRotaryEmbedding.apply_rotary
+    is the fused, in-place, once-rounded equivalent."""
+    sections = list(mrope_section) * 2
+    cos = torch.cat([m[i % 3] for i, m in enumerate(cos.split(sections, dim=-1))], dim=-1).unsqueeze(unsqueeze_dim)
+    sin = torch.cat([m[i % 3] for i, m in enumerate(sin.split(sections, dim=-1))], dim=-1).unsqueeze(unsqueeze_dim)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+# The float32 nearest p * f for the vision angle table: p * f rounded to double is within 2^-52 of it (f the
+# nearest double of the real frequency, then the product's own rounding), so its float32 rounding is the
+# correct one unless a float32 midpoint lies that close; those (about one in 2^27) are decided in decimal.
+_MIDPOINT_MARGIN = 2.0 ** -50
+
+
+def _exact_angles(positions: Tensor, freq: Any, base: float, den: int) -> Tensor:
+    """[*positions.shape, K] float32: each the float32 nearest the real p * base^(-2k/den) (freq: the K nearest
+    doubles of those frequencies)."""
+    import numpy as np
+
+    p = positions.numpy().astype(np.float64)[..., None]  # exact: |p| < 2^53
+    f = np.asarray(freq, np.float64)
+    v = p * f
+    r = v.astype(np.float32)
+    toward = np.where(v > r.astype(np.float64), np.float32(np.inf), np.float32(-np.inf))
+    other = np.nextafter(r, toward)
+    mid = (r.astype(np.float64) + other.astype(np.float64)) / 2  # exact: float32 neighbours
+    near = np.abs(v - mid) <= _MIDPOINT_MARGIN * np.abs(v)
+    if near.any():
+        import decimal
+
+        with decimal.localcontext() as ctx:
+            ctx.prec = 60
+            ln_base = decimal.Decimal(base).ln()
+            for idx in zip(*np.nonzero(near)):
+                k = int(idx[-1])
+                fk = (ln_base * decimal.Decimal(-2 * k) / decimal.Decimal(int(den))).exp()
+                exact = decimal.Decimal(int(p[idx[:-1] + (0,)])) * fk
+                lo, hi = sorted((float(r[idx]), float(other[idx])))
+                m = decimal.Decimal(float(mid[idx]))
+                if exact != m:
+                    r[idx] = hi if exact > m else lo
+                else:  # a tie (a rational frequency): to the even significand
+                    r[idx] = lo if (np.float32(lo).view(np.uint32) & 1) == 0 else hi
+    return torch.from_numpy(r)
+
+
+class VisionRotaryEmbedding(nn.Module):
+    """HF transformers' VisionRotaryEmbedding(dim, theta=10000.0), the 2-D RoPE of the Qwen2-VL, Qwen2.5-VL,
+    Qwen3-VL and GLM-4V vision towers (built with dim = head_dim / 2; Qwen2_5_VisionRotaryEmbedding and
+    Qwen3VLVisionRotaryEmbedding are the same), exact. ``inv_freq`` (buffer, not persistent): the dim / 2
+    frequencies theta^(-2k/dim) in float32. ``forward(position_ids)`` with (row, col) ids [N, 2] returns HF's
+    angle table [N, dim] = [row * inv_freq | col * inv_freq], each angle the float32 nearest the exact product
+    (HF rounds p * float32(inv_freq)); ``forward(seqlen)`` (an int, the v4 API) the [seqlen, dim / 2] table of
+    positions 0 .. seqlen - 1. HF takes cos / sin of cat(table, table) in float32, so its values carry the
+    angle's float32 rounding; ``cos_sin(position_ids)`` gives them exactly (each [N, 2 dim] float32, the
+    correctly rounded cos / sin of the exact angles), and ``apply_rotary(q, k, position_ids)`` rotates q and k
+    [N, heads, 2 dim] in place, fused (autograd), as apply_rotary_pos_emb_vision would with those. ``rope``:
+    the posenc.Rope (2 axes, VISION sections [dim / 2, dim / 2] of rotary_dim 2 dim)."""
+
+    def __init__(self, dim: int, theta: float = 10000.0, device: Optional[torch.device] = None):
+        super().__init__()
+        if dim < 2 or dim % 2:
+            raise ValueError("dim %d: HF's table is cat'ed with itself to head_dim = 2 dim, dim must be even" % dim)
+        if device is not None and torch.device(device).type != "cpu":
+            raise ValueError("posenc computes on the CPU (device %s)" % device)
+        self.dim, self.theta = dim, theta
+        self.rope = _p.rope_sections(Rope(2 * dim, base=float(theta)), [dim // 2, dim // 2], "vision")
+        freq = self.rope.freq[: dim // 2]
+        self.register_buffer("inv_freq", torch.tensor(freq, dtype=torch.float64).float(), persistent=False)
+
+    def _ids(self, position_ids: Tensor) -> Tensor:
+        pos = _positions(position_ids)
+        if pos.dim() != 2 or pos.size(1) != 2:
+            raise ValueError("position_ids: expected (row, col) ids [N, 2], got %s" % list(pos.shape))
+        return pos
+
+    @torch.no_grad()
+    def forward(self, position_ids: Union[int, Tensor]) -> Tensor:
+        """[N, dim] angles for (row, col) ids [N, 2], or [seqlen, dim / 2] for an int seqlen; float32, exact."""
+        freq = self.rope.freq[: self.dim // 2]
+        if isinstance(position_ids, int):
+            return _exact_angles(torch.arange(position_ids), freq, self.theta, self.dim)
+        pos = self._ids(position_ids)
+        return _exact_angles(pos, freq, self.theta, self.dim).flatten(1)
+
+    @torch.no_grad()
+    def cos_sin(self, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
+        """The exact (cos, sin), each [N, 2 dim] float32: what HF's emb.cos(), emb.sin() approximate."""
+        return _hf_cos_sin(self.rope, self._ids(position_ids).t(), torch.zeros(0))
+
+    def apply_rotary(self, q: Tensor, k: Optional[Tensor], position_ids: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+        """q and k [N, heads, 2 dim] rotated in place, fused, by the (row, col) ids [N, 2]."""
+        return apply_rotary_vision(q, k, position_ids, self.rope)
+
+
+Qwen2_5_VisionRotaryEmbedding = VisionRotaryEmbedding
+Qwen3VLVisionRotaryEmbedding = VisionRotaryEmbedding
+
+
+def apply_rotary_pos_emb_vision(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor) -> Tuple[Tensor, Tensor]:
+    """HF's apply_rotary_pos_emb_vision (out of place): q, k [N, heads, head_dim] in float32 with cos / sin
+    [N, head_dim] unsqueezed at -2, HF's rotate_half formula, cast back to q's and k's dtypes."""
+    q_dtype, k_dtype = q.dtype, k.dtype
+    q, k = q.float(), k.float()
+    cos, sin = cos.unsqueeze(-2).float(), sin.unsqueeze(-2).float()
+    return (q * cos + rotate_half(q) * sin).to(q_dtype), (k * cos + rotate_half(k) * sin).to(k_dtype)
+
+
+def apply_rotary_vision(q: Tensor, k: Optional[Tensor], position_ids: Tensor,
+                        rope: Rope) -> Tuple[Tensor, Optional[Tensor]]:
+    """Rotates the vision tokens' q and k [N, heads, head_dim] (or [N, head_dim]) in place by posenc's fused
+    kernel and returns them: position_ids [N, A] (HF's (row, col) ids: A = rope.axes columns), rope a 2-D spec
+    (VisionRotaryEmbedding.rope, posenc.Rope.qwen2_vl_vision(), ...). Each element is the exact rotation
+    rounded once to q's format (HF rounds in float32 and then again to the format). Differentiable in q and k."""
+    pos = _positions(position_ids)
+    if pos.dim() != 2 or pos.size(1) != rope.axes:
+        raise ValueError("position_ids: expected [N, %d] for a rope of %d axes, got %s"
+                         % (rope.axes, rope.axes, list(pos.shape)))
+    return _rotate_in_place(q, k, pos.t().contiguous(), rope, False)
