@@ -36,6 +36,8 @@ struct Call {
   const posenc_spec *spec;
   const int64_t *positions;  // explicit positions, or nullptr for first + r
   bool positions_required;
+  const double *times;       // real-valued positions (timestep calls), else nullptr
+  bool times_required;
   int64_t first, n;
   Src src;
   const void *x;  // activations or embedding table
@@ -67,11 +69,15 @@ posenc_status run_call(const Call &c) {
   if (c.n < 0) return POSENC_ERR_INVALID;
   if (c.n == 0) return c.spec ? check_spec(*c.spec) : POSENC_OK;
   const bool table = c.src == Src::kTableF32 || c.src == Src::kTableBF16 || c.src == Src::kTableF16;
-  if (!c.spec || !c.out || (c.positions_required && !c.positions) || (c.src != Src::kNone && !c.x) ||
-      (table && !c.tokens))
+  if (!c.spec || !c.out || (c.positions_required && !c.positions) || (c.times_required && !c.times) ||
+      (c.src != Src::kNone && !c.x) || (table && !c.tokens))
     return POSENC_ERR_NULL;
   const posenc_status sc = check_spec(*c.spec);
   if (sc != POSENC_OK) return sc;
+  if (c.times_required) {
+    const posenc_status st = check_real_positions_spec(*c.spec);
+    if (st != POSENC_OK) return st;
+  }
   const int64_t d = c.spec->d_model;
   if (c.out_stride < d) return POSENC_ERR_INVALID;
   if (c.src != Src::kNone && c.x_stride < d) return POSENC_ERR_INVALID;
@@ -80,8 +86,13 @@ posenc_status run_call(const Call &c) {
   if (c.src == Src::kActivations && !extent_fits(c.n, c.x_stride, d, element_size(c.src)))
     return POSENC_ERR_OVERFLOW;
   if (table && !extent_fits(c.vocab, c.x_stride, d, element_size(c.src))) return POSENC_ERR_OVERFLOW;
-  const posenc_status sp = check_positions(c.positions, c.first, c.n);
-  if (sp != POSENC_OK) return sp;
+  if (c.times_required) {
+    for (int64_t r = 0; r < c.n; ++r)  // finite, |t| < 2^31 (NaN fails the comparison)
+      if (!(std::fabs(c.times[r]) < double(kPositionLimit))) return POSENC_ERR_OUT_OF_RANGE;
+  } else {
+    const posenc_status sp = check_positions(c.positions, c.first, c.n);
+    if (sp != POSENC_OK) return sp;
+  }
   if (table) {
     for (int64_t r = 0; r < c.n; ++r)
       if (c.tokens[r] < 0 || int64_t(c.tokens[r]) >= c.vocab) return POSENC_ERR_OUT_OF_RANGE;
@@ -100,6 +111,7 @@ posenc_status run_call(const Call &c) {
   job.positions = c.positions;
   job.first = c.first;
   job.n = c.n;
+  job.times = c.times;
   job.src = c.src;
   job.x = c.x;
   job.x_stride = c.x_stride;
@@ -129,6 +141,13 @@ Call rows_call(const posenc_spec *spec, const int64_t *positions, int64_t n, voi
   Call c = table_call(spec, 0, n, out, stride, dst);
   c.positions = positions;
   c.positions_required = true;
+  return c;
+}
+
+Call times_call(const posenc_spec *spec, const double *t, int64_t n, void *out, int64_t stride, Dst dst) {
+  Call c = table_call(spec, 0, n, out, stride, dst);
+  c.times = t;
+  c.times_required = true;
   return c;
 }
 
@@ -202,6 +221,30 @@ posenc_status posenc_rows_bf16(const posenc_spec *spec, const int64_t *positions
 posenc_status posenc_rows_f16(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
                               int64_t out_stride) {
   return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kF16)); });
+}
+
+posenc_status posenc_timesteps_f32(const posenc_spec *spec, const double *t, int64_t n, float *out,
+                                   int64_t out_stride) {
+  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kF32)); });
+}
+posenc_status posenc_timesteps_bf16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
+                                    int64_t out_stride) {
+  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kBF16)); });
+}
+posenc_status posenc_timesteps_f16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
+                                   int64_t out_stride) {
+  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kF16)); });
+}
+posenc_status posenc_timesteps_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
+                                       const double *t, int64_t n, float *out, int64_t out_stride) {
+  return guarded([&] {
+    Call c = times_call(spec, t, n, out, out_stride, Dst::kF32);
+    c.src = Src::kActivations;
+    c.x = x;
+    c.x_stride = x_stride;
+    c.scale = scale;
+    return run_call(c);
+  });
 }
 
 posenc_status posenc_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,

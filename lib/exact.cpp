@@ -8,6 +8,7 @@
 // no input has been seen to reach, the nearest float of the computed value is returned.
 #include "exact.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "mp.hpp"
@@ -27,10 +28,11 @@ constexpr uint32_t kOneBits = 0x3F800000u;
 // the interval test cannot decide such a value, m itself is a float32 midpoint (the only rounding boundary
 // that close to m, which has 53 bits), and the exact value lies just below it in magnitude: it rounds as
 // m (1 - 2^-330) does.
-uint32_t rounded_bits(const mp::Num &v, bool wrapped, const mp::Num &m, bool scaled, bool near_unit) {
+uint32_t rounded_bits(const mp::Num &v, bool wrapped, const mp::Num &m, bool scaled, bool near_unit,
+                      int64_t error_exponent = kErrorExponent) {
   const mp::Num mv = scaled ? mp::mul(v, m) : v;
-  mp::Num err = mp::ldexp(mp::abs(mv), kErrorExponent);
-  if (wrapped) err = mp::add(err, mp::ldexp(scaled ? mp::abs(m) : mp::from_u64(1, kLimbs), kErrorExponent));
+  mp::Num err = mp::ldexp(mp::abs(mv), error_exponent);
+  if (wrapped) err = mp::add(err, mp::ldexp(scaled ? mp::abs(m) : mp::from_u64(1, v.n), error_exponent));
   const uint32_t lo = mp::to_float_bits(mp::sub(mv, err));
   const uint32_t hi = mp::to_float_bits(mp::add(mv, err));
   if (lo == hi) return lo;
@@ -41,7 +43,73 @@ uint32_t rounded_bits(const mp::Num &v, bool wrapped, const mp::Num &m, bool sca
   return mp::to_float_bits(mv);
 }
 
+
+// sin and cos of the angle x quarter turns (x to whatever precision it has), split into the nearest
+// integer k and the rest; wrapped: k != 0.
+void sincos_quarter_turns(const mp::Num &x, mp::Num *s, mp::Num *c, bool *wrapped, bool *tiny, unsigned *quadrant_out) {
+  int64_t k = 0;
+  const mp::Num t = mp::split_nearest_integer(x, &k);
+  const mp::Num arg = mp::mul(t, mp::ldexp(mp::pi(x.n), -1));
+  mp::Num sn, cs;
+  mp::sincos_small(arg, &sn, &cs);
+  const unsigned quadrant = unsigned(uint64_t(k) & 3);
+  *s = (quadrant & 1) ? cs : sn;
+  *c = (quadrant & 1) ? sn : cs;
+  if (quadrant == 2 || quadrant == 3) *s = mp::neg(*s);
+  if (quadrant == 1 || quadrant == 2) *c = mp::neg(*c);
+  *wrapped = k != 0;
+  *tiny = arg.is_zero() || arg.e < -100;
+  *quadrant_out = quadrant;
+}
+
 }  // namespace
+
+// k u + f U at 8 limbs: k u is exact (31 + 256 bits), f U is exact (53 + 256 bits), and their sum is
+// truncated below 2^(51 - 511). U's copy (relative error < 2^-250) dominates: |f U| < 2^51 makes it below
+// 2^-199 absolute, and u's adds 2^-218; both scale with the angle when it does not wrap (k u and f U both
+// small). The interval is 2^-190: absolute after a wrap, relative without one, as exact_sincos_bits's.
+void exact_sincos_bits_real(const LaneExact &lane, const LaneExact &whole, int64_t k, double f, uint32_t *sin_bits,
+                            uint32_t *cos_bits) {
+  constexpr int kRealLimbs = 8;
+  constexpr int64_t kRealErrorExponent = -190;
+  if (k == 0 && f == 0.0) {  // the angle is exactly zero
+    *sin_bits = 0;
+    *cos_bits = kOneBits;
+    return;
+  }
+  if (lane.kind == kNegligible) {  // |s w| < 2^-1100, so |angle| < 2^-1069: sin rounds to a signed zero
+    const bool t_neg = k != 0 ? k < 0 : std::signbit(f);
+    *sin_bits = (t_neg != lane.neg) ? 0x80000000u : 0u;
+    *cos_bits = kOneBits;
+    return;
+  }
+  auto from_lane = [](const LaneExact &l) {
+    mp::Num v = mp::zero(kRealLimbs);
+    std::memcpy(v.m + kRealLimbs - 4, l.m, sizeof l.m);
+    v.e = l.e;
+    v.neg = l.neg;
+    return v;
+  };
+  mp::Num x = mp::zero(kRealLimbs);
+  const mp::Num u = from_lane(lane), uw = from_lane(whole);
+  if (k != 0 && !u.is_zero()) {
+    mp::Num ku = mp::mul_u64(u, k < 0 ? uint64_t(0) - uint64_t(k) : uint64_t(k));
+    x = k < 0 ? mp::neg(ku) : ku;
+  }
+  if (f != 0.0 && !uw.is_zero()) x = mp::add(x, mp::mul(mp::from_double(f, kRealLimbs), uw));
+  if (x.is_zero()) {  // k u + f U vanished (a zero frequency): the angle is exactly zero
+    *sin_bits = 0;
+    *cos_bits = kOneBits;
+    return;
+  }
+  mp::Num sn, cs;
+  bool wrapped, tiny;
+  unsigned quadrant;
+  sincos_quarter_turns(x, &sn, &cs, &wrapped, &tiny, &quadrant);
+  const mp::Num one = mp::from_u64(1, kRealLimbs);
+  *sin_bits = rounded_bits(sn, wrapped, one, false, false, kRealErrorExponent);
+  *cos_bits = rounded_bits(cs, wrapped, one, false, false, kRealErrorExponent);
+}
 
 void exact_sincos_bits(const LaneExact &lane, int64_t p, double scale, uint32_t *sin_bits, uint32_t *cos_bits) {
   const bool scaled = scale != 1.0;

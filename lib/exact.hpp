@@ -17,5 +17,11 @@ inline void exact_sincos_bits(const LaneExact &lane, int64_t p, uint32_t *sin_bi
   exact_sincos_bits(lane, p, 1.0, sin_bits, cos_bits);
 }
 
+// The same for a real position t = k + f (k an integer, |k| < 2^31; f exact, |f| <= 1/2): the angle in
+// quarter turns is k u + f U, u from `lane` (U reduced modulo 4), U = 2 s w / pi whole (|U| < 2^52) from
+// `whole` (Freq::whole). Tables only (no attention scale).
+void exact_sincos_bits_real(const LaneExact &lane, const LaneExact &whole, int64_t k, double f, uint32_t *sin_bits,
+                            uint32_t *cos_bits);
+
 }  // namespace detail
 }  // namespace posenc

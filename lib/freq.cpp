@@ -86,9 +86,9 @@ std::unique_ptr<Freq> allocate(int64_t h, bool values) {
   // wrapped around size_t would allocate a small block that the loops below write far past. No object is
   // larger than PTRDIFF_MAX, so such a request is refused without asking the allocator.
   size_t doubles, bytes, lanes;
-  if (__builtin_mul_overflow(size_t(padded), size_t(5 + 2 * Freq::kSteps + (values ? 1 : 0)), &doubles) ||
+  if (__builtin_mul_overflow(size_t(padded), size_t(8 + 2 * Freq::kSteps + (values ? 1 : 0)), &doubles) ||
       __builtin_mul_overflow(doubles, sizeof(double), &bytes) ||
-      __builtin_mul_overflow(size_t(padded), sizeof(LaneExact), &lanes) ||
+      __builtin_mul_overflow(size_t(padded), 2 * sizeof(LaneExact), &lanes) ||
       __builtin_add_overflow(bytes, lanes, &bytes) || bytes > size_t(PTRDIFF_MAX))
     return nullptr;
   void *storage = ::operator new(bytes, std::align_val_t(64), std::nothrow);
@@ -114,8 +114,12 @@ std::unique_ptr<Freq> allocate(int64_t h, bool values) {
   f->slow = d + 3 * padded;
   f->reach = d + 4 * padded;
   f->step = d + 5 * padded;
-  f->exact = reinterpret_cast<LaneExact *>(f->step + 2 * Freq::kSteps * padded);
-  f->values = values ? reinterpret_cast<double *>(f->exact + padded) : nullptr;
+  f->U0 = f->step + 2 * Freq::kSteps * padded;  // after the table: zeroed with the rest
+  f->U1 = f->U0 + padded;
+  f->U2 = f->U1 + padded;
+  f->exact = reinterpret_cast<LaneExact *>(f->U2 + padded);
+  f->whole = f->exact + padded;
+  f->values = values ? reinterpret_cast<double *>(f->whole + padded) : nullptr;
   // Padding lanes get a generic angle so that their (never written) values rarely need a fallback.
   for (int64_t i = h; i < padded; ++i) f->u0[i] = 0.7390851332151607;
   return f;
@@ -129,6 +133,23 @@ int limbs_for(double top, double chain_bits) {
   return std::min(mp::kMaxLimbs, int(std::ceil(bits / 64.0)));
 }
 
+// U_i = 2 s w_i / pi unreduced, for real-valued positions (freq.hpp).
+static void set_whole(Freq &f, int64_t i, const mp::Num &whole, int n) {
+  const mp::Num w4 = mp::resize(whole, 4);
+  LaneExact &ex = f.whole[i];
+  std::memcpy(ex.m, w4.m, sizeof ex.m);
+  ex.e = w4.e;
+  ex.neg = w4.neg;
+  ex.kind = kNormal;
+  if (whole.is_zero() || whole.e < kTinyExponent || whole.e > 1024) return;  // the lane is slow anyway
+  const double a = mp::to_double(whole);
+  const mp::Num rest = mp::sub(whole, mp::from_double(a, n));
+  const double b = rest.is_zero() ? 0.0 : mp::to_double(rest);
+  f.U0[i] = a;
+  f.U1[i] = b;
+  f.U2[i] = b == 0.0 ? 0.0 : mp::to_double(mp::sub(rest, mp::from_double(b, n)));
+}
+
 // Pair i of the angle per position w = s w_i (exact or to the working precision of n limbs): u_i = frac4(2 w
 // / pi) split into three doubles and a 256-bit copy, or marked for exact.cpp when negligible or tiny.
 void set_pair(Freq &f, int64_t i, const mp::Num &w, bool negligible, bool neg, const mp::Num &two_over_pi,
@@ -137,10 +158,13 @@ void set_pair(Freq &f, int64_t i, const mp::Num &w, bool negligible, bool neg, c
   if (negligible || w.is_zero() || w.e < kNegligibleExponent) {
     ex.kind = kNegligible;
     ex.neg = neg;
+    f.whole[i] = ex;
     f.slow[i] = HUGE_VAL;
     return;
   }
-  const mp::Num u = mp::mod4_centered(mp::mul(w, two_over_pi));
+  const mp::Num whole = mp::mul(w, two_over_pi);
+  set_whole(f, i, whole, n);
+  const mp::Num u = mp::mod4_centered(whole);
   const mp::Num u4 = mp::resize(u, 4);
   std::memcpy(ex.m, u4.m, sizeof ex.m);
   ex.e = u4.e;
@@ -206,6 +230,10 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
   }
   finish(*f);
   return f;
+}
+
+posenc_status check_real_positions_spec(const posenc_spec &spec) {
+  return max_log2_frequency(spec) < 52.0 ? POSENC_OK : POSENC_ERR_INVALID;
 }
 
 posenc_status check_explicit(const double *freq, int64_t h, double scale) {

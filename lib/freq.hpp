@@ -50,6 +50,12 @@ struct Freq {
   int64_t step_at(int64_t j, int64_t k) const { return block_at(j) + (k - 1) * 2 * padded; }
   static constexpr int64_t block_at(int64_t j) { return (j / kLanes) * 2 * kLanes + j % kLanes; }
   LaneExact *exact;
+  // Real-valued positions (timesteps, values_times.hpp): U_i = 2 s w_i / pi itself, not reduced (a
+  // fractional position needs its integer part too), as U0 + U1 + U2 (relative error below 2^-150) and a
+  // 256-bit copy in `whole` (kind kNegligible where exact holds it so). Filled by set_pair; zero in explicit
+  // tables built by the Payne-Hanek reduction (RoPE, integer positions only).
+  double *U0, *U1, *U2;
+  LaneExact *whole;
   // RoPE with explicit frequencies: the h doubles f_i (u_i = frac4(2 s f_i / pi)), which with scale are
   // the key; nullptr for a spec's base^(-i/D).
   double *values;
@@ -60,6 +66,11 @@ struct Freq {
 // Classifies a spec without building anything: POSENC_OK or POSENC_ERR_INVALID (fields, enum, or a
 // frequency of 2^1000 or more). The spec pointer is non-NULL.
 posenc_status check_spec(const posenc_spec &spec);
+
+// Real-valued positions (timesteps) take specs whose frequencies |position_scale w_i| stay below 2^52 (as
+// estimated in double: the kernel is exact below 2^52.6): POSENC_OK or POSENC_ERR_INVALID. The spec is
+// valid (check_spec).
+posenc_status check_real_positions_spec(const posenc_spec &spec);
 
 // The table for a valid spec, from the calling thread's cache, the shared cache, or built now.
 // Returns nullptr only when memory ran out. The pointer stays valid until this thread asks again.

@@ -18,6 +18,7 @@ struct Job {
   int layout;                 // posenc_layout value
   const int64_t *positions;   // nullptr: position of row r is first + r
   int64_t first, n;
+  const double *times;        // real-valued positions (timesteps): row r at times[r]; nullptr otherwise
   Src src;                    // what is added to scale * x: nothing, activations, or gathered table rows
   const void *x;
   int64_t x_stride;           // elements

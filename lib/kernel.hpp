@@ -13,6 +13,7 @@
 #include "sink_pe.hpp"
 #include "sink_rope.hpp"
 #include "values_rows.hpp"
+#include "values_times.hpp"
 
 namespace posenc {
 
@@ -31,6 +32,7 @@ struct Engine : Rows<S> {
   template <class K>
   static void run_pe(const detail::Job &job) {
     K sink(job);
+    if (job.times) return Times<S>::run_times(sink, job);  // real-valued positions (values_times.hpp)
     const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n, 1, nullptr};
     R::run_sink(sink, st);
   }

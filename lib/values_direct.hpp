@@ -20,6 +20,7 @@
 // values_rows.hpp turns anchors into rows, and the sinks (sink_*.hpp) consume the rows.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -55,12 +56,17 @@ struct Direct {
                           kC12 = 0x1.f9d38a3763cc3p-22, kC14 = -0x1.b6e24f44b128fp-28,
                           kC16 = 0x1.20c62c2f2d7f5p-34, kC18 = -0x1.2a0c591af8314p-41;
 
-  // sin and cos of the angle p * u_j (quarter turns) for the W pairs from j; q = fl(p u0) is returned for
-  // the error bound of direct().
-  // pd: the position of each lane (one position for all, or multi-axis RoPE's per-pair positions).
-  static void direct_values_at(const D &pd, const detail::Freq &f, int64_t j, D &s, D &c, D &q_out) {
+  // The angle of the W pairs from j in quarter turns, reduced: the quadrant n in the low bits of y = n +
+  // kRound, t + tl in [-1/2, 1/2] around it, and q, the size of the unreduced angle (for the error bound).
+  struct Reduced {
+    D y, t, tl, q;
+  };
+
+  // Integer positions pd (one per lane): p u = q + e0 + m1 + e1 + p u2, with q = fl(p u0) and e0, e1 the
+  // exact errors of the two products; t + tl = th + e0 + m1 + e1 + p u2 by two error-free sums, |error| <
+  // 2^-105 quarter turns (docs/math.md section 3).
+  [[gnu::always_inline]] static inline Reduced reduce(const D &pd, const detail::Freq &f, int64_t j) {
     const D u0 = S::load(f.u0 + j), u1 = S::load(f.u1 + j), u2 = S::load(f.u2 + j);
-    // p u = q + e0 + m1 + e1 + p u2, with q = fl(p u0) and e0, e1 the exact errors of the two products
     const D q = pd * u0;
     const D e0 = S::fma(pd, u0, -q);
     const D y = q + S::set(kRound);
@@ -68,7 +74,6 @@ struct Direct {
     const D th = q - n;              // exact (Sterbenz)
     const D m1 = pd * u1;
     const D e1 = S::fma(pd, u1, -m1);
-    // t + tl = th + e0 + m1 + e1 + p u2 by two error-free sums; |error| < 2^-105 quarter turns
     const D a = e0 + m1;
     const D av = a - e0;
     const D ea = (e0 - (a - av)) + (m1 - av);
@@ -76,6 +81,50 @@ struct Direct {
     const D tv = t - th;
     const D eb = (th - (t - tv)) + (a - tv);
     const D tl = eb + (ea + (e1 + pd * u2));
+    return Reduced{y, t, tl, q};
+  }
+
+  // a + b = s + e exactly (two-sum, any order of magnitude).
+  [[gnu::always_inline]] static inline void two_sum(const D &a, const D &b, D &s, D &e) {
+    s = a + b;
+    const D bv = s - a, av = s - bv;
+    e = (a - av) + (b - bv);
+  }
+
+  // A real position t = k + fr (k an integer with |k| < 2^31, fr exact with |fr| <= 1/2, one per call and
+  // broadcast): k u + fr U, U = u0 + ... unreduced (Freq::U0, |U| < 2^52 by the API's check), reduced modulo
+  // 4 without error. Both large products are split at their nearest integers exactly (|q| < 2^33, |g| <
+  // 2^51: the kRound trick is exact), the fractional parts and every product error are summed by two-sums,
+  // and the sum's own nearest integer goes to the quadrant too. Error: U's representation (2^-150 relative,
+  // |fr U| < 2^51: 2^-100 absolute at most; far less for real frequencies), u's (2^-126), the last additions
+  // of tl (2^-106); when the angle does not wrap, every term scales with it. docs/math.md section 8.
+  [[gnu::always_inline]] static inline Reduced reduce_real(const D &k, const D &fr, const detail::Freq &f, int64_t j) {
+    const D u0 = S::load(f.u0 + j), u1 = S::load(f.u1 + j), u2 = S::load(f.u2 + j);
+    const D U0 = S::load(f.U0 + j), U1 = S::load(f.U1 + j), U2 = S::load(f.U2 + j);
+    const D R = S::set(kRound);
+    const D q = k * u0, e0 = S::fma(k, u0, -q);
+    const D nq = (q + R) - R, thq = q - nq;  // exact
+    const D g = fr * U0, eg = S::fma(fr, U0, -g);
+    const D ng = (g + R) - R, thg = g - ng;  // exact
+    const D m1 = k * u1, e1 = S::fma(k, u1, -m1);
+    const D h1 = fr * U1, eh1 = S::fma(fr, U1, -h1);
+    D t0, et0, a, ea, b, eb, c, ec, t1, et1;
+    two_sum(thq, thg, t0, et0);
+    two_sum(e0, m1, a, ea);
+    two_sum(eg, h1, b, eb);
+    two_sum(a, b, c, ec);
+    two_sum(t0, c, t1, et1);
+    const D tl = ((et0 + et1) + (ec + (ea + eb))) + ((e1 + eh1) + (k * u2 + fr * U2));
+    const D n1 = (t1 + R) - R;  // |t1| <= 1.5: its own nearest integer
+    const D t = t1 - n1;        // exact
+    const D y = ((nq + ng) + n1) + R;  // the quadrant: integers below 2^52, exact
+    return Reduced{y, t, tl, S::abs(q) + S::abs(g)};
+  }
+
+  // sin and cos of (n + t + tl) quarter turns: Taylor polynomials of sin(pi t/2) and cos(pi t/2), the linear
+  // term of sin in double-double, then the quadrant.
+  [[gnu::always_inline]] static inline void series(const Reduced &r, D &s, D &c) {
+    const D t = r.t, tl = r.tl;
     const D z = t * t;
     // sin(pi t/2): the linear term in double-double, the rest by Horner in z
     D ps = S::fma(S::set(kS17), z, S::set(kS15));
@@ -100,8 +149,16 @@ struct Direct {
     pc = S::fma(pc, z, S::set(kC4));
     pc = S::fma(pc, z, S::set(kC2));
     const D cs = S::fma(z, pc, S::set(1.0));
-    quadrant(y, sn, cs, s, c);
-    q_out = q;
+    quadrant(r.y, sn, cs, s, c);
+  }
+
+  // sin and cos of the angle p * u_j (quarter turns) for the W pairs from j; q = fl(p u0) is returned for
+  // the error bound of direct(). pd: the position of each lane (one position for all, or multi-axis RoPE's
+  // per-pair positions).
+  static void direct_values_at(const D &pd, const detail::Freq &f, int64_t j, D &s, D &c, D &q_out) {
+    const Reduced r = reduce(pd, f, j);
+    series(r, s, c);
+    q_out = r.q;
   }
   static void direct_values(double p, const detail::Freq &f, int64_t j, double *s, double *c) {
     D sv, cv, q;
@@ -178,6 +235,42 @@ struct Direct {
   // kScaled: s and c are mu sin, mu cos (detail::Mag), whose error bound is mu times the unscaled one; the
   // floats returned are the final m sin, m cos (post times those of mu sin, mu cos: exact, as |value| >
   // delta keeps them far above the float32 subnormals and 2^e is at most 2^65 away from 1).
+  // A real position's direct method (reduce_real), with error bounds as direct()'s: the reduction's
+  // absolute part 2^-95 min(1, q) (q = |k u0| + |fr U0|), a little above its analysis; +inf for the lanes
+  // marked slow and for every lane with `force` (a fractional part below 2^-60, whose products could
+  // underflow: the exact method takes those rows).
+  static void direct_real(const D &k, const D &fr, bool force, const detail::Freq &f, int64_t j, D &s, D &c, D &bs,
+                          D &bc) {
+    const Reduced r = reduce_real(k, fr, f, j);
+    series(r, s, c);
+    D absolute = S::set(0x1p-95) * S::min(r.q, S::set(1.0)) + S::load(f.slow + j);
+    if (force) absolute = S::set(HUGE_VAL);
+    bs = S::fma(S::abs(s), S::set(0x1p-47), absolute);
+    bc = S::fma(S::abs(c), S::set(0x1p-47), absolute);
+  }
+
+  // The correctly rounded floats of the W pairs from j at the real position k + fr ([sin lanes | cos lanes],
+  // or interleaved when kZip): the direct method where its interval decides, the exact method elsewhere.
+  template <bool kZip>
+  static F settle_real(const detail::Freq &f, double k, double fr, bool force, int64_t j) {
+    D s, c, bs, bc;
+    direct_real(S::set(k), S::set(fr), force, f, j, s, c, bs, bc);
+    const F lo = S::narrow2(s - bs, c - bc);
+    const F hi = S::narrow2(s + bs, c + bc);
+    if (S::same_bits(lo, hi)) return kZip ? S::zip(lo) : lo;
+    alignas(64) float a[2 * W], b[2 * W];
+    S::store_f(a, lo);
+    S::store_f(b, hi);
+    for (int l = 0; l < W; ++l) {
+      if (std::memcmp(&a[l], &b[l], 4) == 0 && std::memcmp(&a[W + l], &b[W + l], 4) == 0) continue;
+      uint32_t sb, cb;
+      detail::exact_sincos_bits_real(f.exact[j + l], f.whole[j + l], int64_t(k), fr, &sb, &cb);
+      std::memcpy(&a[l], &sb, 4);
+      std::memcpy(&a[W + l], &cb, 4);
+    }
+    return kZip ? S::zip(S::load_f(a)) : S::load_f(a);
+  }
+
   // The positions of the W lanes of a vector (all one position, or multi-axis RoPE's per-pair ones).
   struct LanePositions {
     int64_t p[W];

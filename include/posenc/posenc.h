@@ -113,6 +113,27 @@ posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int6
                                        int64_t pos_rows, int64_t pos_stride, const int64_t *positions,
                                        int64_t first, int64_t n, float *out, int64_t out_stride);
 
+/* ---- Real-valued positions: timestep embeddings (diffusion, flow matching; docs/timesteps.md) ----------
+ *
+ * The rows of a table (and the fused add) at real-valued positions: any finite double t with |t| < 2^31
+ * (999.0, 0.25, sigma * 1000) in place of an integer p, a_i = t * position_scale * w_i in exact real
+ * arithmetic, every element correctly rounded, the same bits on every path. An integer-valued t gives the
+ * bytes of that integer position. Statuses as for posenc_rows_f32, and: POSENC_ERR_NULL for a NULL t (with
+ * n > 0); POSENC_ERR_OUT_OF_RANGE for a t that is not finite or has |t| >= 2^31; POSENC_ERR_INVALID for a
+ * spec with a frequency |position_scale * w_i| of 2^52 or more (one step of t would turn the angle by more
+ * than 2^50 quarter turns; real specs stay below 2^12). */
+
+/** Row r at t[r]: n rows, row r at out + r*out_stride (out_stride >= d_model). */
+posenc_status posenc_timesteps_f32(const posenc_spec *spec, const double *t, int64_t n, float *out,
+                                   int64_t out_stride);
+posenc_status posenc_timesteps_bf16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
+                                    int64_t out_stride);
+posenc_status posenc_timesteps_f16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
+                                   int64_t out_stride);
+/** out[r] = fmaf(scale, x[r], PE(t[r])) element-wise; out may equal x. */
+posenc_status posenc_timesteps_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
+                                       const double *t, int64_t n, float *out, int64_t out_stride);
+
 /* ---- Rotary position embeddings (RoPE; CONTRACT.md section 4, docs/rope.md) ---------------------------
  *
  * r = rotary_dim (even, >= 2), h = r/2 pairs, pair i in [0, h), integer position |p| < 2^31:

@@ -14,13 +14,13 @@ double denominator(const posenc_spec &s) {
 namespace {
 
 // log2 of |angle|, estimated in double, to size the working precision.
-double log2_angle(const posenc_spec &s, int64_t i, int64_t p) {
+double log2_angle(const posenc_spec &s, int64_t i, double p) {
   if (p == 0 || s.position_scale == 0.0) return -1e9;
-  return std::log2(std::fabs(double(p))) + std::log2(std::fabs(s.position_scale)) -
+  return std::log2(std::fabs(p)) + std::log2(std::fabs(s.position_scale)) -
          double(i) / denominator(s) * std::log2(s.base);
 }
 
-mpfr_prec_t working_precision(const posenc_spec &s, int64_t i, int64_t p) {
+mpfr_prec_t working_precision(const posenc_spec &s, int64_t i, double p) {
   const double top = std::max(0.0, log2_angle(s, i, p));
   // exp(x) loses |x|-ish bits of absolute accuracy in its argument: add the size of the exponent.
   const double ex = std::fabs(double(i) / denominator(s) * std::log(s.base));
@@ -29,7 +29,11 @@ mpfr_prec_t working_precision(const posenc_spec &s, int64_t i, int64_t p) {
 
 }  // namespace
 
-void angle(mpfr_ptr out, const posenc_spec &s, int64_t i, int64_t p) {
+void angle(mpfr_ptr out, const posenc_spec &s, int64_t i, int64_t p) { angle_real(out, s, i, double(p)); }
+
+// p * position_scale * base^(-i/D) with p any finite double (an int64 position below 2^31 is exact in it):
+// the product of the double p with the working-precision w keeps its relative precision.
+void angle_real(mpfr_ptr out, const posenc_spec &s, int64_t i, double p) {
   const mpfr_prec_t prec = working_precision(s, i, p);
   mpfr_set_prec(out, prec);
   if (p == 0 || s.position_scale == 0.0) {
@@ -42,12 +46,16 @@ void angle(mpfr_ptr out, const posenc_spec &s, int64_t i, int64_t p) {
   mpfr_set_d(w, s.base, MPFR_RNDN);                // exact
   mpfr_pow(w, w, e, MPFR_RNDN);                    // base^(-i/D)
   mpfr_mul_d(w, w, s.position_scale, MPFR_RNDN);
-  mpfr_mul_si(out, w, long(p), MPFR_RNDN);
+  mpfr_mul_d(out, w, p, MPFR_RNDN);
 }
 
 Pair exact_pair(const posenc_spec &s, int64_t i, int64_t p, mpfr_ptr sin_out, mpfr_ptr cos_out) {
+  return exact_pair_real(s, i, double(p), sin_out, cos_out);
+}
+
+Pair exact_pair_real(const posenc_spec &s, int64_t i, double p, mpfr_ptr sin_out, mpfr_ptr cos_out) {
   Big a;
-  angle(a, s, i, p);
+  angle_real(a, s, i, p);
   const mpfr_prec_t prec = std::max<mpfr_prec_t>(300, mpfr_get_prec(a));
   mpfr_set_prec(sin_out, prec);
   mpfr_set_prec(cos_out, prec);
@@ -68,11 +76,19 @@ Pair exact_pair(const posenc_spec &s, int64_t i, int64_t p) {
 }
 
 void exact_row(const posenc_spec &s, int64_t p, float *row) {
+  if (p == POSENC_PAD) {
+    for (int64_t e = 0; e < s.d_model; ++e) row[e] = 0.0f;
+    return;
+  }
+  exact_row_real(s, double(p), row);
+}
+
+void exact_row_real(const posenc_spec &s, double p, float *row) {
   const int64_t d = s.d_model, h = d / 2;
   for (int64_t e = 0; e < d; ++e) row[e] = 0.0f;
-  if (p == POSENC_PAD) return;
   for (int64_t i = 0; i < h; ++i) {
-    const Pair v = exact_pair(s, i, p);
+    Big sv, cv;
+    const Pair v = exact_pair_real(s, i, p, sv, cv);
     switch (s.layout) {
       case POSENC_INTERLEAVED:
         row[2 * i] = v.s;

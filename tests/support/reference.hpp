@@ -41,6 +41,11 @@ Pair exact_pair(const posenc_spec &s, int64_t i, int64_t p, mpfr_ptr sin_out, mp
 // POSENC_PAD -> zeros, odd width -> trailing 0).
 void exact_row(const posenc_spec &s, int64_t p, float *row);
 
+// The same at a real-valued position (posenc_timesteps_*): any finite double p.
+void angle_real(mpfr_ptr out, const posenc_spec &s, int64_t i, double p);
+Pair exact_pair_real(const posenc_spec &s, int64_t i, double p, mpfr_ptr sin_out, mpfr_ptr cos_out);
+void exact_row_real(const posenc_spec &s, double p, float *row);
+
 // |got - exact| in units of the float32 ulp at the exact value's binade, the unit floored at 2^-149.
 double ulp_error(float got, mpfr_srcptr exact);
 
