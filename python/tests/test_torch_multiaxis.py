@@ -375,6 +375,25 @@ def test_qwen3_dynamic_update_and_default_theta():
     assert pt.Qwen2VLRotaryEmbedding(cfg("qwen2_5_vl_7b")).multi_rope == posenc.Rope.qwen2_5_vl()
 
 
+def test_config_objects():
+    """HF config objects (attributes, not keys), v4 and v5 layouts, the text config nested as HF's VL configs
+    nest it: the same specs as the dicts."""
+    from types import SimpleNamespace as NS
+    v4 = NS(**cfg("qwen2_5_vl_7b"))
+    assert pt.Qwen2VLRotaryEmbedding(v4).multi_rope == posenc.Rope.qwen2_5_vl()
+    v5 = NS(text_config=NS(hidden_size=4096, num_attention_heads=32, head_dim=128, max_position_embeddings=262144,
+                           rope_parameters={"rope_type": "default", "rope_theta": 5000000.0,
+                                            "mrope_section": [24, 20, 20], "mrope_interleaved": True}),
+            vision_config=NS(hidden_size=1152, num_heads=16))
+    new = pt.Qwen3VLTextRotaryEmbedding(v5)
+    assert new.multi_rope == posenc.Rope.qwen3_vl() and new.max_seq_len_cached == 262144
+    orig = V.Qwen3VLTextRotaryEmbedding(cfg("qwen3_vl_8b"))
+    pos = mrope_positions(4, 1, 16)
+    assert_bits(new(torch.zeros(1), pos)[0], pt.Qwen3VLTextRotaryEmbedding(cfg("qwen3_vl_8b"))(torch.zeros(1), pos)[0],
+                "object config = dict config")
+    assert orig(torch.zeros(1), pos)[0].shape == (1, 16, 128)
+
+
 # ---- the vision tower --------------------------------------------------------------------------------------------
 
 def exact_angles(ids, dim):
