@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "accuracy_axes.hpp"
+#include "accuracy_times.hpp"
 #include "peers/peers.hpp"
 #include "peers/rope.hpp"
 #include "posenc/posenc.h"
@@ -160,7 +161,7 @@ std::vector<RopeRow> rope_accuracy(const std::vector<std::string> &paths) {
 }
 
 void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group, const std::vector<RopeRow> &rope,
-                const std::vector<accuracy::AxesRow> &axes) {
+                const std::vector<accuracy::AxesRow> &axes, const std::vector<accuracy::TimesRow> &times) {
   FILE *f = std::fopen(path, "w");
   if (!f) {
     std::perror(path);
@@ -192,6 +193,8 @@ void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group
   }
   std::fprintf(f, "\n  ]},\n");
   accuracy::write_axes_json(f, axes);
+  std::fprintf(f, ",\n");
+  accuracy::write_times_json(f, times);
   std::fprintf(f, "\n}\n");
   std::fclose(f);
 }
@@ -236,6 +239,7 @@ int main(int argc, char **argv) {
     if (im.kind == "posenc") path_names.push_back(im.name);
   const std::vector<RopeRow> rope = rope_accuracy(path_names);
   const std::vector<accuracy::AxesRow> axes = accuracy::rope_axes_accuracy(path_names);
+  const std::vector<accuracy::TimesRow> times = accuracy::timesteps_accuracy(path_names);
   posenc_force_isa(active);
 
   bool broken = false;
@@ -271,7 +275,8 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
   rope_broken |= !accuracy::print_axes(axes);
-  if (json) write_json(json, by_group, rope, axes);
+  rope_broken |= !accuracy::print_times(times);
+  if (json) write_json(json, by_group, rope, axes, times);
   if (broken) std::fprintf(stderr, "posenc-accuracy: a posenc path is off by more than 1 ULP\n");
   if (rope_broken) std::fprintf(stderr, "posenc-accuracy: a posenc path's RoPE cos/sin is not correctly rounded\n");
   broken |= rope_broken;

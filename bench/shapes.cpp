@@ -33,6 +33,8 @@ Plan full_plan() {
   // multi-axis (issue 22): Qwen2.5-VL-7B (head 128, 28 q + 4 kv heads, base 1e6), a 2048-token prompt with a
   // 1600-token image, and one decode token
   p.rope_axes = {{128, 2048, 128, 28, 4, 1e6, "vl"}, {128, 1, 128, 28, 4, 1e6, "decode"}};
+  // timestep embeddings (issue 25): a batch of 1024 timesteps at SD 1.x's 320 and SDXL's / Flux's 1280
+  p.times = {{320, 1024}, {1280, 1024}};
   return p;
 }
 
@@ -54,6 +56,7 @@ Plan quick_plan() {
   p.rope_half = {prefill};
   p.rope_cache = {{128, 64, 128, 0, 0, 5e5, "prefill"}};
   p.rope_axes = {{128, 64, 128, 28, 4, 1e6, "vl"}, {128, 1, 128, 28, 4, 1e6, "decode"}};
+  p.times = {{320, 64}};
   return p;
 }
 

@@ -37,6 +37,7 @@ struct Plan {
   std::vector<RopeShape> rope_half;   // posenc_rope_qk_bf16 / _f16 and the in-place bound on 16-bit rows
   std::vector<RopeShape> rope_cache;  // posenc_rope_cache_f32 and SLEEF u35 (r = head_dim; heads unused)
   std::vector<RopeShape> rope_axes;   // posenc_rope_qk_f32 with a 3-axis spec and with a one-axis spec
+  std::vector<Shape> times;           // posenc_timesteps_f32 (d channels, n timesteps) and ggml's operation
 };
 
 Plan full_plan();

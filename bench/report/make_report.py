@@ -50,6 +50,8 @@ def problems(cases, groups, pairs, acc):
         found += ["no RoPE accuracy result for path %s" % p for p in sorted(paths - rope_paths)]
         axes_paths = {r["impl"] for r in acc.get("rope_axes", {}).get("results", []) if r["kind"] == "posenc"}
         found += ["no multi-axis RoPE accuracy result for path %s" % p for p in sorted(paths - axes_paths)]
+        ts_paths = {r["impl"] for r in acc.get("timesteps", {}).get("results", []) if r["kind"] == "posenc"}
+        found += ["no timestep accuracy result for path %s" % p for p in sorted(paths - ts_paths)]
     return found
 
 

@@ -5,7 +5,7 @@ from targets import evaluate
 
 KERNELS = ("table_f32", "rows_f32", "table_bf16", "table_f16", "add_f32", "embed_f32", "embed_bf16",
            "embed_f16", "embed_learned_f32", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16", "rope_cache_f32",
-           "rope_qk_f32_axes3")
+           "rope_qk_f32_axes3", "timesteps_f32")
 # Kernels without peers of their own are compared with another kernel's cases on the same shape:
 # "=path" means the same posenc path there.
 CROSS = {"table_bf16": [("table_f32", "=path")], "table_f16": [("table_f32", "=path")],
@@ -135,6 +135,29 @@ def rope_axes_accuracy_section(acc):
             table(["impl"] + ["p ~ %s" % g for g in groups] + ["max ULP"], rows))
 
 
+def timesteps_accuracy_section(acc):
+    ts = (acc or {}).get("timesteps")
+    if not ts or not ts.get("results"):
+        return "### Timestep embeddings\n\nnot measured\n"
+    res = ts["results"]
+    groups = list(dict.fromkeys(r["group"] for r in res))
+    impls = list(dict.fromkeys((r["kind"], r["impl"]) for r in res))
+    by = {(r["kind"], r["impl"], r["group"]): r for r in res}
+    names = {"diffusers_fp32": "diffusers float32 formula (torch)", "ggml": "ggml timestep_embedding"}
+    rows = []
+    for kind, impl in impls:
+        got = [by.get((kind, impl, g)) for g in groups]
+        worst_ulp = max((r["max_ulp"] for r in got if r), default=None)
+        rows.append(["posenc " + impl if kind == "posenc" else names.get(impl, impl)] +
+                    ["%.2g" % r["max_abs"] if r else "-" for r in got] +
+                    ["-" if worst_ulp is None else "%.3g" % worst_ulp])
+    return ("### Timestep embeddings\n\nThe same measure for %s (%d channels): %d timesteps a quarter apart around "
+            "each centre. diffusers: a float32 exponent and exp, the float32 product t * freq, cosf / sinf; ggml: "
+            "expf(-logf(max_period) j / half), the float32 product, cosf / sinf.\n\n"
+            % (ts["model"], ts["dim"], ts["timesteps_per_group"]) +
+            table(["impl"] + ["t ~ %s" % g for g in groups] + ["max ULP"], rows))
+
+
 def _lookup(groups, kernel, params, impl):
     return groups.get((kernel, tuple(sorted(params.items()))), {}).get(impl)
 
@@ -225,6 +248,9 @@ IMPLS = """## What is compared
     1e6), with its 3-axis spec (mrope_section [16, 24, 24]) on a prompt of 200 text tokens, a 40 x 40 image
     (1600 tokens: temporal fixed, height the row, width the column) and text again, and with a one-axis spec
     on positions 0 .. n-1; decode: one text token at 100000 on every axis.
+- **Timesteps** (`timesteps_f32`: a batch of 1024 fractional timesteps in [0, 1000), cos then sin, D = half):
+  - **ggml**: ggml's CPU `timestep_embedding`: for every timestep and pair, expf(-logf(max_period) j / half),
+    the float32 product with the timestep, cosf and sinf (one thread).
 - **memset / memcpy / memcpy_gather**: the bounds. memset of the same output buffer (tables), memcpy of the
   activations (`add_f32`), memcpy of the same embedding rows chosen by the same tokens (embeddings; for
   `embed_learned_f32` it does not read the position table, so it is below the true bound there).
@@ -240,7 +266,7 @@ def render(context, groups, pairs, acc, machine_rows, charts, simd_paths, repeti
              % (command, context.get("date", "?"), dict(machine_rows).get("CPU", "?"), context.get("plan", "?"),
                 repetitions),
              targets_section(groups, pairs, simd_paths), accuracy_section(acc), rope_accuracy_section(acc),
-             rope_axes_accuracy_section(acc), IMPLS]
+             rope_axes_accuracy_section(acc), timesteps_accuracy_section(acc), IMPLS]
     split = split_section(groups)
     if split:
         parts.append(split)

@@ -92,6 +92,12 @@ TARGETS += [
      ROPE_VL, "posenc", "posenc@rope_qk_f32_axes1", "<=", 1.1, True),
     ("RoPE 3-axis decode, one text token: time vs the one-axis call", "rope_qk_f32_axes3", ROPE_VL_DECODE,
      "posenc", "posenc@rope_qk_f32_axes1", "<=", 1.1, True),
+    # timestep embeddings (issue 25): against ggml's timestep_embedding operation (bench/cases_times.cpp); the
+    # PyTorch comparison is in the Python section
+    ("timesteps 1024 x 320: faster than ggml's timestep_embedding", "timesteps_f32", {"d": 320, "n": 1024},
+     "ggml", "posenc", ">", 1.0, True),
+    ("timesteps 1024 x 1280: faster than ggml's timestep_embedding", "timesteps_f32", {"d": 1280, "n": 1024},
+     "ggml", "posenc", ">", 1.0, True),
 ]
 
 
@@ -107,7 +113,8 @@ def _case(groups, kernel, params, impl, path):
     return groups.get((kernel, tuple(sorted(params.items()))), {}).get(impl)
 
 
-QUICK_SHAPES = {"table_f32": {"d": 512, "n": 64}, "embed_f32": {"d": 512, "n": 64, "vocab": 1000}}
+QUICK_SHAPES = {"table_f32": {"d": 512, "n": 64}, "embed_f32": {"d": 512, "n": 64, "vocab": 1000},
+                "timesteps_f32": {"d": 320, "n": 64}}
 QUICK_TOKENS = {2048: 64, 32: 8}  # RoPE: the quick plan's token counts (bench/shapes.cpp)
 
 
