@@ -68,7 +68,13 @@ elapsed
 # 2. valgrind memcheck, scalar path only (valgrind does not run AVX-512), on an optimised build with debug
 # information. Leaks that are definitely lost count as errors; the frequency caches stay reachable.
 echo "== valgrind memcheck: scalar path"
-vg_suites=(api hardening guard_pages threads paths seeds golden fpenv internals)
+# Not the thread test: under valgrind's serialised threads, the RoPE case of tests/test_threads.cpp gave
+# rotation bytes that differ from the same call on one thread in about one run in six (2026-11-26, at the
+# landed 0.2.0 kernel; never in 20 native runs, and the test is clean under ThreadSanitizer below and
+# AddressSanitizer above): valgrind emulates the fused multiply-adds the rotation rounds with (and gets the
+# sign of a zero from vfnmadd wrong, test_threads.cpp), so it cannot judge those bytes. Memory errors of that
+# test are ASan's, races TSan's.
+vg_suites=(api hardening guard_pages paths seeds golden fpenv internals timesteps rope_axes)
 if built valgrind configure build-hard-plain --buildtype=debugoptimized -Db_ndebug=false -Dbenchmarks=disabled &&
    built valgrind ninja -C build-hard-plain -j "$jobs" "${vg_suites[@]/#/tests/test_}"; then
   meson test -C build-hard-plain --no-rebuild --num-processes "$jobs" --print-errorlogs \
