@@ -52,7 +52,7 @@ constexpr int64_t kMaxWidth = 67;
 
 // One region per buffer, so that each can sit against its own guard in the same call.
 struct Regions {
-  GuardedRegion out{1}, x{1}, pos_table{1}, tokens{1}, positions{1}, axis{1};
+  GuardedRegion out{1}, x{1}, pos_table{1}, tokens{1}, positions{1}, axis{1}, times{1};
 };
 
 // Copies the call's inputs next to the guards (end or start) and points the call at them.
@@ -111,6 +111,7 @@ TEST_CASE("no kernel reads or writes a byte outside its buffers, on any path, at
           for (bool at_end : {true, false}) {
             c = plain;
             c.positions = move_next_to_guard(g.positions, plain.positions, in.positions.size(), at_end);
+            c.times = move_next_to_guard(g.times, plain.times, in.times.size(), at_end);
             c.tokens = move_next_to_guard(g.tokens, plain.tokens, in.tokens.size(), at_end);
             c.x = move_next_to_guard(g.x, static_cast<const unsigned char *>(plain.x), in.x.size(), at_end);
             c.pos_table = reinterpret_cast<const float *>(move_next_to_guard(

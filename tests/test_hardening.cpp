@@ -45,6 +45,7 @@ struct Fixture {
   int64_t d;
   std::vector<int64_t> positions, positions_copy;
   std::vector<int32_t> tokens, tokens_copy;
+  std::vector<double> times, times_copy;  // timesteps_*
   ref::Canary out, x, pos_table;
   ref::Call call;
 
@@ -63,17 +64,20 @@ struct Fixture {
     for (int64_t r = 0; r < kRows; ++r) {
       positions.push_back(r == 10 ? POSENC_PAD : r >= 20 && r < 30 ? 50 : r + 3);
       tokens.push_back(int32_t((r * 5 + 1) % kVocab));
+      times.push_back(r % 3 == 0 ? double(r) : 0.25 * double(r) - 3.5);  // integer-valued and fractional
     }
     tokens[0] = 0;
     tokens[1] = int32_t(kVocab - 1);
     positions_copy = positions;
     tokens_copy = tokens;
+    times_copy = times;
     call.kernel = k;
     call.spec = &spec;
     call.d_model = d;
     call.first = kFirst;
     call.n = kRows;
     call.positions = t.positions_required || t.positions_optional ? positions.data() : nullptr;
+    call.times = t.times ? times.data() : nullptr;
     call.x = t.has_activations || t.has_table ? x.data() : nullptr;
     call.x_stride = d + 1;
     call.vocab = t.has_table ? kVocab : 0;
@@ -88,7 +92,10 @@ struct Fixture {
 
   // Every buffer exactly as the fixture made it, the mutated arrays excepted (the cases change them).
   bool inputs_intact() const { return x.intact() && pos_table.intact(); }
-  bool arrays_as_built() const { return positions == positions_copy && tokens == tokens_copy; }
+  bool arrays_as_built() const {
+    return positions == positions_copy && tokens == tokens_copy &&
+           std::memcmp(times.data(), times_copy.data(), times.size() * sizeof(double)) == 0;
+  }
 
   // After a successful call: the bytes outside the n rows of d elements (stride gaps, the tail) unchanged.
   bool only_rows_written() const {
@@ -117,7 +124,8 @@ bool any(const KernelTraits &) { return true; }
 bool spec_kernels(const KernelTraits &t) { return t.has_spec; }
 bool learned(const KernelTraits &t) { return t.has_pos_table; }
 bool explicit_positions(const KernelTraits &t) { return t.positions_required || t.positions_optional; }
-bool implicit_positions(const KernelTraits &t) { return !t.positions_required; }
+bool implicit_positions(const KernelTraits &t) { return !t.positions_required && !t.times; }
+bool timestep_kernels(const KernelTraits &t) { return t.times; }
 bool table_sources(const KernelTraits &t) { return t.has_table; }
 
 // A stride that makes rows - 1 strides plus d elements fit in int64 but their bytes not.
@@ -297,6 +305,30 @@ std::vector<Case> cases() {
       add("token " + std::to_string(tok) + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE, table_sources,
           [tok, last](Fixture &f) { (last ? f.tokens.back() : f.tokens.front()) = tok; });
   add("vocab = 0", POSENC_ERR_OUT_OF_RANGE, table_sources, [](Fixture &f) { f.call.vocab = 0; });
+  // timesteps (posenc.h, "Real-valued positions")
+  add("timesteps NULL", POSENC_ERR_NULL, timestep_kernels, [](Fixture &f) { f.call.times = nullptr; });
+  add("NULL timesteps come before a bad spec", POSENC_ERR_NULL, timestep_kernels, [](Fixture &f) {
+    f.call.times = nullptr;
+    f.spec.base = -1.0;
+  });
+  for (double v : {kNaN, -kNaN, kInf, -kInf, double(k2p31), -double(k2p31), 1e300, std::nextafter(double(k2p31), 0.0) * 2})
+    for (bool last : {false, true})
+      add("timestep " + num(v) + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE, timestep_kernels,
+          [v, last](Fixture &f) { (last ? f.times.back() : f.times.front()) = v; });
+  for (double sc : {0x1p52, -0x1p52, 0x1p60}) {
+    add("a frequency of " + num(sc) + " for timesteps", POSENC_ERR_INVALID, timestep_kernels,
+        [sc](Fixture &f) { f.spec.position_scale = sc; });
+    c.back().min_d = 2;
+  }
+  add("an overflow comes before a bad timestep", POSENC_ERR_OVERFLOW, timestep_kernels, [](Fixture &f) {
+    f.call.out_stride = kI64Max / 4;
+    f.times.back() = kNaN;
+  });
+  add("a frequency too large comes before a bad timestep", POSENC_ERR_INVALID, timestep_kernels, [](Fixture &f) {
+    f.spec.position_scale = 0x1p53;
+    f.times.back() = kNaN;
+    if (f.spec.d_model < 2) f.spec.base = -1.0;  // no pair, no frequency: a bad base stands in
+  });
   add("a bad token with implicit positions", POSENC_ERR_OUT_OF_RANGE, table_sources, [](Fixture &f) {
     f.call.positions = nullptr;
     f.tokens.back() = int32_t(Fixture::kVocab);
@@ -331,6 +363,7 @@ TEST_CASE("bad input: the documented status, and not one byte written", "[harden
             c.mutate(f);
             const std::vector<int64_t> positions = f.positions;
             const std::vector<int32_t> tokens = f.tokens;
+            const std::vector<double> times = f.times;  // compared as bytes: some are NaN
             const posenc_status st = ref::invoke(f.call);
             INFO(f.t.name << " d " << d << " path " << posenc_isa_name(isa) << ": " << c.what);
             CHECK(st == c.want);
@@ -338,6 +371,7 @@ TEST_CASE("bad input: the documented status, and not one byte written", "[harden
             CHECK(f.inputs_intact());
             CHECK(f.positions == positions);
             CHECK(f.tokens == tokens);
+            CHECK(std::memcmp(f.times.data(), times.data(), times.size() * sizeof(double)) == 0);
             ++checked;
           }
         }
@@ -373,10 +407,17 @@ TEST_CASE("valid edge values succeed and write exactly the rows", "[hardening]")
       {"position_scale 0", [](Fixture &f) { f.spec.position_scale = 0.0; }},
       {"position_scale -1e-300", [](Fixture &f) { f.spec.position_scale = -1e-300; }},
       {"a large frequency, 2^300", [](Fixture &f) {
+         if (f.t.times) return;  // timesteps take frequencies below 2^52 (their own edge below)
          f.spec.base = 0.5;
          f.spec.freq_denominator = f.spec.d_model / 2 >= 2 ? double(f.spec.d_model / 2 - 1) / 300.0 : 1.0;
        }},
       {"tight strides (= d)", [](Fixture &f) { f.call.out_stride = f.call.x_stride = f.call.pos_stride = f.d; }},
+      {"timesteps +-(2^31 - 2^-22), tiny, subnormal and signed zero", [](Fixture &f) {
+         const double big = std::nextafter(double(k2p31), 0.0);
+         const double vals[] = {big, -big, 5e-324, -0.0, 0x1p-61, 1e-300};
+         for (size_t k = 0; k < sizeof vals / sizeof vals[0]; ++k) f.times[k] = vals[k];
+       }},
+      {"a frequency just below 2^52 for timesteps", [](Fixture &f) { f.spec.position_scale = 0x1.fffp51; }},
   };
   for (posenc_isa isa : ref::paths())
     ref::on_path(isa, [&] {

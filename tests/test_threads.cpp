@@ -37,7 +37,8 @@ struct Step {
 };
 Step step_of(int worker, int round, int j) {
   const int s = (j * 7 + worker * 13 + round) % kSpecs;
-  return Step{s, (worker + round) % 4, ref::kAllKernels[(s + round + worker) % 11]};
+  constexpr int kinds = int(sizeof ref::kAllKernels / sizeof ref::kAllKernels[0]);
+  return Step{s, (worker + round) % 4, ref::kAllKernels[(s + round + worker) % kinds]};
 }
 
 std::vector<unsigned char> run(const posenc_spec &spec, const Step &st, posenc_status *status) {

@@ -4,27 +4,32 @@
 
 namespace ref {
 
-const Kernel kAllKernels[11] = {
-    Kernel::kTableF32, Kernel::kTableBF16, Kernel::kTableF16, Kernel::kRowsF32,
-    Kernel::kRowsBF16, Kernel::kRowsF16,   Kernel::kAddF32,   Kernel::kEmbedF32,
-    Kernel::kEmbedBF16, Kernel::kEmbedF16, Kernel::kEmbedLearnedF32,
+const Kernel kAllKernels[15] = {
+    Kernel::kTableF32,     Kernel::kTableBF16,      Kernel::kTableF16,      Kernel::kRowsF32,
+    Kernel::kRowsBF16,     Kernel::kRowsF16,        Kernel::kAddF32,        Kernel::kEmbedF32,
+    Kernel::kEmbedBF16,    Kernel::kEmbedF16,       Kernel::kEmbedLearnedF32, Kernel::kTimestepsF32,
+    Kernel::kTimestepsBF16, Kernel::kTimestepsF16, Kernel::kTimestepsAddF32,
 };
 
 const KernelTraits &traits(Kernel k) {
   // name, has_spec, positions_required, positions_optional, has_activations, has_table, has_pos_table,
-  // in_size, out_size
+  // in_size, out_size, times
   static const KernelTraits kTable[] = {
-      {"table_f32", true, false, false, false, false, false, 0, 4},
-      {"table_bf16", true, false, false, false, false, false, 0, 2},
-      {"table_f16", true, false, false, false, false, false, 0, 2},
-      {"rows_f32", true, true, false, false, false, false, 0, 4},
-      {"rows_bf16", true, true, false, false, false, false, 0, 2},
-      {"rows_f16", true, true, false, false, false, false, 0, 2},
-      {"add_f32", true, false, true, true, false, false, 4, 4},
-      {"embed_f32", true, false, true, false, true, false, 4, 4},
-      {"embed_bf16", true, false, true, false, true, false, 2, 4},
-      {"embed_f16", true, false, true, false, true, false, 2, 4},
-      {"embed_learned_f32", false, false, true, false, true, true, 4, 4},
+      {"table_f32", true, false, false, false, false, false, 0, 4, false},
+      {"table_bf16", true, false, false, false, false, false, 0, 2, false},
+      {"table_f16", true, false, false, false, false, false, 0, 2, false},
+      {"rows_f32", true, true, false, false, false, false, 0, 4, false},
+      {"rows_bf16", true, true, false, false, false, false, 0, 2, false},
+      {"rows_f16", true, true, false, false, false, false, 0, 2, false},
+      {"add_f32", true, false, true, true, false, false, 4, 4, false},
+      {"embed_f32", true, false, true, false, true, false, 4, 4, false},
+      {"embed_bf16", true, false, true, false, true, false, 2, 4, false},
+      {"embed_f16", true, false, true, false, true, false, 2, 4, false},
+      {"embed_learned_f32", false, false, true, false, true, true, 4, 4, false},
+      {"timesteps_f32", true, false, false, false, false, false, 0, 4, true},
+      {"timesteps_bf16", true, false, false, false, false, false, 0, 2, true},
+      {"timesteps_f16", true, false, false, false, false, false, 0, 2, true},
+      {"timesteps_add_f32", true, false, false, true, false, false, 4, 4, true},
   };
   return kTable[int(k)];
 }
@@ -55,6 +60,11 @@ posenc_status invoke(const Call &c) {
     case Kernel::kEmbedLearnedF32:
       return posenc_embed_learned_f32(c.d_model, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.pos_table,
                                       c.pos_rows, c.pos_stride, c.positions, c.first, c.n, o32, c.out_stride);
+    case Kernel::kTimestepsF32: return posenc_timesteps_f32(c.spec, c.times, c.n, o32, c.out_stride);
+    case Kernel::kTimestepsBF16: return posenc_timesteps_bf16(c.spec, c.times, c.n, o16, c.out_stride);
+    case Kernel::kTimestepsF16: return posenc_timesteps_f16(c.spec, c.times, c.n, o16, c.out_stride);
+    case Kernel::kTimestepsAddF32:
+      return posenc_timesteps_add_f32(c.spec, x32, c.x_stride, c.scale, c.times, c.n, o32, c.out_stride);
   }
   return posenc_status(-1);  // not a kernel: never equal to an expected status
 }
@@ -88,6 +98,8 @@ SmallCall::SmallCall(Kernel kernel, const posenc_spec &spec, int variant, int64_
   call.scale = -1.5f;
   const int64_t pos_rows = rows > kPosRows ? rows : kPosRows;
   for (int64_t r = 0; r < rows; ++r) {
+    // timesteps: fractional, integer-valued, negative and large ones
+    times.push_back(r % 4 == 0 ? 999.5 - double(r) : r % 4 == 1 ? double(r) : r % 4 == 2 ? -0.25 * double(r) : 1e6 + 0.75);
     tokens.push_back(r == 0 ? 0 : r == 1 ? int32_t(kVocab - 1) : int32_t(r % kVocab));
     if (t.has_pos_table) positions.push_back(r == 0 ? pos_rows - 1 : r == 1 ? 0 : r == 2 ? POSENC_PAD : r);
     else positions.push_back(r == 0 ? 5 : r == 2 ? POSENC_PAD : 1000 + r);
@@ -107,6 +119,7 @@ SmallCall::SmallCall(Kernel kernel, const posenc_spec &spec, int variant, int64_
   fill_f32(pos_table, 7);
   const bool explicit_positions = t.positions_required || (t.positions_optional && variant % 2 == 1);
   call.positions = explicit_positions ? positions.data() : nullptr;
+  call.times = t.times ? times.data() : nullptr;
   call.x = x.empty() ? nullptr : x.data();
   call.vocab = t.has_table ? kVocab : 0;
   call.tokens = t.has_table ? tokens.data() : nullptr;

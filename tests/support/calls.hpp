@@ -22,9 +22,13 @@ enum class Kernel {
   kEmbedBF16,
   kEmbedF16,
   kEmbedLearnedF32,
+  kTimestepsF32,
+  kTimestepsBF16,
+  kTimestepsF16,
+  kTimestepsAddF32,
 };
 
-extern const Kernel kAllKernels[11];
+extern const Kernel kAllKernels[15];
 
 // Which arguments a kernel has, and the sizes of the elements its pointers address.
 struct KernelTraits {
@@ -37,6 +41,7 @@ struct KernelTraits {
   bool has_pos_table;       // embed_learned
   size_t in_size;           // bytes per element of x or the embedding table (0: none)
   size_t out_size;          // bytes per output element
+  bool times;               // timesteps_*: real-valued positions, one double per row (no positions, no first)
 };
 const KernelTraits &traits(Kernel k);
 
@@ -48,6 +53,7 @@ struct Call {
   int64_t d_model = 0;  // embed_learned only; the others take spec->d_model
   int64_t first = 0, n = 0;
   const int64_t *positions = nullptr;
+  const double *times = nullptr;  // timesteps_*
   const void *x = nullptr;
   int64_t x_stride = 0;
   int64_t vocab = 0;
@@ -70,6 +76,7 @@ struct SmallCall {
   std::vector<unsigned char> x, pos_table;
   std::vector<int32_t> tokens;
   std::vector<int64_t> positions;
+  std::vector<double> times;
   Call call;
 
   SmallCall(Kernel kernel, const posenc_spec &spec, int variant, int64_t rows = 3);
