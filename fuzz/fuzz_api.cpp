@@ -185,15 +185,21 @@ float decode_scale(Input &in) {
 
 // ---- the kernels ------------------------------------------------------------------------------------
 
+// The first eleven keep their selector bytes (seeds decode as before); the timestep kernels follow them.
 enum Kernel { kTableF32, kTableBF16, kTableF16, kRowsF32, kRowsBF16, kRowsF16, kAdd, kEmbedF32, kEmbedBF16,
-              kEmbedF16, kLearned, kKernels };
+              kEmbedF16, kLearned, kTimesF32, kTimesBF16, kTimesF16, kTimesAdd, kKernels };
 
 bool has_spec(int k) { return k != kLearned; }
+bool is_times(int k) { return k >= kTimesF32; }  // real-valued positions: one double per row
 bool positions_required(int k) { return k == kRowsF32 || k == kRowsBF16 || k == kRowsF16; }
-bool positions_optional(int k) { return k >= kAdd; }
-bool has_table(int k) { return k >= kEmbedF32; }
+bool positions_optional(int k) { return k >= kAdd && k <= kLearned; }
+bool has_table(int k) { return k >= kEmbedF32 && k <= kLearned; }
+bool has_activations(int k) { return k == kAdd || k == kTimesAdd; }
 size_t in_size(int k) { return k == kEmbedBF16 || k == kEmbedF16 ? 2 : 4; }
-size_t out_size(int k) { return k == kTableBF16 || k == kTableF16 || k == kRowsBF16 || k == kRowsF16 ? 2 : 4; }
+size_t out_size(int k) {
+  return k == kTableBF16 || k == kTableF16 || k == kRowsBF16 || k == kRowsF16 || k == kTimesBF16 || k == kTimesF16
+             ? 2 : 4;
+}
 
 struct Args {
   int kernel;
@@ -204,6 +210,7 @@ struct Args {
   float scale;
   std::vector<int64_t> positions;  // decoded only when the call may read them (see main)
   std::vector<int32_t> tokens;
+  std::vector<double> times;       // the timestep kernels' rows (positions_null makes the pointer NULL)
 };
 
 // The position of row r, for the kernels that take first + r.
@@ -235,6 +242,19 @@ Expect spec_status(const posenc_spec &s) {
   return {POSENC_OK, top > 1000 - tol};
 }
 
+// The timestep kernels' own bound on a valid spec: every |scale w_i| below 2^52 (posenc.h).
+Expect times_spec_status(const posenc_spec &s) {
+  const int64_t h = s.d_model / 2;
+  if (h == 0 || s.position_scale == 0) return {POSENC_OK, false};
+  const long double D = s.freq_denominator == 0 ? (long double)h : (long double)s.freq_denominator;
+  long double top = std::log2(std::fabs((long double)s.position_scale)), grow = 0;
+  if (h >= 2 && s.base < 1) grow = (long double)(h - 1) * (-std::log2((long double)s.base) / D);
+  top += grow;
+  const long double tol = 1e-9L + 1e-12L * std::fabs(grow);
+  if (top >= 52 + tol) return {POSENC_ERR_INVALID, false};
+  return {POSENC_OK, top > 52 - tol};
+}
+
 bool extent_fits(int64_t rows, int64_t stride, int64_t width, size_t size) {
   if (rows <= 0) return true;
   const i128 elements = (i128(rows) - 1) * stride + width;  // below 2^127: no overflow
@@ -249,25 +269,30 @@ Expect status_before_items(const Args &a) {
     if (!has_spec(k)) return {a.d < 1 ? POSENC_ERR_INVALID : POSENC_OK, false};
     return a.spec_null ? Expect{POSENC_OK, false} : spec_status(a.spec);
   }
-  if (a.out_null || (has_spec(k) && a.spec_null) || (positions_required(k) && a.positions_null) ||
-      ((k == kAdd || has_table(k)) && a.x_null) || (has_table(k) && a.tokens_null) ||
+  if (a.out_null || (has_spec(k) && a.spec_null) || ((positions_required(k) || is_times(k)) && a.positions_null) ||
+      ((has_activations(k) || has_table(k)) && a.x_null) || (has_table(k) && a.tokens_null) ||
       (k == kLearned && a.pos_table_null))
     return {POSENC_ERR_NULL, false};
   Expect e{POSENC_OK, false};
   if (has_spec(k)) {
     e = spec_status(a.spec);
     if (e.status != POSENC_OK) return e;
+    if (is_times(k)) {
+      const Expect t = times_spec_status(a.spec);
+      if (t.status != POSENC_OK) return {t.status, e.or_invalid};
+      e.or_invalid = e.or_invalid || t.or_invalid;
+    }
   } else if (a.d < 1) {
     return {POSENC_ERR_INVALID, false};
   }
   // from here on, a spec too close to call may still make the call INVALID first
   const int64_t d = a.d;
   if (a.out_stride < d) return {POSENC_ERR_INVALID, e.or_invalid};
-  if ((k == kAdd || has_table(k)) && a.x_stride < d) return {POSENC_ERR_INVALID, e.or_invalid};
+  if ((has_activations(k) || has_table(k)) && a.x_stride < d) return {POSENC_ERR_INVALID, e.or_invalid};
   if (has_table(k) && a.vocab < 0) return {POSENC_ERR_INVALID, e.or_invalid};
   if (k == kLearned && (a.pos_rows < 0 || a.pos_stride < d)) return {POSENC_ERR_INVALID, e.or_invalid};
   if (!extent_fits(a.n, a.out_stride, d, out_size(k))) return {POSENC_ERR_OVERFLOW, e.or_invalid};
-  if (k == kAdd && !extent_fits(a.n, a.x_stride, d, 4)) return {POSENC_ERR_OVERFLOW, e.or_invalid};
+  if (has_activations(k) && !extent_fits(a.n, a.x_stride, d, 4)) return {POSENC_ERR_OVERFLOW, e.or_invalid};
   if (has_table(k) && !extent_fits(a.vocab, a.x_stride, d, in_size(k))) return {POSENC_ERR_OVERFLOW, e.or_invalid};
   if (k == kLearned && !extent_fits(a.pos_rows, a.pos_stride, d, 4)) return {POSENC_ERR_OVERFLOW, e.or_invalid};
   return e;
@@ -275,6 +300,11 @@ Expect status_before_items(const Args &a) {
 
 posenc_status item_status(const Args &a) {
   const int k = a.kernel;
+  if (is_times(k)) {
+    for (int64_t r = 0; r < a.n; ++r)
+      if (!(std::fabs(a.times[size_t(r)]) < double(k2p31))) return POSENC_ERR_OUT_OF_RANGE;
+    return POSENC_OK;
+  }
   for (int64_t r = 0; r < a.n; ++r) {
     if (has_table(k) && (a.tokens[size_t(r)] < 0 || a.tokens[size_t(r)] >= a.vocab)) return POSENC_ERR_OUT_OF_RANGE;
     if (k == kLearned) {
@@ -353,6 +383,7 @@ struct Buffers {
   Buffer out, x, pos_table;
   std::vector<int64_t> positions;
   std::vector<int32_t> tokens;
+  std::vector<double> times;
 };
 
 posenc_status invoke(const Args &a, Buffers &b, void *out) {
@@ -385,9 +416,20 @@ posenc_status invoke(const Args &a, Buffers &b, void *out) {
     case kEmbedF16:
       return posenc_embed_f16(spec, static_cast<const uint16_t *>(x), a.vocab, a.x_stride, tok, a.scale, pos,
                               a.first, a.n, o32, a.out_stride);
-    default:
+    case kLearned:
       return posenc_embed_learned_f32(a.d, static_cast<const float *>(x), a.vocab, a.x_stride, tok, a.scale, pt,
                                       a.pos_rows, a.pos_stride, pos, a.first, a.n, o32, a.out_stride);
+    default: {
+      const double *t = a.positions_null ? nullptr : b.times.data();
+      switch (a.kernel) {
+        case kTimesF32: return posenc_timesteps_f32(spec, t, a.n, o32, a.out_stride);
+        case kTimesBF16: return posenc_timesteps_bf16(spec, t, a.n, o16, a.out_stride);
+        case kTimesF16: return posenc_timesteps_f16(spec, t, a.n, o16, a.out_stride);
+        default:
+          return posenc_timesteps_add_f32(spec, static_cast<const float *>(x), a.x_stride, a.scale, t, a.n, o32,
+                                          a.out_stride);
+      }
+    }
   }
 }
 
@@ -416,8 +458,24 @@ void check_values(const Args &a, Buffers &b, const unsigned char *out) {
   std::vector<int64_t> pos(static_cast<size_t>(n));
   for (int64_t r = 0; r < n; ++r) pos[size_t(r)] = position_of(a, r);
   std::vector<float> pe(size_t(n * d), 0.0f);
+  if (is_times(k)) {
+    // timesteps_f32 on this (the scalar) path, held to what can be checked without MPFR: an integer-valued t
+    // gives rows_f32's row at that integer, every pair lies on the unit circle, t = 0 gives (+0, 1)
+    for (int64_t r = 0; r < n; ++r) pos[size_t(r)] = 0;
+    if (posenc_timesteps_f32(&a.spec, b.times.data(), n, pe.data(), d) != POSENC_OK) fail("timesteps_f32 for the reference");
+    std::vector<float> row(static_cast<size_t>(d));
+    for (int64_t r = 0; r < n; ++r) {
+      const double t = b.times[size_t(r)];
+      if (t != std::nearbyint(t)) continue;
+      const int64_t p = int64_t(t);
+      if (posenc_rows_f32(&a.spec, &p, 1, row.data(), d) != POSENC_OK) fail("rows_f32 at an integer timestep");
+      if (std::memcmp(row.data(), &pe[size_t(r * d)], size_t(d) * 4) != 0)
+        fail("an integer-valued timestep differs from its integer position", long(r));
+    }
+  }
   if (has_spec(k)) {
-    if (posenc_rows_f32(&a.spec, pos.data(), n, pe.data(), d) != POSENC_OK) fail("rows_f32 for the reference");
+    if (!is_times(k) && posenc_rows_f32(&a.spec, pos.data(), n, pe.data(), d) != POSENC_OK)
+      fail("rows_f32 for the reference");
     const int layout = int(a.spec.layout);
     for (int64_t r = 0; r < n; ++r) {
       const float *row = &pe[size_t(r * d)];
@@ -433,7 +491,8 @@ void check_values(const Args &a, Buffers &b, const unsigned char *out) {
         const double s = row[si], c = row[ci];
         if (!(std::fabs(s) <= 1 && std::fabs(c) <= 1)) fail("PE outside [-1, 1]", long(r), long(i));
         if (std::fabs(s * s + c * c - 1) > 1e-6) fail("sin^2 + cos^2 != 1", long(r), long(i));
-        if (pos[size_t(r)] == 0 && (bits_of_float(row[si]) != 0 || row[ci] != 1.0f)) fail("PE(0) != (+0, 1)");
+        const bool zero = is_times(k) ? b.times[size_t(r)] == 0.0 : pos[size_t(r)] == 0;
+        if (zero && (bits_of_float(row[si]) != 0 || row[ci] != 1.0f)) fail("PE(0) != (+0, 1)");
       }
     }
   } else {
@@ -447,18 +506,18 @@ void check_values(const Args &a, Buffers &b, const unsigned char *out) {
     for (int64_t e = 0; e < d; ++e) {
       const size_t at = size_t(r * a.out_stride + e);
       const float p = pe[size_t(r * d + e)];
-      if (k == kTableF32 || k == kRowsF32) {
+      if (k == kTableF32 || k == kRowsF32 || k == kTimesF32) {
         float got;
         std::memcpy(&got, out + 4 * at, 4);
         if (bits_of_float(got) != bits_of_float(p)) fail("f32 table differs from rows_f32", long(r), long(e));
       } else if (out_size(k) == 2) {
         uint16_t got;
         std::memcpy(&got, out + 2 * at, 2);
-        const bool bf = k == kTableBF16 || k == kRowsBF16;
+        const bool bf = k == kTableBF16 || k == kRowsBF16 || k == kTimesBF16;
         if (got != (bf ? narrow_bf16(p) : narrow_f16(p))) fail("half table is not the rounded float32", long(r), long(e));
       } else {
         float xv;
-        if (k == kAdd) {
+        if (has_activations(k)) {
           std::memcpy(&xv, b.x.copy.data() + 4 * size_t(r * a.x_stride + e), 4);
         } else {
           const size_t xi = size_t(int64_t(b.tokens[size_t(r)]) * a.x_stride + e);
@@ -1070,7 +1129,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   a.vocab = decode_rows(in);
   a.pos_rows = decode_rows(in);
   a.out_stride = decode_stride(in, a.d, a.n, out_size(k));
-  a.x_stride = decode_stride(in, a.d, k == kAdd ? a.n : a.vocab, in_size(k));
+  a.x_stride = decode_stride(in, a.d, has_activations(k) ? a.n : a.vocab, in_size(k));
   a.pos_stride = decode_stride(in, a.d, a.pos_rows, 4);
   a.scale = decode_scale(in);
   const uint8_t nm = in.u8();
@@ -1109,7 +1168,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   };
   i128 out_elems = 0, x_elems = 0, pt_elems = 0;
   if (reads_items) {
-    const i128 xrows = k == kAdd ? a.n : has_table(k) ? a.vocab : 0;
+    const i128 xrows = has_activations(k) ? a.n : has_table(k) ? a.vocab : 0;
     out_elems = (i128(a.n) - 1) * a.out_stride + a.d + 8;  // + 8 elements of canary after the last row
     x_elems = xrows > 0 ? (xrows - 1) * a.x_stride + a.d : 0;
     pt_elems = k == kLearned && a.pos_rows > 0 ? (i128(a.pos_rows) - 1) * a.pos_stride + a.d : 0;
@@ -1121,7 +1180,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const size_t items = reads_items ? size_t(a.n) : kSmall;
   static const int32_t bad_tokens[] = {-1, 0, INT32_MAX, INT32_MIN};
   int64_t prev = int64_t(uint64_t(a.first) - 1);  // wrapping: only a guess for the next run
-  for (size_t r = 0; r < items; ++r) {
+  for (size_t r = 0; r < items && is_times(k); ++r) {  // timesteps: one double per row
+    static const double special[] = {kNaN, kInf, -kInf, -0.0, 0.0, 5e-324, 0x1p-61, 0x1p-60, 1e-300, 0.5,
+                                     2147483647.5, -2147483647.75, 2147483648.0, 1e300};
+    const uint8_t m = in.u8();
+    double t;
+    if (m < 90) t = double(int8_t(in.u8())) + double(in.u8()) / 256.0;   // small, with a fraction
+    else if (m < 140) t = double(in.u16()) / 64.0;                     // 0 .. 1024, sigma * 1000 style
+    else if (m < 170) t = double(int32_t(in.u32()));                   // integer-valued
+    else if (m < 190) t = (m & 1 ? 1.0 : -1.0) * (2147483647.0 - double(in.u8()) / 4.0);  // near 2^31
+    else if (m < 210) t = std::ldexp(1.0 + double(in.u8()) / 256.0, -int(in.u8() % 120));  // tiny
+    else if (m < 240) t = pick(special, in.u8());
+    else t = in.f64();
+    b.times.push_back(t);
+  }
+  for (size_t r = 0; r < items && !is_times(k); ++r) {
     const uint8_t m = in.u8();
     int64_t p;
     if (m < 128) p = int64_t(uint64_t(prev) + 1);  // runs, as real batches have
@@ -1140,18 +1213,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   a.positions = b.positions;
   a.tokens = b.tokens;
+  a.times = b.times;
   if (reads_items) {
     const posenc_status items_status = item_status(a);
     if (items_status != POSENC_OK) want = {items_status, want.or_invalid};  // INVALID is checked first
   }
   b.out.bytes.assign(sized(out_elems, out_size(k)), 0x5C);
   b.out.keep();
-  b.x.bytes.resize((k == kAdd || has_table(k)) ? sized(x_elems, in_size(k)) : 0);
+  b.x.bytes.resize((has_activations(k) || has_table(k)) ? sized(x_elems, in_size(k)) : 0);
   fill_inputs(b.x, in_size(k), seed, specials);
   b.pos_table.bytes.resize(k == kLearned ? sized(pt_elems, 4) : 0);
   fill_inputs(b.pos_table, 4, seed ^ 0x5555, specials);
   const std::vector<int64_t> positions_copy = b.positions;
   const std::vector<int32_t> tokens_copy = b.tokens;
+  const std::vector<double> times_copy = b.times;
 
   // the scalar path first, then every other path on the same buffers' copies
   std::vector<unsigned char> scalar_out;
@@ -1166,7 +1241,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (isa == paths.front() && std::getenv("POSENC_FUZZ_VERBOSE"))  // to see what an input decodes to
       std::fprintf(stderr, "%s\n  -> %s\n", g_call, posenc_status_string(st));
     first_status = st;
-    if (!b.x.unchanged() || !b.pos_table.unchanged() || b.positions != positions_copy || b.tokens != tokens_copy)
+    if (!b.x.unchanged() || !b.pos_table.unchanged() || b.positions != positions_copy || b.tokens != tokens_copy ||
+        (!b.times.empty() && std::memcmp(b.times.data(), times_copy.data(), b.times.size() * sizeof(double)) != 0))
       fail("an input buffer changed");
     if (st != POSENC_OK || a.n == 0) {
       if (out != b.out.copy) fail("a failed (or empty) call wrote to its output", long(st));

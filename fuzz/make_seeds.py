@@ -31,6 +31,28 @@ def seed(kernel, d=13, layout=0, n=5, first=3, vocab=7, pos_rows=12, gaps=(0, 1,
     return bytes(out)
 
 
+TIMES = ["timesteps_f32", "timesteps_bf16", "timesteps_f16", "timesteps_add_f32"]  # kernels 11 .. 14
+
+
+def times_rows(kinds):
+    """The bytes of one timestep per row, as fuzz_api.cpp decodes them (the first byte picks the kind)."""
+    out = bytearray()
+    for kind, v in kinds:
+        if kind == "small":       # int8 + u8 / 256
+            out += bytes([0, v & 0xFF, (v * 37) & 0xFF])
+        elif kind == "sigma":     # u16 / 64
+            out += bytes([100]) + struct.pack("<H", v)
+        elif kind == "integer":   # int32
+            out += bytes([150]) + struct.pack("<i", v)
+        elif kind == "near2p31":  # +-(2^31 - 1 - u8 / 4)
+            out += bytes([170 + (v & 1), 3])
+        elif kind == "tiny":      # (1 + u8 / 256) 2^-(u8 % 120)
+            out += bytes([190, 7, v])
+        elif kind == "special":   # the decoder's special list
+            out += bytes([210, v])
+    return bytes(out)
+
+
 ROPE = ["rope_cache_f32", "rope_f32", "rope_bf16", "rope_f16", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16"]
 
 
@@ -114,6 +136,16 @@ def main():
         seeds[f"{name}-axes2-vision"] = rope_seed(k, axes=2, r=40, n=30, axis_positions=[[100] + [150] * 30])
         seeds[f"{name}-axes4-bad-map"] = rope_seed(k, axes=4, r=8, n=4, axis_map=[0, 1, 9, 3], map_byte=8)
         seeds[f"{name}-axes2-pad-on-axis1"] = rope_seed(k, axes=2, r=8, n=4, axis_positions=[[100, 0, 0, 230, 0]])
+    mixed = [("small", 3), ("sigma", 63968), ("integer", 999), ("near2p31", 0), ("near2p31", 1), ("tiny", 61),
+             ("tiny", 119), ("special", 3), ("special", 5), ("special", 10), ("small", 250), ("sigma", 32)]
+    for j, name in enumerate(TIMES):
+        k = 11 + j
+        for d, layout in ((1, 0), (20, 2), (67, 1)):
+            seeds[f"{name}-d{d}-layout{layout}"] = seed(k, d=d, layout=layout, n=len(mixed), rows=[],
+                                                         explicit=False) + times_rows(mixed)
+        seeds[f"{name}-integers"] = seed(k, d=32, n=5, rows=[]) + times_rows([("integer", v) for v in (0, 1, -7, 1000000, 2147483647)])
+        seeds[f"{name}-nan-last"] = seed(k, d=16, n=3, rows=[]) + times_rows([("small", 1), ("sigma", 5), ("special", 0)])
+        seeds[f"{name}-2p31-first"] = seed(k, d=16, n=2, rows=[]) + times_rows([("special", 12), ("small", 1)])
     for name, data in sorted(seeds.items()):
         with open(os.path.join(here, name), "wb") as fh:
             fh.write(data)
