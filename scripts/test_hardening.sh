@@ -73,8 +73,9 @@ echo "== valgrind memcheck: scalar path"
 # landed 0.2.0 kernel; never in 20 native runs, and the test is clean under ThreadSanitizer below and
 # AddressSanitizer above): valgrind emulates the fused multiply-adds the rotation rounds with (and gets the
 # sign of a zero from vfnmadd wrong, test_threads.cpp), so it cannot judge those bytes. Memory errors of that
-# test are ASan's, races TSan's.
-vg_suites=(api hardening guard_pages paths seeds golden fpenv internals timesteps rope_axes)
+# test are ASan's, races TSan's. The MPFR-heavy suites (timesteps, rope_axes, rope) take far more than the
+# minute each has here under valgrind: ASan runs them.
+vg_suites=(api hardening guard_pages paths seeds golden fpenv internals)
 if built valgrind configure build-hard-plain --buildtype=debugoptimized -Db_ndebug=false -Dbenchmarks=disabled &&
    built valgrind ninja -C build-hard-plain -j "$jobs" "${vg_suites[@]/#/tests/test_}"; then
   meson test -C build-hard-plain --no-rebuild --num-processes "$jobs" --print-errorlogs \
