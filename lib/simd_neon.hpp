@@ -52,7 +52,10 @@ struct Simd<xsimd::neon64> {
   }
   static F splat(float x) { return F(x); }
   static F fmaf(const F &a, const F &x, const F &y) { return F(vfmaq_f32(y, a, x)); }
-  static bool any_nan(const F &v) { return vminvq_u32(vceqq_f32(v, v)) == 0; }
+  static bool any_nan(const F &v) {  // FMAXV returns a NaN when any lane is one (fmaxv, fcmp, branch)
+    const float m = vmaxvq_f32(v);
+    return m != m;
+  }
   static F load_f(const float *p) { return F::load_unaligned(p); }
   static void store_f(float *p, const F &v) { v.store_unaligned(p); }
 
@@ -64,17 +67,37 @@ struct Simd<xsimd::neon64> {
     const float32x4_t x = v;
     return F(vzip1q_f32(x, vextq_f32(x, x, 2)));
   }
-  struct Consts {};  // simd_x86.hpp: no loop constant here that is not a broadcast
-  static Consts consts() { return {}; }
-  static void pin_consts(Consts &) {}
-  static F narrow2_zip(const D &s, const D &c, const Consts & = {}) { return zip(narrow2(s, c)); }
-  static bool decided(const D &s, const D &c, const F &f, const Consts & = {}) {
-    const uint64x2_t bias = vdupq_n_u64(uint64_t(fast_check::kBias)), mask = vdupq_n_u64(uint64_t(fast_check::kMask));
-    const uint64x2_t ms = vceqzq_u64(vandq_u64(vaddq_u64(vreinterpretq_u64_f64(s), bias), mask));
-    const uint64x2_t mc = vceqzq_u64(vandq_u64(vaddq_u64(vreinterpretq_u64_f64(c), bias), mask));
-    const uint32x4_t mag = vandq_u32(vreinterpretq_u32_f32(f), vdupq_n_u32(0x7FFFFFFFu));
-    const uint32x4_t small = vcltq_u32(mag, vdupq_n_u32(fast_check::kSmallestBits));
-    return vmaxvq_u32(vorrq_u32(vreinterpretq_u32_u64(vorrq_u64(ms, mc)), small)) == 0;
+  // The acceptance test's constants, made once per loop and pinned in registers (as simd_x86.hpp does):
+  // left to GCC, they were loaded from the literal pool again for every vector in the larger loops.
+  struct Consts {
+    uint32x4_t bias, mask;
+    float32x4_t smallest;  // 2^-12
+  };
+  static Consts consts() {
+    return {vdupq_n_u32(uint32_t(fast_check::kBias32)), vdupq_n_u32(uint32_t(fast_check::kMask32)),
+            vdupq_n_f32(0x1p-12f)};
+  }
+  static void pin_consts(Consts &k) { asm("" : "+w"(k.bias), "+w"(k.mask), "+w"(k.smallest)); }
+  // s0 c0 s1 c1: each pair narrowed into the low half of a register, then one zip (fcvtn, fcvtn, zip1: three
+  // instructions, where narrow2 and zip take four). In asm because GCC clears the upper halves of the
+  // intrinsics' 64-bit results with two more moves before the zip, which reads only the lower ones.
+  static F narrow2_zip(const D &s, const D &c, const Consts & = consts()) {
+    float32x4_t fs, fc;
+    asm("fcvtn %0.2s, %1.2d" : "=w"(fs) : "w"(s.data));
+    asm("fcvtn %0.2s, %1.2d" : "=w"(fc) : "w"(c.data));
+    return F(vzip1q_f32(fs, fc));
+  }
+  // The acceptance test of fast_check.hpp on all four values at once: the doubles' low 32 bits gathered into
+  // one vector (uzp1), the window by one add and one bit test on them (fast_check says why 32 bits suffice),
+  // the small-value half as |f| > 2^-12 by one absolute compare (FACGT, in asm: GCC splits vcagtq_f32 with a
+  // positive constant into fabs and fcmgt; a NaN, which no table value is, would be rejected, never
+  // accepted). Seven instructions and the branch, where lane-by-lane 64-bit tests took 13.
+  static bool decided(const D &s, const D &c, const F &f, const Consts &k = consts()) {
+    const uint32x4_t lo = vuzp1q_u32(vreinterpretq_u32_f64(s), vreinterpretq_u32_f64(c));
+    const uint32x4_t outside = vtstq_u32(vaddq_u32(lo, k.bias), k.mask);
+    uint32x4_t big;
+    asm("facgt %0.4s, %1.4s, %2.4s" : "=w"(big) : "w"(f.data), "w"(k.smallest));
+    return vminvq_u32(vandq_u32(outside, big)) != 0;
   }
   static F combine(H lo, H hi) { return F(vcombine_f32(lo, hi)); }
   static H lo(const F &v) { return vget_low_f32(v); }
@@ -96,6 +119,137 @@ struct Simd<xsimd::neon64> {
   }
   static void store_h_bf16_finite(uint16_t *p, H v) { store_h_bf16(p, v); }
 
+  // ---- the rotary apply, eight pairs a step (sink_rope.hpp: rotate_halves and rotate_interleaved take this
+  // form wherever S has kRotate8). The contract's two roundings as in the W-pair loop: x c and y s exact in
+  // double, one fused rounding of each sum, then one to T (to nearest for float32; to odd for the 16-bit
+  // formats, then to nearest-even there, simd_scalar.hpp). What makes it cheaper than four W-pair steps:
+  // whole 128-bit loads and stores of the rows (ld2 / st2 split and merge interleaved pairs), the 16-bit rows
+  // widened and narrowed by vector instructions (shll, fcvtl, fcvtxn, addhn) instead of through the stack,
+  // one NaN test (a float max chain and one reduction) for all eight pairs, and no per-step loop counter
+  // beyond one. A step whose results hold a NaN stores nothing and returns false: the caller redoes its
+  // pairs by the NaN rule.
+  static constexpr bool kRotate8 = true;
+
+  // 8 values of T as two float32x4 (exact: bf16 and f16 widen exactly)
+  template <class T, bool kBF16>
+  [[gnu::always_inline]] static inline void widen8(const T *p, float32x4_t &a, float32x4_t &b) {
+    if constexpr (sizeof(T) == 4) {
+      a = vld1q_f32(p);
+      b = vld1q_f32(p + 4);
+    } else {
+      widen8_16<kBF16>(vld1q_u16(p), a, b);
+    }
+  }
+  template <bool kBF16>
+  [[gnu::always_inline]] static inline void widen8_16(uint16x8_t v, float32x4_t &a, float32x4_t &b) {
+    if constexpr (kBF16) {
+      a = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(v), 16));
+      b = vreinterpretq_f32_u32(vshll_high_n_u16(v, 16));
+    } else {
+      const float16x8_t h = vreinterpretq_f16_u16(v);
+      a = vcvt_f32_f16(vget_low_f16(h));
+      b = vcvt_high_f32_f16(h);
+    }
+  }
+  // two float32x4 (rounded to odd from the double) -> 8 values of the 16-bit format, to nearest-even
+  template <bool kBF16>
+  [[gnu::always_inline]] static inline uint16x8_t narrow8_16(float32x4_t a, float32x4_t b) {
+    if constexpr (kBF16) {  // (bits + 0x7FFF + bit 16) >> 16, as store_h_bf16 for a value that is no NaN:
+      // bit 16 moved to the top and added back shifted down (shl, usra), the rest by one add-high-narrow
+      const uint32x4_t half = vdupq_n_u32(0x7FFF);
+      const uint32x4_t ua = vreinterpretq_u32_f32(a), ub = vreinterpretq_u32_f32(b);
+      const uint32x4_t ta = vsraq_n_u32(ua, vshlq_n_u32(ua, 15), 31), tb = vsraq_n_u32(ub, vshlq_n_u32(ub, 15), 31);
+      return vaddhn_high_u32(vaddhn_u32(ta, half), tb, half);
+    } else {
+      return vreinterpretq_u16_f16(vcvt_high_f16_f32(vcvt_f16_f32(a), b));
+    }
+  }
+
+  // The c and s of eight pairs, float32 in the stage, as the block of doubles the steps read: c0..c7 s0..s7.
+  [[gnu::always_inline]] static inline void stage8(const float *c, const float *s, double *cs) {
+    const float32x4_t c0 = vld1q_f32(c), c1 = vld1q_f32(c + 4), s0 = vld1q_f32(s), s1 = vld1q_f32(s + 4);
+    vst1q_f64(cs, vcvt_f64_f32(vget_low_f32(c0)));
+    vst1q_f64(cs + 2, vcvt_high_f64_f32(c0));
+    vst1q_f64(cs + 4, vcvt_f64_f32(vget_low_f32(c1)));
+    vst1q_f64(cs + 6, vcvt_high_f64_f32(c1));
+    vst1q_f64(cs + 8, vcvt_f64_f32(vget_low_f32(s0)));
+    vst1q_f64(cs + 10, vcvt_high_f64_f32(s0));
+    vst1q_f64(cs + 12, vcvt_f64_f32(vget_low_f32(s1)));
+    vst1q_f64(cs + 14, vcvt_high_f64_f32(s1));
+  }
+
+  // The eight rotations: x[0] holds the x of pairs 0..3, x[1] of pairs 4..7 (y likewise), c and s the pairs'
+  // doubles. xo, yo: the results rounded to float32, to nearest (kOdd false) or to odd. False when any is NaN.
+  template <bool kOdd>
+  [[gnu::always_inline]] static inline bool rotate8(const float32x4_t (&x)[2], const float32x4_t (&y)[2],
+                                                    const double *c, const double *s, float32x4_t (&xo)[2],
+                                                    float32x4_t (&yo)[2]) {
+    float64x2_t xn[4], yn[4];
+    for (int h = 0; h < 2; ++h) {
+      const float64x2_t xd[2] = {vcvt_f64_f32(vget_low_f32(x[h])), vcvt_high_f64_f32(x[h])};
+      const float64x2_t yd[2] = {vcvt_f64_f32(vget_low_f32(y[h])), vcvt_high_f64_f32(y[h])};
+      for (int l = 0; l < 2; ++l) {
+        const float64x2_t cv = vld1q_f64(c + 4 * h + 2 * l), sv = vld1q_f64(s + 4 * h + 2 * l);
+        xn[2 * h + l] = vfmsq_f64(vmulq_f64(xd[l], cv), yd[l], sv);  // x c + (-(y s)), as fnma in rotate_halves
+        yn[2 * h + l] = vfmaq_f64(vmulq_f64(xd[l], sv), yd[l], cv);  // y c + x s
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      if constexpr (kOdd) {
+        xo[h] = vcvtx_high_f32_f64(vcvtx_f32_f64(xn[2 * h]), xn[2 * h + 1]);
+        yo[h] = vcvtx_high_f32_f64(vcvtx_f32_f64(yn[2 * h]), yn[2 * h + 1]);
+      } else {
+        xo[h] = vcvt_high_f32_f64(vcvt_f32_f64(xn[2 * h]), xn[2 * h + 1]);
+        yo[h] = vcvt_high_f32_f64(vcvt_f32_f64(yn[2 * h]), yn[2 * h + 1]);
+      }
+    }
+    // FMAX and FMAXV return a NaN when any operand is one (FMAXNM would not); every result rounds from its
+    // double, and the narrowing keeps NaNs, so this sees every NaN result
+    const float m = vmaxvq_f32(vmaxq_f32(vmaxq_f32(xo[0], xo[1]), vmaxq_f32(yo[0], yo[1])));
+    return m == m;
+  }
+
+  // Eight pairs of the halves form: x at xr[0..7], y at yr[0..7].
+  template <class T, bool kBF16>
+  [[gnu::always_inline]] static inline bool rotate8_halves(T *xr, T *yr, const double *c, const double *s) {
+    float32x4_t x[2], y[2], xo[2], yo[2];
+    widen8<T, kBF16>(xr, x[0], x[1]);
+    widen8<T, kBF16>(yr, y[0], y[1]);
+    if (__builtin_expect(!rotate8<sizeof(T) == 2>(x, y, c, s, xo, yo), 0)) return false;
+    if constexpr (sizeof(T) == 4) {
+      vst1q_f32(xr, xo[0]);
+      vst1q_f32(xr + 4, xo[1]);
+      vst1q_f32(yr, yo[0]);
+      vst1q_f32(yr + 4, yo[1]);
+    } else {
+      vst1q_u16(xr, narrow8_16<kBF16>(xo[0], xo[1]));
+      vst1q_u16(yr, narrow8_16<kBF16>(yo[0], yo[1]));
+    }
+    return true;
+  }
+
+  // Eight interleaved pairs x0 y0 x1 y1 ... at p[0..15].
+  template <class T, bool kBF16>
+  [[gnu::always_inline]] static inline bool rotate8_interleaved(T *p, const double *c, const double *s) {
+    float32x4_t x[2], y[2], xo[2], yo[2];
+    if constexpr (sizeof(T) == 4) {
+      const float32x4x2_t a = vld2q_f32(p), b = vld2q_f32(p + 8);
+      x[0] = a.val[0], y[0] = a.val[1], x[1] = b.val[0], y[1] = b.val[1];
+    } else {
+      const uint16x8x2_t v = vld2q_u16(p);
+      widen8_16<kBF16>(v.val[0], x[0], x[1]);
+      widen8_16<kBF16>(v.val[1], y[0], y[1]);
+    }
+    if (__builtin_expect(!rotate8<sizeof(T) == 2>(x, y, c, s, xo, yo), 0)) return false;
+    if constexpr (sizeof(T) == 4) {
+      vst2q_f32(p, float32x4x2_t{{xo[0], yo[0]}});
+      vst2q_f32(p + 8, float32x4x2_t{{xo[1], yo[1]}});
+    } else {
+      vst2q_u16(p, uint16x8x2_t{{narrow8_16<kBF16>(xo[0], xo[1]), narrow8_16<kBF16>(yo[0], yo[1])}});
+    }
+    return true;
+  }
+
   static H load_h(const float *p) { return vld1_f32(p); }
   static void store_h(float *p, H v) { vst1_f32(p, v); }
   static H load_h_bf16(const uint16_t *p) {
@@ -111,18 +265,44 @@ struct Simd<xsimd::neon64> {
     p[0] = uint16_t(vget_lane_u32(r, 0));
     p[1] = uint16_t(vget_lane_u32(r, 1));
   }
-  static F load2_bf16(const uint16_t *a, const uint16_t *b) { return combine(load_h_bf16(a), load_h_bf16(b)); }
-  static F load2_f16(const uint16_t *a, const uint16_t *b) { return combine(load_h_f16(a), load_h_f16(b)); }
+  // Four 16-bit values, two at a and two at b, as one uint16x4: one 8-byte load where b follows a (the
+  // interleaved rows; lanes.hpp's load2 passes a + W, which GCC sees once inlined), else two 4-byte ones.
+  static uint16x4_t load4_16(const uint16_t *a, const uint16_t *b) {
+    if (__builtin_constant_p(b == a + W) && b == a + W) return vld1_u16(a);
+    uint32_t wa, wb;
+    std::memcpy(&wa, a, sizeof wa);
+    std::memcpy(&wb, b, sizeof wb);
+    return vreinterpret_u16_u32(vset_lane_u32(wb, vdup_n_u32(wa), 1));
+  }
+  static void store4_16(uint16_t *a, uint16_t *b, uint16x4_t r) {
+    if (__builtin_constant_p(b == a + W) && b == a + W) return vst1_u16(a, r);
+    const uint32x2_t w = vreinterpret_u32_u16(r);
+    const uint32_t wa = vget_lane_u32(w, 0), wb = vget_lane_u32(w, 1);
+    std::memcpy(a, &wa, sizeof wa);
+    std::memcpy(b, &wb, sizeof wb);
+  }
+  // Widened exactly by one shift (bf16) or one conversion (f16) of all four lanes.
+  static F load2_bf16(const uint16_t *a, const uint16_t *b) {
+    return F(vreinterpretq_f32_u32(vshll_n_u16(load4_16(a, b), 16)));
+  }
+  static F load2_f16(const uint16_t *a, const uint16_t *b) {
+    return F(vcvt_f32_f16(vreinterpret_f16_u16(load4_16(a, b))));
+  }
+  // Nearest-even bf16 of four floats, (bits + 0x7FFF + bit 16) >> 16 as in store_h_bf16 (shl, usra and one
+  // add-high-narrow); a vector holding a NaN (FMAXV returns one then; no table value is NaN) takes
+  // store_h_bf16's quieting form.
   static void store2_bf16(uint16_t *a, uint16_t *b, const F &v) {
-    store_h_bf16(a, lo(v));
-    store_h_bf16(b, hi(v));
+    const float m = vmaxvq_f32(v);
+    if (__builtin_expect(m != m, 0)) {
+      store_h_bf16(a, lo(v));
+      store_h_bf16(b, hi(v));
+      return;
+    }
+    const uint32x4_t u = vreinterpretq_u32_f32(v);
+    store4_16(a, b, vaddhn_u32(vsraq_n_u32(u, vshlq_n_u32(u, 15), 31), vdupq_n_u32(0x7FFF)));
   }
   static void store2_f16(uint16_t *a, uint16_t *b, const F &v) {
-    const uint16x4_t r = vreinterpret_u16_f16(vcvt_f16_f32(v));
-    a[0] = vget_lane_u16(r, 0);
-    a[1] = vget_lane_u16(r, 1);
-    b[0] = vget_lane_u16(r, 2);
-    b[1] = vget_lane_u16(r, 3);
+    store4_16(a, b, vreinterpret_u16_f16(vcvt_f16_f32(v)));
   }
   static H load_h_f16(const uint16_t *p) {
     uint16_t w[4] = {p[0], p[1], 0, 0};

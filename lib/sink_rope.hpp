@@ -15,6 +15,15 @@
 
 namespace posenc {
 
+namespace detail {
+// S::kRotate8: the path rotates eight pairs a step by its own code (simd_neon.hpp: 128-bit vectors hold only
+// two doubles, so the W-pair loop pays its loads, loop and NaN test for every two pairs); false elsewhere.
+template <class S, class = void>
+struct Rotate8 : std::false_type {};
+template <class S>
+struct Rotate8<S, std::void_t<decltype(S::kRotate8)>> : std::bool_constant<S::kRotate8> {};
+}  // namespace detail
+
 template <class S>
 struct RopeSinks {
   using D = typename S::D;
@@ -131,11 +140,19 @@ struct RopeSinks {
           S::store(cd + v, c);
           S::store(sd + v, s);
         }
-        if (inter && W > 1) {  // per element: c0 c0 c1 c1 ..., -s0 s0 -s1 s1 ...
+        // per element: c0 c0 c1 c1 ..., -s0 s0 -s1 s1 ... (not needed where eight-pair steps cover the piece)
+        if (inter && W > 1 && !(detail::Rotate8<S>::value && pn % 8 == 0)) {
           for (int64_t i = 0; i < (pn + W - 1) / W * W; ++i) {
             cdup[2 * i] = cdup[2 * i + 1] = cd[i];
             sdup[2 * i] = -sd[i];
             sdup[2 * i + 1] = sd[i];
+          }
+        }
+        if constexpr (detail::Rotate8<S>::value) {
+          if (pn % 8 == 0) {  // NEON: c and s as blocks of eight pairs, in cdup's storage
+            for (int64_t v = 0; v < pn; v += 8) S::stage8(stage + kChunk + p0 + v, stage + p0 + v, cdup + 2 * v);
+            rotate8_rows(j0 + p0, pn, inter);
+            continue;
           }
         }
         for (const detail::RopeTensor &t : job.t) {
@@ -150,6 +167,40 @@ struct RopeSinks {
           }
         }
       }
+    }
+
+    // NEON (S::kRotate8): the piece's pairs [j, j + pn), pn a multiple of 8, in every head row, eight pairs a
+    // step from the blocks of c and s in cdup, the loops inlined here: a call of rotate_halves per row (its
+    // frame, its tail buffers) cost about as many instructions as the rotation of 16 pairs.
+    [[gnu::always_inline]] inline void rotate8_rows(int64_t j, int64_t pn, bool inter) {
+      for (const detail::RopeTensor &t : job.t) {
+        T *row = static_cast<T *>(t.x) + token * t.token_stride + (inter ? 2 * j : j);
+        const int64_t ahead = token + 1 < job.n ? t.token_stride : 0;  // as in flush
+        if (!inter) {
+          for (int64_t hd = 0; hd < t.heads; ++hd, row += t.head_stride) {
+            const double *cs = cdup;
+            T *x = row, *y = row + job.h, *const end = x + pn;
+            for (; x != end; x += 8, y += 8, cs += 16) {
+              __builtin_prefetch(x + ahead, 1, 3);
+              __builtin_prefetch(y + ahead, 1, 3);
+              if (__builtin_expect(!S::template rotate8_halves<T, kBF16>(x, y, cs, cs + 8), 0)) nan8(x, y, 1, cs);
+            }
+          }
+        } else {
+          for (int64_t hd = 0; hd < t.heads; ++hd, row += t.head_stride) {
+            const double *cs = cdup;
+            for (T *p = row, *const end = row + 2 * pn; p != end; p += 16, cs += 16) {
+              __builtin_prefetch(p + ahead, 1, 3);
+              if (__builtin_expect(!S::template rotate8_interleaved<T, kBF16>(p, cs, cs + 8), 0)) nan8(p, p + 1, 2, cs);
+            }
+          }
+        }
+      }
+    }
+    // Eight pairs (x at x[k l], y at y[k l], c and s in the block cs) whose results hold a NaN, by the NaN rule,
+    // W pairs at a time.
+    [[gnu::noinline, gnu::cold]] static void nan8(T *x, T *y, int64_t k, const double *cs) {
+      for (int64_t v = 0; v < 8; v += W) nan_vector(x + k * v, y + k * v, k, cs + v, cs + 8 + v, W);
     }
 
     static H load_t(const T *p) {
@@ -187,7 +238,17 @@ struct RopeSinks {
     template <int kStep>
     void rotate_halves(T *xr, T *yr, int64_t n, int64_t ahead) const {
       const int64_t full = kStep == 1 ? n / W * W : n;  // kStep 2 only with W = 1
-      for (int64_t i = 0; i < full; i += W) {
+      int64_t i = 0;
+      if constexpr (detail::Rotate8<S>::value && kStep == 1) {  // NEON: eight pairs a step (simd_neon.hpp)
+        for (; i + 8 <= n; i += 8) {
+          __builtin_prefetch(xr + i + ahead, 1, 3);
+          __builtin_prefetch(yr + i + ahead, 1, 3);
+          if (__builtin_expect(!S::template rotate8_halves<T, kBF16>(xr + i, yr + i, cd + i, sd + i), 0)) {
+            for (int64_t v = i; v < i + 8; v += W) nan_vector(xr + v, yr + v, 1, cd + v, sd + v);
+          }
+        }
+      }
+      for (; i < full; i += W) {
         // the next token's row into L1 while this one is rotated: the loop is bound by its arithmetic,
         // and without it the loads of a prefill waited on L2 and L3 (1.3x the in-place pass's time)
         __builtin_prefetch(xr + kStep * i + ahead, 1, 3);
@@ -234,7 +295,16 @@ struct RopeSinks {
     // roundings as rotate_halves (y (-s) and x s exact, one fused rounding each).
     void rotate_interleaved(T *row, int64_t n, int64_t ahead) const {
       const int64_t e = 2 * n, full = e / W * W;
-      for (int64_t i = 0; i < full; i += W) {
+      int64_t i = 0;
+      if constexpr (detail::Rotate8<S>::value) {  // NEON: eight pairs (16 elements) a step (simd_neon.hpp)
+        for (; i + 16 <= e; i += 16) {
+          __builtin_prefetch(row + i + ahead, 1, 3);
+          if (__builtin_expect(!S::template rotate8_interleaved<T, kBF16>(row + i, cd + i / 2, sd + i / 2), 0)) {
+            for (int64_t v = i; v < i + 16; v += W) nan_vector(row + v, row + v + 1, 2, cd + v / 2, sd + v / 2, W / 2);
+          }
+        }
+      }
+      for (; i < full; i += W) {
         __builtin_prefetch(row + i + ahead, 1, 3);  // as in rotate_halves
         pair_vector(row + i, i);
       }
