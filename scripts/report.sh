@@ -40,6 +40,34 @@ ninja -C "$build" -j "$jobs"
 # The pipeline itself is bench/report/report.py, which `posenc-bench --report DIR` runs from an install.
 args=(--out "$out" --bench "$build/bench/posenc-bench" --accuracy "$build/bench/posenc-accuracy"
       --posenc "$build/cli/posenc" --posenc-python "$build" --command scripts/report.sh)
+
+# The NEON section (issue 28, bench/neon/): no ARM host here, so the NEON path's cost is counted, not timed: an
+# aarch64 build of posenc-count (the kernels and their NEON peers), the qemu plugin that counts its guest
+# instructions (built for this machine), and ggml's own RoPE built from the shared tarball (the full plans);
+# report.py's NEON step runs them under qemu-aarch64 (bench/neon/counts.py).
+posenc_install_deps g++-aarch64-linux-gnu qemu-user libsleef-dev:arm64 cmake xz-utils
+neon=build-report-neon
+neon_setup=(--cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Dtests=disabled -Dtools=disabled)
+if [ -d "$neon" ]; then
+  meson setup --reconfigure "$neon" "${neon_setup[@]}" >/dev/null
+else
+  meson setup "$neon" "${neon_setup[@]}" >/dev/null
+fi
+ninja -C "$neon" -j "$jobs" bench/posenc-count
+cc -O2 -Wall -shared -fPIC -o "$neon/insn_count.so" bench/neon/insn_count.c
+args+=(--neon-count "$neon/bench/posenc-count" --neon-plugin "$neon/insn_count.so"
+       --neon-sysroot /usr/aarch64-linux-gnu --neon-libdir /usr/lib/aarch64-linux-gnu)
+ggml_tarball=../shared/peers/ggml-d99724f2.tar.xz
+if [ $mode = quick ]; then
+  args+=(--neon-ggml-note "the quick plan builds no ggml")
+elif [ ! -f "$ggml_tarball" ]; then
+  args+=(--neon-ggml-note "no $ggml_tarball beside the clone")
+elif ggml=$(bench/neon/build_ggml.sh "$neon/ggml" "$ggml_tarball" | tail -n 1); then
+  args+=(--neon-ggml "$ggml")
+else
+  echo "report: the aarch64 ggml build failed; the NEON section goes without ggml" >&2
+  args+=(--neon-ggml-note "its aarch64 build failed")
+fi
 [ $mode = quick ] && args+=(--quick)
 [ $mode = docs ] && args+=(--docs docs/benchmarks.md)
 "$py" bench/report/report.py "${args[@]}"

@@ -104,8 +104,9 @@ library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp 
   "$libdir/pkgconfig/posenc.pc" "$cmakedir/posenc-config.cmake" "$cmakedir/posenc-config-version.cmake")
 expected=$( (echo "$library_files"; printf '%s\n' bin/posenc bin/posenc-bench libexec/posenc/posenc-accuracy
   # the Python section's timer and originals (issue 16) come with the report scripts
-  for f in bench_torch charts machine make_report originals pictures python_section report results summary \
-           targets; do echo "share/posenc/report/$f.py"; done
+  # (and the NEON section's renderer, issue 28, which make_report imports)
+  for f in bench_torch charts machine make_report neon_section originals pictures python_section report results \
+           summary targets; do echo "share/posenc/report/$f.py"; done
   ) | sort)
 installed=$(cd "$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$installed" = "$expected" ] || fail "installed files: got"$'\n'"$installed"$'\n'"expected"$'\n'"$expected"

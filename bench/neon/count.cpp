@@ -172,7 +172,8 @@ Case rope_peer_case(const char *name, const char *what, int64_t n, int64_t first
             auto scratch = std::make_shared<std::vector<float>>(size_t(kHead));
             const peers::RopeApplyFn fn = pick(neon_rope());
             return std::function<void()>([=] {
-              const peers::Qk t{b->pos.data(), b->n, b->q(), b->q_heads, b->ts, kHead, b->k(), b->k_heads, b->ts, kHead};
+              const peers::Qk t{b->pos.data(), b->n, b->q(), b->q_heads, b->ts, kHead,
+                                b->k(), b->k_heads, b->ts, kHead};
               fn(*m, t, peers::RopeScratch{nullptr, nullptr, nullptr, nullptr, scratch->data()});
             });
           }};

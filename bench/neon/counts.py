@@ -7,9 +7,9 @@ K is chosen so that K calls make at least 2^20 output elements.
     counts.py --qemu qemu-aarch64 --plugin insn_count.so --count posenc-count [--ggml posenc-count-ggml]
               --out neon.json [--quick] [--sysroot /usr/aarch64-linux-gnu --libdir /usr/lib/aarch64-linux-gnu]
 
---quick: the rows only a run on an ARM host would need left out (none yet: every case runs; kept for the
-report's quick plan, which passes it). The JSON holds the qemu version, the compiler of the driver (from its
-.comment section) and one row per case: name, what, elements, K, both totals and the per-element count.
+--quick: five cases (the issue's two targets and the decode rows), for the report's quick plan. The JSON holds
+the qemu version, the compiler of the driver (from its .comment section) and one row per case: name, what,
+elements, K, both totals and the per-element count.
 """
 import argparse
 import datetime
@@ -20,6 +20,10 @@ import re
 import subprocess
 import sys
 import tempfile
+
+
+QUICK = {"table_f32/neon", "sleef_u35_neon", "rope_qk_f32/neon", "rope_qk_f32_decode/neon",
+         "rope_cache_lookup_neon_decode"}
 
 
 def qemu_cmd(args, program):
@@ -89,9 +93,11 @@ def main(argv):
     print("guest instructions per output element (%s)" % version, flush=True)
     for line in listing.splitlines():
         name, _, what = line.split("\t")
+        if args.quick and name not in QUICK:
+            continue
         group = "peer" if not name.endswith(("/neon", "/scalar")) else "posenc"
         rows.append(measure(args, name, what, lambda reps, n=name: [args.count, n, str(reps)], group))
-    if args.ggml:
+    if args.ggml and not args.quick:
         for fmt in ("f32", "f16"):
             for kind in ("prefill", "decode"):
                 name = "ggml_rope_ext_%s%s" % (fmt, "" if kind == "prefill" else "_decode")
@@ -100,7 +106,8 @@ def main(argv):
                 rows.append(measure(args, name, what, lambda reps, f=fmt, k=kind: [args.ggml, str(reps), f, k], "peer"))
     data = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "qemu": version,
             "compiler": compiler_of(args.count), "ggml_compiler": compiler_of(args.ggml) if args.ggml else None,
-            "ggml_note": args.ggml_note if not args.ggml else "", "command": args.command, "rows": rows}
+            "ggml_note": args.ggml_note if not args.ggml else "", "command": args.command,
+            "mode": "quick" if args.quick else "full", "rows": rows}
     with open(args.out, "w") as f:
         json.dump(data, f, indent=1)
     return 0

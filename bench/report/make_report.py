@@ -20,6 +20,7 @@ except ImportError as e:  # matplotlib is not importable: the report without its
     charts = None
     CHARTS_MISSING = "Not drawn: matplotlib is not importable by %s (%s)." % (sys.executable, e)
 import machine
+import neon_section
 import python_section
 import results
 import summary
@@ -75,6 +76,7 @@ def main(argv):
     ap.add_argument("--docs")
     ap.add_argument("--command", default="scripts/report.sh", help="how the report says it was made")
     ap.add_argument("--python", help="bench/python/bench_torch.py's JSON: the report's Python section")
+    ap.add_argument("--neon", help="bench/neon/counts.py's JSON: the report's NEON section (qemu-user counts)")
     args = ap.parse_args(argv)
 
     context, cases, pairs = results.load(args.bench)
@@ -89,20 +91,24 @@ def main(argv):
                 if os.path.exists(os.path.join(args.out, f))]
     reps = max((len(c.times) for c in cases.values()), default=0)
     py_text, py_charts = python_section.render(args.python, args.out) if args.python else ("", [])
+    neon_text, neon_charts = neon_section.render(args.neon, args.out) if args.neon else ("", [])
 
     def render(chart_list, command):
         return python_section.insert(
             summary.render(context, groups, pairs, acc, machine.describe(context, acc), chart_list,
                            targets.simd_paths_of(groups), reps, command, None if charts else CHARTS_MISSING),
-            py_text)
+            py_text + ("\n" + neon_text if neon_text else ""))
 
     text = render(measured + pictures, args.command)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(text)
     if args.docs:  # the pictures of the encoding do not depend on the machine: they stay in report/
-        write_docs(render(measured, args.command + " --docs"), measured + py_charts, args.out, args.docs)
+        write_docs(render(measured, args.command + " --docs"), measured + py_charts + neon_charts, args.out,
+                   args.docs)
     print(text)
     bad = problems(cases, groups, pairs, acc) + (python_section.problems(args.python) if args.python else [])
+    if args.neon:
+        bad += neon_section.problems(args.neon, quick=(neon_section.load(args.neon) or {}).get("mode") == "quick")
     for p in bad:
         print("report: " + p, file=sys.stderr)
     return 1 if bad else 0

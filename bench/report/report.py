@@ -120,6 +120,36 @@ def python_bench_skip(run):
     return None
 
 
+# bench/neon/counts.py in a source tree (an install has no aarch64 driver to count: on an ARM host
+# posenc-bench --report times the NEON path instead)
+NEON_COUNTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "neon", "counts.py")
+
+
+def neon_counts(run):
+    a = run.args
+    cmd = [run.python, NEON_COUNTS, "--qemu", a.neon_qemu, "--plugin", a.neon_plugin, "--count", a.neon_count,
+           "--out", run.path("neon.json"), "--command", a.command]
+    if a.neon_sysroot:
+        cmd += ["--sysroot", a.neon_sysroot, "--libdir", a.neon_libdir]
+    if a.neon_ggml:
+        cmd += ["--ggml", a.neon_ggml]
+    elif a.neon_ggml_note:
+        cmd += ["--ggml-note", a.neon_ggml_note]
+    if run.quick:
+        cmd.append("--quick")
+    run.program(*cmd)
+    return ["--neon", run.path("neon.json")]
+
+
+def neon_counts_skip(run):
+    if not run.args.neon_count:
+        return "no --neon-count (scripts/report.sh builds it and counts under qemu-user; on an ARM host " \
+               "posenc-bench --report times the NEON path)"
+    if not os.path.exists(NEON_COUNTS):
+        return "no bench/neon/counts.py"
+    return None
+
+
 STEPS = [
     Step("accuracy against MPFR", accuracy),
     Step(benchmarks_title, benchmarks),
@@ -127,6 +157,7 @@ STEPS = [
     # Optional steps: a Step whose skip() says why it cannot run (a module that is not importable) and whose
     # run() writes its results in run.out and returns the make_report.py options that read them.
     Step("Python: the original PyTorch code against posenc.torch", python_bench, python_bench_skip),
+    Step("NEON: guest instructions under qemu-aarch64", neon_counts, neon_counts_skip),
 ]
 
 
@@ -138,6 +169,13 @@ def main(argv):
     ap.add_argument("--posenc", help="the posenc command (pictures of the encoding)")
     ap.add_argument("--posenc-python", help="a meson build dir with -Dpython=enabled (the Python section's "
                                             "package; else posenc as this interpreter imports it)")
+    ap.add_argument("--neon-count", help="posenc-count of an aarch64 build (the NEON section, bench/neon/counts.py)")
+    ap.add_argument("--neon-plugin", help="bench/neon/insn_count.c built as a qemu plugin")
+    ap.add_argument("--neon-qemu", default="qemu-aarch64")
+    ap.add_argument("--neon-sysroot", help="qemu -L: the aarch64 libc of a cross tool chain")
+    ap.add_argument("--neon-libdir", default="/usr/lib/aarch64-linux-gnu", help="the aarch64 libraries (SLEEF)")
+    ap.add_argument("--neon-ggml", help="posenc-count-ggml (bench/neon/build_ggml.sh)")
+    ap.add_argument("--neon-ggml-note", help="why there is no --neon-ggml")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--docs")
     ap.add_argument("--command", default="scripts/report.sh")
