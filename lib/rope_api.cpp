@@ -1,4 +1,4 @@
-// The RoPE functions of the C ABI (CONTRACT.md section 4): argument checking in the documented order, then
+// The RoPE functions of the C ABI (docs/contract.md section 4): argument checking in the documented order, then
 // one RopeJob on the active path. Nothing is written before every check has passed, and no exception
 // leaves this file. posenc_rope_init lives in rope_init.cpp.
 #include <cmath>

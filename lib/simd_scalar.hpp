@@ -25,7 +25,7 @@ struct Simd<scalar_arch> {
   static constexpr int W = 1;
 
   static constexpr bool kCanStream = false;  // one float at a time: nothing to gain
-  static constexpr bool kQuadPass = false;  // kernel.hpp, quad_pass: the row-by-row form is simpler
+  static constexpr bool kQuadPass = false;  // values_rows.hpp, quad_pass: the row-by-row form is simpler
   static void stream_copy(float *dst, const float *src, int64_t n) { std::memcpy(dst, src, sizeof(float) * size_t(n)); }
   static void stream_f(float *p, const F &v) { store_f(p, v); }
   static void stream_h(float *p, H v) { *p = v; }

@@ -280,7 +280,7 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
         _mm512_set1_epi32(int(fast_check::kSmallestBits)));
     return _kortestc_mask16_u8(ok, ok) != 0;  // every lane set
   }
-  // The window half alone, for vectors whose values are known to be far from zero (kernel.hpp, quad_pass).
+  // The window half alone, for vectors whose values are known to be far from zero (values_rows.hpp, quad_pass).
   static bool decided_window(const D &s, const D &c, const Consts & = consts()) {
     const __mmask16 outside = outside_window(s, c);
     return _kortestc_mask16_u8(outside, outside) != 0;

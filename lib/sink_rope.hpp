@@ -1,4 +1,4 @@
-// The sinks of the RoPE calls (CONTRACT.md section 4, docs/rope.md): the cos/sin cache, and the in-place
+// The sinks of the RoPE calls (docs/contract.md section 4, docs/rope.md): the cos/sin cache, and the in-place
 // rotation of q and k head rows, which takes each token's correctly rounded m cos, m sin from the rows
 // engine (values_rows.hpp) into an L1 stage and applies them to every head of the token while they are
 // hot; no cache is materialised in memory. Members of a template on S (values_direct.hpp says why).

@@ -45,7 +45,7 @@ struct Direct {
   // ---- the direct method ------------------------------------------------------------------------
 
   // pi/2 as a double-double, and the Taylor coefficients of sin(pi t/2) (odd k) and cos(pi t/2) (even k):
-  // (-1)^floor(k/2) (pi/2)^k / k!, correctly rounded (tools/gen_coefficients.cpp, tests/test_constants.cpp).
+  // (-1)^floor(k/2) (pi/2)^k / k!, correctly rounded (tools/gen_coefficients.cpp prints them, tests/test_internals.cpp checks them).
   static constexpr double kHalfPiHi = 0x1.921fb54442d18p+0, kHalfPiLo = 0x1.1a62633145c07p-54;
   static constexpr double kS3 = -0x1.4abbce625be53p-1, kS5 = 0x1.466bc6775aae2p-4, kS7 = -0x1.32d2cce62bd86p-8,
                           kS9 = 0x1.50783487ee782p-13, kS11 = -0x1.e3074fde8871fp-19,

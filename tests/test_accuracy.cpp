@@ -1,5 +1,5 @@
 // The accuracy suite: every output of every path against MPFR. The library promises the float32
-// nearest to the exact value (CONTRACT.md asks for 1 ULP; posenc returns 0.5 ULP, correctly rounded),
+// nearest to the exact value (docs/contract.md section 2 asks for 1 ULP; posenc returns 0.5 ULP, correctly rounded),
 // so the check is bit equality with MPFR's correctly rounded value, and the ULP error of any mismatch
 // is reported against the contract's 1 ULP.
 #include <catch2/catch.hpp>

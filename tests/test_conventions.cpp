@@ -224,7 +224,7 @@ TEST_CASE("diffusers get_timestep_embedding", "[conventions]") {
 TEST_CASE("Hugging Face MarianSinusoidalPositionalEmbedding (even dims)", "[conventions]") {
   // position_enc[pos][j] = pos / 10000^(2 (j // 2) / dim); out[:, :dim/2] = sin(position_enc[:, 0::2]);
   // out[:, dim/2:] = cos(position_enc[:, 1::2]): sin and cos halves with w_i = 10000^(-2i/dim), D = h.
-  // (CONTRACT.md files Marian under the interleaved layout; its code writes halves. Odd dims give the
+  // (the product contract first filed Marian under the interleaved layout; its code writes halves. Odd dims give the
   // sin half one more column than the cos half, a layout posenc does not produce.)
   for (int64_t dim : {8, 512}) {
     const int64_t h = dim / 2;

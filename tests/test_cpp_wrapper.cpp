@@ -1,4 +1,4 @@
-// The C++ wrapper (posenc.hpp): each named convention is the spec of the CONTRACT.md table (built here
+// The C++ wrapper (posenc.hpp): each named convention is the spec of docs/conventions.md's table (built here
 // field by field, as tests/test_conventions.cpp builds them), every call returns the same bytes as its C
 // function, and every refusal throws posenc::error with the C status while leaving the output untouched.
 #include <catch2/catch.hpp>

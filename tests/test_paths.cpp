@@ -234,7 +234,7 @@ TEST_CASE("gathered embeddings larger than the caches equal the same rows writte
         float *whole = buf.data() + ((64 - a % 64) % 64) / 4 + offset;
         INFO("path " << posenc_isa_name(isa) << " offset " << offset);
         // One quiet NaN with a payload in the embedding (token 5, element 7): the streaming loops leave such
-        // a vector to after the loop (kernel.hpp, put_fast), and posenc.h's rule returns x's NaN.
+        // a vector to after the loop (sink_pe.hpp, put_fast), and posenc.h's rule returns x's NaN.
         const uint32_t nan_bits = 0x7FC01234u;
         const float saved = emb[size_t(5 * d + 7)];
         std::memcpy(&emb[size_t(5 * d + 7)], &nan_bits, 4);

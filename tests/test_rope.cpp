@@ -1,4 +1,4 @@
-// The RoPE suite (CONTRACT.md section 4, posenc.h). The reference is MPFR: f_i = base^(-2i/r) (or the
+// The RoPE suite (docs/contract.md section 4, posenc.h). The reference is MPFR: f_i = base^(-2i/r) (or the
 // caller's doubles), the exact angle p * position_scale * f_i, and m cos, m sin of it rounded once to float32
 // (mpfr_get_flt, nearest-even). The rotation is posenc.h's formula applied to those floats by
 // support/rope.hpp, which shares no code with the library. Nothing expected is produced by the library:

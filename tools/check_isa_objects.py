@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The ODR trap of per-ISA translation units, checked on the built archive (STYLE.md).
+"""The ODR trap of per-ISA translation units, checked on the built archive (docs/architecture.md, "Who may include what").
 
 1. No object outside the AVX2/AVX-512 units contains a VEX/EVEX instruction: the scalar path and the
    dispatcher must run on any x86-64.

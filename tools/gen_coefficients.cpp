@@ -1,6 +1,6 @@
 // Prints the Taylor coefficients of sin(pi t / 2) and cos(pi t / 2) in t, correctly rounded to double,
 // as used by lib/kernel.hpp. Build: g++ -O1 tools/gen_coefficients.cpp -lmpfr -lgmp
-// tests/test_constants.cpp recomputes them the same way and checks the committed values.
+// tests/test_internals.cpp checks the committed values against MPFR.
 #include <mpfr.h>
 #include <cstdio>
 

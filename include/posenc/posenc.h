@@ -134,7 +134,7 @@ posenc_status posenc_timesteps_f16(const posenc_spec *spec, const double *t, int
 posenc_status posenc_timesteps_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
                                        const double *t, int64_t n, float *out, int64_t out_stride);
 
-/* ---- Rotary position embeddings (RoPE; CONTRACT.md section 4, docs/rope.md) ---------------------------
+/* ---- Rotary position embeddings (RoPE; docs/contract.md section 4, docs/rope.md) -----------------------
  *
  * r = rotary_dim (even, >= 2), h = r/2 pairs, pair i in [0, h), integer position |p| < 2^31:
  *   f_i   = base^(-2i/r), or the caller's explicit f_i (doubles)
