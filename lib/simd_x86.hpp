@@ -29,7 +29,7 @@ struct SimdXsimd {
   static D load(const double *p) { return D::load_aligned(p); }
   static void store(double *p, const D &v) { v.store_aligned(p); }
   // Keeps a loaded value in its register: without it GCC folds the load into each instruction that
-  // uses the value, loading it again for each (kernel.hpp, row_pass). No effect on the value.
+  // uses the value, loading it again for each (values_rows.hpp, row_pass). No effect on the value.
   static void pin(D &v) { asm("" : "+v"(v.data)); }
   static D abs(const D &a) { return xsimd::abs(a); }
   static D min(const D &a, const D &b) { return xsimd::min(a, b); }
@@ -44,7 +44,7 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   using H = __m128;  // W = 4 floats
 
   static constexpr bool kCanStream = true;
-  // kernel.hpp, quad_pass: four rows' worth of live vectors do not fit in 16 registers with the fused
+  // values_rows.hpp, quad_pass: four rows' worth of live vectors do not fit in 16 registers with the fused
   // operation's (measured on the earlier grouped form: the fused embedding took 1.25-1.36x the time of
   // row by row).
   static constexpr bool kQuadPass = false;
@@ -86,7 +86,7 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     const __m256i x = _mm256_xor_si256(_mm256_castps_si256(a), _mm256_castps_si256(b));
     return _mm256_testz_si256(x, x) != 0;
   }
-  // The loops' vector constants that are not broadcasts (kernel.hpp, row_pass): made once and pinned in
+  // The loops' vector constants that are not broadcasts (values_rows.hpp, row_pass): made once and pinned in
   // registers; GCC otherwise loads them again from the constant pool on every iteration.
   struct Consts {
     __m256i zip;
@@ -216,7 +216,7 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
   using H = __m256;  // W = 8 floats
 
   static constexpr bool kCanStream = true;
-  static constexpr bool kQuadPass = true;  // kernel.hpp, quad_pass: 32 registers hold it
+  static constexpr bool kQuadPass = true;  // values_rows.hpp, quad_pass: 32 registers hold it
   // n floats from src to dst: plain stores up to the first cache-line boundary of dst and after the last,
   // non-temporal stores of whole lines between.
   static void stream_copy(float *dst, const float *src, int64_t n) {

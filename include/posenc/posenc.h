@@ -51,7 +51,7 @@ const char *posenc_status_string(posenc_status s);
 typedef enum posenc_layout {
   POSENC_INTERLEAVED = 0,    /**< s0 c0 s1 c1 ...: Vaswani et al., the PyTorch tutorial */
   POSENC_SIN_COS_HALVES = 1, /**< s0 .. s(h-1) c0 .. c(h-1): tensor2tensor, fairseq, CTranslate2, HF Marian
-                                  (CONTRACT.md lists Marian as interleaved; its code writes halves) */
+                                  (Marian was first listed as interleaved; its code writes halves) */
   POSENC_COS_SIN_HALVES = 2  /**< c0 .. c(h-1) s0 .. s(h-1): ggml timestep_embedding, diffusers flipped */
 } posenc_layout;
 
