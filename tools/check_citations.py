@@ -114,8 +114,8 @@ def main():
         by_name.setdefault(os.path.basename(p), []).append(p)
     bad = []
     for rel in files:
-        if not rel.endswith(TEXT) or rel.startswith("fuzz/corpus/"):
-            continue
+        if not rel.endswith(TEXT) or rel.startswith("fuzz/corpus/") or rel == "tools/check_citations.py":
+            continue  # the seeds are binary; this file names the outside documents to find them
         try:
             with open(os.path.join(root, rel), encoding="utf-8") as fh:
                 lines = fh.read().splitlines()
