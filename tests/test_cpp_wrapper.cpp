@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posenc/posenc.hpp"
@@ -68,6 +69,40 @@ TEST_CASE("named conventions are the specs of the contract table", "[cpp]") {
     same_spec(posenc::spec::diffusers(d), C{d, POSENC_SIN_COS_HALVES, 1e4, double(h) - 1.0, 1.0});
     same_spec(posenc::spec::diffusers(d, true, 0.0, 1000.0, 100.0),
               C{d, POSENC_COS_SIN_HALVES, 100.0, double(h), 1000.0});
+    // latent diffusion / DiT timestep_embedding(t, dim, max_period=10000): cat(cos, sin), freqs
+    // exp(-ln(max_period) i / half): D = h (0.0), scale 1
+    same_spec(posenc::spec::dit(d), C{d, POSENC_COS_SIN_HALVES, 1e4, 0.0, 1.0});
+    same_spec(posenc::spec::dit(d, 500.0), C{d, POSENC_COS_SIN_HALVES, 500.0, 0.0, 1.0});
+    // Flux timestep_embedding(t, dim, max_period=10000, time_factor=1000.0): t * time_factor first
+    same_spec(posenc::spec::flux(d), C{d, POSENC_COS_SIN_HALVES, 1e4, 0.0, 1000.0});
+    same_spec(posenc::spec::flux(d, 2000.0, 1.0), C{d, POSENC_COS_SIN_HALVES, 2000.0, 0.0, 1.0});
+    // Whisper sinusoids(length, channels, max_timescale=10000): increment ln(max) / (channels // 2 - 1),
+    // cat(sin, cos)
+    same_spec(posenc::spec::whisper(d), C{d, POSENC_SIN_COS_HALVES, 1e4, double(h - 1), 1.0});
+    same_spec(posenc::spec::whisper(d, 500.0), C{d, POSENC_SIN_COS_HALVES, 500.0, double(h - 1), 1.0});
+  }
+}
+
+TEST_CASE("the timestep conventions' specs encode as their frameworks' denominators say", "[cpp][timesteps]") {
+  // D = 0.0 reads as h: dit / flux give the bytes of the spec with D = h written out (test_timesteps.cpp
+  // checks those against the frameworks' formulas in MPFR), and whisper's D = h - 1 those of fairseq's
+  // frequencies at base max_timescale.
+  const std::vector<double> t = {0.0, 0.5, 999.0, 999.5, 0.04, 1e6 + 0.5, -3.25};
+  const int64_t n = int64_t(t.size());
+  for (int64_t d : {256, 33}) {
+    const int64_t h = d / 2;
+    const std::pair<posenc::spec, posenc_spec> pairs[] = {
+        {posenc::spec::dit(d), C{d, POSENC_COS_SIN_HALVES, 1e4, double(h), 1.0}},
+        {posenc::spec::flux(d, 5000.0), C{d, POSENC_COS_SIN_HALVES, 5000.0, double(h), 1000.0}},
+        {posenc::spec::whisper(d, 3e4), C{d, POSENC_SIN_COS_HALVES, 3e4, double(h - 1), 1.0}},
+    };
+    for (const auto &[named, explicit_spec] : pairs) {
+      std::vector<float> a(size_t(n * d)), b(size_t(n * d));
+      posenc::timesteps_f32(named, t, posenc::rows_view<float>(a.data(), n, d));
+      REQUIRE(posenc_timesteps_f32(&explicit_spec, t.data(), n, b.data(), d) == POSENC_OK);
+      INFO("d " << d << ", base " << explicit_spec.base);
+      CHECK(same_bytes(a, b));
+    }
   }
 }
 
@@ -209,6 +244,96 @@ TEST_CASE("every wrapper call returns the bytes of its C function", "[cpp]") {
   std::vector<float> one(n * stride, -3.0f);
   posenc::embed_f32(s, tv, tok, 3.0f, 1, posenc::rows_view<float>(one.data(), n, d, stride));
   CHECK(same_bytes(split, one));
+}
+
+TEST_CASE("the timestep calls return the bytes of their C functions", "[cpp][timesteps]") {
+  const int64_t d = 20, n = 6, stride = 23;
+  const posenc::spec s = posenc::spec::flux(d);
+  const posenc_spec &c = s.c_spec();
+  const std::vector<double> t = {0.25, 999.5, -1e6 - 0.5, 0.0, 2147483646.5, 1e-3};
+  std::vector<float> x(n * stride);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(float(i)) * 3.0f;
+  const posenc::rows_view<const float> xv(x.data(), n, d, stride);
+  const double *T = t.data();
+  auto f32 = [&](auto cpp, auto cfn) {
+    std::vector<float> a(n * stride, -3.0f), b(n * stride, -3.0f);
+    cpp(posenc::rows_view<float>(a.data(), n, d, stride));
+    REQUIRE(cfn(b.data()) == POSENC_OK);
+    CHECK(same_bytes(a, b));
+  };
+  auto u16 = [&](auto cpp, auto cfn) {
+    std::vector<uint16_t> a(n * stride, 0xdead), b(n * stride, 0xdead);
+    cpp(posenc::rows_view<uint16_t>(a.data(), n, d, stride));
+    REQUIRE(cfn(b.data()) == POSENC_OK);
+    CHECK(same_bytes(a, b));
+  };
+  f32([&](auto o) { posenc::timesteps_f32(s, t, o); },
+      [&](float *o) { return posenc_timesteps_f32(&c, T, n, o, stride); });
+  u16([&](auto o) { posenc::timesteps_bf16(s, t, o); },
+      [&](uint16_t *o) { return posenc_timesteps_bf16(&c, T, n, o, stride); });
+  u16([&](auto o) { posenc::timesteps_f16(s, t, o); },
+      [&](uint16_t *o) { return posenc_timesteps_f16(&c, T, n, o, stride); });
+  f32([&](auto o) { posenc::timesteps_add_f32(s, xv, 0.5f, t, o); },
+      [&](float *o) { return posenc_timesteps_add_f32(&c, x.data(), stride, 0.5f, T, n, o, stride); });
+  // the values are not the integer calls': a fractional t is its own angle
+  std::vector<float> frac(n * stride), whole(n * stride);
+  posenc::timesteps_f32(s, t, posenc::rows_view<float>(frac.data(), n, d, stride));
+  const std::vector<int64_t> rounded = {0, 1000, -1000000, 0, 2147483646, 0};
+  posenc::rows_f32(s, rounded, posenc::rows_view<float>(whole.data(), n, d, stride));
+  CHECK(std::memcmp(frac.data(), whole.data(), d * sizeof(float)) != 0);
+  CHECK(std::memcmp(frac.data() + 3 * stride, whole.data() + 3 * stride, d * sizeof(float)) == 0);  // t = 0
+  // in place, and a row split equal to the whole call
+  std::vector<float> inplace = x, want(n * stride, -3.0f);
+  const posenc::rows_view<float> iv(inplace.data(), n, d, stride);
+  posenc::timesteps_add_f32(s, iv, 0.5f, t, iv);
+  REQUIRE(posenc_timesteps_add_f32(&c, x.data(), stride, 0.5f, T, n, want.data(), stride) == POSENC_OK);
+  for (int64_t r = 0; r < n; ++r) CHECK(std::memcmp(iv.row(r), want.data() + r * stride, d * sizeof(float)) == 0);
+  std::vector<float> split(n * stride, -3.0f);
+  const posenc::rows_view<float> sv(split.data(), n, d, stride);
+  const posenc::array_view<const double> tv(t);
+  posenc::timesteps_f32(s, tv.subview(0, 4), sv.subrows(0, 4));
+  posenc::timesteps_f32(s, tv.subview(4, 2), sv.subrows(4, 2));
+  std::vector<float> one(n * stride, -3.0f);
+  posenc::timesteps_f32(s, t, posenc::rows_view<float>(one.data(), n, d, stride));
+  CHECK(same_bytes(split, one));
+}
+
+TEST_CASE("timestep refusals throw posenc::error with the C status and write nothing", "[cpp][timesteps]") {
+  const int64_t d = 8, n = 3;
+  const posenc::spec s = posenc::spec::dit(d);
+  std::vector<float> out(n * d, -7.25f), x(n * d, 1.0f);
+  std::vector<uint16_t> out16(n * d, 0x1234);
+  const posenc::rows_view<float> ov(out.data(), n, d);
+  const posenc::rows_view<uint16_t> ov16(out16.data(), n, d);
+  const posenc::rows_view<const float> xv(x.data(), n, d);
+  const std::vector<double> ok = {0.5, 999.0, 1.25}, two = {0.5, 1.0};
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double bad : {std::nan(""), inf, -inf, 2147483648.0, -2147483648.0}) {
+    const std::vector<double> t = {0.5, bad, 1.0};
+    INFO("t " << bad);
+    CHECK(thrown(out, [&] { posenc::timesteps_f32(s, t, ov); }) == POSENC_ERR_OUT_OF_RANGE);
+    CHECK(thrown(out16, [&] { posenc::timesteps_bf16(s, t, ov16); }) == POSENC_ERR_OUT_OF_RANGE);
+    CHECK(thrown(out16, [&] { posenc::timesteps_f16(s, t, ov16); }) == POSENC_ERR_OUT_OF_RANGE);
+    CHECK(thrown(out, [&] { posenc::timesteps_add_f32(s, xv, 1.0f, t, ov); }) == POSENC_ERR_OUT_OF_RANGE);
+  }
+  // a frequency of 2^52: the integer calls take it, the timestep calls refuse it
+  const posenc::spec fast = s.with_position_scale(0x1p52);
+  CHECK_NOTHROW(fast.validate());
+  CHECK(thrown(out, [&] { posenc::timesteps_f32(fast, ok, ov); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out, [&] { posenc::timesteps_f32(s.with_base(-1.0), ok, ov); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out, [&] { posenc::timesteps_f32(s, posenc::array_view<const double>(nullptr, n), ov); }) ==
+        POSENC_ERR_NULL);
+  CHECK(thrown(out, [&] { posenc::timesteps_f32(s, ok, posenc::rows_view<float>(out.data(), n, d, d - 1)); }) ==
+        POSENC_ERR_INVALID);
+  // shapes only the views know
+  CHECK(thrown(out, [&] { posenc::timesteps_f32(s, two, ov); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out16, [&] { posenc::timesteps_bf16(s, two, ov16); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out16, [&] { posenc::timesteps_f16(s.with_d_model(d + 1), ok, ov16); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out, [&] { posenc::timesteps_add_f32(s, xv, 1.0f, two, ov); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out, [&] { posenc::timesteps_add_f32(s, posenc::rows_view<const float>(x.data(), 2, d), 1.0f, ok,
+                                                    ov); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out, [&] { posenc::timesteps_add_f32(s, posenc::rows_view<const float>(x.data(), n, d - 1), 1.0f, ok,
+                                                    ov); }) == POSENC_ERR_INVALID);
 }
 
 TEST_CASE("refusals throw posenc::error with the C status and write nothing", "[cpp]") {

@@ -96,6 +96,19 @@ class spec {
         .with_freq_denominator(double(d_model / 2) - downscale_freq_shift)
         .with_position_scale(scale);
   }
+  /** latent diffusion / DiT timestep_embedding(t, dim, max_period): cos first, base max_period, D = h; the
+   *  position is the timestep (the same fields as ggml_timestep). */
+  static spec dit(int64_t d_model, double max_period = 10000.0) noexcept { return ggml_timestep(d_model, max_period); }
+  /** Flux timestep_embedding(t, dim, max_period, time_factor): DiT's spec with position_scale = time_factor
+   *  (Flux multiplies the timestep by it first). */
+  static spec flux(int64_t d_model, double max_period = 10000.0, double time_factor = 1000.0) noexcept {
+    return dit(d_model, max_period).with_position_scale(time_factor);
+  }
+  /** Whisper sinusoids(length, channels, max_timescale) (even channels): sin/cos halves, base max_timescale,
+   *  D = h - 1; positions 0 .. length - 1. */
+  static spec whisper(int64_t channels, double max_timescale = 10000.0) noexcept {
+    return fairseq(channels).with_base(max_timescale);
+  }
 
   int64_t d_model() const noexcept { return c_.d_model; }
   posenc::layout layout() const noexcept { return posenc::layout(c_.layout); }
@@ -322,6 +335,32 @@ inline void embed_learned_f32(rows_view<const float> table, array_view<const int
   check(posenc_embed_learned_f32(out.cols(), table.data(), table.rows(), table.stride(), tokens.data(), scale,
                                  pos_table.data(), pos_table.rows(), pos_table.stride(), pos.list(), pos.first(),
                                  out.rows(), out.data(), out.stride()));
+}
+
+// ---- Real-valued positions: timestep embeddings (docs/timesteps.md) ------------------------------------
+
+/** posenc_timesteps_f32: row r at the real-valued position t[r] (any finite double, |t| < 2^31). */
+inline void timesteps_f32(const spec &s, array_view<const double> t, rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
+  check(posenc_timesteps_f32(&s.c_spec(), t.data(), out.rows(), out.data(), out.stride()));
+}
+/** posenc_timesteps_bf16: bfloat16 bit patterns. */
+inline void timesteps_bf16(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
+  check(posenc_timesteps_bf16(&s.c_spec(), t.data(), out.rows(), out.data(), out.stride()));
+}
+/** posenc_timesteps_f16: IEEE binary16 bit patterns. */
+inline void timesteps_f16(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
+  check(posenc_timesteps_f16(&s.c_spec(), t.data(), out.rows(), out.data(), out.stride()));
+}
+/** posenc_timesteps_add_f32: out = fmaf(scale, x, PE(t)) row by row; out may be x itself. */
+inline void timesteps_add_f32(const spec &s, rows_view<const float> x, float scale, array_view<const double> t,
+                              rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model() && x.cols() == s.d_model() && x.rows() == out.rows() &&
+                 t.size() == out.rows());
+  check(posenc_timesteps_add_f32(&s.c_spec(), x.data(), x.stride(), scale, t.data(), out.rows(), out.data(),
+                                 out.stride()));
 }
 
 /** fairseq's make_positions for one sequence: real tokens count up from padding_idx + 1, padding tokens get
