@@ -335,15 +335,58 @@ class ScaledEmbeddingWithPE(nn.Module):
 
 
 # ---- rotary embeddings -------------------------------------------------------------------------------------
+#
+# Config formats (docs/python.md, "Conformance"): a config with ``rope_parameters`` is read as transformers v5
+# reads it (modeling_rope_utils.py's RotaryEmbeddingConfigMixin.standardize_rope_params and the rope init
+# functions), one with ``rope_scaling`` (or neither) as v4.57 reads it. Where the two disagree the config's own
+# format decides. A shape neither version reads the same way raises ValueError naming the key.
+
+_SCALED = ("llama3", "yarn", "longrope")
+_DEFAULT_THETA = 10000.0  # HF's RotaryEmbeddingConfigMixin.default_theta (v5) / LlamaConfig's rope_theta (v4)
+
 
 def _get(config: Any, name: str, default: Any = None) -> Any:
     v = config.get(name, default) if isinstance(config, dict) else getattr(config, name, default)
     return default if v is None else v
 
 
+def _rope_dict(config: Any, key: str) -> Optional[Dict[str, Any]]:
+    v = _get(config, key)
+    if v is None:
+        return None
+    try:
+        return dict(v)
+    except (TypeError, ValueError):
+        raise ValueError("%s: expected a dict of RoPE parameters, got %s" % (key, type(v).__name__)) from None
+
+
+def _is_v5(config: Any) -> bool:
+    """transformers v5's format: the config carries rope_parameters (v4.57 and before: rope_scaling)."""
+    return _get(config, "rope_parameters") is not None
+
+
+def _layer_types(config: Any) -> Optional[list]:
+    """The per-layer-type RoPE parameters' keys, as v5's standardize_rope_params finds them (a config's
+    _rope_type_labels, else its layer_types), or None when rope_parameters is one global dict."""
+    rp = _rope_dict(config, "rope_parameters")
+    if not rp:
+        return None
+    labels = _get(config, "_rope_type_labels") or _get(config, "layer_types")
+    if labels is not None and set(rp) <= set(labels):
+        return sorted(set(labels))
+    for key, value in rp.items():
+        if isinstance(value, dict):
+            raise ValueError(
+                "rope_parameters[%r]: a dict of parameters per layer type needs the config's layer_types to list "
+                "every key of rope_parameters (transformers v5 reads it as one global dict otherwise, with default "
+                "RoPE); this config's layer_types: %s" % (key, labels))
+    return None
+
+
 def _scaling(config: Any) -> Dict[str, Any]:
-    rs = _get(config, "rope_scaling") or _get(config, "rope_parameters") or {}
-    return dict(rs) if isinstance(rs, dict) else {}
+    """The config's global RoPE dict: rope_parameters (v5) or rope_scaling (v4), a copy ({} when none)."""
+    return dict((_rope_dict(config, "rope_parameters") if _is_v5(config) else _rope_dict(config, "rope_scaling"))
+                or {})
 
 
 def _rope_type(rs: Dict[str, Any]) -> str:
@@ -351,114 +394,349 @@ def _rope_type(rs: Dict[str, Any]) -> str:
     return "longrope" if t == "su" else t
 
 
-def _rotary_dim(config: Any) -> int:
-    head_dim = _get(config, "head_dim") or _get(config, "hidden_size") // _get(config, "num_attention_heads")
-    return int(head_dim * _get(config, "partial_rotary_factor", 1.0))
+def _head_dim(config: Any) -> int:
+    """HF's head_dim: config.head_dim, else hidden_size // num_attention_heads. DeepSeek's config classes set
+    head_dim = qk_rope_head_dim (the rotary part of MLA's heads), which a config.json carries only as
+    qk_rope_head_dim."""
+    hd, qk = _get(config, "head_dim"), _get(config, "qk_rope_head_dim")
+    if qk is not None:
+        if hd is not None and int(hd) != int(qk):
+            raise ValueError("head_dim %s and qk_rope_head_dim %s: HF's DeepSeek configs set head_dim to "
+                             "qk_rope_head_dim, the rotary width; which one rotates is ambiguous here" % (hd, qk))
+        return int(qk)
+    if hd:
+        return int(hd)
+    hidden, heads = _get(config, "hidden_size"), _get(config, "num_attention_heads")
+    if hidden is None or heads is None:
+        raise ValueError("head_dim: the config has none, nor hidden_size and num_attention_heads to derive it")
+    return int(hidden) // int(heads)
 
 
-def rope_from_config(config: Any, seq_len: Optional[int] = None, pairs: str = "halves") -> Rope:
-    """The posenc.Rope of an HF model config (a dict or an object with attributes: rope_theta, head_dim or
-    hidden_size / num_attention_heads, partial_rotary_factor, max_position_embeddings, rope_scaling (or v5's
-    rope_parameters) and Phi-3's top-level original_max_position_embeddings), for the current seq_len of the
-    dynamic and longrope types. Each frequency and the attention factor are the correctly rounded values of
-    HF's formulas (posenc.rope_init)."""
-    rs = _scaling(config)
-    kind = _rope_type(rs)
-    base = float(rs.get("rope_theta") or _get(config, "rope_theta", 10000.0))
+def _resolve(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
+    """The RoPE of a config (of one layer type) as its transformers version computes it: rope_type, rotary_dim,
+    base, the scaling dict for posenc.rope_init (factor and original length resolved), max_position_embeddings
+    and the longrope switch length."""
     max_pos = _get(config, "max_position_embeddings")
-    original = rs.get("original_max_position_embeddings")
-    top = _get(config, "original_max_position_embeddings")
-    if kind == "longrope" and top:
-        # Phi-3: the original length outside rope_scaling, and factor = max_position_embeddings / original
-        original = top
-        rs["factor"] = max_pos / top
-    rs["rope_type"] = kind
-    return _p.rope_init(_rotary_dim(config), base, rs, pairs=pairs, max_position_embeddings=max_pos,
-                        original_max_position_embeddings=original or max_pos, seq_len=seq_len)
+    top_original = _get(config, "original_max_position_embeddings")
+    top_prf = _get(config, "partial_rotary_factor")
+    if _is_v5(config):
+        outer = _rope_dict(config, "rope_parameters")
+        if layer_type is None:
+            rs = dict(outer)
+        else:
+            if layer_type not in outer or outer[layer_type] is None:
+                raise ValueError("layer_type %r: rope_parameters has parameters for %s" % (
+                    layer_type, sorted(k for k, v in outer.items() if v is not None)))
+            rs = dict(outer[layer_type])
+        kind = _rope_type(rs)
+        base = rs.get("rope_theta") or _get(config, "rope_theta") or _DEFAULT_THETA
+        # standardize_rope_params: a top-level partial_rotary_factor replaces the dict's; the init functions then
+        # read the dict's
+        prf = top_prf if top_prf is not None else rs.get("partial_rotary_factor")
+        original = rs.get("original_max_position_embeddings")
+        if kind in _SCALED and layer_type is None and top_original is not None:
+            original = top_original  # standardize_rope_params: the top-level value wins (Phi-3)
+        original = original or max_pos
+        factor = rs.get("factor")
+        if kind in ("yarn", "longrope") and factor is None and max_pos and original:
+            factor = max_pos / original  # v5: a missing factor is the ratio of the lengths
+        truncate = outer.get("truncate", True)  # v5's yarn reads config.rope_parameters, the outer dict
+        switch = original
+    else:
+        if layer_type is not None:
+            raise ValueError("layer_type %r: this config has no per-layer-type rope_parameters (transformers v4 "
+                             "builds one rotary module per set of parameters)" % (layer_type,))
+        rs = dict(_rope_dict(config, "rope_scaling") or {})
+        for key in ("rope_theta", "partial_rotary_factor"):
+            if rs.get(key) is not None and rs[key] != _get(config, key):
+                raise ValueError(
+                    "rope_scaling[%r] = %r: transformers v4 reads %s from the top level of the config (here %r) and "
+                    "ignores it in rope_scaling; put it there, or use v5's rope_parameters" % (
+                        key, rs[key], key, _get(config, key)))
+        kind = _rope_type(rs)
+        base = _get(config, "rope_theta") or _DEFAULT_THETA
+        prf = top_prf
+        factor = rs.get("factor")
+        original = max_pos
+        switch = max_pos
+        if kind in ("linear", "dynamic", "yarn", "llama3") and factor is None:
+            raise ValueError("rope_scaling['factor']: rope_type %r needs it (transformers v4 reads "
+                             "rope_scaling['factor'])" % kind)
+        if kind == "yarn":
+            original = rs.get("original_max_position_embeddings") or max_pos
+        elif kind == "llama3":
+            original = rs.get("original_max_position_embeddings")
+            if original is None:
+                raise ValueError("rope_scaling['original_max_position_embeddings']: llama3 needs it")
+        elif kind == "longrope":
+            if top_original is not None:
+                # v4.57: Phi-3's top-level original length, and factor = max_position_embeddings / it
+                original = switch = top_original
+                factor = max_pos / top_original
+            elif factor is None and rs.get("attention_factor") is None:
+                raise ValueError("rope_scaling['factor']: longrope without a top-level "
+                                 "original_max_position_embeddings needs it (transformers v4)")
+        truncate = rs.get("truncate", True)
+    scaling = {k: v for k, v in rs.items() if k not in ("type", "rope_theta", "partial_rotary_factor")}
+    scaling["rope_type"] = kind
+    scaling["truncate"] = truncate
+    if factor is not None:
+        scaling["factor"] = factor
+    if original:
+        scaling["original_max_position_embeddings"] = original
+    rotary_dim = int(_head_dim(config) * (1.0 if prf is None else prf))
+    return {"format": "v5" if _is_v5(config) else "v4", "rope_type": kind, "rotary_dim": rotary_dim,
+            "base": float(base), "scaling": scaling, "max_pos": max_pos, "original": original, "switch": switch}
+
+
+def _init_rope(plan: Dict[str, Any], seq_len: Optional[int] = None, pairs: str = "halves") -> Rope:
+    return _p.rope_init(plan["rotary_dim"], plan["base"], dict(plan["scaling"]), pairs=pairs,
+                        max_position_embeddings=plan["max_pos"], original_max_position_embeddings=plan["original"],
+                        seq_len=seq_len)
+
+
+def rope_from_config(config: Any, seq_len: Optional[int] = None, pairs: str = "halves",
+                     layer_type: Optional[str] = None) -> Rope:
+    """The posenc.Rope of an HF model config (a dict or an object with attributes), of one layer type for v5's
+    per-layer-type rope_parameters (Gemma 3), for the current seq_len of the dynamic and longrope types. A
+    config with rope_parameters is read as transformers v5 reads it, one with rope_scaling (or neither) as v4.57
+    does (docs/python.md, "Conformance"). Each frequency and the attention factor are the correctly rounded values
+    of HF's formulas (posenc.rope_init)."""
+    return _init_rope(_resolve(config, layer_type), seq_len, pairs)
+
+
+class _RopeState:
+    """One set of RoPE parameters of a RotaryEmbedding (the config's, or one layer type's) and its runtime state
+    (HF's dynamic_rope_update)."""
+
+    def __init__(self, config: Any, layer_type: Optional[str]):
+        self.plan = _resolve(config, layer_type)
+        self.rope_type = self.plan["rope_type"]
+        self.original_rope = self.rope = _init_rope(self.plan)
+        self.long_rope: Optional[Rope] = None
+        self.max_seq_len_cached = self.plan["max_pos"]
+
+    def update(self, seq_len: int, original_max_seq_len: Optional[int]) -> bool:
+        """HF's dynamic / longrope update for max(position_ids) + 1 = seq_len; True when the rope changed."""
+        before = self.rope
+        if "dynamic" in self.rope_type:
+            if self.max_seq_len_cached is not None and seq_len > self.max_seq_len_cached:  # growth
+                self.rope = _init_rope(self.plan, seq_len)
+                self.max_seq_len_cached = seq_len
+            if original_max_seq_len is not None and seq_len < original_max_seq_len < self.max_seq_len_cached:
+                self.rope = self.original_rope  # reset
+                self.max_seq_len_cached = original_max_seq_len
+        elif self.rope_type == "longrope":
+            if seq_len > self.plan["switch"]:
+                if self.long_rope is None:
+                    self.long_rope = _init_rope(self.plan, self.plan["switch"] + 1)
+                self.rope = self.long_rope
+            else:
+                self.rope = self.original_rope
+        return self.rope is not before
+
+
+_LEGACY_ARGS = ("dim", "max_position_embeddings", "base", "device", "scaling_factor", "rope_type", "config")
+
+
+def _rotary_args(args: tuple, kwargs: dict) -> Tuple[Any, Any]:
+    """(config, device) from HF's signatures: (config, device=None) of v4.46+ and v5, or v4.45's
+    (dim=None, max_position_embeddings=2048, base=10000, device=None, scaling_factor=1.0, rope_type="default",
+    config=None), chosen by an int (or dim=) first."""
+    first_int = bool(args) and isinstance(args[0], int) and not isinstance(args[0], bool)
+    if first_int or "dim" in kwargs:
+        v = {"dim": None, "max_position_embeddings": 2048, "base": 10000, "device": None, "scaling_factor": 1.0,
+             "rope_type": "default", "config": None}
+        names = _LEGACY_ARGS
+    else:
+        v = {"config": None, "device": None, "layer_type": None}
+        names = ("config", "device")
+    if len(args) > len(names):
+        raise TypeError("RotaryEmbedding takes at most %d positional arguments (%s), got %d"
+                        % (len(names), ", ".join(names), len(args)))
+    v.update(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in v:
+            raise TypeError("RotaryEmbedding got an unexpected keyword argument %r" % key)
+        if key in names[:len(args)]:
+            raise TypeError("RotaryEmbedding got multiple values for argument %r" % key)
+        v[key] = value
+    if v["config"] is None and names is _LEGACY_ARGS:
+        if v["dim"] is None:
+            raise TypeError("RotaryEmbedding: dim (or a config) is required")
+        rs = None if v["rope_type"] == "default" else {"rope_type": v["rope_type"], "factor": v["scaling_factor"]}
+        v["config"] = {"head_dim": v["dim"], "rope_theta": v["base"], "rope_scaling": rs,
+                       "max_position_embeddings": v["max_position_embeddings"]}
+    if v["config"] is None:
+        raise TypeError("RotaryEmbedding: a config (an HF config object or a dict) is required")
+    return v["config"], v["device"]
+
+
+def _float_table(values: Any, device: Any) -> Tensor:
+    t = torch.tensor(list(values), dtype=torch.float64).float()
+    return t if device is None else t.to(device)
+
+
+def _inv_freq(rope: Rope) -> list:
+    if rope.freq is not None:
+        return list(rope.freq)
+    return [rope.base ** (-2.0 * i / rope.rotary_dim) for i in range(rope.rotary_dim // 2)]
 
 
 class RotaryEmbedding(nn.Module):
-    """HF transformers' LlamaRotaryEmbedding, exact: ``RotaryEmbedding(config, device=None)``,
-    ``forward(x, position_ids)`` -> ``(cos, sin)``, each [batch, seq, rotary_dim] in x.dtype (cos_i and sin_i
-    twice, as HF's ``cat(freqs, freqs)``, times the attention scaling), for every rope_type of the config
-    (default, linear, dynamic, yarn, llama3, longrope), with HF's runtime updates (dynamic: recomputed when the
-    sequence grows past the cached length, reset below max_position_embeddings; longrope: the long factors
-    while max(position_ids) + 1 > original_max_position_embeddings). Use the result with
+    """HF transformers' rotary embedding (LlamaRotaryEmbedding and the models that share it, Gemma 3's per
+    layer type), exact: ``RotaryEmbedding(config, device=None)``, ``forward(x, position_ids, layer_type=None)`` ->
+    ``(cos, sin)``, each [batch, seq, rotary_dim] in x.dtype on x.device (cos_i and sin_i twice, as HF's
+    ``cat(freqs, freqs)``, times the attention scaling), for every rope_type (default, linear, dynamic, yarn,
+    llama3, longrope) with HF's runtime updates (dynamic: recomputed when the sequence grows past the cached
+    length, reset below max_position_embeddings; longrope: the long factors while max(position_ids) + 1 exceeds
+    the original length). A config with ``rope_parameters`` is read as transformers v5 reads it, one with
+    ``rope_scaling`` as v4.57 does; v5's per-layer-type rope_parameters (keyed by the config's layer_types)
+    give one set of frequencies per layer type, chosen by ``layer_type`` (v5's Gemma 3), with HF's buffers
+    ``{layer_type}_inv_freq``. Position ids may be integers or floats (integer-valued floats take the exact path;
+    fractional ones are evaluated in double precision). The buffers (``inv_freq``, ``original_inv_freq``) are
+    placed on ``device``, "meta" included; the values always come from posenc's CPU kernels. Use the result with
     apply_rotary_pos_emb(q, k, cos, sin), or rotate q and k in place, fused, with
     ``self.apply_rotary(q, k, position_ids)``.
 
-    The older signature RotaryEmbedding(dim, max_position_embeddings=2048, base=10000, device=None,
-    scaling_factor=1.0, rope_type="default") is accepted too (a first argument that is an int)."""
+    The v4.45 signature RotaryEmbedding(dim, max_position_embeddings=2048, base=10000, device=None,
+    scaling_factor=1.0, rope_type="default", config=None) is accepted too (a first argument that is an int)."""
 
-    def __init__(self, config: Any = None, device: Optional[torch.device] = None, *, dim: Optional[int] = None,
-                 max_position_embeddings: int = 2048, base: float = 10000.0, scaling_factor: float = 1.0,
-                 rope_type: str = "default"):
+    def __init__(self, *args: Any, **kwargs: Any):
         super().__init__()
-        if isinstance(config, int):  # RotaryEmbedding(dim, max_position_embeddings, base, device, ...)
-            config, dim = None, config
-            if isinstance(device, int):
-                device, max_position_embeddings = None, device
-        if config is None:
-            rs = {"rope_type": rope_type, "factor": scaling_factor} if rope_type != "default" else None
-            config = {"head_dim": dim, "rope_theta": base, "max_position_embeddings": max_position_embeddings,
-                      "rope_scaling": rs}
-        if device is not None and torch.device(device).type != "cpu":
-            raise ValueError("posenc computes on the CPU (device %s)" % device)
+        config, device = _rotary_args(args, kwargs)
         self.config = config
-        rs = _scaling(config)
-        self.rope_type = _rope_type(rs)
         self.max_seq_len_cached = _get(config, "max_position_embeddings")
         self.original_max_seq_len = self.max_seq_len_cached
-        self.original_rope = rope_from_config(config)
-        self.rope = self.original_rope
-        if self.rope_type == "longrope":
-            self.longrope_original = _get(config, "original_max_position_embeddings") or \
-                rs.get("original_max_position_embeddings") or self.max_seq_len_cached
-        self._set_buffers()
+        self._states: Dict[Optional[str], _RopeState] = {}
+        types = _layer_types(config)
+        if types is None:
+            state = self._states[None] = _RopeState(config, None)
+            self.rope_type: Any = state.rope_type
+            self.attention_scaling = state.rope.attention_scale
+            self.register_buffer("inv_freq", _float_table(_inv_freq(state.rope), device), persistent=False)
+            self.register_buffer("original_inv_freq", self.inv_freq.clone(), persistent=False)
+        else:
+            self.layer_types = types
+            self.rope_type = {}
+            outer = _rope_dict(config, "rope_parameters")
+            for lt in types:
+                if outer.get(lt) is None:
+                    continue  # as HF's Gemma3RotaryEmbedding: no rotary for that layer type
+                state = self._states[lt] = _RopeState(config, lt)
+                self.rope_type[lt] = state.rope_type
+                setattr(self, lt + "_attention_scaling", state.rope.attention_scale)
+                self.register_buffer(lt + "_inv_freq", _float_table(_inv_freq(state.rope), device), persistent=False)
+                self.register_buffer(lt + "_original_inv_freq", getattr(self, lt + "_inv_freq").clone(),
+                                     persistent=False)
 
-    def _set_buffers(self) -> None:
-        r = self.rope
-        h = r.rotary_dim // 2
-        inv = r.freq if r.freq is not None else [r.base ** (-2.0 * i / r.rotary_dim) for i in range(h)]
-        self.register_buffer("inv_freq", torch.tensor(inv, dtype=torch.float64).float(), persistent=False)
-        self.attention_scaling = r.attention_scale
+    # -- state --------------------------------------------------------------------------------------------------
 
-    def _update(self, position_ids: Tensor) -> None:
-        seq_len = int(position_ids.max()) + 1 if position_ids.numel() else 0
-        if "dynamic" in self.rope_type:
-            if seq_len > self.max_seq_len_cached:  # growth
-                self.rope = rope_from_config(self.config, seq_len=seq_len)
-                self.max_seq_len_cached = seq_len
-                self._set_buffers()
-            if seq_len < self.original_max_seq_len < self.max_seq_len_cached:  # reset
-                self.rope = self.original_rope
-                self.max_seq_len_cached = self.original_max_seq_len
-                self._set_buffers()
-        elif self.rope_type == "longrope":
-            want_long = seq_len > self.longrope_original
-            if want_long != (self.rope is not self.original_rope):
-                if want_long:
-                    if not hasattr(self, "long_rope"):
-                        self.long_rope = rope_from_config(self.config, seq_len=self.longrope_original + 1)
-                    self.rope = self.long_rope
-                else:
-                    self.rope = self.original_rope
-                self._set_buffers()
+    def _state(self, layer_type: Optional[str]) -> _RopeState:
+        try:
+            return self._states[layer_type]
+        except KeyError:
+            if None in self._states:
+                raise ValueError("layer_type %r: this config has one set of RoPE parameters (no per-layer-type "
+                                 "rope_parameters)" % (layer_type,)) from None
+            raise ValueError("layer_type %r: this config's rope_parameters are per layer type; pass one of %s"
+                             % (layer_type, sorted(self._states))) from None
+
+    @property
+    def rope(self) -> Rope:
+        """The posenc.Rope of the current frequencies (one set of parameters; rope_for(layer_type) otherwise)."""
+        return self._state(None).rope
+
+    def rope_for(self, layer_type: Optional[str] = None) -> Rope:
+        """The posenc.Rope of the current frequencies of layer_type (None: the config's one set)."""
+        return self._state(layer_type).rope
+
+    def _set_buffers(self, layer_type: Optional[str]) -> None:
+        state = self._states[layer_type]
+        name = "inv_freq" if layer_type is None else layer_type + "_inv_freq"
+        old = getattr(self, name)
+        new = torch.tensor(_inv_freq(state.rope), dtype=torch.float64).to(dtype=old.dtype)
+        self.register_buffer(name, new.to(old.device), persistent=False)
+        if layer_type is None:
+            self.attention_scaling = state.rope.attention_scale
+            self.max_seq_len_cached = state.max_seq_len_cached
+        else:
+            setattr(self, layer_type + "_attention_scaling", state.rope.attention_scale)
+        if state.long_rope is not None and state.rope is state.long_rope:
+            setattr(self, "long_inv_freq" if layer_type is None else layer_type + "_long_inv_freq",
+                    getattr(self, name))
+
+    def _update(self, position_ids: Tensor, layer_type: Optional[str] = None) -> None:
+        """HF's dynamic_rope_update for these position ids (dynamic and longrope types only)."""
+        state = self._states.get(layer_type) if layer_type in self._states else self._state(layer_type)
+        if state.rope_type not in ("dynamic", "longrope") or position_ids.numel() == 0:
+            return
+        top = position_ids.max()
+        seq_len = int(math.floor(float(top))) + 1 if top.is_floating_point() else int(top) + 1
+        if state.update(seq_len, self.original_max_seq_len):
+            self._set_buffers(layer_type)
+
+    def _apply(self, fn, *args, **kwargs):
+        # to_empty() / a load from "meta": buffers that held no values get posenc's again
+        meta = {name for name, b in self._buffers.items() if b is not None and b.is_meta}
+        out = super()._apply(fn, *args, **kwargs)
+        for lt, state in self._states.items():
+            prefix = "" if lt is None else lt + "_"
+            for name, rope in ((prefix + "inv_freq", state.rope), (prefix + "original_inv_freq", state.original_rope)):
+                b = self._buffers.get(name)
+                if name in meta and b is not None and not b.is_meta:
+                    b.copy_(torch.tensor(_inv_freq(rope), dtype=torch.float64).to(b.dtype))
+        return out
+
+    # -- forward ------------------------------------------------------------------------------------------------
 
     @torch.no_grad()
-    def forward(self, x: Tensor, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor, position_ids: Tensor, layer_type: Optional[str] = None) -> Tuple[Tensor, Tensor]:
         """(cos, sin) [batch, seq, rotary_dim] in x.dtype for position_ids [batch, seq] (HF's layout: the
-        rotary_dim / 2 values twice, times the attention scaling). x only gives the dtype."""
-        if self.rope_type in ("dynamic", "longrope"):
-            self._update(position_ids)
-        return _hf_cos_sin(self.rope, _positions(position_ids), x)
+        rotary_dim / 2 values twice, times the attention scaling); layer_type selects v5's per-layer-type
+        parameters. x gives the dtype and the device."""
+        state = self._state(layer_type)
+        pos = _rotary_positions(position_ids)
+        self._update(pos, layer_type)
+        if x.is_meta or pos.is_meta:
+            shape = (*pos.shape, state.rope.rotary_dim)
+            return (torch.empty(shape, dtype=x.dtype, device="meta"), torch.empty(shape, dtype=x.dtype, device="meta"))
+        if pos.is_floating_point():
+            return _real_cos_sin(state.rope, pos, x)
+        return _hf_cos_sin(state.rope, pos, x)
 
-    def apply_rotary(self, q: Tensor, k: Optional[Tensor], position_ids: Tensor,
-                     unsqueeze_dim: int = 1) -> Tuple[Tensor, Optional[Tensor]]:
+    def apply_rotary(self, q: Tensor, k: Optional[Tensor], position_ids: Tensor, unsqueeze_dim: int = 1,
+                     layer_type: Optional[str] = None) -> Tuple[Tensor, Optional[Tensor]]:
         """Rotates q and k in place with the current rope (after the same runtime update as forward)."""
-        if self.rope_type in ("dynamic", "longrope"):
-            self._update(position_ids)
-        return apply_rotary(q, k, position_ids, self.rope, unsqueeze_dim=unsqueeze_dim)
+        state = self._state(layer_type)
+        pos = _rotary_positions(position_ids)
+        self._update(pos, layer_type)
+        if pos.is_floating_point():  # fractional positions: HF's formula with forward's cos/sin, written back
+            cos, sin = _real_cos_sin(state.rope, pos if pos.dim() > 1 else pos.unsqueeze(0), q)
+            r = state.rope.rotary_dim
+            for t in (q, k):
+                if t is not None:
+                    t[..., :r].copy_(apply_rotary_pos_emb(t[..., :r], t[..., :r], cos, sin, unsqueeze_dim)[0])
+            return q, k
+        return apply_rotary(q, k, pos, state.rope, unsqueeze_dim=unsqueeze_dim)
+
+
+def _rotary_positions(position_ids: Any) -> Tensor:
+    """HF's position ids as posenc takes them: integers as int64; floating-point ids as int64 when every value is
+    an integer (the exact path), else as float64 (the double-precision path)."""
+    pos = position_ids if isinstance(position_ids, Tensor) else torch.as_tensor(position_ids)
+    if pos.is_complex():
+        raise TypeError("position_ids must be real, got %s" % pos.dtype)
+    if not pos.is_floating_point():
+        return pos if pos.dtype == torch.int64 else pos.long()
+    if pos.is_meta:
+        return pos
+    if not bool(torch.isfinite(pos).all()):
+        raise ValueError("position_ids: not finite")
+    p64 = pos.double()
+    if bool((p64 == torch.floor(p64)).all()):
+        return p64.long()
+    return p64
 
 
 def _hf_cos_sin(rope: Rope, pos: Tensor, x: Tensor) -> Tuple[Tensor, Tensor]:
@@ -467,13 +745,31 @@ def _hf_cos_sin(rope: Rope, pos: Tensor, x: Tensor) -> Tuple[Tensor, Tensor]:
     axes (each token's cos_i / sin_i at its position on axis[i])."""
     tokens = pos.shape[1:] if rope.axes > 1 else pos.shape
     flat = pos.reshape(rope.axes, -1) if rope.axes > 1 else pos.reshape(-1)
-    c, s = _p.rope_cache(rope, positions=flat)
-    c, s = torch.from_numpy(c), torch.from_numpy(s)
-    shape = (*tokens, rope.rotary_dim)
-    cos, sin = torch.cat((c, c), dim=-1).view(shape), torch.cat((s, s), dim=-1).view(shape)
+    n, r = flat.shape[-1], rope.rotary_dim
+    h = r // 2
+    cos = torch.empty(n, r)
+    sin = torch.empty(n, r)
+    _p.rope_cache(rope, positions=flat, out=(cos[:, :h], sin[:, :h]))
+    cos[:, h:] = cos[:, :h]
+    sin[:, h:] = sin[:, :h]
+    shape = (*tokens, r)
+    cos, sin = cos.view(shape), sin.view(shape)
     if x.dtype != torch.float32 or x.device.type != "cpu":
         return cos.to(device=x.device, dtype=x.dtype), sin.to(device=x.device, dtype=x.dtype)
     return cos, sin
+
+
+def _real_cos_sin(rope: Rope, pos: Tensor, x: Tensor) -> Tuple[Tensor, Tensor]:
+    """(cos, sin) as _hf_cos_sin for fractional (float64) positions of a one-axis rope: each angle p * f in double
+    (f the nearest double of the exact frequency), its cos / sin in double, times the attention scale, rounded
+    to float32 (not the correctly rounded guarantee of the integer path: the double angle's error is about
+    |p f| 2^-53)."""
+    freq = torch.tensor(_inv_freq(rope), dtype=torch.float64)
+    ang = pos.to(torch.float64).unsqueeze(-1) * freq
+    scale = rope.attention_scale
+    c, s = (torch.cos(ang) * scale).float(), (torch.sin(ang) * scale).float()
+    cos, sin = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)
+    return cos.to(device=x.device, dtype=x.dtype), sin.to(device=x.device, dtype=x.dtype)
 
 
 def _positions(position_ids: Tensor) -> Tensor:
@@ -573,13 +869,60 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
 
 
-def apply_rotary_pos_emb(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, position_ids: Optional[Tensor] = None,
-                         unsqueeze_dim: int = 1) -> Tuple[Tensor, Tensor]:
-    """HF's apply_rotary_pos_emb (out of place, elementwise in the tensors' dtype), for cos/sin from
-    RotaryEmbedding.forward; apply_rotary is the fused, in-place, once-rounded equivalent."""
-    cos = cos.unsqueeze(unsqueeze_dim)
-    sin = sin.unsqueeze(unsqueeze_dim)
-    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+def apply_rotary_pos_emb(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, *args: Any,
+                         unsqueeze_dim: Optional[int] = None, position_ids: Optional[Tensor] = None
+                         ) -> Tuple[Tensor, Tensor]:
+    """HF's apply_rotary_pos_emb: q * cos + rotate_half(q) * sin (and k), out of place, elementwise in the
+    tensors' dtype, for cos/sin from RotaryEmbedding.forward; apply_rotary is the fused, in-place, once-rounded
+    equivalent. Both signatures: v5's (q, k, cos, sin, unsqueeze_dim=1) and v4's (q, k, cos, sin,
+    position_ids=None, unsqueeze_dim=1); a fifth positional argument that is an int is v5's unsqueeze_dim, a
+    tensor or None v4's (unused) position_ids. cos / sin are unsqueezed at unsqueeze_dim unless they already
+    have q's number of dimensions (v5). Large inputs take the same products and sums in fewer passes (q * cos,
+    then the two halves' products subtracted / added in place): the same operations on the same values, the
+    same bits as the formula."""
+    if len(args) > 2:
+        raise TypeError("apply_rotary_pos_emb takes at most 6 positional arguments")
+    if args:
+        if isinstance(args[0], int) and not isinstance(args[0], bool):
+            if len(args) > 1:
+                raise TypeError("apply_rotary_pos_emb: v5's fifth argument is unsqueeze_dim; v4's sixth follows "
+                                "position_ids (a tensor or None), got an int fifth and a sixth")
+            if unsqueeze_dim is not None:
+                raise TypeError("apply_rotary_pos_emb got multiple values for argument 'unsqueeze_dim'")
+            unsqueeze_dim = args[0]
+        else:
+            if position_ids is not None:
+                raise TypeError("apply_rotary_pos_emb got multiple values for argument 'position_ids'")
+            if len(args) > 1:
+                if unsqueeze_dim is not None:
+                    raise TypeError("apply_rotary_pos_emb got multiple values for argument 'unsqueeze_dim'")
+                unsqueeze_dim = args[1]
+    if unsqueeze_dim is None:
+        unsqueeze_dim = 1
+    if cos.dim() != q.dim():
+        cos = cos.unsqueeze(unsqueeze_dim)
+    if sin.dim() != q.dim():
+        sin = sin.unsqueeze(unsqueeze_dim)
+    return _rotate_formula(q, cos, sin), _rotate_formula(k, cos, sin)
+
+
+_SPLIT_MIN = 1 << 15  # below this many elements the formula's five ops cost less than the split's call overhead
+
+
+def _rotate_formula(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x * cos + rotate_half(x) * sin. With cat(-x2, x1) * sin = cat(-(x2 * s1), x1 * s2) (negation is exact),
+    the first half is x1 c1 - x2 s1 and the second x2 c2 + x1 s2, each product and the sum rounded once in the
+    result dtype as in the formula; large inputs compute them that way without rotate_half's copies."""
+    h = x.shape[-1] // 2
+    if (x.numel() < _SPLIT_MIN or x.shape[-1] % 2 or cos.shape[-1] != x.shape[-1] or sin.shape[-1] != x.shape[-1]
+            or cos.dtype != sin.dtype or (torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad))):
+        return (x * cos) + (rotate_half(x) * sin)
+    out = x * cos
+    if out.shape != torch.broadcast_shapes(x.shape, sin.shape):
+        return out + (rotate_half(x) * sin)
+    out[..., :h].sub_(x[..., h:] * sin[..., :h])
+    out[..., h:].add_(x[..., :h] * sin[..., h:])
+    return out
 
 
 # ---- multi-axis rotary embeddings of vision-language models ------------------------------------------------
@@ -602,7 +945,10 @@ def _mrope_config(config: Any, default_theta: float) -> Dict[str, Any]:
                                                   "max_position_embeddings", "original_max_position_embeddings")}
     out["partial_rotary_factor"] = _get(config, "partial_rotary_factor") or rs.get("partial_rotary_factor") or 1.0
     out["rope_theta"] = float(rs.get("rope_theta") or _get(config, "rope_theta") or default_theta)
-    out["rope_scaling"] = rs
+    if _is_v5(config):  # the config's own format decides how RotaryEmbedding reads it
+        out["rope_parameters"] = dict(rs, rope_theta=out["rope_theta"])
+    else:
+        out["rope_scaling"] = rs
     return out
 
 

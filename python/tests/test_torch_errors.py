@@ -101,21 +101,21 @@ def test_apply_rotary_leaf_requiring_grad_untouched():
 
 # ---- RotaryEmbedding -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("device", ["cuda", "meta", "cuda:1"])
-def test_rotary_embedding_device(device):
-    with pytest.raises(ValueError, match="CPU"):
-        pt.RotaryEmbedding(O.original_configs()["llama2_7b"], device=device)
+def test_rotary_embedding_device():
+    """HF builds its rotary on any device (model loaders start on "meta"); so does posenc's: the buffers go there,
+    a device torch lacks fails as torch fails (HF's would too). test_torch_conformance covers "meta" in full."""
+    emb = pt.RotaryEmbedding(O.original_configs()["llama2_7b"], device="meta")
+    assert emb.inv_freq.is_meta
+    if not torch.cuda.is_available():
+        with pytest.raises((AssertionError, RuntimeError)):
+            pt.RotaryEmbedding(O.original_configs()["llama2_7b"], device="cuda")
 
 
 def test_rotary_forward_other_device():
     emb = pt.RotaryEmbedding(O.original_configs()["llama2_7b"])
     x = torch.empty(1, device="meta")
-    try:
-        cos, sin = emb(x, torch.arange(3).unsqueeze(0))
-    except (TypeError, ValueError, RuntimeError) as e:
-        assert "CPU" in str(e) or "device" in str(e)
-        return
-    assert cos.device == x.device
+    cos, sin = emb(x, torch.arange(3).unsqueeze(0))
+    assert cos.device == x.device and cos.shape == (1, 3, 128)
 
 
 def test_rotary_embedding_bad_config():
@@ -127,7 +127,7 @@ def test_rotary_embedding_bad_config():
     with pytest.raises(ValueError, match="short_factor"):
         pt.RotaryEmbedding(dict(base, rope_scaling={"type": "longrope", "factor": 2.0}))
     with pytest.raises(ValueError, match="short_factor"):
-        pt.RotaryEmbedding(dict(base, rope_scaling={"type": "longrope", "short_factor": [1.0] * 5,
+        pt.RotaryEmbedding(dict(base, rope_scaling={"type": "longrope", "factor": 2.0, "short_factor": [1.0] * 5,
                                                     "long_factor": [1.0] * 32}))
 
 
