@@ -120,40 +120,60 @@ def _fast(x: Tensor) -> bool:
     return x.dtype == torch.float32 and x.device.type == "cpu" and x.layout == torch.strided and x.stride(-1) == 1
 
 
+def _exact_table(spec: Spec, n: int, dtype: torch.dtype) -> Tensor:
+    """posenc's [n, d] table in dtype: correctly rounded in float32, bfloat16 and float16; float64 holds the
+    float32 values (posenc has no double tables), as the originals' float32 tables widened by .double()."""
+    if dtype in (torch.float32, torch.bfloat16, torch.float16):
+        return table(spec, n, dtype=dtype)
+    return table(spec, n).to(dtype)
+
+
 class _ExactPE(nn.Module):
-    """The buffer ``pe`` filled with posenc's exact table, and the fused x + pe while it holds those values (a
-    state_dict with other values, such as the original module's float32 table, is then used as loaded)."""
+    """The buffer ``pe`` filled with posenc's exact table, and the fused x + pe while it holds those values in
+    float32 (a state_dict with other values, such as the original module's float32 table, is then used as
+    loaded). The module's dtype conversions (.double(), .half(), .to(dtype)) keep the table exact in the new
+    dtype rather than converting the float32 values (bfloat16 / float16 correctly rounded, float64 the float32
+    values), while the buffer holds posenc's table."""
 
     def _set_table(self, spec: Spec, max_len: int, shape) -> None:
         self.spec = spec
         self.register_buffer("pe", table(spec, max_len).view(*shape))
         self._exact = True
 
+    def _exact_pe(self, dtype: torch.dtype) -> Tensor:
+        return _exact_table(self.spec, self.pe.numel() // self.spec.d_model, dtype).view(self.pe.shape)
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        exact = table(self.spec, self.pe.numel() // self.spec.d_model).view(self.pe.shape)
-        self._exact = self.pe.dtype == torch.float32 and torch.equal(self.pe, exact)
+        self._exact = self.pe.is_floating_point() and not self.pe.is_meta and \
+            torch.equal(self.pe.cpu(), self._exact_pe(self.pe.dtype))
+
+    def _apply(self, fn, *args, **kwargs):
+        dtype = self.pe.dtype
+        out = super()._apply(fn, *args, **kwargs)
+        if self._exact and self.pe.dtype != dtype and self.pe.is_floating_point() and not self.pe.is_meta:
+            self.pe.copy_(self._exact_pe(self.pe.dtype))
+        return out
 
     def _add(self, x: Tensor, seq_first: bool) -> Optional[Tensor]:
-        """x + pe by the fused kernel; None when the fast path does not apply (the caller then adds the buffer)."""
-        if not (x.dim() == 3 and self._exact and _fast(x) and x.size(-1) == self.spec.d_model
-                and self.pe.device.type == "cpu"):
+        """x + pe by the fused kernel; None when the fast path does not apply (the caller then adds the buffer):
+        float32 x and a float32 exact buffer on the CPU, batch-first (for [seq, batch, d] the buffer's add is the
+        faster one, a single PyTorch op over x: the report's Python section)."""
+        if seq_first or not (x.dim() == 3 and self._exact and _fast(x) and x.size(-1) == self.spec.d_model
+                             and self.pe.dtype == torch.float32 and self.pe.device.type == "cpu"):
             return None
-        if x.size(0 if seq_first else 1) > self.pe.numel() // self.spec.d_model:
+        if x.size(1) > self.pe.size(1):
             return None  # longer than max_len: the original's broadcast raises, and so does the fallback
-        if seq_first and x.size(1) > 1:
-            # [seq, batch, d] with a batch: the fused add would recompute each PE row per batch entry over
-            # strided rows; adding the (exact) buffer is faster there (the report's Python section) and equal
-            return None
-        return add(x, self.spec, seq_first=seq_first)
+        return add(x, self.spec, seq_first=False)
 
 
 class PositionalEncoding(_ExactPE):
     """The PyTorch tutorial's PositionalEncoding: buffer ``pe`` [max_len, 1, d_model] (the tutorial's
     interleaved sin/cos, here correctly rounded), ``forward(x)`` with x [seq, batch, d_model] returns
-    ``dropout(x + pe[:seq])``. Float32 CPU inputs with batch 1 take posenc's fused add (exact PE computed on
-    the fly, one pass over x); larger batches and other inputs the original expression with the exact
-    buffer (faster there: one PE row serves the whole batch)."""
+    ``dropout(x + pe[:seq])``, the tutorial's own expression on the exact buffer: its work is one broadcast add,
+    which posenc's fused add (PE computed on the fly) does not beat at any batch (the report's Python section),
+    and the result's dtype is torch's promotion of x and pe, as the tutorial's (float64 after .double(), x's
+    dtype after .half() for a float32 x)."""
 
     def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000):
         super().__init__()
@@ -162,15 +182,14 @@ class PositionalEncoding(_ExactPE):
 
     def forward(self, x: Tensor) -> Tensor:
         """dropout(x + pe[:seq]) for x [seq, batch, d_model]."""
-        y = self._add(x, seq_first=True)
-        if y is None:
-            y = x + self.pe[: x.size(0)]
-        return self.dropout(y)
+        return self.dropout(x + self.pe[: x.size(0)])
 
 
 class PositionalEncodingBatchFirst(_ExactPE):
     """The batch-first variant: buffer ``pe`` [1, max_len, d_model]; x [batch, seq, d_model];
-    ``dropout(x + pe[:, :seq])``."""
+    ``dropout(x + pe[:, :seq])``. Float32 CPU inputs take posenc's fused add (the PE computed on the fly, one
+    pass over x, faster than the strided broadcast add); other inputs, or a buffer not in float32, the original
+    expression."""
 
     def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000):
         super().__init__()
@@ -187,31 +206,66 @@ class PositionalEncodingBatchFirst(_ExactPE):
 
 # ---- fairseq -----------------------------------------------------------------------------------------------
 
-def make_positions(tensor: Tensor, padding_idx: int) -> Tensor:
+def make_positions(tensor: Tensor, padding_idx: int, onnx_trace: bool = False) -> Tensor:
     """fairseq's utils.make_positions: padding_idx + 1 + the running count of non-pad tokens; pads keep
-    padding_idx."""
-    mask = tensor.ne(padding_idx).int()
-    return (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + padding_idx
+    padding_idx (int64). The same values in four ops (fairseq's int32 casts serve ONNX and XLA)."""
+    if onnx_trace:
+        mask = tensor.ne(padding_idx).int()
+        return (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + padding_idx
+    mask = tensor.ne(padding_idx)
+    return torch.cumsum(mask, dim=1).mul_(mask).add_(padding_idx)
 
 
 class SinusoidalPositionalEmbedding(nn.Module):
-    """fairseq's SinusoidalPositionalEmbedding (sin|cos halves, frequencies 1e4^(-i/(h-1)), a zero column for
-    an odd dim, zeros at padding_idx): ``forward(input, incremental_state=None, timestep=None, positions=None)``
-    maps tokens [bsz, seq] to [bsz, seq, dim] (positions padding_idx + 1 + i over the non-pad tokens), or,
-    decoding with incremental_state, to the one row [bsz, 1, dim] of position timestep + 1 (or seq). The rows
-    are computed for the positions asked, exactly, at any length (no table to grow); ``weights`` holds the
-    first init_size rows for code that reads it."""
+    """fairseq's SinusoidalPositionalEmbedding at its main branch (and v0.12.3's, whose checkpoints load): sin|cos
+    halves, frequencies 1e4^(-i/(h-1)), a zero column for an odd dim, zeros at padding_idx, here correctly
+    rounded. ``SinusoidalPositionalEmbedding(embedding_dim, padding_idx, init_size=1024, auto_expand=True)``;
+    ``weights``: the table, a non-persistent buffer (it follows .to(), .double(), .half(); bfloat16 / float16
+    correctly rounded, float64 the float32 values), so the state_dict is empty as main's, and a v0.12.3
+    checkpoint's ``_float_tensor`` and an old ``weights`` key are dropped on load as main drops them.
+    ``forward(input, incremental_state=None, timestep=None, positions=None)`` maps tokens [bsz, seq] to
+    [bsz, seq, dim] by make_positions (padding_idx + 1 + the count of non-pad tokens; ``positions`` is ignored,
+    as fairseq ignores it) and the table's rows, the work fairseq does: one index_select, handed to PyTorch (a
+    gather posenc cannot beat by recomputing the rows), after make_positions in four ops instead of seven. With
+    incremental_state, the row of position timestep + 1 (or seq), [bsz, 1, dim]. Past the table the rows are
+    made exactly (posenc.table) and kept when auto_expand, as main does. prepare_for_onnx_export_() switches to
+    fairseq's traceable expressions."""
 
-    def __init__(self, embedding_dim: int, padding_idx: Optional[int], init_size: int = 1024):
+    def __init__(self, embedding_dim: int, padding_idx: Optional[int], init_size: int = 1024,
+                 auto_expand: bool = True):
         super().__init__()
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx if padding_idx is not None else 0
-        self._zero_pad = padding_idx is not None  # fairseq zeroes the row only for a given padding_idx
+        self._zero_pad = padding_idx  # fairseq zeroes the row only for a given padding_idx
         self.spec = Spec.fairseq(embedding_dim)
-        self.weights = SinusoidalPositionalEmbedding.get_embedding(init_size, embedding_dim, padding_idx)
-        self.onnx_trace = False
-        self.register_buffer("_float_tensor", torch.FloatTensor(1))
+        self.register_buffer("weights", SinusoidalPositionalEmbedding.get_embedding(init_size, embedding_dim,
+                                                                                     padding_idx), persistent=False)
         self.max_positions = int(1e5)
+        self.auto_expand = auto_expand
+        self.onnx_trace = False
+        self._exact = True
+
+    def prepare_for_onnx_export_(self) -> None:
+        self.onnx_trace = True
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        for key in ("weights", "_float_tensor"):  # v0.12.3's and older checkpoints' keys, as main drops them
+            state_dict.pop(prefix + key, None)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def _table(self, n: int, dtype: torch.dtype) -> Tensor:
+        emb = _exact_table(self.spec, n, dtype)
+        if self._zero_pad is not None:
+            emb[self._zero_pad, :] = 0
+        return emb
+
+    def _apply(self, fn, *args, **kwargs):
+        dtype = self.weights.dtype
+        out = super()._apply(fn, *args, **kwargs)
+        w = self.weights
+        if self._exact and w.dtype != dtype and w.is_floating_point() and not w.is_meta:
+            w.copy_(self._table(w.size(0), w.dtype))
+        return out
 
     @staticmethod
     def get_embedding(num_embeddings: int, embedding_dim: int, padding_idx: Optional[int] = None) -> Tensor:
@@ -222,20 +276,34 @@ class SinusoidalPositionalEmbedding(nn.Module):
         return emb
 
     def forward(self, input: Tensor, incremental_state: Optional[Any] = None, timestep: Optional[Tensor] = None,
-                positions: Optional[Tensor] = None) -> Tensor:
+                positions: Optional[Any] = None) -> Tensor:
         """Tokens [bsz, seq] -> [bsz, seq, dim]; with incremental_state, the row of position timestep + 1
-        (or seq), [bsz, 1, dim]; explicit positions are used as given (padding_idx -> zeros)."""
+        (or seq), [bsz, 1, dim]."""
         bsz, seq_len = input.size(0), input.size(1)
-        dtype = self._float_tensor.dtype
+        max_pos = self.padding_idx + 1 + seq_len
+        weights = self.weights
+        if max_pos > weights.size(0):
+            # the rows past the table, exact; kept only with auto_expand (main: mutating a module's buffer may
+            # trouble threads)
+            weights = self._table(max_pos, weights.dtype).to(weights.device)
+            if self.auto_expand:
+                self.weights = weights
         if incremental_state is not None:
-            pos = int(timestep.view(-1)[0]) + 1 if timestep is not None else seq_len
-            row = rows(self.spec, torch.tensor([self.padding_idx + pos]), dtype=dtype)
-            return row.view(1, 1, -1).expand(bsz, 1, -1)
-        if positions is None:
-            positions = make_positions(input, self.padding_idx)
-        if self._zero_pad:
-            positions = torch.where(positions == self.padding_idx, torch.full_like(positions, PAD), positions)
-        return rows(self.spec, positions, dtype=dtype).view(bsz, seq_len, -1)
+            pos = timestep.view(-1)[0] + 1 if timestep is not None else seq_len
+            if self.onnx_trace:
+                return weights.index_select(index=self.padding_idx + pos, dim=0).unsqueeze(1).repeat(bsz, 1, 1)
+            p = self.padding_idx + int(pos)
+            if p >= weights.size(0):  # fairseq would index past its table; the row is computed instead
+                return self._table(p + 1, weights.dtype)[p].to(weights.device).expand(bsz, 1, -1)
+            return weights[p, :].expand(bsz, 1, -1)
+        positions = make_positions(input, self.padding_idx, onnx_trace=self.onnx_trace)
+        if self.onnx_trace:
+            import torch.onnx.operators
+
+            flat = weights.detach().index_select(0, positions.view(-1))
+            shape = torch.cat((torch.tensor([bsz]), torch.tensor([seq_len]), torch.tensor([-1], dtype=torch.long)))
+            return torch.onnx.operators.reshape_from_tensor_shape(flat, shape)
+        return weights.index_select(0, positions.view(-1)).view(bsz, seq_len, -1).detach()
 
 
 # ---- LSPE --------------------------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ Contents (all plain torch; tested with Debian's torch 1.13):
   x of shape ``[seq, batch, d]``.
 * ``PositionalEncodingBatchFirst(d_model, dropout=0.1, max_len=5000)``: the same table, x of shape
   ``[batch, seq, d]``.
-* ``make_positions(tensor, padding_idx, onnx_trace=False)`` and
-  ``SinusoidalPositionalEmbedding(embedding_dim, padding_idx, init_size=1024)``: fairseq.
+* ``make_positions(tensor, padding_idx, onnx_trace=False)``,
+  ``SinusoidalPositionalEmbedding(embedding_dim, padding_idx, init_size=1024, auto_expand=True)`` (main),
+  ``SinusoidalPositionalEmbeddingV0123`` (v0.12.3) and ``PositionalEmbedding(...)`` (main's factory): fairseq.
 * ``LearnableSinusoidalPositionalEncoding(d_model, dropout=0.1, max_len=5000, d_hid=None,
   activation="gelu", batch_first=False)``: LSPE, an FFN over the sinusoidal table, added to x.
 * ``stacked_sincos_table(seq_len, d_model, base=10000.0)``, ``embed_with_pe(embedding, tokens, pe)``
@@ -47,6 +48,8 @@ __all__ = [
     "PositionalEncodingBatchFirst",
     "make_positions",
     "SinusoidalPositionalEmbedding",
+    "SinusoidalPositionalEmbeddingV0123",
+    "PositionalEmbedding",
     "LearnableSinusoidalPositionalEncoding",
     "stacked_sincos_table",
     "embed_with_pe",
@@ -125,8 +128,9 @@ class PositionalEncodingBatchFirst(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------------
-# 2. fairseq: utils.make_positions and modules/sinusoidal_positional_embedding.py
-#    (facebookresearch/fairseq, read at 0491f269 and 05625e3e).
+# 2. fairseq: utils.make_positions, modules/sinusoidal_positional_embedding.py and
+#    modules/positional_embedding.py, read at facebookresearch/fairseq main (3d262bb2, the module last
+#    changed in ecbf110e, "Add an auto_expand option", Oct 2024) and at v0.12.3 (e16e44c6).
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -139,61 +143,109 @@ def make_positions(tensor: Tensor, padding_idx: int, onnx_trace: bool = False) -
     return (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + padding_idx
 
 
-class SinusoidalPositionalEmbedding(nn.Module):
-    """fairseq's module: ``get_embedding`` builds a [num_embeddings, dim] table, sin in the first
-    ``dim // 2`` columns and cos in the next, frequencies ``exp(-k * log(10000) / (half_dim - 1))``,
-    a zero last column for odd ``dim`` and a zero row at ``padding_idx``. ``forward(input)`` maps
-    tokens [bsz, seq] to [bsz, seq, dim] through ``make_positions``; it grows the table when
-    ``padding_idx + 1 + seq`` rows are needed. With ``incremental_state`` (decoding one step) every
-    batch row gets the row of position ``timestep + 1`` (or ``seq`` without a timestep), shape
-    [bsz, 1, dim].
+def _fairseq_table(num_embeddings: int, embedding_dim: int, padding_idx: Optional[int] = None) -> Tensor:
+    """``get_embedding`` (the same at main and v0.12.3): sin in the first ``dim // 2`` columns, cos in the
+    next, frequencies ``exp(-k * log(10000) / (half_dim - 1))`` in float32, a zero last column for odd
+    ``dim``, a zero row at ``padding_idx``."""
+    half_dim = embedding_dim // 2
+    step = math.log(10000) / (half_dim - 1)
+    freq = torch.exp(torch.arange(half_dim, dtype=torch.float) * -step)
+    ang = torch.arange(num_embeddings, dtype=torch.float).unsqueeze(1) * freq.unsqueeze(0)
+    emb = torch.cat([torch.sin(ang), torch.cos(ang)], dim=1).view(num_embeddings, -1)
+    if embedding_dim % 2 == 1:
+        emb = torch.cat([emb, torch.zeros(num_embeddings, 1)], dim=1)
+    if padding_idx is not None:
+        emb[padding_idx, :] = 0
+    return emb
 
-    Deviation: fairseq asserts ``positions is None or self.padding_idx is None``, which can never
-    hold once ``__init__`` has replaced a None ``padding_idx`` by 0; here given ``positions`` are
-    used as the table's row indices."""
+
+class SinusoidalPositionalEmbedding(nn.Module):
+    """fairseq main's module: ``__init__(embedding_dim, padding_idx, init_size=1024, auto_expand=True)``;
+    ``weights`` is a non-persistent buffer (so the state_dict is empty and ``.to()`` / ``.double()`` /
+    ``.half()`` convert it); ``_load_from_state_dict`` drops the old ``weights`` and ``_float_tensor``
+    keys. ``forward(input)`` maps tokens [bsz, seq] to [bsz, seq, dim] through ``make_positions`` and
+    ``index_select``; when ``padding_idx + 1 + seq`` rows are needed it builds a bigger table (converted to
+    the buffer's dtype and device) and keeps it only with ``auto_expand``. With ``incremental_state`` every
+    batch row gets the row of position ``timestep + 1`` (or ``seq``), [bsz, 1, dim]. The ``positions``
+    argument is accepted and ignored, as fairseq ignores it. ``prepare_for_onnx_export_`` sets
+    ``onnx_trace`` (the ONNX branches of forward are not re-typed here: they need a tracer)."""
+
+    def __init__(self, embedding_dim: int, padding_idx: Optional[int], init_size: int = 1024, auto_expand: bool = True):
+        super().__init__()
+        self.embedding_dim = embedding_dim
+        self.padding_idx = padding_idx if padding_idx is not None else 0
+        self.register_buffer("weights", _fairseq_table(init_size, embedding_dim, padding_idx), persistent=False)
+        self.max_positions = int(1e5)
+        self.auto_expand = auto_expand
+        self.onnx_trace = False
+
+    def prepare_for_onnx_export_(self) -> None:
+        self.onnx_trace = True
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        for key in ("weights", "_float_tensor"):
+            if prefix + key in state_dict:
+                del state_dict[prefix + key]
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    get_embedding = staticmethod(_fairseq_table)
+
+    def forward(self, input: Tensor, incremental_state: Optional[Any] = None, timestep: Optional[Tensor] = None,
+                positions: Optional[Any] = None) -> Tensor:
+        bsz, seq_len = input.size()[0], input.size()[1]
+        max_pos = self.padding_idx + 1 + seq_len
+        weights = self.weights
+        if max_pos > self.weights.size(0):
+            weights = _fairseq_table(max_pos, self.embedding_dim, self.padding_idx).to(self.weights)
+            if self.auto_expand:
+                self.weights = weights
+        if incremental_state is not None:
+            pos = timestep.view(-1)[0] + 1 if timestep is not None else seq_len
+            return weights[self.padding_idx + pos, :].expand(bsz, 1, -1)
+        positions = make_positions(input, self.padding_idx, onnx_trace=self.onnx_trace)
+        return weights.index_select(0, positions.view(-1)).view(bsz, seq_len, -1).detach()
+
+
+class SinusoidalPositionalEmbeddingV0123(nn.Module):
+    """fairseq v0.12.3's module: ``__init__(embedding_dim, padding_idx, init_size=1024)``; ``weights`` is a
+    plain attribute and ``_float_tensor`` a (persistent) buffer whose dtype and device ``weights`` follows at
+    every call; the table grows in place when longer inputs come; ``positions`` is ignored."""
 
     def __init__(self, embedding_dim: int, padding_idx: Optional[int], init_size: int = 1024):
         super().__init__()
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx if padding_idx is not None else 0
-        self.weights = SinusoidalPositionalEmbedding.get_embedding(init_size, embedding_dim, padding_idx)
+        self.weights = _fairseq_table(init_size, embedding_dim, padding_idx)
         self.onnx_trace = False
         self.register_buffer("_float_tensor", torch.FloatTensor(1))
         self.max_positions = int(1e5)
 
-    @staticmethod
-    def get_embedding(num_embeddings: int, embedding_dim: int, padding_idx: Optional[int] = None) -> Tensor:
-        half_dim = embedding_dim // 2
-        step = math.log(10000) / (half_dim - 1)
-        freq = torch.exp(torch.arange(half_dim, dtype=torch.float) * -step)
-        ang = torch.arange(num_embeddings, dtype=torch.float).unsqueeze(1) * freq.unsqueeze(0)
-        emb = torch.cat([torch.sin(ang), torch.cos(ang)], dim=1).view(num_embeddings, -1)
-        if embedding_dim % 2 == 1:
-            emb = torch.cat([emb, torch.zeros(num_embeddings, 1)], dim=1)
-        if padding_idx is not None:
-            emb[padding_idx, :] = 0
-        return emb
+    def prepare_for_onnx_export_(self) -> None:
+        self.onnx_trace = True
 
-    def forward(
-        self,
-        input: Tensor,
-        incremental_state: Optional[Any] = None,
-        timestep: Optional[Tensor] = None,
-        positions: Optional[Tensor] = None,
-    ) -> Tensor:
+    get_embedding = staticmethod(_fairseq_table)
+
+    def forward(self, input: Tensor, incremental_state: Optional[Any] = None, timestep: Optional[Tensor] = None,
+                positions: Optional[Any] = None) -> Tensor:
         bsz, seq_len = input.size()[0], input.size()[1]
         max_pos = self.padding_idx + 1 + seq_len
         if self.weights is None or max_pos > self.weights.size(0):
-            self.weights = SinusoidalPositionalEmbedding.get_embedding(max_pos, self.embedding_dim, self.padding_idx)
+            self.weights = _fairseq_table(max_pos, self.embedding_dim, self.padding_idx)
         self.weights = self.weights.to(self._float_tensor)
-
         if incremental_state is not None:
             pos = timestep.view(-1)[0] + 1 if timestep is not None else seq_len
             return self.weights[self.padding_idx + pos, :].expand(bsz, 1, -1)
+        positions = make_positions(input, self.padding_idx, onnx_trace=self.onnx_trace)
+        return self.weights.index_select(0, positions.view(-1)).view(bsz, seq_len, -1).detach()
 
-        if positions is None:
-            positions = make_positions(input, self.padding_idx, onnx_trace=self.onnx_trace)
-        return self.weights.index_select(0, positions.reshape(-1)).view(bsz, seq_len, -1).detach()
+
+def PositionalEmbedding(num_embeddings: int, embedding_dim: int, padding_idx: int, learned: bool = False,
+                        auto_expand: bool = True, module=SinusoidalPositionalEmbedding):
+    """fairseq main's factory (the sinusoidal branch; ``module`` lets a test pass posenc's class): the table
+    sized ``num_embeddings + padding_idx + 1``, ``auto_expand`` passed through."""
+    if learned:
+        raise NotImplementedError("the learned branch is an nn.Embedding, not re-typed here")
+    return module(embedding_dim, padding_idx, init_size=num_embeddings + padding_idx + 1, auto_expand=auto_expand)
 
 
 # ---------------------------------------------------------------------------------------------------

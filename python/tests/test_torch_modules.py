@@ -225,25 +225,29 @@ def test_fairseq_incremental_decoding(timestep):
     assert_within(f64(yn), f64(yo), fairseq_bound([p], dim)[None], "vs fairseq")
 
 
-def test_fairseq_explicit_positions_and_get_embedding():
+def test_fairseq_positions_argument_ignored_and_get_embedding():
+    """fairseq (main and v0.12.3) accepts positions= and ignores it: the rows are make_positions' of the tokens."""
     dim, padding_idx = 20, 2
     orig = O.SinusoidalPositionalEmbedding(dim, padding_idx, init_size=64)
     new = pt.SinusoidalPositionalEmbedding(dim, padding_idx, init_size=64)
     tok = torch.full((2, 5), 9)
-    positions = torch.tensor([[3, 4, 2, 60, 7], [2, 2, 10, 11, 12]])  # 2 = padding_idx: zero rows
+    tok[1, 0] = padding_idx
+    positions = torch.tensor([[3, 4, 2, 60, 7], [2, 2, 10, 11, 12]])
     yo, yn = orig(tok, positions=positions), new(tok, positions=positions)
+    assert_bits(yn, new(tok), "positions= ignored")
+    pos = O.make_positions(tok, padding_idx)
     want = np.stack([fairseq_ref(dim).row(int(q)) if q != padding_idx else np.zeros(dim, np.float32)
-                     for q in positions.reshape(-1)]).reshape(2, 5, dim)
-    assert_bits(yn, want, "explicit positions")
-    assert_within(f64(yn), f64(yo), fairseq_bound(positions.reshape(-1).numpy(), dim).reshape(2, 5, dim), "vs fairseq")
-    # the weights attribute and the static get_embedding (row p is position p, the padding row zero)
+                     for q in pos.reshape(-1)]).reshape(2, 5, dim)
+    assert_bits(yn, want, "make_positions' rows")
+    assert_within(f64(yn), f64(yo), fairseq_bound(pos.reshape(-1).numpy(), dim).reshape(2, 5, dim), "vs fairseq")
+    # the weights buffer and the static get_embedding (row p is position p, the padding row zero)
     w_new = pt.SinusoidalPositionalEmbedding.get_embedding(64, dim, padding_idx)
     w_orig = O.SinusoidalPositionalEmbedding.get_embedding(64, dim, padding_idx)
     assert w_new.shape == w_orig.shape and (f64(w_new)[padding_idx] == 0).all()
     b = fairseq_bound(np.arange(64), dim)
     assert_within(f64(w_new), f64(w_orig), b, "get_embedding")
     assert_within(f64(new.weights), f64(orig.weights), b, "weights")
-    assert list(new.state_dict()) == list(orig.state_dict())
+    assert list(new.state_dict()) == list(orig.state_dict()) == []
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -269,14 +273,15 @@ def test_fairseq_half_module(dtype):
 
 @pytest.mark.parametrize("p", LONG[1:])
 def test_fairseq_long_positions(p):
-    """Explicit positions far out: posenc exact, fairseq's float32 rows off by more than the floor."""
+    """fairseq's rows far out (posenc.torch.rows with the module's spec, what its table holds there): exact, where
+    fairseq's float32 rows are off by more than the floor."""
     dim, padding_idx = 64, 1
     new = pt.SinusoidalPositionalEmbedding(dim, padding_idx)
-    positions = torch.tensor([[p - 2, p - 1, p]])
-    yn = new(torch.full((1, 3), 5), positions=positions)
-    want = np.stack([fairseq_ref(dim).row(int(q)) for q in positions[0]])
-    assert_bits(yn[0], want, f"fairseq rows at {p}")
-    yo, _ = fairseq_rows(positions[0], dim)
+    positions = torch.tensor([p - 2, p - 1, p])
+    yn = pt.rows(new.spec, positions)
+    want = np.stack([fairseq_ref(dim).row(int(q)) for q in positions])
+    assert_bits(yn, want, f"fairseq rows at {p}")
+    yo, _ = fairseq_rows(positions, dim)
     err = float(np.abs(f64(yo) - want).max())
     assert err > ORIGINAL_FLOOR[p], err
 
