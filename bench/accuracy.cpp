@@ -54,7 +54,7 @@ void compute(std::vector<Impl> &impls, const std::vector<int64_t> &pos) {
   for (Impl &im : impls) {
     im.out.assign(size_t(kRows * kD), 0.0f);
     if (im.kind == "posenc") {
-      for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+      for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
         if (im.name == posenc_isa_name(posenc_isa(v))) posenc_force_isa(posenc_isa(v));
       if (posenc_rows_f32(&spec, pos.data(), kRows, im.out.data(), kD) != POSENC_OK) std::abort();
     } else {
@@ -109,7 +109,7 @@ posenc_status rope_values(const std::string &impl, double base, const std::vecto
     }
     return POSENC_OK;
   }
-  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
     if (impl == posenc_isa_name(posenc_isa(v))) posenc_force_isa(posenc_isa(v));
   posenc_rope rope = posenc_rope_default(kRopeR);
   rope.base = base;
@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
     }
   }
   std::vector<Impl> proto;
-  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
     if (posenc_isa_available(posenc_isa(v))) proto.push_back({posenc_isa_name(posenc_isa(v)), "posenc", {}});
   for (const peers::TablePeer &p : peers::table_peers())
     if (posenc_isa_available(p.needs)) proto.push_back({p.name, "peer", {}});

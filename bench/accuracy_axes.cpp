@@ -51,7 +51,7 @@ bool values(const std::string &impl, int64_t c, float *cs, float *sn) {
     }
     return true;
   }
-  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
     if (impl == posenc_isa_name(posenc_isa(v))) posenc_force_isa(posenc_isa(v));
   posenc_rope rope = posenc_rope_default(kR);
   rope.base = kBase;

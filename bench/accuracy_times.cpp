@@ -50,7 +50,7 @@ bool rows(const std::string &impl, const std::vector<double> &t, float *out) {
       }
     return true;
   }
-  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
     if (impl == posenc_isa_name(posenc_isa(v))) posenc_force_isa(posenc_isa(v));
   const posenc_spec s = spec();
   return posenc_timesteps_f32(&s, t.data(), kRows, out, kDim) == POSENC_OK;

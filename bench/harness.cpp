@@ -150,7 +150,7 @@ bool add_pair(const std::string &a, const std::string &b) {
 
 std::vector<posenc_isa> paths() {
   std::vector<posenc_isa> out;
-  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
     if (posenc_isa_available(posenc_isa(v))) out.push_back(posenc_isa(v));
   return out;
 }

@@ -763,7 +763,7 @@ int check_main(int argc, char **argv) {
   }
   std::vector<posenc_isa> paths;
   std::string names;
-  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
     if (posenc_isa_available(posenc_isa(v))) {
       paths.push_back(posenc_isa(v));
       names += std::string(names.empty() ? "" : " ") + posenc_isa_name(posenc_isa(v));

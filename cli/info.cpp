@@ -18,7 +18,7 @@ using posenc::detail::PathChoice;
 
 std::vector<std::string> paths_where(bool (*keep)(int)) {
   std::vector<std::string> out;
-  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
     if (keep(v)) out.push_back(posenc_isa_name(posenc_isa(v)));
   return out;
 }

@@ -435,7 +435,7 @@ posenc_status invoke(const Args &a, Buffers &b, void *out) {
 
 std::vector<posenc_isa> available_paths() {
   std::vector<posenc_isa> out;
-  for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
     if (posenc_isa_available(posenc_isa(v))) out.push_back(posenc_isa(v));
   return out;
 }

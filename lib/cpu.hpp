@@ -7,7 +7,9 @@
 namespace posenc {
 namespace detail {
 
+// One member per path of isa_list.hpp, named as the path (dispatch.cpp reads cpu.<name>).
 struct CpuFeatures {
+  bool scalar = true;   // the baseline: every CPU
   bool avx2 = false;    // AVX2 + FMA + F16C + AVX, and the OS saves YMM state
   bool avx512 = false;  // the above + AVX-512 F/CD/DQ/BW/VL, and the OS saves ZMM and opmask state
   bool neon = false;    // AArch64 Advanced SIMD

@@ -8,40 +8,37 @@
 
 #include "cpu.hpp"
 #include "isa_entry.hpp"
+#include "isa_list.hpp"
 #include "posenc/posenc.h"
 
 namespace posenc {
 namespace detail {
 namespace {
 
-constexpr int kIsaCount = 4;
-const char *const kNames[kIsaCount] = {"scalar", "avx2", "avx512", "neon"};
+const char *const *const kNames = kIsaNames;
 
-// Which paths this build contains (meson defines POSENC_HAVE_<ISA> for the units it compiled).
+// A path's entry points when this build has its unit (isa_list.hpp's `have`), else none. The generic lambda
+// names the unit's functions only when called: a path not compiled in is never referred to.
+template <int kHave, class Make>
+const Path *path_if(Make make) {
+  if constexpr (kHave != 0) {
+    static const Path p = make(0);
+    return &p;
+  } else {
+    return nullptr;
+  }
+}
+
+// Which paths this build contains.
 const Path *compiled(int isa) {
-  static const Path scalar_path{scalar::run, scalar::run_learned, scalar::run_rope, scalar::fill_tables};
-#ifdef POSENC_HAVE_AVX2
-  static const Path avx2_path{avx2::run, avx2::run_learned, avx2::run_rope, avx2::fill_tables};
-#endif
-#ifdef POSENC_HAVE_AVX512
-  static const Path avx512_path{avx512::run, avx512::run_learned, avx512::run_rope, avx512::fill_tables};
-#endif
-#ifdef POSENC_HAVE_NEON
-  static const Path neon_path{neon::run, neon::run_learned, neon::run_rope, neon::fill_tables};
-#endif
+#define POSENC_ISA_CASE(E, n, have)                                                                  \
+  case POSENC_ISA_##E:                                                                               \
+    return path_if<have>([](auto) { return Path{n::run, n::run_learned, n::run_rope, n::fill_tables}; });
   switch (isa) {
-    case POSENC_ISA_SCALAR: return &scalar_path;
-#ifdef POSENC_HAVE_AVX2
-    case POSENC_ISA_AVX2: return &avx2_path;
-#endif
-#ifdef POSENC_HAVE_AVX512
-    case POSENC_ISA_AVX512: return &avx512_path;
-#endif
-#ifdef POSENC_HAVE_NEON
-    case POSENC_ISA_NEON: return &neon_path;
-#endif
+    POSENC_ISAS(POSENC_ISA_CASE)
     default: return nullptr;
   }
+#undef POSENC_ISA_CASE
 }
 
 #ifdef POSENC_TEST_HOOKS
@@ -115,12 +112,13 @@ struct Wrapped {
 // The path kernel calls use: the wrong one for the named ISA.
 const Path *used(int isa) {
   if (isa != wrong().isa || !compiled(isa)) return compiled(isa);
+#define POSENC_ISA_CASE(E, n, have) \
+  case POSENC_ISA_##E: return Wrapped<POSENC_ISA_##E>::path();
   switch (isa) {
-    case 0: return Wrapped<0>::path();
-    case 1: return Wrapped<1>::path();
-    case 2: return Wrapped<2>::path();
-    default: return Wrapped<3>::path();
+    POSENC_ISAS(POSENC_ISA_CASE)
+    default: return nullptr;
   }
+#undef POSENC_ISA_CASE
 }
 
 }  // namespace hook
@@ -128,13 +126,13 @@ const Path *used(int isa) {
 
 bool supported(int isa) {
   static const CpuFeatures cpu = detect_cpu();
+#define POSENC_ISA_CASE(E, n, have) \
+  case POSENC_ISA_##E: return cpu.n;
   switch (isa) {
-    case POSENC_ISA_SCALAR: return true;
-    case POSENC_ISA_AVX2: return cpu.avx2;
-    case POSENC_ISA_AVX512: return cpu.avx512;
-    case POSENC_ISA_NEON: return cpu.neon;
+    POSENC_ISAS(POSENC_ISA_CASE)
     default: return false;
   }
+#undef POSENC_ISA_CASE
 }
 
 bool available(int isa) { return compiled(isa) != nullptr && supported(isa); }

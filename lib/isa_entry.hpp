@@ -1,13 +1,16 @@
 // The entry points each ISA translation unit defines, each in the namespace named after its ISA.
 #pragma once
 
+#include <vector>
+
+#include "isa_list.hpp"
 #include "job.hpp"
 
 namespace posenc {
 // For tests: fast_rejects, how many of the n (sin, cos) pairs the rotation path's acceptance test
 // (fast_check.hpp) would hand to the slower methods; anchors, the block anchors' values (sin and cos at
 // position p) of all f.padded pairs, as this path computes them.
-#define POSENC_DECLARE_ISA(ns)                                                     \
+#define POSENC_DECLARE_ISA(E, ns, have)                                            \
   namespace ns {                                                                   \
   void run(const detail::Job &job);                                                \
   void run_learned(const detail::LearnedJob &job);                                 \
@@ -16,11 +19,41 @@ namespace posenc {
   int64_t fast_rejects(const double *s, const double *c, int64_t n);               \
   void anchors(const detail::Freq &f, int64_t p, double *s, double *c);            \
   }
-POSENC_DECLARE_ISA(scalar)
-POSENC_DECLARE_ISA(avx2)
-POSENC_DECLARE_ISA(avx512)
-POSENC_DECLARE_ISA(neon)
+POSENC_ISAS(POSENC_DECLARE_ISA)
 #undef POSENC_DECLARE_ISA
+
+// The definitions, in the path's own unit (isa_<name>.cpp, the only one compiled with its flags), for the
+// Engine of its Simd<A>: `POSENC_DEFINE_ISA(avx2, Simd<xsimd::fma3<xsimd::avx2>>)`.
+#define POSENC_DEFINE_ISA(ns, SIMD)                                                                            \
+  namespace ns {                                                                                               \
+  using E = Engine<SIMD>;                                                                                      \
+  void run(const detail::Job &job) { E::run(job); }                                                            \
+  void run_learned(const detail::LearnedJob &job) { E::run_learned(job); }                                     \
+  void run_rope(const detail::RopeJob &job) { E::run_rope(job); }                                              \
+  void fill_tables(detail::Freq &f) { E::fill_tables(f); }                                                     \
+  int64_t fast_rejects(const double *s, const double *c, int64_t n) { return E::fast_rejects(s, c, n); }       \
+  void anchors(const detail::Freq &f, int64_t p, double *s, double *c) { E::anchors(f, p, s, c); }            \
+  }
+
+// For tests: every path this build compiled (isa_list.hpp), with its test entry points; whether the CPU runs
+// it is posenc_isa_available's answer.
+struct IsaTestEntries {
+  posenc_isa isa;
+  int64_t (*fast_rejects)(const double *s, const double *c, int64_t n);
+  void (*anchors)(const detail::Freq &f, int64_t p, double *s, double *c);
+};
+template <int kHave, class Make>
+void add_if_compiled(std::vector<IsaTestEntries> &v, Make make) {
+  if constexpr (kHave != 0) v.push_back(make(0));  // the generic lambda names a path's functions only here
+}
+inline std::vector<IsaTestEntries> compiled_isas() {
+  std::vector<IsaTestEntries> v;
+#define POSENC_ISA_ENTRY(E, n, have) \
+  add_if_compiled<have>(v, [](auto) { return IsaTestEntries{POSENC_ISA_##E, n::fast_rejects, n::anchors}; });
+  POSENC_ISAS(POSENC_ISA_ENTRY)
+#undef POSENC_ISA_ENTRY
+  return v;
+}
 
 namespace avx512 {
 // For tests: Simd::clear_steps on one vector of 8 pairs (kernel.hpp, segment; Freq::reach), and how many

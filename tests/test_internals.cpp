@@ -278,7 +278,7 @@ TEST_CASE("reach: the steps per radian of margin are below the exact step angle'
   CHECK(finite > 300);
 }
 
-#ifdef POSENC_HAVE_AVX512
+#if POSENC_HAVE_AVX512
 // Simd<avx512>::clear_steps against the same formula in exact arithmetic: K is at most the exact
 // floor((m - 2^-12 - 2^-34) reach) - 1 of every lane (so every skipped row is clear of zero), at least that
 // less one (rounding may cost one step, no more), -1 when a lane has no margin, and 64 at the most.
@@ -363,16 +363,9 @@ TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals]
     const char *name;
     void (*fn)(const Freq &, int64_t, double *, double *);
   };
-  std::vector<Path> paths = {{"scalar", posenc::scalar::anchors}};
-#ifdef POSENC_HAVE_AVX2
-  if (posenc_isa_available(POSENC_ISA_AVX2)) paths.push_back({"avx2", posenc::avx2::anchors});
-#endif
-#ifdef POSENC_HAVE_AVX512
-  if (posenc_isa_available(POSENC_ISA_AVX512)) paths.push_back({"avx512", posenc::avx512::anchors});
-#endif
-#ifdef POSENC_HAVE_NEON
-  paths.push_back({"neon", posenc::neon::anchors});
-#endif
+  std::vector<Path> paths;
+  for (const posenc::IsaTestEntries &e : posenc::compiled_isas())
+    if (posenc_isa_available(e.isa)) paths.push_back({posenc_isa_name(e.isa), e.anchors});
   std::mt19937_64 rng(4242);
   double worst = -1000;
   int64_t compared = 0;
@@ -480,28 +473,15 @@ TEST_CASE("the fast acceptance test rejects values near a float32 midpoint or at
     INFO("value " << s[k]);
     CHECK(posenc::scalar::fast_rejects(&s[k], &c[k], 1) == (reject[k] ? 1 : 0));
   }
-#ifdef POSENC_HAVE_AVX2
-  if (posenc_isa_available(POSENC_ISA_AVX2)) CHECK(posenc::avx2::fast_rejects(s, c.data(), n) == expected);
-#endif
-#ifdef POSENC_HAVE_AVX512
-  if (posenc_isa_available(POSENC_ISA_AVX512)) CHECK(posenc::avx512::fast_rejects(s, c.data(), n) == expected);
-#endif
-#ifdef POSENC_HAVE_NEON
-  CHECK(posenc::neon::fast_rejects(s, c.data(), n) == expected);
-#endif
-  // The same values as cos lanes.
+  // every path this build has and this CPU runs, as sin lanes and as cos lanes
   std::vector<double> half(n, 0.5);
-  CHECK(posenc::scalar::fast_rejects(half.data(), s, n) == expected);
-#ifdef POSENC_HAVE_AVX2
-  if (posenc_isa_available(POSENC_ISA_AVX2)) CHECK(posenc::avx2::fast_rejects(half.data(), s, n) == expected);
-#endif
-#ifdef POSENC_HAVE_AVX512
-  if (posenc_isa_available(POSENC_ISA_AVX512)) CHECK(posenc::avx512::fast_rejects(half.data(), s, n) == expected);
-#endif
-#ifdef POSENC_HAVE_NEON
-  CHECK(posenc::neon::fast_rejects(half.data(), s, n) == expected);
-#endif
-#ifdef POSENC_HAVE_AVX512
+  for (const posenc::IsaTestEntries &e : posenc::compiled_isas()) {
+    if (!posenc_isa_available(e.isa)) continue;
+    INFO("path " << posenc_isa_name(e.isa));
+    CHECK(e.fast_rejects(s, c.data(), n) == expected);
+    CHECK(e.fast_rejects(half.data(), s, n) == expected);
+  }
+#if POSENC_HAVE_AVX512
   // The window half alone (the quads whose rows are clear of zero): the small values it leaves to the
   // other half pass here, the values near a midpoint do not, in every lane, as sin and as cos.
   const bool window[] = {false, true, true,  true, true,  false, true, false, false, false, false, false, true, false,

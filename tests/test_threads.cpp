@@ -79,7 +79,7 @@ TEST_CASE("kernels on many threads during first-use initialisation match one thr
     ready.fetch_add(1);
     while (!go.load()) std::this_thread::yield();
     std::vector<posenc_isa> isas;
-    for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+    for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
       if (posenc_isa_available(posenc_isa(v))) isas.push_back(posenc_isa(v));
     while (!done.load())
       for (posenc_isa isa : isas) {

@@ -282,7 +282,8 @@ typedef enum posenc_isa {
   POSENC_ISA_SCALAR = 0,
   POSENC_ISA_AVX2 = 1,   /**< AVX2 + FMA + F16C, with OS support for YMM state */
   POSENC_ISA_AVX512 = 2, /**< AVX-512 F/CD/DQ/BW/VL, with OS support for ZMM state */
-  POSENC_ISA_NEON = 3    /**< AArch64 Advanced SIMD */
+  POSENC_ISA_NEON = 3,   /**< AArch64 Advanced SIMD */
+  POSENC_ISA_COUNT = 4   /**< the number of paths (not a path): loop over them with v < POSENC_ISA_COUNT */
 } posenc_isa;
 
 /** The path kernels run on now: chosen once at first use (POSENC_ISA, else the best available), or forced.

@@ -12,7 +12,7 @@ int main(int argc, char **argv) {
   const char *env = std::getenv("POSENC_ISA");
   if (env && *env) {
     bool known = false;
-    for (int v = POSENC_ISA_SCALAR; v <= POSENC_ISA_NEON; ++v)
+    for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
       if (std::strcmp(env, posenc_isa_name(posenc_isa(v))) == 0) known = posenc_isa_available(posenc_isa(v));
     const char *expect_refusal = std::getenv("POSENC_TEST_EXPECT_REFUSAL");
     if (!known && !(expect_refusal && *expect_refusal)) return 77;
