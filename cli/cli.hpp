@@ -2,8 +2,8 @@
 // arguments after its name and returning the exit status; a usage error is thrown as cli::Usage and a
 // library refusal as posenc::error, and main() turns both into a message and an exit status:
 //   0  done (check: every check passed)
-//   1  the library refused the request (its posenc_status_string is printed), a file could not be
-//      written, or (check) a check failed
+//   1  the library refused the request (its posenc_status_string is printed), a file could not be read
+//      or written, or (check) a check failed
 //   2  a usage error: an unknown option, a missing or malformed value, options that do not go together
 #pragma once
 
@@ -23,7 +23,7 @@ struct Usage : std::runtime_error {
   explicit Usage(const std::string &why) : std::runtime_error(why) {}
 };
 
-// A file that could not be written (exit 1).
+// A file that could not be read or written (exit 1).
 struct IoError : std::runtime_error {
   explicit IoError(const std::string &why) : std::runtime_error(why) {}
 };

@@ -28,9 +28,9 @@ COMMANDS
 
 EXIT STATUS
     0  done
-    1  the library refused the request (its status is printed), a file could not be written, or a
-       check failed
-    2  a usage error (an unknown option, a missing or malformed value)
+    1  the library refused the request (its status is printed), a file could not be read or written,
+       or a check failed
+    2  a usage error (an unknown option, a missing or malformed value, also in a file of values)
 
 ENVIRONMENT
     POSENC_ISA=scalar|avx2|avx512|neon  runs every call on that path; an unknown or unavailable name
@@ -41,12 +41,14 @@ const char *const kTable = R"(NAME
     posenc table - a sinusoidal positional-encoding table
 
 SYNOPSIS
-    posenc table --d-model N [--preset NAME [preset options]] [spec options] [positions] [output options]
+    posenc table --d-model N [--preset NAME [preset options]] [spec options] [positions | timesteps]
+                 [output options]
 
 DESCRIPTION
-    Row r holds PE(p) for position p = first + r (or the r-th entry of --position-list): for each pair
-    i < h = floor(d/2), sin and cos of p * scale * base^(-i/D), placed by the layout; an odd d_model ends
-    with one 0 column. posenc_table_f32 / _bf16 / _f16 (a run) or posenc_rows_* (a list).
+    Row r holds PE(p) for position p = first + r (or the r-th entry of --position-list, or the r-th
+    timestep): for each pair i < h = floor(d/2), sin and cos of p * scale * base^(-i/D), placed by the
+    layout; an odd d_model ends with one 0 column. posenc_table_f32 / _bf16 / _f16 (a run),
+    posenc_rows_* (a list) or posenc_timesteps_* (real-valued timesteps: diffusion, flow matching).
 
 SPEC
     --d-model N            row width (required)
@@ -60,11 +62,17 @@ SPEC
                              ggml         ggml timestep_embedding: cos|sin halves, base max_period
                              diffusers    diffusers get_timestep_embedding: halves, base max_period,
                                           D = h - downscale_freq_shift, scale = its scale
+                             dit          latent diffusion / DiT timestep_embedding: cos|sin halves,
+                                          base max_period, D = h
+                             flux         Flux timestep_embedding: as dit, scale time_factor
+                             whisper      Whisper sinusoids: sin|cos halves, base max_timescale,
+                                          D = h - 1, positions from 0
     --padding-idx N        fairseq: padding_idx (default 1: positions from 2; a padding token is a
                            pad entry of --position-list)
     --min-timescale T      t2t: min_timescale (default 1)
-    --max-timescale T      t2t: max_timescale (default 1e4)
-    --max-period P         ggml, diffusers: max_period (default 1e4)
+    --max-timescale T      t2t, whisper: max_timescale (default 1e4)
+    --max-period P         ggml, diffusers, dit, flux: max_period (default 1e4)
+    --time-factor F        flux: time_factor (default 1000)
     --flip-sin-to-cos      diffusers: flip_sin_to_cos (cos first)
     --downscale-freq-shift S
                            diffusers: downscale_freq_shift (default 1)
@@ -81,6 +89,14 @@ POSITIONS
     --position-list LIST   one row per entry: integers, or pad for a zero row (POSENC_PAD), e.g.
                            0,1,2,pad,pad; excludes --first and --positions
 
+TIMESTEPS
+    --timesteps LIST       one row per real-valued position (any finite |t| < 2^31), e.g.
+                           0.5,999,999.5 (decimal or hexadecimal floats, read exactly as doubles);
+                           excludes --first, --positions, --position-list and --padding-idx
+    --timesteps-file FILE  the same from a file (- for standard input): one number per line, or a
+                           .npy array of one dimension, float64 (or float32, int64, int32, converted
+                           exactly); excludes the same options and --timesteps
+
 OUTPUT
     --format F             text (default), csv, npy or raw (little-endian, row-major, no header)
     --dtype T              f32 (default), bf16 or f16 (the library's bfloat16 / binary16 tables)
@@ -93,13 +109,18 @@ OUTPUT
 
     text: one row per line, values separated by spaces. csv: a header (position, then sin0, cos0, ... or
     the halves' names, and zero for the odd column), then one line per row starting with its position
-    (pad for a padding row). npy: a (rows, d_model) array of float32 ('<f4'), float16 ('<f2') or, for
-    bf16, the bit patterns as uint16 ('<u2'; ml_dtypes: a.view(ml_dtypes.bfloat16)).
+    (pad for a padding row; with timesteps the header says timestep, and each row starts with its
+    timestep, in the shortest digits that read back as it). npy: a (rows, d_model) array of float32
+    ('<f4'), float16 ('<f2') or, for bf16, the bit patterns as uint16 ('<u2'; ml_dtypes:
+    a.view(ml_dtypes.bfloat16)).
 
 EXAMPLES
     posenc table --d-model 6 --positions 10 --decimals 4          the seeds' table
     posenc table --preset fairseq --d-model 512 --positions 1024 --format npy -o fairseq.npy
     posenc table --preset ggml --d-model 320 --position-list 0,250,999 --format csv
+    posenc table --preset diffusers --flip-sin-to-cos --downscale-freq-shift 0 --d-model 320 \
+                 --timesteps 999,999.5,0.25 --format npy -o sd_unet_t.npy
+    posenc table --preset flux --d-model 256 --timesteps-file sigmas.txt --dtype bf16 --format csv
     posenc table --d-model 4096 --positions 8192 --dtype bf16 --format raw > pe.bf16
 )";
 

@@ -595,6 +595,13 @@ TEST_CASE("tools: table presets are posenc::spec's conventions with their first 
       {{"--preset", "diffusers", "--d-model", "320", "--flip-sin-to-cos", "--downscale-freq-shift", "0", "--scale",
         "1000", "--max-period", "5000"},
        posenc::spec::diffusers(320, true, 0.0, 1000.0, 5000.0), 0},
+      {{"--preset", "dit", "--d-model", "256"}, posenc::spec::dit(256), 0},
+      {{"--preset", "dit", "--d-model", "33", "--max-period", "500"}, posenc::spec::dit(33, 500.0), 0},
+      {{"--preset", "flux", "--d-model", "256"}, posenc::spec::flux(256), 0},
+      {{"--preset", "flux", "--d-model", "64", "--max-period", "2000", "--time-factor", "1"},
+       posenc::spec::flux(64, 2000.0, 1.0), 0},
+      {{"--preset", "whisper", "--d-model", "384"}, posenc::spec::whisper(384), 0},
+      {{"--preset", "whisper", "--d-model", "512", "--max-timescale", "5e3"}, posenc::spec::whisper(512, 5e3), 0},
       // the spec options override a preset
       {{"--preset", "fairseq", "--d-model", "64", "--layout", "interleaved", "--base", "500", "--denominator", "7",
         "--scale", "0.25"},
@@ -618,6 +625,233 @@ TEST_CASE("tools: table presets are posenc::spec's conventions with their first 
                   c.spec.position_scale(), (long long)c.first);
     CHECK(ok_out(show) == want);
   }
+}
+
+// ---- posenc table --timesteps ----------------------------------------------------------------------
+
+namespace {
+
+// A .npy file of format 1.0 with this dtype, shape and data, as NumPy writes it.
+std::string npy_file(const std::string &descr, const std::string &shape, const std::string &data) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::string f = std::string("\x93NUMPY\x01\x00", 8);
+  f += char(dict.size() & 0xff);
+  f += char(dict.size() >> 8);
+  return f + dict + data;
+}
+
+std::string write_file(const std::string &name, const std::string &bytes) {
+  const std::string path = scratch().path(name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// The library's rows at these timesteps, in each dtype.
+std::vector<float> lib_times_f32(const posenc::spec &s, const std::vector<double> &t) {
+  std::vector<float> o(t.size() * size_t(s.d_model()));
+  posenc::timesteps_f32(s, t, posenc::rows_view<float>(o.data(), int64_t(t.size()), s.d_model()));
+  return o;
+}
+std::vector<uint16_t> lib_times_16(const posenc::spec &s, const std::vector<double> &t, bool bf16) {
+  std::vector<uint16_t> o(t.size() * size_t(s.d_model()));
+  posenc::rows_view<uint16_t> v(o.data(), int64_t(t.size()), s.d_model());
+  if (bf16) posenc::timesteps_bf16(s, t, v);
+  else posenc::timesteps_f16(s, t, v);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("tools: table --timesteps gives the library's timestep rows for every preset", "[tools][timesteps]") {
+  // diffusion's integer and half steps, flow matching's [0, 1) times 1000, a fraction past 1e6, negatives, a
+  // hexadecimal float, and the edges of |t| < 2^31
+  const std::string list = "999,999.5,0.25,0x1.8p-3,261.1875,1000000.5,-3.75,0,2147483647.5,-2147483647.75,1e-300";
+  const std::vector<double> t = {999.0,     999.5,     0.25,          0x1.8p-3,        261.1875,
+                                 1000000.5, -3.75,     0.0,           2147483647.5,    -2147483647.75, 1e-300};
+  struct Case {
+    std::vector<std::string> args;
+    posenc::spec spec;
+  };
+  const std::vector<Case> cases = {
+      {{"--preset", "diffusers", "--d-model", "320", "--flip-sin-to-cos", "--downscale-freq-shift", "0"},
+       posenc::spec::diffusers(320, true, 0.0)},
+      {{"--preset", "diffusers", "--d-model", "33", "--scale", "2", "--max-period", "500"},
+       posenc::spec::diffusers(33, false, 1.0, 2.0, 500.0)},
+      {{"--preset", "dit", "--d-model", "256"}, posenc::spec::dit(256)},
+      {{"--preset", "flux", "--d-model", "256"}, posenc::spec::flux(256)},
+      {{"--preset", "flux", "--d-model", "64", "--time-factor", "3", "--max-period", "2000"},
+       posenc::spec::flux(64, 2000.0, 3.0)},
+      {{"--preset", "ggml", "--d-model", "1281"}, posenc::spec::ggml_timestep(1281)},
+      {{"--preset", "whisper", "--d-model", "384", "--max-timescale", "3e4"}, posenc::spec::whisper(384, 3e4)},
+      {{"--d-model", "13", "--layout", "sin-cos-halves", "--base", "500", "--scale", "0.75"},
+       posenc::spec(13).with_layout(posenc::layout::sin_cos_halves).with_base(500.0).with_position_scale(0.75)},
+  };
+  for (const Case &c : cases) {
+    std::vector<std::string> base = {"table", "--timesteps", list};
+    base.insert(base.end(), c.args.begin(), c.args.end());
+    auto args = [&](std::vector<std::string> more) {
+      std::vector<std::string> a = base;
+      a.insert(a.end(), more.begin(), more.end());
+      return a;
+    };
+    INFO(describe(base));
+    const std::vector<float> f = lib_times_f32(c.spec, t);
+    const std::vector<uint16_t> bf = lib_times_16(c.spec, t, true), hf = lib_times_16(c.spec, t, false);
+    CHECK(ok_out(args({"--format", "raw"})) == to_bytes(f));
+    CHECK(ok_out(args({"--format", "raw", "--dtype", "bf16"})) == to_bytes(bf));
+    CHECK(ok_out(args({"--format", "raw", "--dtype", "f16"})) == to_bytes(hf));
+    const Npy n = parse_npy(ok_out(args({"--format", "npy", "--dtype", "f16"})));
+    CHECK((n.descr == "<f2" && n.rows == int64_t(t.size()) && n.cols == c.spec.d_model() && n.data == to_bytes(hf)));
+    // text: the values that give the bits back; CSV: the same, each row after its timestep
+    const std::vector<std::string> text = lines(ok_out(args({})));
+    const std::vector<std::string> csv = lines(ok_out(args({"--format", "csv"})));
+    REQUIRE(text.size() == t.size());
+    REQUIRE(csv.size() == t.size() + 1);
+    CHECK(csv[0].rfind("timestep,", 0) == 0);
+    CHECK(fields(csv[0], ',').size() == size_t(c.spec.d_model()) + 1);
+    std::string from_text, from_csv;
+    for (size_t r = 0; r < t.size(); ++r) {
+      const std::vector<std::string> tv = fields(text[r], ' '), cv = fields(csv[r + 1], ',');
+      REQUIRE(tv.size() == size_t(c.spec.d_model()));
+      REQUIRE(cv.size() == size_t(c.spec.d_model()) + 1);
+      CHECK(std::strtod(cv[0].c_str(), nullptr) == t[r]);  // the timestep label reads back exactly
+      for (size_t e = 0; e < tv.size(); ++e) {
+        from_text += to_bytes(std::vector<float>{std::strtof(tv[e].c_str(), nullptr)});
+        from_csv += to_bytes(std::vector<float>{std::strtof(cv[e + 1].c_str(), nullptr)});
+      }
+    }
+    CHECK(from_text == to_bytes(f));
+    CHECK(from_csv == to_bytes(f));
+  }
+  // the labels: the shortest digits that read back
+  const std::vector<std::string> csv =
+      lines(ok_out({"table", "--d-model", "4", "--timesteps", "0.1,999.5,1e-300,-0", "--format", "csv"}));
+  REQUIRE(csv.size() == 5);
+  CHECK(csv[0] == "timestep,sin0,cos0,sin1,cos1");
+  CHECK(fields(csv[1], ',')[0] == "0.1");
+  CHECK(fields(csv[2], ',')[0] == "999.5");
+  CHECK(fields(csv[3], ',')[0] == "1e-300");
+  CHECK(fields(csv[4], ',')[0] == "-0");
+  // integer-valued timesteps: the integer positions' bytes; --show-spec counts the timesteps
+  CHECK(ok_out({"table", "--preset", "dit", "--d-model", "96", "--timesteps", "0,999,-5,2147483647", "--format",
+                "raw"}) == ok_out({"table", "--preset", "dit", "--d-model", "96", "--position-list",
+                                   "0,999,-5,2147483647", "--format", "raw"}));
+  CHECK(lines(ok_out({"table", "--preset", "flux", "--d-model", "8", "--timesteps", "0.5,0.25", "--show-spec"}))
+            .back() == "timesteps list of 2");
+}
+
+TEST_CASE("tools: table --timesteps-file reads text and .npy files", "[tools][timesteps]") {
+  const posenc::spec s = posenc::spec::diffusers(320, true, 0.0);
+  const std::vector<std::string> args = {"table", "--preset", "diffusers", "--d-model", "320", "--flip-sin-to-cos",
+                                         "--downscale-freq-shift", "0", "--format", "raw"};
+  auto with_file = [&](const std::string &path) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--timesteps-file", path});
+    return a;
+  };
+  const std::vector<double> t = {999.0, 999.5, 0.25, -1e6 - 0.5, 1e-3, 0.0};
+  const std::string want = to_bytes(lib_times_f32(s, t));
+  // text: one number per line; spaces, tabs, CR and blank lines around them do not count
+  CHECK(ok_out(with_file(write_file("t.txt", "999\n999.5\n 0.25\t\r\n\n-1000000.5\n0.001\n0"))) == want);
+  CHECK(ok_out(with_file(write_file("t_crlf.txt", "\n999\r\n0x1.f3cp9\r\n0.25\r\n-1000000.5\r\n1e-3\r\n0\r\n\n"))) ==
+        want);
+  // .npy float64, whatever the file is called; float32 / int64 / int32 arrays converted exactly
+  std::string f64;
+  for (double v : t) f64 += to_bytes(std::vector<double>{v});
+  CHECK(ok_out(with_file(write_file("t.npy", npy_file("<f8", "(6,)", f64)))) == want);
+  CHECK(ok_out(with_file(write_file("t.bin", npy_file("<f8", "(6,)", f64)))) == want);
+  const std::vector<float> t32 = {999.0f, 999.5f, 0.25f, 0.1f};
+  CHECK(ok_out(with_file(write_file("t32.npy", npy_file("<f4", "(4,)", to_bytes(t32))))) ==
+        to_bytes(lib_times_f32(s, {999.0, 999.5, 0.25, double(0.1f)})));
+  const std::vector<int64_t> i64 = {0, 999, -7, 2147483647};
+  const std::vector<int32_t> i32 = {0, 999, -7, 2147483647};
+  const std::string ints = to_bytes(lib_times_f32(s, {0.0, 999.0, -7.0, 2147483647.0}));
+  CHECK(ok_out(with_file(write_file("i64.npy", npy_file("<i8", "(4,)", to_bytes(i64))))) == ints);
+  CHECK(ok_out(with_file(write_file("i32.npy", npy_file("<i4", "(4,)", to_bytes(i32))))) == ints);
+  // empty: no rows, no output (standard input is /dev/null here)
+  CHECK(ok_out(with_file(write_file("empty.npy", npy_file("<f8", "(0,)", "")))).empty());
+  CHECK(ok_out(with_file(write_file("empty.txt", "\n\n"))).empty());
+  CHECK(ok_out(with_file("-")).empty());
+  // a file that cannot be read: exit 1, the reason
+  const Result r = posenc_run(with_file(scratch().path("no/such/timesteps.txt")));
+  CHECK(r.status == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("No such file or directory") != std::string::npos);
+}
+
+TEST_CASE("tools: table --timesteps usage errors and library refusals", "[tools][timesteps]") {
+  const std::string f64 = to_bytes(std::vector<double>{0.5, 1.5});
+  const std::vector<std::vector<std::string>> bad = {
+      {"table", "--d-model", "6", "--timesteps", "0.5,x"},
+      {"table", "--d-model", "6", "--timesteps", ""},
+      {"table", "--d-model", "6", "--timesteps", "0.5,,1"},
+      {"table", "--d-model", "6", "--timesteps", "1e400"},
+      {"table", "--d-model", "6", "--timesteps", "pad"},
+      {"table", "--d-model", "6", "--timesteps"},
+      {"table", "--d-model", "6", "--timesteps", "1", "--first", "3"},
+      {"table", "--d-model", "6", "--timesteps", "1", "--positions", "3"},
+      {"table", "--d-model", "6", "--timesteps", "1", "--position-list", "3"},
+      {"table", "--d-model", "6", "--preset", "fairseq", "--padding-idx", "0", "--timesteps", "1"},
+      {"table", "--d-model", "6", "--timesteps", "1", "--timesteps-file", write_file("ok.txt", "1\n")},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("ok2.txt", "1\n"), "--first", "2"},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("bad.txt", "0.5\n1,2\n")},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("bad2.txt", "0.5\nnope\n")},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("i2.npy", npy_file("<i2", "(2,)", "abcd"))},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("be.npy", npy_file(">f8", "(2,)", f64))},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("2d.npy", npy_file("<f8", "(2, 1)", f64))},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("0d.npy", npy_file("<f8", "()", f64.substr(8)))},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("short.npy", npy_file("<f8", "(3,)", f64))},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("long.npy", npy_file("<f8", "(1,)", f64))},
+      {"table", "--d-model", "6", "--timesteps-file", write_file("cut.npy", npy_file("<f8", "(2,)", f64).substr(0, 40))},
+      {"table", "--d-model", "6", "--time-factor", "2"},
+      {"table", "--d-model", "6", "--preset", "dit", "--time-factor", "2"},
+      {"table", "--d-model", "6", "--preset", "ggml", "--max-timescale", "5"},
+      {"table", "--d-model", "6", "--preset", "whisper", "--min-timescale", "1"},
+      {"table", "--d-model", "6", "--preset", "whisper", "--max-period", "100"},
+      {"table", "--d-model", "6", "--preset", "flux", "--flip-sin-to-cos"},
+      {"table", "--d-model", "6", "--preset", "sd"},
+  };
+  for (const auto &args : bad) {
+    const Result r = posenc_run(args);
+    INFO(describe(args) << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("posenc table: ", 0) == 0);
+    CHECK(r.err.find("Try 'posenc table --help'") != std::string::npos);
+    CHECK(lines(r.err).size() == 2);
+  }
+  // the message names the file and the line of a bad value
+  CHECK(posenc_run(bad[13]).err.find("bad2.txt line 2: 'nope' is not a number") != std::string::npos);
+  // what the library refuses: exit 1 with its status
+  struct Case {
+    std::vector<std::string> args;
+    posenc_status status;
+  };
+  const std::vector<Case> refused = {
+      {{"table", "--d-model", "6", "--timesteps", "0.5,nan"}, POSENC_ERR_OUT_OF_RANGE},
+      {{"table", "--d-model", "6", "--timesteps", "inf"}, POSENC_ERR_OUT_OF_RANGE},
+      {{"table", "--d-model", "6", "--timesteps", "-inf,1", "--dtype", "bf16"}, POSENC_ERR_OUT_OF_RANGE},
+      {{"table", "--d-model", "6", "--timesteps", "2147483648"}, POSENC_ERR_OUT_OF_RANGE},
+      {{"table", "--d-model", "6", "--timesteps", "0,-2147483648", "--dtype", "f16"}, POSENC_ERR_OUT_OF_RANGE},
+      {{"table", "--d-model", "6", "--timesteps-file", write_file("far.npy", npy_file("<i8", "(1,)",
+                                                                                        to_bytes(std::vector<int64_t>{
+                                                                                            int64_t(1) << 40})))},
+       POSENC_ERR_OUT_OF_RANGE},
+      // a frequency of 2^52: the integer table takes it, timesteps do not
+      {{"table", "--d-model", "6", "--preset", "flux", "--time-factor", "0x1p52", "--timesteps", "0.5"},
+       POSENC_ERR_INVALID},
+      {{"table", "--d-model", "6", "--preset", "dit", "--max-period", "-1", "--timesteps", "0.5"}, POSENC_ERR_INVALID},
+  };
+  for (const Case &c : refused) {
+    const Result r = posenc_run(c.args);
+    INFO(describe(c.args) << "\nstderr: " << r.err);
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == std::string("posenc table: ") + posenc_status_string(c.status) + "\n");
+  }
+  CHECK(posenc_run({"table", "--d-model", "6", "--preset", "flux", "--time-factor", "0x1p52"}).status == 0);
 }
 
 // ---- posenc rope -----------------------------------------------------------------------------------
