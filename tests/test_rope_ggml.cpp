@@ -14,15 +14,15 @@
 #include <vector>
 
 #include "rope_powers.hpp"
-#include "support/reference.hpp"
+#include "support/ggml_rope_reference.hpp"
 
 using posenc::detail::GgmlRope;
 using posenc::detail::ggml_rope_frequencies;
-using ref::Big;
+using ggml_ref::corr_dim;
+using ggml_ref::float_cd;
+using ggml_ref::vision_index;
 
 namespace {
-
-constexpr mpfr_prec_t kPrec = 640;
 
 struct Case {
   std::string name;
@@ -32,6 +32,9 @@ struct Case {
   float base, fs, ef, af, bf, bs;
   int64_t n_ctx_orig;
 
+  ggml_ref::Params params() const {
+    return ggml_ref::Params{n_dims, pairs, index, factors, base, fs, ef, af, bf, bs, n_ctx_orig};
+  }
   GgmlRope get() const {
     GgmlRope g;
     g.n_dims = n_dims;
@@ -49,97 +52,6 @@ struct Case {
   }
 };
 
-// ggml's correction dimension: its float value, as ggml_rope_yarn_corr_dim computes it.
-float float_cd(const Case &c, float beta) {
-  return float(c.n_dims) * logf(float(c.n_ctx_orig) / (beta * 2 * float(M_PI))) / (2 * logf(c.base));
-}
-
-// The real correction dimension, floored (or ceiled); the float one when ggml's is not finite.
-double corr_dim(const Case &c, float beta, bool ceil) {
-  const float f = float_cd(c, beta);
-  if (!std::isfinite(f)) return ceil ? std::ceil(double(f)) : std::floor(double(f));
-  Big x(kPrec), t(kPrec), lb(kPrec);
-  mpfr_const_pi(t, MPFR_RNDN);
-  mpfr_mul_d(t, t, 2.0 * double(beta), MPFR_RNDN);
-  mpfr_set_si(x, long(c.n_ctx_orig), MPFR_RNDN);
-  mpfr_div(x, x, t, MPFR_RNDN);
-  mpfr_log(x, x, MPFR_RNDN);
-  mpfr_mul_si(x, x, long(c.n_dims), MPFR_RNDN);
-  mpfr_set_d(lb, double(c.base), MPFR_RNDN);
-  mpfr_log(lb, lb, MPFR_RNDN);
-  mpfr_mul_ui(lb, lb, 2, MPFR_RNDN);
-  mpfr_div(x, x, lb, MPFR_RNDN);
-  if (ceil) mpfr_ceil(x, x);
-  else mpfr_floor(x, x);
-  return mpfr_get_d(x, MPFR_RNDN);  // an integer of at most ~2^60 here: exact
-}
-
-// ggml's MAX and MIN macros (a NaN second operand passes through).
-double gmax(double a, double b) { return a > b ? a : b; }
-double gmin(double a, double b) { return a < b ? a : b; }
-
-struct Expect {
-  bool valid = true;
-  std::vector<double> freq;
-  double m = 0;
-};
-
-Expect reference(const Case &c) {
-  Expect e;
-  double low = 0, high = 0;
-  if (c.ef != 0.0f) {
-    low = gmax(0.0, corr_dim(c, c.bf, false));
-    high = gmin(double(c.n_dims - 1), corr_dim(c, c.bs, true));
-    if (std::isnan(low) || std::isnan(high)) {
-      e.valid = false;
-      return e;
-    }
-  }
-  Big f(kPrec), t(kPrec), ramp(kPrec), lnb(kPrec), blend(kPrec);
-  mpfr_set_d(lnb, double(c.base), MPFR_RNDN);
-  mpfr_log(lnb, lnb, MPFR_RNDN);
-  for (int64_t i = 0; i < c.pairs; ++i) {
-    const int64_t k = c.index.empty() ? i : c.index[size_t(i)];
-    // theta_extrap = base^(-2k/n_dims) / c_i
-    mpfr_mul_si(f, lnb, -2 * long(k), MPFR_RNDN);
-    mpfr_div_si(f, f, long(c.n_dims), MPFR_RNDN);
-    mpfr_exp(f, f, MPFR_RNDN);
-    if (!c.factors.empty()) mpfr_div_d(f, f, double(c.factors[size_t(i)]), MPFR_RNDN);
-    // ramp_mix = (1 - min(1, max(0, (i - low) / max(0.001, high - low)))) * ext_factor
-    mpfr_set_si(ramp, 0, MPFR_RNDN);
-    if (c.ef != 0.0f) {
-      mpfr_set_d(t, high - low, MPFR_RNDN);
-      mpfr_set_str(blend, "0.001", 10, MPFR_RNDN);
-      if (mpfr_cmp(blend, t) > 0) mpfr_set(t, blend, MPFR_RNDN);
-      mpfr_set_si(ramp, long(i), MPFR_RNDN);
-      mpfr_sub_d(ramp, ramp, low, MPFR_RNDN);
-      mpfr_div(ramp, ramp, t, MPFR_RNDN);
-      if (mpfr_cmp_si(ramp, 0) < 0) mpfr_set_si(ramp, 0, MPFR_RNDN);
-      if (mpfr_cmp_si(ramp, 1) > 0) mpfr_set_si(ramp, 1, MPFR_RNDN);
-      mpfr_si_sub(ramp, 1, ramp, MPFR_RNDN);
-      mpfr_mul_d(ramp, ramp, double(c.ef), MPFR_RNDN);
-    }
-    // theta = theta_extrap * (freq_scale (1 - ramp_mix) + ramp_mix)
-    mpfr_si_sub(blend, 1, ramp, MPFR_RNDN);
-    mpfr_mul_d(blend, blend, double(c.fs), MPFR_RNDN);
-    mpfr_add(blend, blend, ramp, MPFR_RNDN);
-    mpfr_mul(f, f, blend, MPFR_RNDN);
-    e.freq.push_back(mpfr_get_d(f, MPFR_RNDN));
-  }
-  // mscale = attn_factor (1 + 0.1 ln(1 / freq_scale)) when ext_factor != 0
-  mpfr_set_d(t, double(c.af), MPFR_RNDN);
-  if (c.ef != 0.0f) {
-    mpfr_set_d(f, double(c.fs), MPFR_RNDN);
-    mpfr_log(f, f, MPFR_RNDN);
-    mpfr_div_si(f, f, -10, MPFR_RNDN);
-    mpfr_add_si(f, f, 1, MPFR_RNDN);
-    mpfr_mul(t, t, f, MPFR_RNDN);
-  }
-  e.m = mpfr_get_d(t, MPFR_RNDN);
-  if (!(e.m >= 0x1p-64 && e.m <= 0x1p64)) e.valid = false;
-  return e;
-}
-
 uint64_t bits_of(double x) {
   uint64_t b;
   std::memcpy(&b, &x, sizeof b);
@@ -152,7 +64,7 @@ void check(const Case &c) {
   INFO(c.name << ": n_dims " << c.n_dims << " pairs " << c.pairs << " base " << c.base << " fs " << c.fs << " ef "
               << c.ef << " af " << c.af << " beta " << c.bf << "/" << c.bs << " n_ctx_orig " << c.n_ctx_orig
               << (c.factors.empty() ? "" : " with factors"));
-  const Expect e = reference(c);
+  const ggml_ref::Expect e = ggml_ref::reference(c.params());
   std::vector<double> got(size_t(c.pairs), -7.0);
   double m = -7.0;
   const posenc_status st = ggml_rope_frequencies(c.get(), got.data(), &m);
@@ -183,23 +95,6 @@ std::vector<float> factors(int64_t n, uint64_t seed) {  // test-backend-ops' ran
   std::vector<float> f;
   for (int64_t i = 0; i < n; ++i) f.push_back(uniform(seed, 0.9f, 1.1f));
   return f;
-}
-
-// ggml VISION's theta index: restarted where each section begins (ggml_mrope_cache_init's else-if chain).
-std::vector<int64_t> vision_index(const int64_t s[4], int64_t pairs) {
-  const int64_t sum = s[0] + s[1] + s[2] + s[3], w = s[0] + s[1], e = w + s[2];
-  std::vector<int64_t> out;
-  int64_t start[4] = {0, 0, 0, 0};
-  for (int64_t i = 0; i < pairs; ++i) {
-    const int64_t sector = i % sum;
-    if (sector == 0) start[0] = i;
-    else if (sector == s[0]) start[1] = i;
-    else if (sector == w) start[2] = i;
-    else if (sector == e) start[3] = i;
-    const int axis = sector < s[0] ? 0 : sector < w ? 1 : sector < e ? 2 : 3;
-    out.push_back(i - start[axis]);
-  }
-  return out;
 }
 
 }  // namespace
@@ -261,8 +156,8 @@ TEST_CASE("ggml: random parameters, including correction dimensions near an inte
     if (ratio <= 1.5) continue;
     const double target = double(2 + splitmix(seed) % 40);  // cd = n_dims ln(ratio) / (2 ln base)
     c.base = float(std::exp(double(c.n_dims) * std::log(ratio) / (2.0 * target)));
-    const float f = float_cd(c, c.bf);
-    if (std::floor(double(f)) == corr_dim(c, c.bf, false)) continue;
+    const float f = float_cd(c.params(), c.bf);
+    if (std::floor(double(f)) == corr_dim(c.params(), c.bf, false)) continue;
     ++near_integer;
     check(c);
   }
