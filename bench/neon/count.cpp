@@ -9,7 +9,8 @@
 // Shapes are the report's (bench/shapes.cpp): table 512 x 2048; Llama-3-8B RoPE (head 128, 32 q + 8 kv
 // heads, base 5e5, fused QKV, 2048-token prefill at positions 0 .. 2047, or one decode token at 100000);
 // Qwen2.5-VL-7B's 3-axis RoPE (28 + 4 heads, mrope_section [16, 24, 24], a 2048-token prompt with a
-// 1600-token image). The inputs are xorshift values in [-1, 1), as in bench/cases_rope.cpp.
+// 1600-token image); 1024 fractional timesteps at d = 320 (bench/cases_times.cpp's shape). The inputs are
+// xorshift values in [-1, 1), as in bench/cases_rope.cpp.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -219,6 +220,18 @@ std::vector<Case> cases() {
                  return std::function<void()>([out, pos] {
                    const posenc_spec sp = table_spec();
                    check(posenc_rows_f32(&sp, pos->data(), 32, out->data(), kD), "rows_f32");
+                 });
+               }});
+  c.push_back({"timesteps_f32/neon", 1024.0 * 320, "posenc_timesteps_f32, 1024 fractional timesteps, d = 320", [] {
+                 force(POSENC_ISA_NEON);
+                 auto out = std::make_shared<std::vector<float>>(size_t(1024 * 320));
+                 auto t = std::make_shared<std::vector<double>>();
+                 uint64_t s = 3;
+                 for (int i = 0; i < 1024; ++i) t->push_back(double(next(s) >> 11) * 0x1p-53 * 1000.0);
+                 return std::function<void()>([out, t] {
+                   posenc_spec sp = posenc_spec_default(320);  // ggml's timestep_embedding: cos then sin
+                   sp.layout = POSENC_COS_SIN_HALVES;
+                   check(posenc_timesteps_f32(&sp, t->data(), 1024, out->data(), 320), "timesteps_f32");
                  });
                }});
   c.push_back({"add_f32/neon", table_elems, "posenc_add_f32, 2048 rows of 512", [] {

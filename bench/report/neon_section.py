@@ -27,6 +27,9 @@ GROUPS = [
         ("table_bf16/neon", "posenc_table_bf16, NEON path"),
         ("rows_f32/neon", "posenc_rows_f32, 32 scattered positions (one anchor per row)"),
     ]),
+    ("Timestep embeddings", [
+        ("timesteps_f32/neon", "posenc_timesteps_f32, 1024 fractional timesteps, d = 320 (cos, sin halves)"),
+    ]),
     ("Fused operations, 2048 rows of d = 512", [
         ("add_f32/neon", "posenc_add_f32"),
         ("embed_f32/neon", "posenc_embed_f32 (vocab 32000)"),
