@@ -125,9 +125,10 @@ struct Simd<xsimd::neon64> {
   // formats, then to nearest-even there, simd_scalar.hpp). What makes it cheaper than four W-pair steps:
   // whole 128-bit loads and stores of the rows (ld2 / st2 split and merge interleaved pairs), the 16-bit rows
   // widened and narrowed by vector instructions (shll, fcvtl, fcvtxn, addhn) instead of through the stack,
-  // one NaN test (a float max chain and one reduction) for all eight pairs, and no per-step loop counter
-  // beyond one. A step whose results hold a NaN stores nothing and returns false: the caller redoes its
-  // pairs by the NaN rule.
+  // and one NaN test (a float max chain and one reduction) for all eight pairs. A step whose results hold a
+  // NaN stores nothing and returns false: the caller redoes its pairs by the NaN rule. (The hardware's own
+  // NaN is not that rule: at position 0, x = inf and a NaN y, the fused operation returns the default NaN of
+  // inf * 0 where the rule wants y's payload; test_rope's NaN case fails without the test.)
   static constexpr bool kRotate8 = true;
 
   // 8 values of T as two float32x4 (exact: bf16 and f16 widen exactly)
