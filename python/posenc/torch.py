@@ -27,6 +27,7 @@ opposite angle: the same float cos, -sin).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple, Union
 
 import torch
@@ -246,6 +247,7 @@ class SinusoidalPositionalEmbedding(nn.Module):
         self._exact = True
 
     def prepare_for_onnx_export_(self) -> None:
+        """fairseq's switch to the ONNX-traceable expressions of forward (onnx_trace = True)."""
         self.onnx_trace = True
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
@@ -422,10 +424,9 @@ def _rope_dict(config: Any, key: str) -> Optional[Dict[str, Any]]:
     v = _get(config, key)
     if v is None:
         return None
-    try:
-        return dict(v)
-    except (TypeError, ValueError):
-        raise ValueError("%s: expected a dict of RoPE parameters, got %s" % (key, type(v).__name__)) from None
+    if not isinstance(v, Mapping):
+        raise ValueError("%s: expected a dict of RoPE parameters, got %s" % (key, type(v).__name__))
+    return dict(v)
 
 
 def _is_v5(config: Any) -> bool:

@@ -31,10 +31,9 @@ HF version followed: the 4.5x line with ``config.rope_scaling`` after transforme
 ratio and ``truncate``; dynamic NTK recomputes on growth and resets below the original length;
 longrope switches short/long by the current length (``dynamic_rope_update``). Deviations, all
 noted where they occur: a config may be a plain dict; ``"su"`` is read as ``"longrope"`` (HF does
-that in ``Phi3Config``); yarn without ``factor`` uses ``max_position_embeddings / original`` (v5's
-rule; 4.5x raises ``KeyError``); longrope without the top-level ``original_max_position_embeddings``
-falls back to ``rope_scaling["original_max_position_embeddings"]`` (v5's place for it) and only then
-to ``max_position_embeddings``.
+that in ``Phi3Config``). Longrope without the top-level ``original_max_position_embeddings`` uses
+``max_position_embeddings`` as 4.57 does; yarn needs ``factor`` (``KeyError`` otherwise). v5's code,
+where these differ, is originals_hf5.py.
 """
 
 import math
@@ -443,14 +442,12 @@ def _compute_yarn_parameters(config: Any, device: Optional[torch.device] = None,
     rs = _rope_scaling(config)
     base = _get(config, "rope_theta")
     dim = _rotary_dim(config)
-    factor = rs.get("factor")
+    factor = rs["factor"]  # 4.5x: required (KeyError without it; v5 derives it, originals_hf5.py)
     attention_factor = rs.get("attention_factor")
     mscale = rs.get("mscale")
     mscale_all_dim = rs.get("mscale_all_dim")
     original_max_position_embeddings = (rs.get("original_max_position_embeddings")
                                         or _get(config, "max_position_embeddings"))
-    if factor is None:  # v5's rule (4.5x would raise KeyError)
-        factor = _get(config, "max_position_embeddings") / original_max_position_embeddings
 
     if attention_factor is None:
         if mscale and mscale_all_dim:
@@ -485,12 +482,11 @@ def _compute_yarn_parameters(config: Any, device: Optional[torch.device] = None,
 
 
 def _longrope_original_max(config: Any) -> Tuple[int, bool]:
-    """(L0, from the top-level attribute?) as longrope reads it (see the module docstring)."""
+    """(L0, from the top-level attribute?) as v4.57's longrope reads it: the top-level
+    ``original_max_position_embeddings``, else ``max_position_embeddings`` (rope_scaling's own
+    ``original_max_position_embeddings`` is v5's place and is not read here)."""
     if _has(config, "original_max_position_embeddings"):
         return _get(config, "original_max_position_embeddings"), True
-    rs = _rope_scaling(config)
-    if rs.get("original_max_position_embeddings"):
-        return rs["original_max_position_embeddings"], False
     return _get(config, "max_position_embeddings"), False
 
 
