@@ -11,6 +11,7 @@
 #include "job.hpp"
 #include "lanes.hpp"
 #include "sink_pe.hpp"
+#include "simd_contract.hpp"
 #include "sink_rope.hpp"
 #include "values_rows.hpp"
 #include "values_times.hpp"
@@ -19,6 +20,7 @@ namespace posenc {
 
 template <class S>
 struct Engine : Rows<S> {
+  static_assert(simd_contract::check<S>(), "");  // simd_contract.hpp: one message per missing operation
   using R = Rows<S>;
   using typename R::D;
   using typename R::F;

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "job.hpp"
+#include "sink_contract.hpp"
 #include "values_direct.hpp"
 
 namespace posenc {
@@ -499,6 +500,7 @@ struct Rows : Direct<S> {
   // ones.
   template <class K>
   static void run_sink(K &sink, const detail::Stream &job) {
+    static_assert(sink_contract::check<K, F>(), "");  // sink_contract.hpp: one message per missing member
     if constexpr (K::kAxes) {
       if (job.axes > 1) return run_axes(sink, job);
     }
