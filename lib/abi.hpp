@@ -2,7 +2,9 @@
 // range and the wrapper of each extern "C" body. Baseline-ISA units only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "posenc/posenc.h"
 
@@ -25,6 +27,20 @@ inline posenc_status check_positions(const int64_t *positions, int64_t first, in
   if (__builtin_add_overflow(first, n - 1, &last)) return POSENC_ERR_OUT_OF_RANGE;
   if (first <= -kPositionLimit || last >= kPositionLimit) return POSENC_ERR_OUT_OF_RANGE;
   return POSENC_OK;
+}
+
+// The extent of a lattice of rows: rows (a, b) for a < na, b < nb start at a sa + b sb elements, each
+// `width` elements of `size` bytes (strides non-negative). Its elements and bytes must fit in int64, and its
+// bytes in size_t (a buffer that large cannot exist). Nothing to hold (na or nb <= 0) always fits. The tables'
+// row buffers are (n, stride, 1, 0), a RoPE tensor (tokens, token stride, heads, head stride), a cache
+// (rows, stride, 1, 0).
+inline bool extent_fits(int64_t na, int64_t sa, int64_t nb, int64_t sb, int64_t width, size_t size) {
+  using i128 = __int128;
+  if (na <= 0 || nb <= 0) return true;
+  const i128 elems = i128(na - 1) * sa + i128(nb - 1) * sb + width;
+  const i128 bytes = elems * i128(size);
+  return elems <= std::numeric_limits<int64_t>::max() && bytes <= std::numeric_limits<int64_t>::max() &&
+         uint64_t(bytes) <= uint64_t(std::numeric_limits<size_t>::max());
 }
 
 // Wraps a call so that nothing thrown (there should be nothing) crosses the C ABI.

@@ -20,17 +20,6 @@ namespace {
 
 
 
-// The buffer of `rows` rows of `width` elements `stride` apart, each element `size` bytes: its extent in
-// elements and bytes must fit in int64 and size_t.
-bool extent_fits(int64_t rows, int64_t stride, int64_t width, size_t size) {
-  if (rows <= 0) return true;
-  int64_t span, elems, bytes;
-  if (__builtin_mul_overflow(rows - 1, stride, &span)) return false;
-  if (__builtin_add_overflow(span, width, &elems)) return false;
-  if (__builtin_mul_overflow(elems, int64_t(size), &bytes)) return false;
-  return uint64_t(bytes) <= uint64_t(std::numeric_limits<size_t>::max());
-}
-
 // Every kind of call, described for the common checks.
 struct Call {
   const posenc_spec *spec;
@@ -82,10 +71,10 @@ posenc_status run_call(const Call &c) {
   if (c.out_stride < d) return POSENC_ERR_INVALID;
   if (c.src != Src::kNone && c.x_stride < d) return POSENC_ERR_INVALID;
   if (table && c.vocab < 0) return POSENC_ERR_INVALID;
-  if (!extent_fits(c.n, c.out_stride, d, element_size(c.dst))) return POSENC_ERR_OVERFLOW;
-  if (c.src == Src::kActivations && !extent_fits(c.n, c.x_stride, d, element_size(c.src)))
+  if (!extent_fits(c.n, c.out_stride, 1, 0, d, element_size(c.dst))) return POSENC_ERR_OVERFLOW;
+  if (c.src == Src::kActivations && !extent_fits(c.n, c.x_stride, 1, 0, d, element_size(c.src)))
     return POSENC_ERR_OVERFLOW;
-  if (table && !extent_fits(c.vocab, c.x_stride, d, element_size(c.src))) return POSENC_ERR_OVERFLOW;
+  if (table && !extent_fits(c.vocab, c.x_stride, 1, 0, d, element_size(c.src))) return POSENC_ERR_OVERFLOW;
   if (c.times_required) {
     for (int64_t r = 0; r < c.n; ++r)  // finite, |t| < 2^31 (NaN fails the comparison)
       if (!(std::fabs(c.times[r]) < double(kPositionLimit))) return POSENC_ERR_OUT_OF_RANGE;
@@ -296,8 +285,8 @@ posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int6
     if (d_model < 1 || vocab < 0 || pos_rows < 0 || table_stride < d_model || pos_stride < d_model ||
         out_stride < d_model)
       return POSENC_ERR_INVALID;
-    if (!extent_fits(n, out_stride, d_model, 4) || !extent_fits(vocab, table_stride, d_model, 4) ||
-        !extent_fits(pos_rows, pos_stride, d_model, 4))
+    if (!extent_fits(n, out_stride, 1, 0, d_model, 4) || !extent_fits(vocab, table_stride, 1, 0, d_model, 4) ||
+        !extent_fits(pos_rows, pos_stride, 1, 0, d_model, 4))
       return POSENC_ERR_OVERFLOW;
     for (int64_t r = 0; r < n; ++r) {
       int64_t p;

@@ -163,14 +163,6 @@ bool cross_overlaps(Lattice p, Lattice q) {
   return false;
 }
 
-// n rows of heads head rows of r elements of `size` bytes: the extent fits int64 and size_t.
-bool extent_fits(int64_t n, int64_t ts, int64_t heads, int64_t hs, int64_t r, size_t size) {
-  const i128 elems = i128(n - 1) * ts + i128(heads - 1) * hs + r;
-  const i128 bytes = elems * i128(size);
-  return elems <= std::numeric_limits<int64_t>::max() && bytes <= std::numeric_limits<int64_t>::max() &&
-         uint64_t(bytes) <= uint64_t(std::numeric_limits<size_t>::max());
-}
-
 const Freq *rope_frequencies(const posenc_rope &r) {
   if (r.freq) return explicit_frequencies(r.freq, r.rotary_dim / 2, r.position_scale);
   return frequencies(base_spec(r));
