@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Holds every place that must know the instruction-set paths to lib/isa_list.hpp, the one list of them.
+
+    check_isa_list.py ROOT
+
+For each line X(ENUM, name, have) of POSENC_ISAS, in order:
+  - include/posenc/posenc.h has POSENC_ISA_<ENUM> = its index, and POSENC_ISA_COUNT is their number;
+  - lib/isa_<name>.cpp exists and defines the path with POSENC_DEFINE_ISA(name, ...);
+  - meson.build builds lib/isa_<name>.cpp and adds `name` to isa_names (the tests' forced paths), and every
+    path but scalar has a meson option `name`;
+  - lib/cpu.hpp's CpuFeatures has `bool name` (dispatch.cpp reads cpu.<name>);
+  - lib/isa_list.hpp defaults POSENC_HAVE_<ENUM> for every path but scalar;
+  - nothing outside the list spells out the paths: no `<= POSENC_ISA_NEON` loop, no list of the four names.
+Prints what is missing and exits 1; docs/architecture.md, "Add an ISA", is the checklist this enforces.
+"""
+import os
+import re
+import sys
+
+
+def read(root, rel):
+    with open(os.path.join(root, rel), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    root = sys.argv[1]
+    lst = read(root, "lib/isa_list.hpp")
+    body = lst[lst.index("#define POSENC_ISAS(X)"):]
+    body = body[:body.index("\n\n")]
+    entries = re.findall(r"X\((\w+),\s*(\w+),\s*(\w+)\)", body)
+    bad = []
+    if not entries or entries[0][:2] != ("SCALAR", "scalar"):
+        bad.append("lib/isa_list.hpp: the list must start with X(SCALAR, scalar, 1)")
+    header = read(root, "include/posenc/posenc.h")
+    meson = read(root, "meson.build")
+    options = read(root, "meson_options.txt")
+    cpu = read(root, "lib/cpu.hpp")
+    for i, (enum, name, have) in enumerate(entries):
+        if not re.search(r"POSENC_ISA_%s\s*=\s*%d\b" % (enum, i), header):
+            bad.append("include/posenc/posenc.h: no POSENC_ISA_%s = %d" % (enum, i))
+        unit = "lib/isa_%s.cpp" % name
+        if not os.path.exists(os.path.join(root, unit)):
+            bad.append("%s is missing" % unit)
+        elif "POSENC_DEFINE_ISA(%s," % name not in read(root, unit):
+            bad.append("%s does not define the path with POSENC_DEFINE_ISA(%s, ...)" % (unit, name))
+        if "'%s'" % unit not in meson:
+            bad.append("meson.build does not build %s" % unit)
+        if name != "scalar":
+            if "isa_names += '%s'" % name not in meson:
+                bad.append("meson.build does not add '%s' to isa_names" % name)
+            if not re.search(r"option\('%s'" % name, options):
+                bad.append("meson_options.txt has no option '%s'" % name)
+            if "#ifndef POSENC_HAVE_%s" % enum not in lst or have != "POSENC_HAVE_%s" % enum:
+                bad.append("lib/isa_list.hpp: %s's `have` must be POSENC_HAVE_%s, defaulted to 0" % (name, enum))
+        if not re.search(r"bool %s\b" % name, cpu):
+            bad.append("lib/cpu.hpp: CpuFeatures has no bool %s" % name)
+    if not re.search(r"POSENC_ISA_COUNT\s*=\s*%d\b" % len(entries), header):
+        bad.append("include/posenc/posenc.h: POSENC_ISA_COUNT is not %d" % len(entries))
+    # nothing else enumerates the paths by hand
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if not x.startswith((".", "build")) and x != "corpus"]
+        for f in files:
+            if not f.endswith((".c", ".h", ".cpp", ".hpp", ".py", ".build")):
+                continue
+            rel = os.path.relpath(os.path.join(d, f), root)
+            if rel in ("lib/isa_list.hpp", "tools/check_isa_list.py"):
+                continue
+            text = read(root, rel)
+            if "<= POSENC_ISA_NEON" in text:
+                bad.append("%s loops to POSENC_ISA_NEON: loop to POSENC_ISA_COUNT" % rel)
+            if re.search(r"\{\s*POSENC_ISA_SCALAR\s*,\s*POSENC_ISA_AVX2\s*,\s*POSENC_ISA_AVX512\s*,\s*POSENC_ISA_NEON\s*\}",
+                         text):
+                bad.append("%s lists the four paths by hand: loop to POSENC_ISA_COUNT" % rel)
+    for b in bad:
+        print(b)
+    print("%d paths listed, %d problems" % (len(entries), len(bad)))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
