@@ -122,8 +122,9 @@ def _fast(x: Tensor) -> bool:
 
 
 def _exact_table(spec: Spec, n: int, dtype: torch.dtype) -> Tensor:
-    """posenc's [n, d] table in dtype: correctly rounded in float32, bfloat16 and float16; float64 holds the
-    float32 values (posenc has no double tables), as the originals' float32 tables widened by .double()."""
+    """posenc's [n, d] table in dtype: float32 correctly rounded, bfloat16 / float16 posenc's narrow tables (the
+    float32 values rounded to the format), float64 the float32 values (posenc has no double tables), as the
+    originals' float32 tables converted by .double()."""
     if dtype in (torch.float32, torch.bfloat16, torch.float16):
         return table(spec, n, dtype=dtype)
     return table(spec, n).to(dtype)
@@ -132,9 +133,9 @@ def _exact_table(spec: Spec, n: int, dtype: torch.dtype) -> Tensor:
 class _ExactPE(nn.Module):
     """The buffer ``pe`` filled with posenc's exact table, and the fused x + pe while it holds those values in
     float32 (a state_dict with other values, such as the original module's float32 table, is then used as
-    loaded). The module's dtype conversions (.double(), .half(), .to(dtype)) keep the table exact in the new
-    dtype rather than converting the float32 values (bfloat16 / float16 correctly rounded, float64 the float32
-    values), while the buffer holds posenc's table."""
+    loaded). The module's dtype conversions (.double(), .half(), .to(dtype)) refill the buffer with posenc's table
+    in the new dtype while it holds posenc's table: the same values as the conversion, except that a conversion
+    back to float32 (.half().float()) gives the exact table again, not the narrow values widened."""
 
     def _set_table(self, spec: Spec, max_len: int, shape) -> None:
         self.spec = spec
@@ -221,8 +222,8 @@ class SinusoidalPositionalEmbedding(nn.Module):
     """fairseq's SinusoidalPositionalEmbedding at its main branch (and v0.12.3's, whose checkpoints load): sin|cos
     halves, frequencies 1e4^(-i/(h-1)), a zero column for an odd dim, zeros at padding_idx, here correctly
     rounded. ``SinusoidalPositionalEmbedding(embedding_dim, padding_idx, init_size=1024, auto_expand=True)``;
-    ``weights``: the table, a non-persistent buffer (it follows .to(), .double(), .half(); bfloat16 / float16
-    correctly rounded, float64 the float32 values), so the state_dict is empty as main's, and a v0.12.3
+    ``weights``: the table, a non-persistent buffer (it follows .to(), .double(), .half(), refilled with posenc's
+    table in the new dtype, so .half().float() is exact again), so the state_dict is empty as main's, and a v0.12.3
     checkpoint's ``_float_tensor`` and an old ``weights`` key are dropped on load as main drops them.
     ``forward(input, incremental_state=None, timestep=None, positions=None)`` maps tokens [bsz, seq] to
     [bsz, seq, dim] by make_positions (padding_idx + 1 + the count of non-pad tokens; ``positions`` is ignored,

@@ -517,15 +517,21 @@ def test_tutorial_batch_first_dtype_after_double():
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_narrow_tables_rounded_once(dtype):
-    """.half() / .bfloat16() refill the tables from posenc's narrow kernels (rounded once from the exact value)
-    rather than narrowing the float32 table (rounded twice): on a table this size some entries differ."""
+def test_narrow_tables_and_back(dtype):
+    """.half() / .bfloat16() give posenc's narrow tables (the exact float32 values rounded to the format, as
+    torch's conversion does); .float() afterwards gives the exact float32 table back, not the narrow values
+    widened (the original modules keep the narrow values)."""
     tut = pt.PositionalEncoding(512, max_len=4096).to(dtype)
     fs = pt.SinusoidalPositionalEmbedding(512, 1, init_size=4096).to(dtype)
-    once_v = pt.table(posenc.Spec.vaswani(512), 4096, dtype=dtype)
-    once_f = pt.table(posenc.Spec.fairseq(512), 4096, dtype=dtype)
-    once_f[1] = 0
-    twice_v = pt.table(posenc.Spec.vaswani(512), 4096).to(dtype)
-    assert not torch.equal(once_v, twice_v), "double rounding shows on this table"
-    assert_bits(tut.pe.view(4096, 512), once_v, "tutorial pe")
-    assert_bits(fs.weights, once_f, "fairseq weights")
+    narrow_v = pt.table(posenc.Spec.vaswani(512), 4096, dtype=dtype)
+    narrow_f = pt.table(posenc.Spec.fairseq(512), 4096, dtype=dtype)
+    narrow_f[1] = 0
+    assert_bits(tut.pe.view(4096, 512), narrow_v, "tutorial pe")
+    assert_bits(fs.weights, narrow_f, "fairseq weights")
+    exact_v, exact_f = pt.table(posenc.Spec.vaswani(512), 4096), pt.SinusoidalPositionalEmbedding.get_embedding(
+        4096, 512, 1)
+    assert not torch.equal(narrow_v.float(), exact_v)
+    assert_bits(tut.float().pe.view(4096, 512), exact_v, "tutorial pe back in float32")
+    assert_bits(fs.float().weights, exact_f, "fairseq weights back in float32")
+    orig = O.PositionalEncoding(512, max_len=4096).to(dtype).float()
+    assert torch.equal(orig.pe.view(4096, 512), orig.pe.view(4096, 512).to(dtype).float()), "the original's stays narrow"
