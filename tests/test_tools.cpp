@@ -210,7 +210,12 @@ std::vector<float> lib_f32(const posenc::spec &s, int64_t first, int64_t n, cons
   return t;
 }
 
-const posenc_isa kAllIsas[] = {POSENC_ISA_SCALAR, POSENC_ISA_AVX2, POSENC_ISA_AVX512, POSENC_ISA_NEON};
+// Every path the ABI names (posenc.h's enumerators run from 0 to POSENC_ISA_COUNT).
+const std::vector<posenc_isa> kAllIsas = [] {
+  std::vector<posenc_isa> v;
+  for (int i = 0; i < POSENC_ISA_COUNT; ++i) v.push_back(posenc_isa(i));
+  return v;
+}();
 
 std::vector<std::string> available_paths() {
   std::vector<std::string> p;

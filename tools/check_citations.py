@@ -134,7 +134,7 @@ def main():
                 if first not in top or "://" in line[max(0, m.start() - 8):m.start() + 3]:
                     continue
                 path = re.sub(r":\d+$", "", path)
-                if "*" in path or "<" in path or "{" in path or line[m.end():m.end() + 1] == "*":
+                if "*" in path or "<" in path or "{" in path or line[m.end():m.end() + 1] in ("*", "<", "{"):
                     continue
                 if INSTALLED.search(path) or os.path.exists(os.path.join(root, path)):
                     continue

@@ -213,8 +213,8 @@ void check(const Op &op, ggml_type type, const Shape &shape, bool with_factors, 
   const std::vector<uint8_t> want = expected(op, a, pos, factors);
 
   std::vector<posenc_isa> paths;
-  for (posenc_isa isa : {POSENC_ISA_SCALAR, POSENC_ISA_AVX2, POSENC_ISA_AVX512, POSENC_ISA_NEON})
-    if (posenc_isa_available(isa)) paths.push_back(isa);
+  for (int i = 0; i < POSENC_ISA_COUNT; ++i)
+    if (posenc_isa_available(posenc_isa(i))) paths.push_back(posenc_isa(i));
   const posenc_isa active = posenc_active_isa();
   ggml_tensor *out = build(ctx, op, a, b, c);
   ggml_cgraph *gf = ggml_new_graph(ctx);
