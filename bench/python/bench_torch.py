@@ -14,9 +14,10 @@ imported from this tree. Every case runs its variants in rounds: each round call
 fixed inner loop of calls, for calls of a few microseconds), the order rotated from round to round
 (A B, B A, ...), so that drift hits all sides alike; the JSON keeps the time of every variant in every round
 (round order), from which bench/report/python_section.py computes medians, per-round (paired) ratios and
-spreads. Everything runs under torch.no_grad() (inference), float32, with torch.set_num_threads(1); when
-torch's default thread count is above 1 (or with --threads N) the cases without a decode shape run a second time
-with that many threads (posenc's calls are single-threaded either way). Each case also times a bound: what
+spreads. Everything runs under torch.no_grad() (inference), float32, with torch.set_num_threads(1); then
+big_cases (tables, the tutorial and fairseq forwards, the embedding, the HF rotations) run a second time with
+--threads N, torch's default thread count when above 1, else 2 threads where there are 2 CPUs (posenc's calls are
+single-threaded either way). Each case also times a bound: what
 the same output costs without the arithmetic (a new tensor written, the gather alone, q and k read and written).
 
 Memory: glibc's malloc gives a tensor of 32 MiB or more (in the steady state of its default configuration) a
@@ -232,7 +233,8 @@ def tutorial_forward(B, shapes):
                   [("original", lambda: mo(x), None), ("posenc", lambda: mp(x), None),
                    ("bound", lambda: x.clone(), None)],
                   {"original": ("original module (eval, dropout 0): x + pe[:seq]", "original"),
-                   "posenc": ("posenc.torch module (fused add, exact PE on the fly)", "posenc"),
+                   "posenc": ("posenc.torch module (batch-first: fused add, exact PE on the fly; seq-first: "
+                              "x + pe[:seq], the same op on the exact table)", "posenc"),
                    "bound": ("x.clone(): x read, a new tensor written", "bound")},
                   check=lambda: {"max_abs_diff": max_diff(mo(x), mp(x))})
 
@@ -269,11 +271,65 @@ def llama_qk(torch, seq, batch=1, q_heads=32, kv_heads=8, head_dim=128):
     return qb, kb, qb.clone(), kb.clone()
 
 
-def big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill):
+def big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position):
     tables(B, table_shapes)
     tutorial_forward(B, fwd_shapes)
+    fairseq_forward(B, fairseq_shapes)
     embedding(B, emb_shapes, vocab)
     rotary(B, prefill, None, decode=False)
+    for kind in ("prefill", "decode"):
+        rotary_hf_path(B, prefill, decode_position, kind)
+
+
+def fairseq_forward(B, shapes, d=512, padding_idx=1):
+    """fairseq main's SinusoidalPositionalEmbedding.forward on tokens [bsz, seq] (the table sized as its
+    PositionalEmbedding factory sizes it for 1024 source positions), row 0 left-padded."""
+    torch, pt, O = B.torch, B.pt, B.O
+    for bsz, seq in shapes:
+        mo = O.SinusoidalPositionalEmbedding(d, padding_idx, init_size=1024 + padding_idx + 1)
+        mp = pt.SinusoidalPositionalEmbedding(d, padding_idx, init_size=1024 + padding_idx + 1)
+        g = torch.Generator().manual_seed(bsz * 7 + seq)
+        tok = torch.randint(padding_idx + 1, 30000, (bsz, seq), generator=g)
+        tok[0, : seq // 8] = padding_idx
+        flat = O.make_positions(tok, padding_idx).view(-1)
+        w = mp.weights
+        B.run("fairseq/%dx%dx%d" % (bsz, seq, d), "fairseq_forward", "fairseq forward, tokens [%d, %d], d = %d"
+              % (bsz, seq, d), {"bsz": bsz, "seq": seq, "d": d}, bsz * seq * d,
+              [("original", lambda: mo(tok), None), ("posenc", lambda: mp(tok), None),
+               ("bound", lambda: w.index_select(0, flat), None)],
+              {"original": ("fairseq main: make_positions (7 ops) + index_select of its table", "original"),
+               "posenc": ("posenc.torch: make_positions (4 ops) + index_select of the exact table", "posenc"),
+               "bound": ("index_select with the positions precomputed: the gather alone", "bound")},
+              check=lambda: {"max_abs_diff": max_diff(mo(tok), mp(tok))})
+
+
+def rotary_hf_path(B, prefill_tokens, decode_position, kind):
+    """The drop-in path: the model's own code calls rotary_emb(x, position_ids) once per step and
+    apply_rotary_pos_emb per layer; here one of each, HF's against posenc.torch's (both out of place)."""
+    torch, pt, O = B.torch, B.pt, B.O
+    cfg = O.original_configs()["llama3_1_8b"]
+    ro, rp = O.LlamaRotaryEmbedding(cfg), pt.RotaryEmbedding(cfg)
+    seq, first = (prefill_tokens, 0) if kind == "prefill" else (1, decode_position)
+    qb, kb, _, _ = llama_qk(torch, seq)
+    q, k = qb.transpose(1, 2), kb.transpose(1, 2)
+    pos = torch.arange(first, first + seq).unsqueeze(0)
+
+    def original():
+        cos, sin = ro(q, pos)
+        return O.apply_rotary_pos_emb(q, k, cos, sin)
+
+    def posenc():
+        cos, sin = rp(q, pos)
+        return pt.apply_rotary_pos_emb(q, k, cos, sin)
+
+    B.run("rope_hf/%s" % kind, "rope_hf", "HF path, Llama-3.1-8B %s: %d token%s at %d" % (kind, seq, "s" * (seq > 1),
+                                                                                          first),
+          {"batch": 1, "seq": seq, "q_heads": 32, "kv_heads": 8, "head_dim": 128, "first": first}, seq * 40 * 128,
+          [("original", original, None), ("posenc", posenc, None)],
+          {"original": ("HF LlamaRotaryEmbedding.forward + apply_rotary_pos_emb", "original"),
+           "posenc": ("posenc.torch RotaryEmbedding.forward + apply_rotary_pos_emb (the same formula's bits, fewer "
+                      "passes)", "posenc")},
+          check=lambda: {"max_abs_diff_q": max_diff(original()[0], posenc()[0])}, inner="auto" if seq == 1 else None)
 
 
 def rotary(B, prefill_tokens, decode_position, decode):
@@ -516,11 +572,13 @@ def main(argv):
              " ".join("%.2f" % x for x in data["load_avg_start"])), flush=True)
 
     if args.quick:
-        table_shapes, fwd_shapes, emb_shapes, vocab, prefill = [(256, 512)], [(128, 2, 512)], \
+        table_shapes, fwd_shapes, emb_shapes, vocab, prefill = [(256, 512)], [(128, 1, 512), (128, 2, 512)], \
             [(1, 256, 512), (2, 256, 512)], 1000, 64
+        fairseq_shapes = [(2, 64)]
     else:
-        table_shapes, fwd_shapes, emb_shapes, vocab, prefill = [(2048, 512), (8192, 1024)], [(2048, 8, 512)], \
-            [(1, 2048, 512), (8, 2048, 512), (1, 8192, 1024)], 32000, 2048
+        table_shapes, fwd_shapes, emb_shapes, vocab, prefill = [(2048, 512), (8192, 1024)], \
+            [(2048, 1, 512), (2048, 8, 512)], [(1, 2048, 512), (8, 2048, 512), (1, 8192, 1024)], 32000, 2048
+        fairseq_shapes = [(8, 128), (8, 1024)]
     decode_position = 100000
 
     B = Bench(torch, pt, posenc, O, plan)
@@ -528,17 +586,19 @@ def main(argv):
     B.alloc = "reuse" if reuse else "default"
     data["verdict_alloc"] = B.alloc
     data["alloc_runs"] = [B.alloc]
-    extra = args.threads if args.threads else (default_threads if default_threads > 1 else None)
+    # issue 24: every module at 1 and 2 threads; torch's default when above 1, else 2 where there are 2 CPUs
+    extra = args.threads if args.threads else (default_threads if default_threads > 1 else
+                                               (2 if (os.cpu_count() or 1) >= 2 else None))
     data["thread_runs"] = [1] + ([extra] if extra and extra > 1 else [])
     data["thread_note"] = ("torch's default here is %d thread%s; %s" % (
         default_threads, "s" * (default_threads > 1),
-        "the cases without a decode shape ran again with %d threads" % extra if extra and extra > 1 else
+        "the cases of big_cases ran again with %d threads" % extra if extra and extra > 1 else
         "one run (torch.set_num_threads(1)), which is also the default"))
     for threads in data["thread_runs"]:
         torch.set_num_threads(threads)
         print("-- torch.set_num_threads(%d), glibc malloc %s" % (threads, "reusing freed memory (mallopt)" if reuse
                                                                  else "as configured"), flush=True)
-        big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill)
+        big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position)
         if threads == 1:
             rotary(B, prefill, decode_position, decode=True)
             decode_steps(B, decode_position)
@@ -549,7 +609,7 @@ def main(argv):
         data["alloc_runs"].append("default")
         print("-- torch.set_num_threads(1), glibc malloc in its default steady state (fresh mappings from 32 MiB)",
               flush=True)
-        big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill)
+        big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position)
     torch.set_num_threads(default_threads)
 
     data["cases"] = B.cases

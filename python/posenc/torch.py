@@ -5,11 +5,12 @@ forward signatures and state_dict keys, computing every value exactly (correctly
 Modules (each documented below; docs/python.md has an example per module):
   PositionalEncoding(d_model, dropout=0.1, max_len=5000)        the PyTorch tutorial's, [seq, batch, d]
   PositionalEncodingBatchFirst(d_model, dropout=0.1, max_len=5000)               [batch, seq, d]
-  SinusoidalPositionalEmbedding(embedding_dim, padding_idx, init_size=1024)      fairseq's
+  SinusoidalPositionalEmbedding(embedding_dim, padding_idx, init_size=1024, auto_expand=True)  fairseq main's
   LearnableSinusoidalPositionalEncoding(d_model, dropout=0.1, max_len=5000, d_hid=None,
                                         activation="gelu", batch_first=False)   LSPE: an FFN over the table
   ScaledEmbeddingWithPE(num_embeddings, d_model, max_len=5000, padding_idx=None) emb(tok) * sqrt(d) + pe, fused
-  RotaryEmbedding(config, device=None)         HF's LlamaRotaryEmbedding: forward(x, position_ids) -> (cos, sin),
+  RotaryEmbedding(config, device=None)         HF's LlamaRotaryEmbedding (v5 and v4 configs, Gemma 3's per layer
+                                               type): forward(x, position_ids, layer_type=None) -> (cos, sin),
                                                every rope_type; .apply_rotary(q, k, position_ids) rotates in place
   Qwen2VLRotaryEmbedding(config) (= Qwen2_5_VLRotaryEmbedding)   HF's Qwen2-VL / Qwen2.5-VL text M-RoPE:
                                                forward(x, position_ids [3, b, s]) -> cos, sin [3, b, s, head_dim]
@@ -117,10 +118,6 @@ def add(x: Tensor, spec: SpecLike, *, positions: Optional[Tensor] = None, first:
     return _add_into(x.detach(), spec, positions, first, scale, seq_first)
 
 
-def _fast(x: Tensor) -> bool:
-    return x.dtype == torch.float32 and x.device.type == "cpu" and x.layout == torch.strided and x.stride(-1) == 1
-
-
 def _exact_table(spec: Spec, n: int, dtype: torch.dtype) -> Tensor:
     """posenc's [n, d] table in dtype: float32 correctly rounded, bfloat16 / float16 posenc's narrow tables (the
     float32 values rounded to the format), float64 the float32 values (posenc has no double tables), as the
@@ -131,11 +128,11 @@ def _exact_table(spec: Spec, n: int, dtype: torch.dtype) -> Tensor:
 
 
 class _ExactPE(nn.Module):
-    """The buffer ``pe`` filled with posenc's exact table, and the fused x + pe while it holds those values in
-    float32 (a state_dict with other values, such as the original module's float32 table, is then used as
-    loaded). The module's dtype conversions (.double(), .half(), .to(dtype)) refill the buffer with posenc's table
-    in the new dtype while it holds posenc's table: the same values as the conversion, except that a conversion
-    back to float32 (.half().float()) gives the exact table again, not the narrow values widened."""
+    """The buffer ``pe`` filled with posenc's exact table (a state_dict with other values, such as the original
+    module's float32 table, is used as loaded). The module's dtype conversions (.double(), .half(), .to(dtype))
+    refill the buffer with posenc's table in the new dtype while it holds posenc's table: the same values as the
+    conversion, except that a conversion back to float32 (.half().float()) gives the exact table again, not the
+    narrow values widened."""
 
     def _set_table(self, spec: Spec, max_len: int, shape) -> None:
         self.spec = spec
@@ -156,17 +153,6 @@ class _ExactPE(nn.Module):
         if self._exact and self.pe.dtype != dtype and self.pe.is_floating_point() and not self.pe.is_meta:
             self.pe.copy_(self._exact_pe(self.pe.dtype))
         return out
-
-    def _add(self, x: Tensor, seq_first: bool) -> Optional[Tensor]:
-        """x + pe by the fused kernel; None when the fast path does not apply (the caller then adds the buffer):
-        float32 x and a float32 exact buffer on the CPU, batch-first (for [seq, batch, d] the buffer's add is the
-        faster one, a single PyTorch op over x: the report's Python section)."""
-        if seq_first or not (x.dim() == 3 and self._exact and _fast(x) and x.size(-1) == self.spec.d_model
-                             and self.pe.dtype == torch.float32 and self.pe.device.type == "cpu"):
-            return None
-        if x.size(1) > self.pe.size(1):
-            return None  # longer than max_len: the original's broadcast raises, and so does the fallback
-        return add(x, self.spec, seq_first=False)
 
 
 class PositionalEncoding(_ExactPE):
@@ -189,9 +175,9 @@ class PositionalEncoding(_ExactPE):
 
 class PositionalEncodingBatchFirst(_ExactPE):
     """The batch-first variant: buffer ``pe`` [1, max_len, d_model]; x [batch, seq, d_model];
-    ``dropout(x + pe[:, :seq])``. Float32 CPU inputs take posenc's fused add (the PE computed on the fly, one
-    pass over x, faster than the strided broadcast add); other inputs, or a buffer not in float32, the original
-    expression."""
+    ``dropout(x + pe[:, :seq])``, the original expression on the exact buffer (one broadcast add, which PyTorch
+    spreads over its threads; posenc.torch.add, the fused add with the PE computed on the fly, is there for
+    callers who want no table)."""
 
     def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000):
         super().__init__()
@@ -200,10 +186,7 @@ class PositionalEncodingBatchFirst(_ExactPE):
 
     def forward(self, x: Tensor) -> Tensor:
         """dropout(x + pe[:, :seq]) for x [batch, seq, d_model]."""
-        y = self._add(x, seq_first=False)
-        if y is None:
-            y = x + self.pe[:, : x.size(1)]
-        return self.dropout(y)
+        return self.dropout(x + self.pe[:, : x.size(1)])
 
 
 # ---- fairseq -----------------------------------------------------------------------------------------------
