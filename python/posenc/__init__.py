@@ -8,7 +8,9 @@ IndexError, SizeOverflow an OverflowError, NoMemory a MemoryError, Unsupported a
 is posenc_status_string, and leave every output untouched. bfloat16 arrays are uint16 bit patterns in NumPy
 (torch.bfloat16 tensors are taken as they are). Multi-axis RoPE (M-RoPE of vision-language models, 2-D RoPE of
 vision towers): Rope(..., axes=, axis=) or rope_sections, positions of shape (axes, n); rope_shift moves cached
-keys to new positions (the context shift).
+keys to new positions (the context shift). Real-valued positions (the timestep embeddings of diffusion and
+flow-matching models): timesteps and timesteps_add take float64 timesteps (float32, bfloat16, float16 and
+integers converted exactly).
 
 posenc.torch (imported on its own, needs torch) has drop-in modules for the PyTorch code people run.
 docs/python.md has an example per function and module.
@@ -45,6 +47,8 @@ from ._posenc import (  # noqa: F401
     rows,
     status_string,
     table,
+    timesteps,
+    timesteps_add,
     version,
 )
 
@@ -54,5 +58,6 @@ __all__ = [
     "PAD", "Error", "Isa", "InvalidArgument", "Layout", "NoMemory", "OutOfRange", "Rope", "RopeLayout",
     "RopePairs", "SizeOverflow", "Spec", "Status", "Unsupported", "active_isa", "add", "available_isas", "embed",
     "embed_learned", "force_isa", "isa_available", "isa_name", "rope", "rope_cache", "rope_init", "rope_qk",
-    "rope_sections", "rope_shift", "rows", "status_string", "table", "version", "__version__",
+    "rope_sections", "rope_shift", "rows", "status_string", "table", "timesteps", "timesteps_add", "version",
+    "__version__",
 ]

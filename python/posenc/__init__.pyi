@@ -90,6 +90,12 @@ class Spec:
     @staticmethod
     def diffusers(d_model: int, flip_sin_to_cos: bool = False, downscale_freq_shift: float = 1.0,
                   scale: float = 1.0, max_period: float = 10000.0) -> Spec: ...
+    @staticmethod
+    def dit(d_model: int, max_period: float = 10000.0) -> Spec: ...
+    @staticmethod
+    def flux(d_model: int, max_period: float = 10000.0, time_factor: float = 1000.0) -> Spec: ...
+    @staticmethod
+    def whisper(channels: int, max_timescale: float = 10000.0) -> Spec: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -173,6 +179,13 @@ def embed_learned(table: ArrayLike, tokens: IntArrayLike, pos_table: ArrayLike, 
                   positions: Optional[IntArrayLike] = None, first: int = 0, scale: float = 1.0,
                   out: Optional[ArrayLike] = None) -> ArrayLike:
     """posenc_embed_learned_f32: fmaf(scale, table[tokens], pos_table[positions])."""
+def timesteps(spec: SpecLike, timesteps: Any, *, dtype: Optional[DType] = None,
+              out: Optional[ArrayLike] = None) -> ArrayLike:
+    """posenc_timesteps_f32 / _bf16 / _f16: (n, d_model) rows at real-valued positions (float64; float32,
+    bfloat16, float16 and integer timesteps converted exactly)."""
+def timesteps_add(spec: SpecLike, x: ArrayLike, timesteps: Any, *, scale: float = 1.0,
+                  out: Optional[ArrayLike] = None) -> ArrayLike:
+    """posenc_timesteps_add_f32: fmaf(scale, x, PE(t)); x (n, d) or (batch, n, d), timesteps (n,) or (batch, n)."""
 def rope_init(rotary_dim: int, base: float = 10000.0, scaling: Optional[Mapping[str, Any]] = None, *,
               pairs: PairsLike = "halves", max_position_embeddings: Optional[int] = None,
               original_max_position_embeddings: Optional[int] = None, seq_len: Optional[int] = None) -> Rope:

@@ -1253,3 +1253,6 @@ def apply_rotary_vision(q: Tensor, k: Optional[Tensor], position_ids: Tensor,
         raise ValueError("position_ids: expected [N, %d] for a rope of %d axes, got %s"
                          % (rope.axes, rope.axes, list(pos.shape)))
     return _rotate_in_place(q, k, pos.t().contiguous(), rope, False)
+
+
+from ._torch_timesteps import *  # noqa: E402,F401,F403  timestep embeddings (diffusers, DiT, Flux); they join __all__

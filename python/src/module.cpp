@@ -14,6 +14,7 @@ namespace pyposenc {
 
 void bind_tables(py::module_ &m);
 void bind_rope(py::module_ &m);
+void bind_timesteps(py::module_ &m);
 
 namespace {
 
@@ -65,7 +66,8 @@ p * position_scale * w_i in exact arithmetic; the row holds sin and cos in the l
 ("interleaved", "sin_cos_halves", "cos_sin_halves"); an odd d_model ends with one 0.0. An invalid spec raises
 posenc.InvalidArgument here. Framework conventions: Spec.vaswani(d), marian(d), fairseq(d),
 tensor2tensor(d, min_timescale, max_timescale), ctranslate2(d), ggml_timestep(d, max_period),
-diffusers(d, flip_sin_to_cos, downscale_freq_shift, scale, max_period).)")
+diffusers(d, flip_sin_to_cos, downscale_freq_shift, scale, max_period), dit(d, max_period),
+flux(d, max_period, time_factor), whisper(channels, max_timescale).)")
       .def(py::init(&make_spec), "d_model"_a, "layout"_a = "interleaved", "base"_a = 10000.0,
            "freq_denominator"_a = 0.0, "position_scale"_a = 1.0)
       .def_property_readonly("d_model", [](const posenc_spec &s) { return s.d_model; })
@@ -107,7 +109,20 @@ diffusers(d, flip_sin_to_cos, downscale_freq_shift, scale, max_period).)")
             return spec::diffusers(d, flip, shift, scale, period).c_spec();
           },
           "d_model"_a, "flip_sin_to_cos"_a = false, "downscale_freq_shift"_a = 1.0, "scale"_a = 1.0,
-          "max_period"_a = 10000.0, "diffusers get_timestep_embedding.");
+          "max_period"_a = 10000.0, "diffusers get_timestep_embedding.")
+      .def_static(
+          "dit", [](int64_t d, double period) { return spec::dit(d, period).c_spec(); }, "d_model"_a,
+          "max_period"_a = 10000.0,
+          "latent diffusion / DiT timestep_embedding: cos first, base max_period, D = h (ggml_timestep's fields).")
+      .def_static(
+          "flux",
+          [](int64_t d, double period, double factor) { return spec::flux(d, period, factor).c_spec(); },
+          "d_model"_a, "max_period"_a = 10000.0, "time_factor"_a = 1000.0,
+          "Flux timestep_embedding: DiT's spec with position_scale = time_factor.")
+      .def_static(
+          "whisper", [](int64_t d, double timescale) { return spec::whisper(d, timescale).c_spec(); }, "channels"_a,
+          "max_timescale"_a = 10000.0,
+          "Whisper sinusoids (even channels): sin|cos halves, base max_timescale, D = h - 1; positions from 0.");
 }
 
 }  // namespace
@@ -153,6 +168,7 @@ PYBIND11_MODULE(_posenc, m) {
   bind_spec(m);
   bind_tables(m);
   bind_rope(m);
+  bind_timesteps(m);
 
   m.def("status_string", [](posenc_status s) { return posenc_status_string(s); }, "status"_a,
         "posenc_status_string: the static name of a status.");
