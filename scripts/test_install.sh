@@ -103,10 +103,10 @@ echo "meson's libdir: $libdir; the CMake package: $cmakedir"
 library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp "$libdir/libposenc.a" \
   "$libdir/pkgconfig/posenc.pc" "$cmakedir/posenc-config.cmake" "$cmakedir/posenc-config-version.cmake")
 expected=$( (echo "$library_files"; printf '%s\n' bin/posenc bin/posenc-bench libexec/posenc/posenc-accuracy
-  # the Python section's timer and originals (issue 16) come with the report scripts
+  # the Python section's timer and originals (issues 16 and 25) come with the report scripts
   # (and the NEON section's renderer, issue 28, which make_report imports)
-  for f in bench_torch charts machine make_report neon_section originals pictures python_section report results \
-           summary targets; do echo "share/posenc/report/$f.py"; done
+  for f in bench_torch charts machine make_report neon_section originals originals_timesteps pictures \
+           python_section report results summary targets; do echo "share/posenc/report/$f.py"; done
   ) | sort)
 installed=$(cd "$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$installed" = "$expected" ] || fail "installed files: got"$'\n'"$installed"$'\n'"expected"$'\n'"$expected"

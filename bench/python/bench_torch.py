@@ -9,9 +9,10 @@
 this tree's python/posenc/*.py, instead of a posenc found on sys.path.
 
 The originals are python/tests/originals.py (the PyTorch tutorial's PositionalEncoding, the torch.pow /
-torch.stack table, emb(tok) * sqrt(d) + pe, HF transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb),
-imported from this tree. Every case runs its variants in rounds: each round calls every variant once (or a
-fixed inner loop of calls, for calls of a few microseconds), the order rotated from round to round
+torch.stack table, emb(tok) * sqrt(d) + pe, HF transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb) and
+originals_timesteps.py next to it (diffusers' get_timestep_embedding), imported from this tree. Every case runs
+its variants in rounds: each round calls every variant once (or a fixed inner loop of calls, for calls of a few
+microseconds), the order rotated from round to round
 (A B, B A, ...), so that drift hits all sides alike; the JSON keeps the time of every variant in every round
 (round order), from which bench/report/python_section.py computes medians, per-round (paired) ratios and
 spreads. Everything runs under torch.no_grad() (inference), float32, with torch.set_num_threads(1); then
@@ -462,6 +463,33 @@ def overhead(B, position):
                "overhead derived from it is an upper bound" % many)
 
 
+def timestep_cases(B, shapes, O_ts):
+    """Issue 25: a batch of timestep embeddings, Stable Diffusion's UNet configuration (Timesteps(C, True, 0):
+    cos | sin, D = C / 2), fractional float32 timesteps as a sampler passes them; the original is diffusers'
+    get_timestep_embedding (python/tests/originals_timesteps.py)."""
+    torch, pt, posenc = B.torch, B.pt, B.posenc
+    for n, c in shapes:
+        g = torch.Generator().manual_seed(n * 7 + c)
+        t = torch.rand(n, generator=g) * 1000.0  # float32 in [0, 1000): DDIM / Euler steps, sigma-derived times
+        spec = posenc.Spec.diffusers(c, True, 0.0)
+        buf, t64 = torch.empty(n, c), t.double()
+        B.run("timesteps/%dx%d" % (n, c), "timesteps", "timestep embedding, %d timesteps x %d channels" % (n, c),
+              {"n": n, "channels": c}, n * c,
+              [("original", lambda: O_ts.get_timestep_embedding(t, c, True, 0), None),
+               ("posenc", lambda: pt.get_timestep_embedding(t, c, True, 0), None),
+               ("posenc_out", lambda: posenc.timesteps(spec, t64, out=buf), None),
+               ("bound", lambda: torch.empty(n, c).fill_(0.0), None)],
+              {"original": ("diffusers get_timestep_embedding(t, C, flip_sin_to_cos=True, downscale_freq_shift=0)",
+                            "original"),
+               "posenc": ("posenc.torch.get_timestep_embedding (the float32 timesteps converted to float64)",
+                          "posenc"),
+               "posenc_out": ("posenc.timesteps(spec, float64 timesteps, out=) into a preallocated tensor",
+                              "posenc-extra"),
+               "bound": ("torch.empty(n, C).fill_(0): a new tensor, its bytes written, no arithmetic", "bound")},
+              check=lambda: {"max_abs_diff": max_diff(pt.get_timestep_embedding(t, c, True, 0),
+                                                      O_ts.get_timestep_embedding(t, c, True, 0))})
+
+
 # ---- machine -------------------------------------------------------------------------------------------------
 
 def _cpu():
@@ -560,6 +588,7 @@ def main(argv):
     import posenc
     import posenc.torch as pt
     O = load_originals(args.originals)
+    O_ts = load_originals(os.path.join(os.path.dirname(os.path.abspath(args.originals)), "originals_timesteps.py"))
     plan = Plan(args.quick)
     data = {"schema": SCHEMA, "mode": "quick" if args.quick else "full",
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -580,6 +609,7 @@ def main(argv):
             [(2048, 1, 512), (2048, 8, 512)], [(1, 2048, 512), (8, 2048, 512), (1, 8192, 1024)], 32000, 2048
         fairseq_shapes = [(8, 128), (8, 1024)]
     decode_position = 100000
+    ts_shapes = [(1024, 320), (1024, 1280)]  # issue 25's batch, in both plans (milliseconds each)
 
     B = Bench(torch, pt, posenc, O, plan)
     reuse = allocator_reuse()
@@ -599,6 +629,7 @@ def main(argv):
         print("-- torch.set_num_threads(%d), glibc malloc %s" % (threads, "reusing freed memory (mallopt)" if reuse
                                                                  else "as configured"), flush=True)
         big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position)
+        timestep_cases(B, ts_shapes, O_ts)
         if threads == 1:
             rotary(B, prefill, decode_position, decode=True)
             decode_steps(B, decode_position)
@@ -610,6 +641,7 @@ def main(argv):
         print("-- torch.set_num_threads(1), glibc malloc in its default steady state (fresh mappings from 32 MiB)",
               flush=True)
         big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position)
+        timestep_cases(B, ts_shapes, O_ts)
     torch.set_num_threads(default_threads)
 
     data["cases"] = B.cases

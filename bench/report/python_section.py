@@ -1,5 +1,5 @@
 """The report's Python section: bench/python/bench_torch.py's JSON -> Markdown, one SVG chart and the target rows
-of issue 16 (the original PyTorch code against posenc.torch, timed from Python in one process).
+of issues 16 and 25 (the original PyTorch code against posenc.torch, timed from Python in one process).
 
     import python_section
     text, charts = python_section.render("report/python.json", "report")   # charts: [(title, file name)]
@@ -28,7 +28,8 @@ CHART = "python_speedup.svg"
 # calls made in the same round); a denominator "us" makes the value the numerator's per-call overhead in
 # microseconds (its time minus the kernel's, per round, median). Issue 16: at least 10x faster than PyTorch
 # eager for tables and the fused embedding at 2048 x 512 and larger, at least 3x for the HF-style rotation, a
-# per-call overhead under 5 us for a one-row decode step.
+# per-call overhead under 5 us for a one-row decode step. Issue 25: a batch of 1024 timesteps x 320 and x 1280
+# channels at least 2x faster than diffusers' get_timestep_embedding in PyTorch at one thread.
 TARGETS = [
     ("table 2048 x 512: faster than the tutorial's table code", "table/2048x512", "tutorial", "posenc",
      ">=", 10.0, True, "table/256x512"),
@@ -68,6 +69,12 @@ TARGETS = [
      "us", "<=", 5.0, True, "overhead/rope_decode"),
     ("decode step overhead: posenc.torch.rows, one position, microseconds (an upper bound)", "overhead/rows_one",
      "function", "us", "<=", 5.0, True, "overhead/rows_one"),
+    ("timesteps 1024 x 320 (SD UNet's Timesteps(320, True, 0)): faster than diffusers' get_timestep_embedding",
+     "timesteps/1024x320", "original", "posenc", ">=", 2.0, True, "timesteps/1024x320"),
+    ("timesteps 1024 x 1280: faster than diffusers' get_timestep_embedding", "timesteps/1024x1280", "original",
+     "posenc", ">=", 2.0, True, "timesteps/1024x1280"),
+    ("ceiling: timesteps 1024 x 1280, diffusers' formula vs a new tensor written (no target)", "timesteps/1024x1280",
+     "original", "bound", ">=", 2.0, False, "timesteps/1024x1280"),
 ]
 
 GROUPS = [
@@ -95,6 +102,11 @@ GROUPS = [
      "element of cos."),
     ("decode", "A fairseq decode step", "`SinusoidalPositionalEmbedding(512, padding_idx=1)` with "
      "incremental_state: both index their precomputed table (posenc computes a row only past it); per element."),
+    ("timesteps", "Timestep embeddings (issue 25)", "A batch of 1024 float32 timesteps in [0, 1000) (fractional, as "
+     "a sampler passes them), Stable Diffusion's UNet configuration `get_timestep_embedding(t, C, "
+     "flip_sin_to_cos=True, downscale_freq_shift=0)`: diffusers' formula in PyTorch (exp, the float32 products, "
+     "sin, cos, two concatenations) against posenc.torch's drop-in (each row at its own exact angle: no table to "
+     "reuse); per output element."),
 ]
 
 SIDE_ORDER = {"original": 0, "posenc": 1, "posenc-extra": 2, "bound": 3, "kernel": 4}
@@ -456,6 +468,7 @@ def chart(data, out_dir):
     ax.axvline(1.0, color="black", linestyle=":", linewidth=1)
     ax.axvline(10.0, color="gray", linestyle="--", linewidth=1, label="issue 16 target: tables, embedding (10x)")
     ax.axvline(3.0, color="gray", linestyle="-.", linewidth=1, label="issue 16 target: HF rotation (3x)")
+    ax.axvline(2.0, color="gray", linestyle=(0, (1, 3)), linewidth=1, label="issue 25 target: timesteps (2x)")
     ax.set_xlabel("original time / posenc.torch time (paired median; > 1: posenc faster)")
     ax.set_title("posenc.torch against the original PyTorch code, one thread (%s plan)" % data.get("mode", "?"),
                  fontsize=10)
@@ -502,9 +515,9 @@ def render(python_json_path, out_dir=None):
                            cpu=m.get("cpu", "?"), mode=data.get("mode", "?"), seconds=data.get("seconds", "?"),
                            min_rounds=plan.get("min_rounds", "?"), max_rounds=plan.get("max_rounds", "?"),
                            thread_note=data.get("thread_note", "?"), loads=_loads(data)),
-             "### Issue 16's targets\n\nA ratio is first time / second time as the row states it (above 1 posenc "
-             "is faster); a *ceiling* row gives the original's time over the bound's (the same output without "
-             "the arithmetic): the most any implementation that writes a new output could gain; an overhead row "
+             "### The targets of issues 16 and 25\n\nA ratio is first time / second time as the row states it "
+             "(above 1 posenc is faster); a *ceiling* row gives the original's time over the bound's (the same "
+             "output without the arithmetic): the most any implementation that writes a new output could gain; an overhead row "
              "gives the Python call's time minus the kernel's own per call (median of "
              "the per-round differences) in microseconds, first and second being those two times. The quick "
              "plan's shapes are not the targets' shapes: there the rows are shown, not judged.\n\n"
