@@ -87,6 +87,58 @@ TEST_CASE("every path of this build reproduces the golden hashes", "[golden]") {
     });
 }
 
+// Real-valued positions (posenc_timesteps_f32): diffusion timesteps between the integers, Flux's [0, 1]
+// scaled by 1000, and the ends of the range (a subnormal, -0, the largest fraction, +-(2^31 - 1/2)).
+struct GoldenTimes {
+  const char *name;
+  posenc_spec spec;
+  std::vector<double> t;
+  const char *sha256;
+};
+
+const std::vector<GoldenTimes> &golden_times() {
+  static const std::vector<GoldenTimes> g = {
+      {"diffusers flip_sin_to_cos, shift 0, d=320, fractional timesteps",
+       make(320, POSENC_COS_SIN_HALVES, 1e4, 160.0, 1.0),
+       {0.0, 0.5, 1.0, 999.5, 999.0, 250.25, 1e-3, 123.456, 0x1.8p-20},
+       "8a0ec3a9e1a6c7b7f3f205cf14234174aa4c75f6c0238ff071e9a19dc86cad71"},
+      {"flux d=256, time_factor 1000, t in [0, 1]", make(256, POSENC_COS_SIN_HALVES, 1e4, 128.0, 1000.0),
+       {0.0, 0.001, 0.25, 0.5, 0.999, 1.0, 1.0 / 3.0, 0x1.fffffffffffffp-1},
+       "8828a9c5f01bc205dde1f5cca03a37b4a8402f6a1c5e71ef3b0c7b99c66c2083"},
+      {"interleaved d=34, base 2, the ends of the range", make(34, POSENC_INTERLEAVED, 2.0, 0.0, 1.0),
+       {-2147483647.5, 2147483647.5, 0x1.fffffffcp30, 1e-300, -0.0, 0x1p-1074, 0x1.fffffffffffffp-1, -0.75},
+       "f2d06cfe677b79780547144849d8139c4cb31381b85a9097e06f21085d6cdfc7"},
+  };
+  return g;
+}
+
+TEST_CASE("the checked-in timestep hashes are those of MPFR's correctly rounded rows", "[golden]") {
+  for (const GoldenTimes &g : golden_times()) {
+    const int64_t d = g.spec.d_model;
+    std::vector<float> t(g.t.size() * d);
+    for (size_t r = 0; r < g.t.size(); ++r) ref::exact_row_real(g.spec, g.t[r], &t[r * d]);
+    ref::Sha256 h;
+    h.update(t.data(), t.size() * sizeof(float));
+    INFO(g.name);
+    CHECK(h.hex() == g.sha256);
+  }
+}
+
+TEST_CASE("every path of this build reproduces the golden timestep hashes", "[golden]") {
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (const GoldenTimes &g : golden_times()) {
+        const int64_t d = g.spec.d_model, n = int64_t(g.t.size());
+        std::vector<float> t(n * d);
+        REQUIRE(posenc_timesteps_f32(&g.spec, g.t.data(), n, t.data(), d) == POSENC_OK);
+        ref::Sha256 h;
+        h.update(t.data(), t.size() * sizeof(float));
+        INFO(g.name << " on " << posenc_isa_name(isa));
+        CHECK(h.hex() == g.sha256);
+      }
+    });
+}
+
 TEST_CASE("SHA-256 itself: the FIPS 180-4 examples", "[golden]") {
   ref::Sha256 a;
   a.update("abc", 3);
