@@ -1150,7 +1150,23 @@ _MIDPOINT_MARGIN = 2.0 ** -50
 
 def _exact_angles(positions: Tensor, freq: Any, base: float, den: int) -> Tensor:
     """[*positions.shape, K] float32: each the float32 nearest the real p * base^(-2k/den) (freq: the K nearest
-    doubles of those frequencies)."""
+    doubles of those frequencies). The double products rounded to float32 are that nearest value unless one lies
+    within 2^-50 of a float32 midpoint; such a product has the 29 bits that float32 drops within a few units of
+    2^28 (the midpoint's pattern, in any binade of normal numbers), so a test of those bits on the whole table
+    (three tensor ops) leaves the decimal decision to the rare table that has one."""
+    f = [float(x) for x in freq]
+    v = positions.to(torch.float64).unsqueeze(-1) * torch.tensor(f, dtype=torch.float64)
+    # integer positions: every nonzero product is at least min(f) in magnitude, a normal float32 when min(f) is
+    if min(f, default=1.0) > 2.0 ** -100 and v.numel():
+        # (bits - 2^28 + 64) mod 2^29 <= 128: the dropped bits within 64 units of the midpoint's pattern
+        near = torch.bitwise_and(v.view(torch.int64) + (64 - (1 << 28)), (1 << 29) - 1).le_(128)
+        if not bool(near.any()):
+            return v.float()
+    return _exact_angles_slow(positions, freq, base, den)
+
+
+def _exact_angles_slow(positions: Tensor, freq: Any, base: float, den: int) -> Tensor:
+    """_exact_angles element by element: the midpoint test on every product, decimal arithmetic where needed."""
     import numpy as np
 
     p = positions.numpy().astype(np.float64)[..., None]  # exact: |p| < 2^53
