@@ -15,8 +15,9 @@
 namespace pyposenc {
 
 /** An enum argument: the enum value itself, its integer, or its name in any case ("interleaved"). */
-template <class E>
-E enum_arg(py::handle obj, const char *what, std::initializer_list<std::pair<const char *, E>> names) {
+/** The same over any range of (name, value) pairs (names as const char * or std::string). */
+template <class E, class Names>
+E enum_arg_of(py::handle obj, const char *what, const Names &names) {
   if (py::isinstance<py::str>(obj)) {
     std::string s = obj.cast<std::string>();
     for (char &c : s) c = char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c == '-' ? '_' : c);
@@ -28,6 +29,10 @@ E enum_arg(py::handle obj, const char *what, std::initializer_list<std::pair<con
   }
   // posenc's own enums convert to int; an integer outside the enum is the C library's to refuse (INVALID)
   return E(py::int_(py::reinterpret_borrow<py::object>(obj)).cast<int>());
+}
+template <class E>
+E enum_arg(py::handle obj, const char *what, std::initializer_list<std::pair<const char *, E>> names) {
+  return enum_arg_of<E>(obj, what, names);
 }
 
 /** A posenc.Spec, or an int d_model for posenc_spec_default(d_model). */

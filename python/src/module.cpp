@@ -3,7 +3,10 @@
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
 
+#include <cctype>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "args.hpp"
 #include "arrays.hpp"
@@ -25,9 +28,17 @@ posenc_layout layout_arg(py::handle obj) {
                                   {"cos_sin_halves", POSENC_COS_SIN_HALVES}});
 }
 
+// Every path the C header names, by its posenc_isa_name ("scalar", "avx2", ...): posenc.h's enumerators run
+// from 0 to POSENC_ISA_COUNT, so a new path appears here (and in the Isa enum below) without an edit.
+std::vector<std::pair<std::string, posenc_isa>> isa_names() {
+  std::vector<std::pair<std::string, posenc_isa>> v;
+  for (int i = 0; i < POSENC_ISA_COUNT; ++i) v.emplace_back(posenc_isa_name(posenc_isa(i)), posenc_isa(i));
+  return v;
+}
+
 posenc_isa isa_arg(py::handle obj) {
-  return enum_arg<posenc_isa>(obj, "isa", {{"scalar", POSENC_ISA_SCALAR}, {"avx2", POSENC_ISA_AVX2},
-                                           {"avx512", POSENC_ISA_AVX512}, {"neon", POSENC_ISA_NEON}});
+  static const std::vector<std::pair<std::string, posenc_isa>> names = isa_names();
+  return enum_arg_of<posenc_isa>(obj, "isa", names);
 }
 
 posenc_spec make_spec(int64_t d_model, py::handle layout, double base, double freq_denominator, double position_scale) {
@@ -149,11 +160,17 @@ PYBIND11_MODULE(_posenc, m) {
   py::enum_<posenc_rope_pairs>(m, "RopePairs", "Which two elements of a head row rotate together.")
       .value("HALVES", POSENC_ROPE_HALVES)
       .value("INTERLEAVED", POSENC_ROPE_INTERLEAVED);
-  py::enum_<posenc_isa>(m, "Isa", "Instruction-set paths (posenc_isa).")
-      .value("SCALAR", POSENC_ISA_SCALAR)
-      .value("AVX2", POSENC_ISA_AVX2)
-      .value("AVX512", POSENC_ISA_AVX512)
-      .value("NEON", POSENC_ISA_NEON);
+  {
+    py::enum_<posenc_isa> isa(m, "Isa", "Instruction-set paths (posenc_isa).");
+    // the enum's names are the upper-case path names (SCALAR, AVX2, AVX512, NEON); pybind11 keeps the pointer
+    static std::vector<std::string> upper;
+    for (const auto &n : isa_names()) {
+      std::string u = n.first;
+      for (char &c : u) c = char(std::toupper(static_cast<unsigned char>(c)));
+      upper.push_back(u);
+    }
+    for (int i = 0; i < POSENC_ISA_COUNT; ++i) isa.value(upper[size_t(i)].c_str(), posenc_isa(i));
+  }
 
   register_errors(m);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -181,8 +198,8 @@ PYBIND11_MODULE(_posenc, m) {
         "Whether the path is compiled in and this CPU and OS support it.");
   m.def("available_isas", [] {
     py::list l;
-    for (posenc_isa i : {POSENC_ISA_SCALAR, POSENC_ISA_AVX2, POSENC_ISA_AVX512, POSENC_ISA_NEON})
-      if (posenc_isa_available(i)) l.append(i);
+    for (int i = 0; i < POSENC_ISA_COUNT; ++i)
+      if (posenc_isa_available(posenc_isa(i))) l.append(posenc_isa(i));
     return l;
   }, "The paths available here, scalar first.");
   m.def("force_isa", [](py::handle isa) { check(posenc_force_isa(isa_arg(isa))); }, "isa"_a,
