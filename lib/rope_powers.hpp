@@ -27,7 +27,7 @@ posenc_status rope_powers(int64_t rotary_dim, double base, int64_t n, PowerIndex
 // Pair i (of `pairs`) of a token at position p (of the pair's axis) turns by p f_i, and cos and sin are scaled
 // by m, where, as real numbers:
 //   f_i = base^(-2 k_i / n_dims) / c_i * (freq_scale + (1 - freq_scale) e_i)
-//   e_i = ext_factor * ramp_i              (0 when ext_factor is 0: then f_i = base^(-2 k_i / n_dims) / c_i * freq_scale)
+//   e_i = ext_factor * ramp_i       (0 when ext_factor is 0: f_i = base^(-2 k_i / n_dims) / c_i * freq_scale)
 //   ramp_i = 1 - clamp((i - low) / max(0.001, high - low), 0, 1)
 //   low = max(0, floor(cd(beta_fast))), high = min(n_dims - 1, ceil(cd(beta_slow))),
 //   cd(beta) = n_dims ln(n_ctx_orig / (2 pi beta)) / (2 ln base)

@@ -30,6 +30,18 @@ py=/usr/bin/python3
 # -Dpython=enabled: the extension module for the Python section (meson runs under /usr/bin/python3, so the
 # module is built for the interpreter below)
 setup=(--buildtype=release -Dtests=disabled -Dbenchmarks=enabled -Dtools=enabled -Dpython=enabled)
+# The ggml section (issue 23, docs/ggml.md): ggml built from the shared tarball beside the clone
+# (scripts/build_ggml.sh; reused when built before) and the integration's benchmark, posenc-ggml-bench.
+ggml_tarball=../shared/peers/ggml-d99724f2.tar.xz
+ggml_setup=(-Dggml=disabled)
+if [ ! -f "$ggml_tarball" ]; then
+  echo "report: no $ggml_tarball beside the clone: no ggml section" >&2
+elif ggml_prefix=$(bash scripts/build_ggml.sh | tail -n 1); then
+  ggml_setup=(-Dggml=enabled "-Dpkg_config_path=$ggml_prefix/lib/pkgconfig")
+else
+  echo "report: the ggml build failed: no ggml section" >&2
+fi
+setup+=("${ggml_setup[@]}")
 if [ -d "$build" ]; then
   meson setup --reconfigure "$build" "${setup[@]}" >/dev/null
 else
@@ -40,6 +52,9 @@ ninja -C "$build" -j "$jobs"
 # The pipeline itself is bench/report/report.py, which `posenc-bench --report DIR` runs from an install.
 args=(--out "$out" --bench "$build/bench/posenc-bench" --accuracy "$build/bench/posenc-accuracy"
       --posenc "$build/cli/posenc" --posenc-python "$build" --command scripts/report.sh)
+if [ "${ggml_setup[0]}" = -Dggml=enabled ]; then
+  args+=(--ggml-bench "$build/integrations/ggml/posenc-ggml-bench")
+fi
 
 # The NEON section (issue 28, bench/neon/): no ARM host here, so the NEON path's cost is counted, not timed: an
 # aarch64 build of posenc-count (the kernels and their NEON peers), the qemu plugin that counts its guest
@@ -57,7 +72,6 @@ ninja -C "$neon" -j "$jobs" bench/posenc-count
 cc -O2 -Wall -shared -fPIC -o "$neon/insn_count.so" bench/neon/insn_count.c
 args+=(--neon-count "$neon/bench/posenc-count" --neon-plugin "$neon/insn_count.so"
        --neon-sysroot /usr/aarch64-linux-gnu --neon-libdir /usr/lib/aarch64-linux-gnu)
-ggml_tarball=../shared/peers/ggml-d99724f2.tar.xz
 if [ $mode = quick ]; then
   args+=(--neon-ggml-note "the quick plan builds no ggml")
 elif [ ! -f "$ggml_tarball" ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian bookworm machine: installs what is missing, builds, runs every
 # test natively (each x86 path, and the suite again once per forced path), cross-builds for aarch64 and
-# runs the same suite under qemu (the NEON path), installs into a temporary prefix and builds the examples
+# runs the same suite under qemu (the NEON path), with the ggml integration's tests against ggml built from the
+# shared tarball (scripts/build_ggml.sh), installs into a temporary prefix and builds the examples
 # against it, builds and tests the Python package (scripts/test_python.sh), then the hardening runs
 # (sanitizers, valgrind, fuzzing, TSan). Ends with "tests: N passed, M failed", which counts the Catch2 test
 # cases of every meson log, each pytest case, plus one case for each step that is not a meson test (the
@@ -54,8 +55,25 @@ configure() {  # dir [extra meson args]
   fi
 }
 
+# The ggml integration (issue 23, docs/ggml.md): ggml built from its source beside the clone
+# (scripts/build_ggml.sh, one case), then the integration's tests (test-backend-ops' RoPE matrix, exactness)
+# run with the native suite.
+ggml_setup=(-Dggml=disabled)
+if [ -f ../shared/peers/ggml-d99724f2.tar.xz ]; then
+  echo "== ggml from ../shared/peers/ggml-d99724f2.tar.xz (scripts/build_ggml.sh)"
+  if ggml_prefix=$(bash scripts/build_ggml.sh | tail -n 1); then
+    posenc_record "ggml built from the shared tarball" OK
+    ggml_setup=(-Dggml=enabled "-Dpkg_config_path=$ggml_prefix/lib/pkgconfig")
+  else
+    posenc_record "ggml built from the shared tarball" FAIL
+    status=1
+  fi
+else
+  echo "== no ../shared/peers/ggml-d99724f2.tar.xz beside the clone: the ggml integration is not tested"
+fi
+
 echo "== native build ($(uname -m))"
-configure build-test --buildtype=release -Db_ndebug=false
+configure build-test --buildtype=release -Db_ndebug=false "${ggml_setup[@]}"
 ninja -C build-test -j "$jobs"
 meson test -C build-test --num-processes "$jobs" --print-errorlogs || status=1
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The memory-safety and concurrency checks of issue 5, on top of scripts/test.sh:
-#  1. the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (GCC, -O0, no recovery);
+#  1. the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (GCC, -O0, no recovery), the
+#     ggml integration's tests included when ggml's source is beside the clone;
 #  2. valgrind memcheck over the scalar path (POSENC_ISA=scalar) on the suites that finish in a minute there;
 #  3. the libFuzzer target fuzz/fuzz_api (clang, ASan + UBSan) from fuzz/corpus for POSENC_FUZZ_SECONDS (60);
 #  4. the thread test built with ThreadSanitizer.
@@ -54,8 +55,14 @@ elapsed() { echo "   ($((SECONDS - start)) s so far)"; }
 # all-paths run has not taken; the 'build' check reads the optimised archive for out-of-line inline functions, which -O0 emits by design. -O0: the
 # sanitizers see every access, and the build takes half the time of an optimised one (Catch2's runner
 # alone takes minutes to optimise with instrumentation).
+# The ggml integration's tests run there too (suite all-paths), against ggml built from the shared tarball
+# (scripts/build_ggml.sh, reused from scripts/test.sh's run; ggml itself is not instrumented).
+ggml_setup=(-Dggml=disabled)
+if [ -f ../shared/peers/ggml-d99724f2.tar.xz ] && ggml_prefix=$(bash scripts/build_ggml.sh | tail -n 1); then
+  ggml_setup=(-Dggml=enabled "-Dpkg_config_path=$ggml_prefix/lib/pkgconfig")
+fi
 echo "== ASan + UBSan: the whole suite"
-if built asan configure build-hard-asan --buildtype=debug -Dbenchmarks=disabled \
+if built asan configure build-hard-asan --buildtype=debug -Dbenchmarks=disabled "${ggml_setup[@]}" \
      -Db_sanitize=address,undefined -Db_lundef=false \
      -Dcpp_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all &&
    built asan ninja -C build-hard-asan -j "$jobs"; then

@@ -40,7 +40,7 @@ quiet() {  # runs a command, showing its output only when it fails
 # Every posenc header in a dependency list must be the installed one.
 headers_from_prefix() {  # what, dependency listing
   local found
-  found=$(grep -o '[^ :]*posenc/posenc\.hp*' <<<"$2" | sort -u)
+  found=$(grep -oE '[^ :]*posenc/(posenc\.hp*|ggml\.h)' <<<"$2" | sort -u)
   [ -n "$found" ] || fail "$1: no posenc header among its dependencies"
   grep -v "^$prefix/include/" <<<"$found" && fail "$1 read posenc headers from outside the prefix"
   return 0
@@ -86,9 +86,19 @@ if $cmake_only; then
   exit 0
 fi
 
+# The ggml integration (issue 23, docs/ggml.md) when ggml's source is beside the clone: ggml built from it
+# (scripts/build_ggml.sh), the integration installed with the rest, its example built against the prefix.
+ggml_prefix="" ggml_setup=() ggml_files=""
+if [ -f ../shared/peers/ggml-d99724f2.tar.xz ]; then
+  ggml_prefix=$(bash scripts/build_ggml.sh | tail -n 1) || fail "scripts/build_ggml.sh"
+  ggml_setup=(-Dggml=enabled "-Dpkg_config_path=$ggml_prefix/lib/pkgconfig")
+else
+  echo "== no ../shared/peers/ggml-d99724f2.tar.xz beside the clone: the ggml integration is not checked"
+fi
+
 echo "== build posenc and its tools and install them into $prefix"
 quiet meson setup "$tmp/build" --prefix="$prefix" --buildtype=release -Dtests=disabled -Dbenchmarks=enabled \
-  -Dtools=enabled
+  -Dtools=enabled "${ggml_setup[@]}"
 quiet ninja -C "$tmp/build" -j "$jobs"
 quiet meson install -C "$tmp/build"
 quiet meson install -C "$tmp/build" --destdir "$tmp/stage"
@@ -100,12 +110,15 @@ libdir=${pc%/pkgconfig/posenc.pc}
 libdir=${libdir#"$prefix/"}
 cmakedir=$(cmake_dir_for "$libdir")
 echo "meson's libdir: $libdir; the CMake package: $cmakedir"
+[ -n "$ggml_prefix" ] && ggml_files=$(printf '%s\n' include/posenc/ggml.h "$libdir/libposenc_ggml.a" \
+  "$libdir/pkgconfig/posenc-ggml.pc")
 library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp "$libdir/libposenc.a" \
   "$libdir/pkgconfig/posenc.pc" "$cmakedir/posenc-config.cmake" "$cmakedir/posenc-config-version.cmake")
-expected=$( (echo "$library_files"; printf '%s\n' bin/posenc bin/posenc-bench libexec/posenc/posenc-accuracy
+expected=$( (echo "$library_files"; [ -z "$ggml_files" ] || echo "$ggml_files"
+  printf '%s\n' bin/posenc bin/posenc-bench libexec/posenc/posenc-accuracy
   # the Python section's timer and originals (issues 16 and 25) come with the report scripts
-  # (and the NEON section's renderer, issue 28, which make_report imports)
-  for f in bench_torch charts machine make_report neon_section originals originals_timesteps pictures \
+  # (and the NEON and ggml sections' renderers, issues 28 and 23, which make_report imports)
+  for f in bench_torch charts ggml_section machine make_report neon_section originals originals_timesteps pictures \
            python_section report results summary targets; do echo "share/posenc/report/$f.py"; done
   ) | sort)
 installed=$(cd "$prefix" && find . -type f | sed 's|^\./||' | sort)
@@ -114,8 +127,9 @@ staged=$(cd "$tmp/stage$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$staged" = "$installed" ] || fail "meson install --destdir staged other files:"$'\n'"$staged"
 grep -rl -e "$src" -e "$tmp/build" "$prefix/include" "$prefix/$libdir/pkgconfig" "$prefix/$cmakedir" \
   "$prefix/share/posenc" && fail "installed files name the source or build tree"
-# -Dtools=disabled -Dbenchmarks=disabled (the README's library-only install): the library's files alone
-quiet meson configure "$tmp/build" -Dtools=disabled -Dbenchmarks=disabled
+# -Dtools=disabled -Dbenchmarks=disabled (the README's library-only install, ggml off by default): the library's
+# files alone
+quiet meson configure "$tmp/build" -Dtools=disabled -Dbenchmarks=disabled -Dggml=disabled
 quiet meson install -C "$tmp/build" --destdir "$tmp/library-only"
 library_only=$(cd "$tmp/library-only$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$library_only" = "$(sort <<<"$library_files")" ] || fail "-Dtools=disabled installed:"$'\n'"$library_only"
@@ -145,6 +159,21 @@ headers_from_prefix "the RoPE example" "$(cat rope_decode.d)"
 ./rope_decode >rope_decode.out || { cat rope_decode.out; fail "the RoPE example"; }
 cat rope_decode.out
 grep -q "^rope_decode: ok" rope_decode.out || fail "the RoPE example did not report ok"
+
+if [ -n "$ggml_prefix" ]; then
+  echo "== (ggml_rope) one attention block's q/k RoPE, ggml's and posenc's drop-in, C11 through pkg-config"
+  # ggml.pc names only libggml: the program adds the CPU backend it computes graphs with, and a run path
+  ggml_pkg=$PKG_CONFIG_PATH:$ggml_prefix/lib/pkgconfig
+  [ "$(PKG_CONFIG_PATH=$ggml_pkg pkg-config --modversion posenc-ggml)" = "$version" ] ||
+    fail "posenc-ggml.pc version is not $version"
+  quiet "${CC:-cc}" -std=c11 -pedantic-errors -Wall -Wextra -Werror -MD -MF ggml_rope.d examples/ggml_rope/main.c \
+    $(PKG_CONFIG_PATH=$ggml_pkg pkg-config --cflags --libs posenc-ggml) -lggml-cpu -Wl,-rpath,"$ggml_prefix/lib" \
+    -o ggml_rope
+  headers_from_prefix "the ggml example" "$(cat ggml_rope.d)"
+  ./ggml_rope >ggml_rope.out || { cat ggml_rope.out; fail "the ggml example"; }
+  cat ggml_rope.out
+  grep -q "^ggml_rope: ok" ggml_rope.out || fail "the ggml example did not report ok"
+fi
 
 cmake_example cpp_cmake cpp_example
 grep -q "^posenc $version (CMake package $version)" cpp_example.out || fail "the CMake package is not version $version"

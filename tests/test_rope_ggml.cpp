@@ -4,9 +4,9 @@
 // (ggml-cpu/ops.cpp: rope_yarn, rope_yarn_ramp; ggml.c: ggml_rope_yarn_corr_dims) with every float operation
 // replaced by its real value, except where ggml's correction dimension is not finite: there it takes ggml's
 // own IEEE value (n_ctx_orig = 0, as test-backend-ops passes, gives low = 0 and high = -inf).
-#include <catch2/catch.hpp>
 #include <mpfr.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,11 +16,11 @@
 #include "rope_powers.hpp"
 #include "support/ggml_rope_reference.hpp"
 
-using posenc::detail::GgmlRope;
-using posenc::detail::ggml_rope_frequencies;
 using ggml_ref::corr_dim;
 using ggml_ref::float_cd;
 using ggml_ref::vision_index;
+using posenc::detail::ggml_rope_frequencies;
+using posenc::detail::GgmlRope;
 
 namespace {
 
@@ -99,8 +99,7 @@ std::vector<float> factors(int64_t n, uint64_t seed) {  // test-backend-ops' ran
 
 }  // namespace
 
-TEST_CASE("ggml: test-backend-ops' RoPE parameters (n_ctx_orig 0, beta 1 / 1), every mode's geometry",
-          "[rope][ggml]") {
+TEST_CASE("ggml: test-backend-ops' RoPE parameters (n_ctx_orig 0, beta 1 / 1), every mode's geometry", "[rope][ggml]") {
   const int64_t vision_sections[4] = {20, 20, 0, 0};
   struct Geometry {
     const char *name;
@@ -126,8 +125,8 @@ TEST_CASE("ggml: llama.cpp's YaRN configurations (n_ctx_orig, beta 32 / 1, freq_
   // Qwen2.5 with YaRN factor 4 over 32768; DeepSeek-V2 (factor 40 over 4096, qk_rope 64, llama.cpp's attn_factor
   // 1 / (1 + 0.1 ln(1 / freq_scale)) that cancels ggml's magnitude); Llama 2 with YaRN factor 2; base below 1.
   check(Case{"qwen2.5 yarn", 128, 64, {}, {}, 1000000.0f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 32768});
-  check(Case{"deepseek-v2", 64, 32, {}, {}, 10000.0f, 1.0f / 40, 1.0f, 1.0f / (1.0f + 0.1f * logf(40.0f)), 32.0f,
-             1.0f, 4096});
+  check(Case{
+      "deepseek-v2", 64, 32, {}, {}, 10000.0f, 1.0f / 40, 1.0f, 1.0f / (1.0f + 0.1f * logf(40.0f)), 32.0f, 1.0f, 4096});
   check(Case{"llama 2 yarn x2", 128, 64, {}, {}, 10000.0f, 0.5f, 1.0f, 1.0f, 32.0f, 1.0f, 4096});
   check(Case{"partial ramp, ext 0.5", 96, 48, {}, factors(48, 9), 500000.0f, 0.125f, 0.5f, 1.25f, 24.0f, 2.0f, 8192});
   check(Case{"base below 1", 32, 16, {}, {}, 0.5f, 0.75f, 1.0f, 1.0f, 32.0f, 1.0f, 4096});
@@ -140,8 +139,17 @@ TEST_CASE("ggml: random parameters, including correction dimensions near an inte
   int near_integer = 0;
   for (int trial = 0; trial < 300; ++trial) {
     const int64_t n_dims = 2 * (1 + int64_t(splitmix(seed) % 80));
-    Case c{"random", n_dims, n_dims / 2, {}, {}, uniform(seed, 2.0f, 2e6f), uniform(seed, 0.01f, 4.0f),
-           uniform(seed, -1.0f, 2.0f), uniform(seed, 0.5f, 2.0f), uniform(seed, 8.0f, 64.0f), uniform(seed, 0.25f, 4.0f),
+    Case c{"random",
+           n_dims,
+           n_dims / 2,
+           {},
+           {},
+           uniform(seed, 2.0f, 2e6f),
+           uniform(seed, 0.01f, 4.0f),
+           uniform(seed, -1.0f, 2.0f),
+           uniform(seed, 0.5f, 2.0f),
+           uniform(seed, 8.0f, 64.0f),
+           uniform(seed, 0.25f, 4.0f),
            int64_t(splitmix(seed) % 200000)};
     if (trial % 3 == 0) c.factors = factors(c.pairs, seed);
     check(c);
@@ -150,7 +158,17 @@ TEST_CASE("ggml: random parameters, including correction dimensions near an inte
   // real value, as it does for HF's YaRN. The base is chosen to put the real cd(beta_fast) next to an integer;
   // those whose float floor differs are checked like the others.
   for (int trial = 0; trial < 4000 && near_integer < 8; ++trial) {
-    Case c{"near an integer", 128, 64, {}, {}, 0.0f, 0.25f, 1.0f, 1.0f, uniform(seed, 8.0f, 64.0f), 1.0f,
+    Case c{"near an integer",
+           128,
+           64,
+           {},
+           {},
+           0.0f,
+           0.25f,
+           1.0f,
+           1.0f,
+           uniform(seed, 8.0f, 64.0f),
+           1.0f,
            1024 + int64_t(splitmix(seed) % 100000)};
     const double ratio = double(c.n_ctx_orig) / (2.0 * M_PI * double(c.bf));
     if (ratio <= 1.5) continue;
@@ -175,10 +193,20 @@ TEST_CASE("ggml: correction dimensions at ggml's infinities, the exact-zero blen
   check(Case{"base near 1", 64, 32, {}, {}, 1.0000001f, 0.5f, 1.0f, 1.0f, 32.0f, 1.0f, 1000000});
   check(Case{"base near 1, below", 64, 32, {}, {}, 0.99999994f, 0.5f, 1.0f, 1.0f, 32.0f, 1.0f, 1000000});
   check(Case{"|cd| beyond 2^40", 1 << 20, 4, {}, {}, 1.0000001f, 0.5f, 1.0f, 1.0f, 0.001f, 0.0001f, 2000000000});
-  check(Case{"|cd| beyond 2^40, below", 1 << 20, 4, {}, {}, 0.99999994f, 0.5f, 1.0f, 1.0f, 0.001f, 0.0001f,
-             2000000000});
-  check(Case{"negative n_ctx_orig and beta: a positive ratio", 64, 32, {}, {}, 10000.0f, 0.5f, 1.0f, 1.0f, -32.0f,
-             -1.0f, -4096});
+  check(
+      Case{"|cd| beyond 2^40, below", 1 << 20, 4, {}, {}, 0.99999994f, 0.5f, 1.0f, 1.0f, 0.001f, 0.0001f, 2000000000});
+  check(Case{"negative n_ctx_orig and beta: a positive ratio",
+             64,
+             32,
+             {},
+             {},
+             10000.0f,
+             0.5f,
+             1.0f,
+             1.0f,
+             -32.0f,
+             -1.0f,
+             -4096});
   // freq_scale 2, ext_factor 2, ramp 1 at pair 0: 2 + (1 - 2) 2 = 0, an exactly zero frequency
   check(Case{"zero blend", 16, 8, {}, {}, 10000.0f, 2.0f, 2.0f, 1.0f, 1.0f, 1.0f, 0});
   // ext_factor 0 ignores the correction dimensions: a negative n_ctx_orig is fine then

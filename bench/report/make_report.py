@@ -1,7 +1,7 @@
 """Google Benchmark JSON + posenc-accuracy JSON -> report/summary.md and SVG charts; prints the summary.
 
     make_report.py --bench bench.json --accuracy accuracy.json --out report [--docs docs/benchmarks.md]
-                   [--command TEXT] [--python python.json]
+                   [--command TEXT] [--python python.json] [--neon neon.json] [--ggml ggml.json]
 
 report.py runs it last (the pipeline of scripts/report.sh and posenc-bench --report). Exits non-zero when
 the run is incomplete (a case reported an error, a kernel or a posenc path has no case, the accuracy file is
@@ -19,6 +19,7 @@ try:
 except ImportError as e:  # matplotlib is not importable: the report without its charts
     charts = None
     CHARTS_MISSING = "Not drawn: matplotlib is not importable by %s (%s)." % (sys.executable, e)
+import ggml_section
 import machine
 import neon_section
 import python_section
@@ -77,6 +78,7 @@ def main(argv):
     ap.add_argument("--command", default="scripts/report.sh", help="how the report says it was made")
     ap.add_argument("--python", help="bench/python/bench_torch.py's JSON: the report's Python section")
     ap.add_argument("--neon", help="bench/neon/counts.py's JSON: the report's NEON section (qemu-user counts)")
+    ap.add_argument("--ggml", help="posenc-ggml-bench's JSON: the report's ggml section (in-graph RoPE)")
     args = ap.parse_args(argv)
 
     context, cases, pairs = results.load(args.bench)
@@ -92,12 +94,13 @@ def main(argv):
     reps = max((len(c.times) for c in cases.values()), default=0)
     py_text, py_charts = python_section.render(args.python, args.out) if args.python else ("", [])
     neon_text, neon_charts = neon_section.render(args.neon, args.out) if args.neon else ("", [])
+    ggml_text = ggml_section.render(args.ggml) if args.ggml else ""
 
     def render(chart_list, command):
         return python_section.insert(
             summary.render(context, groups, pairs, acc, machine.describe(context, acc), chart_list,
                            targets.simd_paths_of(groups), reps, command, None if charts else CHARTS_MISSING),
-            py_text + ("\n" + neon_text if neon_text else ""))
+            py_text + ("\n" + neon_text if neon_text else "") + ("\n" + ggml_text if ggml_text else ""))
 
     text = render(measured + pictures, args.command)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
@@ -109,6 +112,7 @@ def main(argv):
     bad = problems(cases, groups, pairs, acc) + (python_section.problems(args.python) if args.python else [])
     if args.neon:
         bad += neon_section.problems(args.neon, quick=(neon_section.load(args.neon) or {}).get("mode") == "quick")
+    bad += ggml_section.problems(args.ggml) if args.ggml else []
     for p in bad:
         print("report: " + p, file=sys.stderr)
     return 1 if bad else 0

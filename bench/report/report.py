@@ -3,13 +3,14 @@ programs of its build directory, `posenc-bench --report DIR` with the installed 
 modules are installed in share/posenc/report). The same steps, the same report.
 
     report.py --out DIR --bench POSENC_BENCH --accuracy POSENC_ACCURACY [--posenc POSENC] [--quick]
-              [--posenc-python BUILD] [--docs FILE] [--command TEXT]
+              [--posenc-python BUILD] [--ggml-bench POSENC_GGML_BENCH] [--docs FILE] [--command TEXT]
 
 --quick: the quick plan (small shapes, 2 repetitions); --docs FILE: also the repository's copy of the
 summary (docs/benchmarks.md and its charts); --command: how the report says it was made. Without
 matplotlib (and NumPy) the report is written without charts or pictures, and says so. The Python section
 (the original PyTorch code against posenc.torch, bench/python/bench_torch.py) runs when torch and the posenc
-package are importable (--posenc-python BUILD: the extension of a meson build with -Dpython=enabled).
+package are importable (--posenc-python BUILD: the extension of a meson build with -Dpython=enabled); the ggml
+section (posenc's RoPE operation against ggml's own, in a graph) when --ggml-bench names posenc-ggml-bench.
 
 The steps are STEPS below, in order. Each is a Step: `skip(run)` returns why it cannot run here (None: it
 runs), `run(run)` does the work in run.out and returns the arguments it adds to make_report.py. A step whose
@@ -150,6 +151,18 @@ def neon_counts_skip(run):
     return None
 
 
+def ggml_bench(run):
+    cmd = [run.args.ggml_bench, "--out", run.path("ggml.json"), "--command", run.args.command]
+    run.program(*(cmd + (["--quick"] if run.quick else [])))
+    return ["--ggml", run.path("ggml.json")]
+
+
+def ggml_bench_skip(run):
+    if not run.args.ggml_bench:
+        return "no --ggml-bench (a build with -Dggml=enabled has posenc-ggml-bench: scripts/report.sh builds ggml for it)"
+    return None
+
+
 STEPS = [
     Step("accuracy against MPFR", accuracy),
     Step(benchmarks_title, benchmarks),
@@ -158,6 +171,7 @@ STEPS = [
     # run() writes its results in run.out and returns the make_report.py options that read them.
     Step("Python: the original PyTorch code against posenc.torch", python_bench, python_bench_skip),
     Step("NEON: guest instructions under qemu-aarch64", neon_counts, neon_counts_skip),
+    Step("ggml: posenc's RoPE operation against ggml's in a graph", ggml_bench, ggml_bench_skip),
 ]
 
 
@@ -176,6 +190,7 @@ def main(argv):
     ap.add_argument("--neon-libdir", default="/usr/lib/aarch64-linux-gnu", help="the aarch64 libraries (SLEEF)")
     ap.add_argument("--neon-ggml", help="posenc-count-ggml (bench/neon/build_ggml.sh)")
     ap.add_argument("--neon-ggml-note", help="why there is no --neon-ggml")
+    ap.add_argument("--ggml-bench", help="posenc-ggml-bench (integrations/ggml/: the ggml section)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--docs")
     ap.add_argument("--command", default="scripts/report.sh")

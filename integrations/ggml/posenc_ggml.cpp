@@ -32,8 +32,10 @@ constexpr int kModeNormal = GGML_ROPE_TYPE_NORMAL, kModeNeox = GGML_ROPE_TYPE_NE
 // Our op_params slots (int32 indices), after the custom operation's own parameters (function, task count,
 // userdata: 24 bytes): the record, and n_offs where ggml's own rope keeps it.
 constexpr int kRecordParam = 12, kOffsParam = 15;
-constexpr int64_t kBlockBytes = 64 * 1024;  // rows copied and rotated together: they stay in L2
-constexpr int64_t kMaxBlockTokens = 64;
+// Rows copied and rotated together: they stay in L2 between the two, and up to 65 consecutive tokens share one
+// posenc call, in which the rows engine makes one anchor per 65 positions (a call per few tokens cost 20%).
+constexpr int64_t kBlockBytes = 1 << 20;
+constexpr int64_t kMaxBlockTokens = 65;
 
 bool is_multi(int mode) { return (mode & kModeMrope) != 0; }
 
@@ -60,10 +62,10 @@ struct FreqSet {
 // grows (readers walk it without a lock; a miss takes the lock and appends at the head).
 struct Record {
   Key key;
-  int64_t pairs = 0;             // H
+  int64_t pairs = 0;  // H
   int axes = 1;
-  std::vector<uint8_t> axis;     // the axis of each pair (multi modes)
-  std::vector<int64_t> index;    // ggml's theta index of each pair (VISION restarts it per section)
+  std::vector<uint8_t> axis;   // the axis of each pair (multi modes)
+  std::vector<int64_t> index;  // ggml's theta index of each pair (VISION restarts it per section)
   std::atomic<const FreqSet *> head{nullptr};
   std::mutex mu;
   std::vector<std::unique_ptr<FreqSet>> sets;
@@ -200,8 +202,8 @@ posenc_status rotate<float>(const posenc_rope *rope, const int64_t *positions, i
   return posenc_rope_f32(rope, positions, 0, n, x, heads, token_stride, head_stride);
 }
 template <>
-posenc_status rotate<uint16_t>(const posenc_rope *rope, const int64_t *positions, int64_t n, uint16_t *x,
-                               int64_t heads, int64_t token_stride, int64_t head_stride) {
+posenc_status rotate<uint16_t>(const posenc_rope *rope, const int64_t *positions, int64_t n, uint16_t *x, int64_t heads,
+                               int64_t token_stride, int64_t head_stride) {
   return posenc_rope_f16(rope, positions, 0, n, x, heads, token_stride, head_stride);
 }
 
@@ -211,7 +213,7 @@ struct Job {
   ggml_tensor *dst;
   int axes;
   bool back, copy;
-  int64_t offs;         // n_offs, elements
+  int64_t offs;  // n_offs, elements
   int64_t rotary_dim;
 };
 
@@ -244,12 +246,12 @@ void rotate_rows(const Job &job, int64_t i3, int64_t t0, int64_t n, int64_t h0, 
         if (s != d) std::memmove(d, s, size_t(row_bytes));
       }
   }
-  const bool whole = dst->nb[1] % esize == 0 && dst->nb[2] % esize == 0 &&
-                     reinterpret_cast<uintptr_t>(base) % alignof(T) == 0;
+  const bool whole =
+      dst->nb[1] % esize == 0 && dst->nb[2] % esize == 0 && reinterpret_cast<uintptr_t>(base) % alignof(T) == 0;
   if (whole) {
     T *x = reinterpret_cast<T *>(base) + job.offs;
-    const posenc_status st = rotate<T>(&job.set->rope, pos, n, x, nh, int64_t(dst->nb[2]) / esize,
-                                       int64_t(dst->nb[1]) / esize);
+    const posenc_status st =
+        rotate<T>(&job.set->rope, pos, n, x, nh, int64_t(dst->nb[2]) / esize, int64_t(dst->nb[1]) / esize);
     if (st != POSENC_ERR_INVALID) return check_status(st);  // INVALID: rows overlap; one at a time below
   }
   std::vector<T> buf(size_t(job.rotary_dim));
@@ -279,7 +281,7 @@ void run(const Job &job, int ith, int nth) {
   while (r < r1) {
     const int64_t i3 = r / (ne1 * ne2), t = (r / ne1) % ne2, j = r % ne1;
     const int64_t slice_end = std::min(r1, (i3 + 1) * ne1 * ne2);  // rows of this batch entry in the share
-    if (j != 0 || slice_end - r < ne1) {  // a partial token: heads [j, j + nh)
+    if (j != 0 || slice_end - r < ne1) {                           // a partial token: heads [j, j + nh)
       const int64_t nh = std::min(ne1 - j, slice_end - r);
       rotate_rows<T>(job, i3, t, 1, j, nh);
       r += nh;
@@ -314,9 +316,9 @@ ggml_tensor *build(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tenso
                    int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor,
                    float beta_fast, float beta_slow, bool inplace, bool forward) {
   POSENC_GGML_REQUIRE(a && b, "a and b are required");
-  POSENC_GGML_REQUIRE(mode == kModeNormal || mode == kModeNeox || mode == kModeMrope || mode == kModeImrope ||
-                          mode == kModeVision,
-                      "mode must be GGML_ROPE_TYPE_NORMAL, _NEOX, _MROPE, _IMROPE or _VISION");
+  POSENC_GGML_REQUIRE(
+      mode == kModeNormal || mode == kModeNeox || mode == kModeMrope || mode == kModeImrope || mode == kModeVision,
+      "mode must be GGML_ROPE_TYPE_NORMAL, _NEOX, _MROPE, _IMROPE or _VISION");
   POSENC_GGML_REQUIRE(a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16, "a must be F32 or F16");
   POSENC_GGML_REQUIRE(a->nb[0] == ggml_type_size(a->type), "the elements of a's rows must be contiguous");
   POSENC_GGML_REQUIRE(b->type == GGML_TYPE_I32 && ggml_is_vector(b) && b->nb[0] == sizeof(int32_t),
@@ -357,8 +359,8 @@ ggml_tensor *build(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tenso
   Record *record = intern(key, pairs);
   ggml_tensor *args[3] = {a, b, c};
   ggml_tensor *result = inplace ? ggml_custom_inplace(ctx, a, args + 1, c ? 2 : 1, op, GGML_N_TASKS_MAX, record)
-                                : ggml_custom_4d(ctx, a->type, a->ne[0], a->ne[1], a->ne[2], a->ne[3], args,
-                                                 c ? 3 : 2, op, GGML_N_TASKS_MAX, record);
+                                : ggml_custom_4d(ctx, a->type, a->ne[0], a->ne[1], a->ne[2], a->ne[3], args, c ? 3 : 2,
+                                                 op, GGML_N_TASKS_MAX, record);
   std::memcpy(&result->op_params[kRecordParam], &record, sizeof record);
   result->op_params[kOffsParam] = 0;
   return result;
@@ -375,9 +377,9 @@ ggml_tensor *posenc_ggml_rope_ext(ggml_context *ctx, ggml_tensor *a, ggml_tensor
                beta_fast, beta_slow, false, true);
 }
 
-ggml_tensor *posenc_ggml_rope_ext_inplace(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c,
-                                          int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale,
-                                          float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
+ggml_tensor *posenc_ggml_rope_ext_inplace(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, int n_dims,
+                                          int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                                          float attn_factor, float beta_fast, float beta_slow) {
   return build(ctx, a, b, c, n_dims, nullptr, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
                beta_fast, beta_slow, true, true);
 }
@@ -404,10 +406,9 @@ ggml_tensor *posenc_ggml_rope_multi_inplace(ggml_context *ctx, ggml_tensor *a, g
                beta_fast, beta_slow, true, true);
 }
 
-ggml_tensor *posenc_ggml_rope_multi_back(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c,
-                                         int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base,
-                                         float freq_scale, float ext_factor, float attn_factor, float beta_fast,
-                                         float beta_slow) {
+ggml_tensor *posenc_ggml_rope_multi_back(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, int n_dims,
+                                         int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale,
+                                         float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
   return build(ctx, a, b, c, n_dims, sections, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
                beta_fast, beta_slow, false, false);
 }

@@ -6,11 +6,11 @@
 // strides that are not whole elements; freq_factors whose content changes between computes; a graph built in
 // a no_alloc context, allocated by ggml-alloc and computed by the CPU backend twice (the operation's
 // parameters outlive the building); the builders' refusals (ggml's abort, in a child process).
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
@@ -28,8 +28,8 @@
 
 namespace {
 
-constexpr int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_TYPE_MROPE,
-              I = GGML_ROPE_TYPE_IMROPE, V = GGML_ROPE_TYPE_VISION;
+constexpr int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_TYPE_MROPE, I = GGML_ROPE_TYPE_IMROPE,
+              V = GGML_ROPE_TYPE_VISION;
 constexpr int32_t kMax = 2147483647;
 
 uint64_t splitmix(uint64_t &s) {
@@ -101,15 +101,15 @@ std::vector<uint8_t> expected(const Op &op, const ggml_tensor *a, const std::vec
                     size_t(ne0 * es));
   std::vector<int64_t> p;
   for (int ax = 0; ax < rope.axes; ++ax)
-    for (int64_t t = 0; t < ne2; ++t) p.push_back(op.forward ? pos[size_t(ax * ne2 + t)] : -int64_t(pos[size_t(ax * ne2 + t)]));
+    for (int64_t t = 0; t < ne2; ++t)
+      p.push_back(op.forward ? pos[size_t(ax * ne2 + t)] : -int64_t(pos[size_t(ax * ne2 + t)]));
   for (int64_t i3 = 0; i3 < a->ne[3]; ++i3) {
     uint8_t *base = &out[size_t(i3 * ne0 * ne1 * ne2 * es + op.n_offs * es)];
-    const posenc_status st =
-        a->type == GGML_TYPE_F32
-            ? posenc_rope_qk_f32(&rope, p.data(), 0, ne2, reinterpret_cast<float *>(base), ne1, ne0 * ne1, ne0, nullptr,
-                                 0, 0, 0)
-            : posenc_rope_qk_f16(&rope, p.data(), 0, ne2, reinterpret_cast<uint16_t *>(base), ne1, ne0 * ne1, ne0,
-                                 nullptr, 0, 0, 0);
+    const posenc_status st = a->type == GGML_TYPE_F32
+                                 ? posenc_rope_qk_f32(&rope, p.data(), 0, ne2, reinterpret_cast<float *>(base), ne1,
+                                                      ne0 * ne1, ne0, nullptr, 0, 0, 0)
+                                 : posenc_rope_qk_f16(&rope, p.data(), 0, ne2, reinterpret_cast<uint16_t *>(base), ne1,
+                                                      ne0 * ne1, ne0, nullptr, 0, 0, 0);
     REQUIRE(st == POSENC_OK);
   }
   return out;
@@ -131,8 +131,9 @@ ggml_tensor *build(ggml_context *ctx, const Op &op, ggml_tensor *a, ggml_tensor 
   int sections[4] = {op.sections[0], op.sections[1], op.sections[2], op.sections[3]};
   ggml_tensor *out;
   if (multi(op))
-    out = (op.forward ? (op.inplace ? posenc_ggml_rope_multi_inplace : posenc_ggml_rope_multi) : posenc_ggml_rope_multi_back)(
-        ctx, a, b, c, op.n_dims, sections, op.mode, op.n_ctx_orig, op.base, op.fs, op.ef, op.af, op.bf, op.bs);
+    out = (op.forward ? (op.inplace ? posenc_ggml_rope_multi_inplace : posenc_ggml_rope_multi)
+                      : posenc_ggml_rope_multi_back)(ctx, a, b, c, op.n_dims, sections, op.mode, op.n_ctx_orig, op.base,
+                                                     op.fs, op.ef, op.af, op.bf, op.bs);
   else
     out = (op.forward ? (op.inplace ? posenc_ggml_rope_ext_inplace : posenc_ggml_rope_ext) : posenc_ggml_rope_ext_back)(
         ctx, a, b, c, op.n_dims, op.mode, op.n_ctx_orig, op.base, op.fs, op.ef, op.af, op.bf, op.bs);
@@ -152,8 +153,8 @@ void check(const Op &op, ggml_type type, const Shape &shape, bool with_factors, 
   INFO("mode " << op.mode << " n_dims " << op.n_dims << (type == GGML_TYPE_F32 ? " f32" : " f16")
                << (op.forward ? "" : " back") << (op.inplace ? " in place" : "") << " n_offs " << op.n_offs << " ne ["
                << shape.ne[0] << "," << shape.ne[1] << "," << shape.ne[2] << "," << shape.ne[3] << "] view "
-               << shape.view << " fs " << op.fs << " ef " << op.ef << " af " << op.af << " n_ctx_orig "
-               << op.n_ctx_orig << (with_factors ? " with factors" : ""));
+               << shape.view << " fs " << op.fs << " ef " << op.ef << " af " << op.af << " n_ctx_orig " << op.n_ctx_orig
+               << (with_factors ? " with factors" : ""));
   const int64_t es = type == GGML_TYPE_F32 ? 4 : 2;
   const int64_t elements = shape.ne[0] * shape.ne[1] * shape.ne[2] * shape.ne[3];
   ggml_init_params params = {size_t(elements * es * 6) + (4 << 20), nullptr, false};
@@ -285,9 +286,9 @@ TEST_CASE("every mode at positions up to 2^31 - 1: the bytes of posenc_rope_qk w
     float fs, ef, af, bf, bs;
     int n_ctx_orig;
   };
-  const Params plain{1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0},                  // llama.cpp without scaling
-      backend_ops{1.4245f, 0.7465f, 1.4245f, 1.0f, 1.0f, 0},           // test-backend-ops' grid point
-      yarn{0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 32768};                      // Qwen2.5 with YaRN x4, as llama.cpp passes
+  const Params plain{1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0},        // llama.cpp without scaling
+      backend_ops{1.4245f, 0.7465f, 1.4245f, 1.0f, 1.0f, 0},  // test-backend-ops' grid point
+      yarn{0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 32768};            // Qwen2.5 with YaRN x4, as llama.cpp passes
   uint64_t seed = 7;
   for (const Params &p : {plain, backend_ops, yarn})
     for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16})
@@ -331,8 +332,7 @@ TEST_CASE("the same bytes for any thread count and path: shares that split token
   check(n, GGML_TYPE_F32, {{16, 2, 300, 1}, 0}, false, seed++, {1, 2, 3});
 }
 
-TEST_CASE("rows whose stride is not a whole element go through the staged path, with the same bytes",
-          "[ggml][exact]") {
+TEST_CASE("rows whose stride is not a whole element go through the staged path, with the same bytes", "[ggml][exact]") {
   uint64_t seed = 200;
   for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16}) {
     Op op = kPlain;
@@ -344,8 +344,7 @@ TEST_CASE("rows whose stride is not a whole element go through the staged path, 
   }
 }
 
-TEST_CASE("freq_factors: the frequencies follow the tensor's content from one compute to the next",
-          "[ggml][exact]") {
+TEST_CASE("freq_factors: the frequencies follow the tensor's content from one compute to the next", "[ggml][exact]") {
   ggml_init_params params = {1 << 22, nullptr, false};
   ggml_context *ctx = ggml_init(params);
   ggml_tensor *a = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 64, 2, 3);
@@ -380,8 +379,8 @@ TEST_CASE("a graph built in a no_alloc context, allocated by ggml-alloc, compute
   ggml_set_input(a);
   ggml_set_input(b);
   int sections[4] = {16, 24, 24, 0};
-  ggml_tensor *q = posenc_ggml_rope_multi(ctx, a, b, nullptr, 128, sections, M, 128000, 1000000.0f, 1.0f, 0.0f, 1.0f,
-                                          32.0f, 1.0f);
+  ggml_tensor *q =
+      posenc_ggml_rope_multi(ctx, a, b, nullptr, 128, sections, M, 128000, 1000000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
   ggml_tensor *out = ggml_scale(ctx, q, 1.0f);  // a consumer, so that q is an intermediate the allocator places
   ggml_set_output(out);
   ggml_cgraph *gf = ggml_new_graph(ctx);
@@ -443,8 +442,8 @@ TEST_CASE("the builders: results, interned parameters, refusals through ggml's a
   REQUIRE(in->view_src == a);
   REQUIRE(in->src[0] == a);
   REQUIRE(in->src[1] == b);
-  ggml_tensor *v = posenc_ggml_rope_multi(ctx, a16, b4, nullptr, 40, sections, V, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f,
-                                          0.0f);
+  ggml_tensor *v =
+      posenc_ggml_rope_multi(ctx, a16, b4, nullptr, 40, sections, V, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
   REQUIRE(v->type == GGML_TYPE_F16);
   REQUIRE(ggml_are_same_shape(v, a16));
   REQUIRE(posenc_ggml_rope_set_offset(in, 32) == in);

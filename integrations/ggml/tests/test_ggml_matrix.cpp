@@ -10,10 +10,9 @@
 // freq_factors (2-D, viewed, 4-D viewed); the rotated window at an offset (ggml_rope_set_offset). Also the RoPE
 // node of the fusion cases (test_rope_set_rows, test_rms_norm_mul_rope). Inputs as test-backend-ops makes
 // them: uniform in [-1, 1], freq_factors in [0.9, 1.1], positions uniform below n_ctx = 512.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <array>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -46,23 +45,23 @@ struct RopeCase {
 
 std::string describe(const RopeCase &c) {
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%s: %s %s ne [%lld,%lld,%lld,%lld] n_dims %d mode %d fs %g ef %g af %g ff %d v %d%s n_offs %d",
-                c.group, c.forward ? "ROPE" : "ROPE_BACK", c.type == GGML_TYPE_F32 ? "f32" : "f16",
-                (long long)c.ne_a[0], (long long)c.ne_a[1], (long long)c.ne_a[2], (long long)c.ne_a[3], c.n_dims,
-                c.mode, double(c.fs), double(c.ef), double(c.af), int(c.ff), c.v, c.inplace ? " inplace" : "",
-                c.n_offs);
+  std::snprintf(
+      buf, sizeof buf, "%s: %s %s ne [%lld,%lld,%lld,%lld] n_dims %d mode %d fs %g ef %g af %g ff %d v %d%s n_offs %d",
+      c.group, c.forward ? "ROPE" : "ROPE_BACK", c.type == GGML_TYPE_F32 ? "f32" : "f16", (long long)c.ne_a[0],
+      (long long)c.ne_a[1], (long long)c.ne_a[2], (long long)c.ne_a[3], c.n_dims, c.mode, double(c.fs), double(c.ef),
+      double(c.af), int(c.ff), c.v, c.inplace ? " inplace" : "", c.n_offs);
   return buf;
 }
 
 // test-backend-ops' RoPE cases (make_test_cases_eval), in its order.
 std::vector<RopeCase> matrix() {
   std::vector<RopeCase> out;
-  auto add = [&](ggml_type type, std::array<int64_t, 4> ne, int n_dims, int mode, float fs, float ef, float af,
-                 bool ff, int v, bool fw, const char *group, bool inplace = false, int n_offs = 0) {
+  auto add = [&](ggml_type type, std::array<int64_t, 4> ne, int n_dims, int mode, float fs, float ef, float af, bool ff,
+                 int v, bool fw, const char *group, bool inplace = false, int n_offs = 0) {
     out.push_back(RopeCase{type, ne, n_dims, mode, 512, fs, ef, af, ff, v, fw, inplace, n_offs, group});
   };
-  const int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_TYPE_MROPE,
-            I = GGML_ROPE_TYPE_IMROPE, V = GGML_ROPE_TYPE_VISION;
+  const int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_TYPE_MROPE, I = GGML_ROPE_TYPE_IMROPE,
+            V = GGML_ROPE_TYPE_VISION;
   for (bool fw : {true, false}) {
     bool all = true;
     for (float fs : {1.0f, 1.4245f})
@@ -131,16 +130,34 @@ std::vector<RopeCase> matrix() {
   // point) and test_rms_norm_mul_rope (ggml_rope), on F32 rows.
   for (int mode : {N, X, M, V})
     for (int ne2 : {1, 8, 512}) {
-      RopeCase c{GGML_TYPE_F32, {128, 32, ne2, 1}, 128, mode, 512, 1.4245f, 0.7465f, 1.4245f, false, 0, true, false, 0,
+      RopeCase c{GGML_TYPE_F32,
+                 {128, 32, ne2, 1},
+                 128,
+                 mode,
+                 512,
+                 1.4245f,
+                 0.7465f,
+                 1.4245f,
+                 false,
+                 0,
+                 true,
+                 false,
+                 0,
                  "fusion: rope + set_rows"};
       c.plain_rope = mode == N || mode == X;
       out.push_back(c);
     }
   for (int mode : {N, X})
-    for (std::array<int64_t, 4> ne : std::vector<std::array<int64_t, 4>>{{768, 1, 1, 1}, {768, 3, 1, 1}, {768, 3, 5, 1},
-                                                                          {128, 32, 2, 1}, {128, 4, 2, 1}, {128, 32, 50, 1},
-                                                                          {128, 4, 50, 1}, {8192, 2, 2, 1}}) {
-      RopeCase c{GGML_TYPE_F32, ne, int(ne[0]), mode, 512, 1, 0, 1, false, 0, true, false, 0, "fusion: rms_norm + mul + rope"};
+    for (std::array<int64_t, 4> ne : std::vector<std::array<int64_t, 4>>{{768, 1, 1, 1},
+                                                                         {768, 3, 1, 1},
+                                                                         {768, 3, 5, 1},
+                                                                         {128, 32, 2, 1},
+                                                                         {128, 4, 2, 1},
+                                                                         {128, 32, 50, 1},
+                                                                         {128, 4, 50, 1},
+                                                                         {8192, 2, 2, 1}}) {
+      RopeCase c{
+          GGML_TYPE_F32, ne, int(ne[0]), mode, 512, 1, 0, 1, false, 0, true, false, 0, "fusion: rms_norm + mul + rope"};
       c.plain_rope = true;
       out.push_back(c);
     }
@@ -172,8 +189,8 @@ std::vector<float> to_float(const ggml_tensor *t) {
     for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
       for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
         for (int64_t i0 = 0; i0 < t->ne[0]; ++i0) {
-          const char *p = static_cast<const char *>(t->data) + i3 * t->nb[3] + i2 * t->nb[2] + i1 * t->nb[1] +
-                          i0 * t->nb[0];
+          const char *p =
+              static_cast<const char *>(t->data) + i3 * t->nb[3] + i2 * t->nb[2] + i1 * t->nb[1] + i0 * t->nb[0];
           out.push_back(t->type == GGML_TYPE_F32 ? *reinterpret_cast<const float *>(p)
                                                  : ggml_fp16_to_fp32(*reinterpret_cast<const ggml_fp16_t *>(p)));
         }
@@ -213,12 +230,14 @@ ggml_tensor *build(const RopeCase &c, ggml_context *ctx, const Inputs &in, bool 
       const int s[4] = {c.n_dims / 3, c.n_dims / 3, c.n_dims / 3, 0};
       std::memcpy(sections, s, sizeof s);
     }
-    auto *fn = c.forward ? (c.inplace ? posenc_ggml_rope_multi_inplace : posenc_ggml_rope_multi) : posenc_ggml_rope_multi_back;
+    auto *fn =
+        c.forward ? (c.inplace ? posenc_ggml_rope_multi_inplace : posenc_ggml_rope_multi) : posenc_ggml_rope_multi_back;
     auto *gn = c.forward ? (c.inplace ? ggml_rope_multi_inplace : ggml_rope_multi) : ggml_rope_multi_back;
     out = (posenc ? fn : gn)(ctx, in.a, in.pos, in.freq, n_dims, sections, c.mode, 0, 10000.0f, c.fs, c.ef, c.af, 1.0f,
                              1.0f);
   } else {
-    auto *fn = c.forward ? (c.inplace ? posenc_ggml_rope_ext_inplace : posenc_ggml_rope_ext) : posenc_ggml_rope_ext_back;
+    auto *fn =
+        c.forward ? (c.inplace ? posenc_ggml_rope_ext_inplace : posenc_ggml_rope_ext) : posenc_ggml_rope_ext_back;
     auto *gn = c.forward ? (c.inplace ? ggml_rope_ext_inplace : ggml_rope_ext) : ggml_rope_ext_back;
     out = (posenc ? fn : gn)(ctx, in.a, in.pos, in.freq, c.n_dims, c.mode, 0, 10000.0f, c.fs, c.ef, c.af, 1.0f, 1.0f);
   }
@@ -253,8 +272,8 @@ Outcome run_case(const RopeCase &c, uint64_t seed) {
   else if (c.v == 2) big[0] *= 2;
   const size_t a_bytes = size_t(big[0] * big[1] * big[2] * big[3]) * (c.type == GGML_TYPE_F32 ? 4 : 2);
   const size_t out_bytes = size_t(c.ne_a[0] * c.ne_a[1] * c.ne_a[2] * c.ne_a[3]) * 4;
-  ggml_init_params params = {2 * a_bytes + 2 * out_bytes + size_t(c.ne_a[2]) * 16 + (8 << 20) + 64 * ggml_tensor_overhead() +
-                                 2 * ggml_graph_overhead(),
+  ggml_init_params params = {2 * a_bytes + 2 * out_bytes + size_t(c.ne_a[2]) * 16 + (8 << 20) +
+                                 64 * ggml_tensor_overhead() + 2 * ggml_graph_overhead(),
                              nullptr, false};
   ggml_context *ctx = ggml_init(params);
   REQUIRE(ctx != nullptr);
@@ -265,7 +284,8 @@ Outcome run_case(const RopeCase &c, uint64_t seed) {
   fill(parent_g, s, -1.0f, 1.0f);
   std::memcpy(parent_p->data, parent_g->data, ggml_nbytes(parent_g));
   g.pos = p.pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, (multi ? 4 : 1) * c.ne_a[2]);
-  for (int64_t i = 0; i < g.pos->ne[0]; ++i) static_cast<int32_t *>(g.pos->data)[i] = int32_t(splitmix(s) % uint64_t(c.n_ctx));
+  for (int64_t i = 0; i < g.pos->ne[0]; ++i)
+    static_cast<int32_t *>(g.pos->data)[i] = int32_t(splitmix(s) % uint64_t(c.n_ctx));
   if (c.ff) {
     g.freq = p.freq = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, c.n_dims / 2);
     fill(g.freq, s, 0.9f, 1.1f);
@@ -297,7 +317,8 @@ Outcome run_case(const RopeCase &c, uint64_t seed) {
     } else {
       std::vector<uint8_t> in_view(before.size(), 0);
       const ggml_tensor *v = p.a;
-      const size_t es = ggml_element_size(v), off = size_t(static_cast<char *>(v->data) - static_cast<char *>(parent_p->data));
+      const size_t es = ggml_element_size(v),
+                   off = size_t(static_cast<char *>(v->data) - static_cast<char *>(parent_p->data));
       for (int64_t i3 = 0; i3 < v->ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < v->ne[2]; ++i2)
           for (int64_t i1 = 0; i1 < v->ne[1]; ++i1)
@@ -322,11 +343,13 @@ TEST_CASE("test-backend-ops' RoPE matrix: posenc's operation within NMSE 1e-7 of
   uint64_t seed = 1;
   for (const RopeCase &c : cases) {
     const Outcome o = run_case(c, seed++);
-    const char *mode = c.mode == GGML_ROPE_TYPE_NORMAL ? "NORMAL"
-                       : c.mode == GGML_ROPE_TYPE_NEOX ? "NEOX"
-                       : c.mode == GGML_ROPE_TYPE_MROPE ? "MROPE"
-                       : c.mode == GGML_ROPE_TYPE_IMROPE ? "IMROPE" : "VISION";
-    const std::string key = std::string(mode) + (c.forward ? "" : " back") + (c.type == GGML_TYPE_F32 ? " f32" : " f16");
+    const char *mode = c.mode == GGML_ROPE_TYPE_NORMAL   ? "NORMAL"
+                       : c.mode == GGML_ROPE_TYPE_NEOX   ? "NEOX"
+                       : c.mode == GGML_ROPE_TYPE_MROPE  ? "MROPE"
+                       : c.mode == GGML_ROPE_TYPE_IMROPE ? "IMROPE"
+                                                         : "VISION";
+    const std::string key =
+        std::string(mode) + (c.forward ? "" : " back") + (c.type == GGML_TYPE_F32 ? " f32" : " f16");
     worst[key] = std::max(worst[key], o.nmse);
     ++count[key];
     if (!o.problem.empty()) {
