@@ -16,7 +16,8 @@ Modules (each documented below; docs/python.md has an example per module):
                                                forward(x, position_ids [3, b, s]) -> cos, sin [3, b, s, head_dim]
   Qwen3VLTextRotaryEmbedding(config)           HF's Qwen3-VL text M-RoPE (interleaved): cos, sin [b, s, head_dim]
   VisionRotaryEmbedding(dim, theta=10000.0)    HF's vision-tower 2-D RoPE: forward((row, col) ids) -> angle table;
-                                               .cos_sin(ids), .apply_rotary(q, k, ids)
+                                               HF's float32 op; .exact_angles(ids), .cos_sin(ids),
+                                               .apply_rotary(q, k, ids) exact
 Functions: table, rows, add, embed, rope_cache, apply_rotary (in place, differentiable: its backward is the
 inverse rotation; multi-axis position ids too), apply_rotary_vision, rotate_half / apply_rotary_pos_emb /
 apply_multimodal_rotary_pos_emb / apply_rotary_pos_emb_vision (HF's, for the cos/sin path).
@@ -1199,15 +1200,17 @@ def _exact_angles_slow(positions: Tensor, freq: Any, base: float, den: int) -> T
 class VisionRotaryEmbedding(nn.Module):
     """HF transformers' VisionRotaryEmbedding(dim, theta=10000.0), the 2-D RoPE of the Qwen2-VL, Qwen2.5-VL,
     Qwen3-VL and GLM-4V vision towers (built with dim = head_dim / 2; Qwen2_5_VisionRotaryEmbedding and
-    Qwen3VLVisionRotaryEmbedding are the same), exact. ``inv_freq`` (buffer, not persistent): the dim / 2
-    frequencies theta^(-2k/dim) in float32. ``forward(position_ids)`` with (row, col) ids [N, 2] returns HF's
-    angle table [N, dim] = [row * inv_freq | col * inv_freq], each angle the float32 nearest the exact product
-    (HF rounds p * float32(inv_freq)); ``forward(seqlen)`` (an int, the v4 API) the [seqlen, dim / 2] table of
-    positions 0 .. seqlen - 1. HF takes cos / sin of cat(table, table) in float32, so its values carry the
-    angle's float32 rounding; ``cos_sin(position_ids)`` gives them exactly (each [N, 2 dim] float32, the
-    correctly rounded cos / sin of the exact angles), and ``apply_rotary(q, k, position_ids)`` rotates q and k
-    [N, heads, 2 dim] in place, fused (autograd), as apply_rotary_pos_emb_vision would with those. ``rope``:
-    the posenc.Rope (2 axes, VISION sections [dim / 2, dim / 2] of rotary_dim 2 dim)."""
+    Qwen3VLVisionRotaryEmbedding are the same). ``inv_freq`` (buffer, not persistent): the dim / 2 frequencies
+    theta^(-2k/dim), each the float32 nearest the real value. ``forward`` is HF's own op on that buffer, so it
+    costs what HF's does: ``forward(position_ids)`` with (row, col) ids [N, 2] returns the angle table
+    [N, dim] = [row * inv_freq | col * inv_freq] (float32 products, as HF), ``forward(seqlen)`` (an int, the v4
+    API) ``outer(arange(seqlen), inv_freq)``. ``exact_angles(position_ids)`` gives each angle as the float32
+    nearest the exact product p * theta^(-2k/dim) instead (slower: several float64 passes). HF takes cos / sin
+    of cat(table, table) in float32, so its values carry the angle's float32 rounding; ``cos_sin(position_ids)``
+    gives them exactly (each [N, 2 dim] float32, the correctly rounded cos / sin of the exact angles), and
+    ``apply_rotary(q, k, position_ids)`` rotates q and k [N, heads, 2 dim] in place, fused (autograd), as
+    apply_rotary_pos_emb_vision would with those. ``rope``: the posenc.Rope (2 axes, VISION sections
+    [dim / 2, dim / 2] of rotary_dim 2 dim)."""
 
     def __init__(self, dim: int, theta: float = 10000.0, device: Optional[torch.device] = None):
         super().__init__()
@@ -1228,7 +1231,19 @@ class VisionRotaryEmbedding(nn.Module):
 
     @torch.no_grad()
     def forward(self, position_ids: Union[int, Tensor]) -> Tensor:
-        """[N, dim] angles for (row, col) ids [N, 2], or [seqlen, dim / 2] for an int seqlen; float32, exact."""
+        """[N, dim] angles for (row, col) ids [N, 2], or [seqlen, dim / 2] for an int seqlen: HF's float32
+        products with posenc's inv_freq (HF's whole work is this one op; posenc hands it to the same op)."""
+        if isinstance(position_ids, int):
+            seq = torch.arange(position_ids, device=self.inv_freq.device, dtype=self.inv_freq.dtype)
+            return torch.outer(seq, self.inv_freq)
+        if not isinstance(position_ids, Tensor) or position_ids.dim() != 2 or position_ids.size(1) != 2:
+            position_ids = self._ids(position_ids)  # a sequence converted, or a wrong shape refused by name
+        return (position_ids.unsqueeze(-1) * self.inv_freq).flatten(1)
+
+    @torch.no_grad()
+    def exact_angles(self, position_ids: Union[int, Tensor]) -> Tensor:
+        """forward's table with each angle the float32 nearest the exact product p * theta^(-2k/dim) (the product
+        in double, the rare one within 2^-50 of a float32 midpoint decided in decimal arithmetic)."""
         freq = self.rope.freq[: self.dim // 2]
         if isinstance(position_ids, int):
             return _exact_angles(torch.arange(position_ids), freq, self.theta, self.dim)

@@ -417,10 +417,10 @@ GRIDS = [torch.tensor([[1, 8, 12]]), torch.tensor([[2, 6, 4], [1, 4, 10]]), torc
 def test_vision_angles_exact_and_within_hfs(dim, grid):
     orig, new = V.VisionRotaryEmbedding(dim), pt.VisionRotaryEmbedding(dim)
     ids = V.vision_pos_ids(GRIDS[grid], 2)
-    got = new(ids)
+    got = new.exact_angles(ids)
     assert got.shape == orig(ids).shape == (ids.shape[0], dim) and got.dtype == torch.float32
     sample = ids[:: max(1, ids.shape[0] // 200)]
-    assert_bits(new(sample), exact_angles(sample, dim), "angles: correctly rounded")
+    assert_bits(new.exact_angles(sample), exact_angles(sample, dim), "angles: correctly rounded")
     # HF: RN32(p * w32); |HF - exact| <= p |w32 - w| + half an ulp, |posenc - exact| <= half an ulp
     w = np.array([float(R.inv_freq(10000.0, dim, k)) for k in range(dim // 2)])
     w_err = np.abs(orig.inv_freq.numpy().astype(np.float64) - w)
@@ -428,10 +428,25 @@ def test_vision_angles_exact_and_within_hfs(dim, grid):
     bound = (p[:, :, None] * w_err).reshape(ids.shape[0], dim) + spacing32(f64(got))
     assert_within(f64(got), f64(orig(ids)), bound, "vs HF's forward(position_ids)")
     # v4: forward(seqlen) and the table lookup of rot_pos_emb
-    table = new(int(GRIDS[grid][:, 1:].max()))
+    table = new.exact_angles(int(GRIDS[grid][:, 1:].max()))
     assert_bits(table, exact_angles(torch.stack([torch.arange(table.shape[0])] * 2, 1), dim)[:, : dim // 2],
-                "forward(seqlen)")
-    assert_bits(V.rot_pos_emb(new, GRIDS[grid], 2), got, "HF's rot_pos_emb with posenc's module swapped in")
+                "exact_angles(seqlen)")
+
+
+@pytest.mark.parametrize("grid", range(len(GRIDS)))
+@pytest.mark.parametrize("dim", [40, 36])
+def test_vision_forward_is_hfs_op_on_posencs_inv_freq(dim, grid):
+    """forward is HF's float32 product (HF's whole work is that one op, so posenc runs the same op): each angle
+    RN32(RN32(p) * inv_freq) with posenc's correctly rounded inv_freq, computed here in numpy; forward(seqlen)
+    and HF's rot_pos_emb with posenc's module swapped in give the same table."""
+    new = pt.VisionRotaryEmbedding(dim)
+    ids = V.vision_pos_ids(GRIDS[grid], 2)
+    w32 = new.inv_freq.numpy()
+    want = (ids.numpy().astype(np.float32)[:, :, None] * w32[None, None, :]).reshape(ids.shape[0], dim)
+    assert_bits(new(ids), want, "forward(position_ids)")
+    n = int(GRIDS[grid][:, 1:].max())
+    assert_bits(new(n), np.arange(n, dtype=np.float32)[:, None] * w32[None, :], "forward(seqlen)")
+    assert_bits(V.rot_pos_emb(new, GRIDS[grid], 2), new(ids), "HF's rot_pos_emb with posenc's module swapped in")
 
 
 # (dim, p, k): p * 1e4^(-2k/dim) so close to a float32 midpoint that the double product rounds to the other
@@ -447,16 +462,16 @@ def test_vision_angles_near_a_midpoint(dim, p, k):
     want = exact_angles(ids, dim)
     naive = np.float32(float(p) * new.rope.freq[k])
     assert naive != want[0, k] and naive != want[1, dim // 2 + k], "the double product rounds the other way"
-    assert_bits(new(ids), want, f"p {p}, k {k}: decided in decimal")
+    assert_bits(new.exact_angles(ids), want, f"p {p}, k {k}: decided in decimal")
 
 
 def test_vision_angles_decimal_path(monkeypatch):
     """Every element through the near-midpoint path (decimal arithmetic): the same correctly rounded angles."""
     new = pt.VisionRotaryEmbedding(40)
     ids = torch.tensor([[0, 0], [1, 2], [27, 3], [1000, 77], [2 ** 20, 5], [123456, 2 ** 24 + 1]])
-    fast = new(ids)
+    fast = new.exact_angles(ids)
     monkeypatch.setattr(pt, "_MIDPOINT_MARGIN", 1.0)
-    slow = new(ids)
+    slow = new.exact_angles(ids)
     assert_bits(slow, exact_angles(ids, 40), "decimal path")
     assert_bits(fast, slow, "fast path")
 
