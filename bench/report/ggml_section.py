@@ -7,6 +7,8 @@ one process) and the error of each against the exact rotation, by mode.
     bad = ggml_section.problems("report/ggml.json")       # the pipeline, never the timings
 
     ggml_section.py report/ggml.json                      prints the section
+    ggml_section.py report/ggml.json --splice docs/benchmarks.md
+                                                          replaces the section there (the rest unmeasured)
 
 target_rows(data) gives the targets in targets.evaluate's row shape (title, path, ratio of medians, paired ratio,
 op, target, met, first s, second s, spread), path being "<posenc ISA>, N thread(s)".
@@ -186,8 +188,29 @@ def problems(ggml_json_path):
     return found
 
 
+def splice(report_text, section_text):
+    """The report with its ggml section replaced by section_text (inserted as make_report does if it has none):
+    the section of a new posenc-ggml-bench run into an existing report, without re-measuring the rest."""
+    i = report_text.find(SECTION)
+    if i < 0:
+        import python_section
+        return python_section.insert(report_text, section_text)
+    j = report_text.find("\n## ", i + len(SECTION))
+    rest = report_text[j:] if j >= 0 else ""
+    return report_text[:i] + section_text.rstrip("\n") + "\n" + rest
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: ggml_section.py GGML_JSON", file=sys.stderr)
-        sys.exit(2)
-    print(render(sys.argv[1]))
+    import argparse
+    ap = argparse.ArgumentParser(description="Print the ggml section, or splice it into a report.")
+    ap.add_argument("json", help="posenc-ggml-bench's JSON")
+    ap.add_argument("--splice", metavar="REPORT.md", help="replace (or insert) the section in this report file")
+    a = ap.parse_args()
+    text = render(a.json)
+    if a.splice:
+        with open(a.splice) as f:
+            old = f.read()
+        with open(a.splice, "w") as f:
+            f.write(splice(old, text))
+    else:
+        print(text)
