@@ -37,6 +37,9 @@ struct Call {
   Dst dst;
   void *out;
   int64_t out_stride;
+  // The rows written: [begin, end) of the n rows the call describes (posenc_*_part; the whole call is the
+  // part [0, n), which passes the range check for every n >= 0).
+  int64_t begin, end;
 };
 
 // Outputs at least this large are written with non-temporal stores (cpu.hpp says how large): they
@@ -54,9 +57,18 @@ bool streams(int64_t n, int64_t out_stride) {
 size_t element_size(Src s) { return s == Src::kTableBF16 || s == Src::kTableF16 ? 2 : 4; }
 size_t element_size(Dst d) { return d == Dst::kF32 ? 4 : 2; }
 
+// The part's range of rows (or tokens), checked after every check of the whole call (docs/contract.md
+// section 3): 0 <= begin <= end <= n.
+bool range_ok(int64_t begin, int64_t end, int64_t n) { return begin >= 0 && begin <= end && end <= n; }
+
 posenc_status run_call(const Call &c) {
   if (c.n < 0) return POSENC_ERR_INVALID;
-  if (c.n == 0) return c.spec ? check_spec(*c.spec) : POSENC_OK;
+  const int64_t begin = c.begin, end = c.end;
+  if (c.n == 0) {
+    const posenc_status s0 = c.spec ? check_spec(*c.spec) : POSENC_OK;
+    if (s0 != POSENC_OK) return s0;
+    return range_ok(begin, end, 0) ? POSENC_OK : POSENC_ERR_INVALID;
+  }
   const bool table = c.src == Src::kTableF32 || c.src == Src::kTableBF16 || c.src == Src::kTableF16;
   if (!c.spec || !c.out || (c.positions_required && !c.positions) || (c.times_required && !c.times) ||
       (c.src != Src::kNone && !c.x) || (table && !c.tokens))
@@ -88,34 +100,47 @@ posenc_status run_call(const Call &c) {
   }
   const Path *path = active_path();
   if (!path) return POSENC_ERR_UNSUPPORTED;
+  if (!range_ok(begin, end, c.n)) return POSENC_ERR_INVALID;
   FpEnvironment env;  // round-to-nearest, no flush-to-zero, for the setup and the kernel
+  // The one-time setup runs for an empty part too: a pool's check (begin == end) reports NO_MEMORY, and
+  // the parts that follow find the table built.
   const Freq *f = frequencies(*c.spec);
   if (!f) return POSENC_ERR_NO_MEMORY;
+  if (begin == end) return POSENC_OK;
 
+  // Rows [begin, end): every per-row array and row pointer starts at row begin. Every value is correctly
+  // rounded from its exact angle, so the rows do not depend on where the part starts (the rows engine
+  // anchors its first block at the part's first row).
+  const int64_t b = begin;
   Job job;
   job.freq = f;
   job.d = d;
   job.h = d / 2;
   job.layout = int(c.spec->layout);
-  job.positions = c.positions;
-  job.first = c.first;
-  job.n = c.n;
-  job.times = c.times;
+  job.positions = c.positions ? c.positions + b : nullptr;
+  job.first = c.positions ? c.first : c.first + b;  // first + n - 1 was checked
+  job.n = end - b;
+  job.times = c.times ? c.times + b : nullptr;
   job.src = c.src;
-  job.x = c.x;
+  job.x = c.src == Src::kActivations ? static_cast<const char *>(c.x) + b * c.x_stride * int64_t(element_size(c.src))
+                                     : c.x;
   job.x_stride = c.x_stride;
-  job.tokens = c.tokens;
+  job.tokens = c.tokens ? c.tokens + b : nullptr;
   job.scale = c.scale;
   job.dst = c.dst;
-  job.out = c.out;
+  job.out = static_cast<char *>(c.out) + b * c.out_stride * int64_t(element_size(c.dst));
   job.out_stride = c.out_stride;
+  // the whole call's size decides: the parts of a large output stream as the whole call would
   job.stream = c.dst == Dst::kF32 && streams(c.n, c.out_stride);
   path->run(job);
   return POSENC_OK;
 }
 
-Call table_call(const posenc_spec *spec, int64_t first, int64_t n, void *out, int64_t stride, Dst dst) {
+Call table_call(const posenc_spec *spec, int64_t first, int64_t n, void *out, int64_t stride, Dst dst,
+                int64_t begin, int64_t end) {
   Call c{};
+  c.begin = begin;
+  c.end = end;
   c.spec = spec;
   c.first = first;
   c.n = n;
@@ -126,15 +151,17 @@ Call table_call(const posenc_spec *spec, int64_t first, int64_t n, void *out, in
   return c;
 }
 
-Call rows_call(const posenc_spec *spec, const int64_t *positions, int64_t n, void *out, int64_t stride, Dst dst) {
-  Call c = table_call(spec, 0, n, out, stride, dst);
+Call rows_call(const posenc_spec *spec, const int64_t *positions, int64_t n, void *out, int64_t stride, Dst dst,
+               int64_t begin, int64_t end) {
+  Call c = table_call(spec, 0, n, out, stride, dst, begin, end);
   c.positions = positions;
   c.positions_required = true;
   return c;
 }
 
-Call times_call(const posenc_spec *spec, const double *t, int64_t n, void *out, int64_t stride, Dst dst) {
-  Call c = table_call(spec, 0, n, out, stride, dst);
+Call times_call(const posenc_spec *spec, const double *t, int64_t n, void *out, int64_t stride, Dst dst,
+                int64_t begin, int64_t end) {
+  Call c = table_call(spec, 0, n, out, stride, dst, begin, end);
   c.times = t;
   c.times_required = true;
   return c;
@@ -142,8 +169,8 @@ Call times_call(const posenc_spec *spec, const double *t, int64_t n, void *out, 
 
 Call embed_call(const posenc_spec *spec, const void *table, int64_t vocab, int64_t table_stride,
                 const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
-                float *out, int64_t out_stride, Src src) {
-  Call c = table_call(spec, first, n, out, out_stride, Dst::kF32);
+                float *out, int64_t out_stride, Src src, int64_t begin, int64_t end) {
+  Call c = table_call(spec, first, n, out, out_stride, Dst::kF32, begin, end);
   c.positions = positions;
   c.src = src;
   c.x = table;
@@ -187,47 +214,74 @@ posenc_spec posenc_spec_default(int64_t d_model) {
 
 const char *posenc_version(void) { return POSENC_VERSION_STRING; }
 
+// Every kernel is its _part function: the whole call is the part [0, n).
+
+posenc_status posenc_table_f32_part(const posenc_spec *spec, int64_t first, int64_t n, float *out, int64_t out_stride,
+                                    int64_t begin, int64_t end) {
+  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kF32, begin, end)); });
+}
+posenc_status posenc_table_bf16_part(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
+                                     int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kBF16, begin, end)); });
+}
+posenc_status posenc_table_f16_part(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
+                                    int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kF16, begin, end)); });
+}
 posenc_status posenc_table_f32(const posenc_spec *spec, int64_t first, int64_t n, float *out, int64_t out_stride) {
-  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kF32)); });
+  return posenc_table_f32_part(spec, first, n, out, out_stride, 0, n);
 }
 posenc_status posenc_table_bf16(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
                                 int64_t out_stride) {
-  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kBF16)); });
+  return posenc_table_bf16_part(spec, first, n, out, out_stride, 0, n);
 }
 posenc_status posenc_table_f16(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
                                int64_t out_stride) {
-  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kF16)); });
+  return posenc_table_f16_part(spec, first, n, out, out_stride, 0, n);
 }
 
+posenc_status posenc_rows_f32_part(const posenc_spec *spec, const int64_t *positions, int64_t n, float *out,
+                                   int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kF32, begin, end)); });
+}
+posenc_status posenc_rows_bf16_part(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
+                                    int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kBF16, begin, end)); });
+}
+posenc_status posenc_rows_f16_part(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
+                                   int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kF16, begin, end)); });
+}
 posenc_status posenc_rows_f32(const posenc_spec *spec, const int64_t *positions, int64_t n, float *out,
                               int64_t out_stride) {
-  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kF32)); });
+  return posenc_rows_f32_part(spec, positions, n, out, out_stride, 0, n);
 }
 posenc_status posenc_rows_bf16(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
                                int64_t out_stride) {
-  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kBF16)); });
+  return posenc_rows_bf16_part(spec, positions, n, out, out_stride, 0, n);
 }
 posenc_status posenc_rows_f16(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
                               int64_t out_stride) {
-  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kF16)); });
+  return posenc_rows_f16_part(spec, positions, n, out, out_stride, 0, n);
 }
 
-posenc_status posenc_timesteps_f32(const posenc_spec *spec, const double *t, int64_t n, float *out,
-                                   int64_t out_stride) {
-  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kF32)); });
+posenc_status posenc_timesteps_f32_part(const posenc_spec *spec, const double *t, int64_t n, float *out,
+                                        int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kF32, begin, end)); });
 }
-posenc_status posenc_timesteps_bf16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
-                                    int64_t out_stride) {
-  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kBF16)); });
+posenc_status posenc_timesteps_bf16_part(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
+                                         int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kBF16, begin, end)); });
 }
-posenc_status posenc_timesteps_f16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
-                                   int64_t out_stride) {
-  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kF16)); });
+posenc_status posenc_timesteps_f16_part(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
+                                        int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kF16, begin, end)); });
 }
-posenc_status posenc_timesteps_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
-                                       const double *t, int64_t n, float *out, int64_t out_stride) {
+posenc_status posenc_timesteps_add_f32_part(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
+                                            const double *t, int64_t n, float *out, int64_t out_stride,
+                                            int64_t begin, int64_t end) {
   return guarded([&] {
-    Call c = times_call(spec, t, n, out, out_stride, Dst::kF32);
+    Call c = times_call(spec, t, n, out, out_stride, Dst::kF32, begin, end);
     c.src = Src::kActivations;
     c.x = x;
     c.x_stride = x_stride;
@@ -235,11 +289,28 @@ posenc_status posenc_timesteps_add_f32(const posenc_spec *spec, const float *x, 
     return run_call(c);
   });
 }
+posenc_status posenc_timesteps_f32(const posenc_spec *spec, const double *t, int64_t n, float *out,
+                                   int64_t out_stride) {
+  return posenc_timesteps_f32_part(spec, t, n, out, out_stride, 0, n);
+}
+posenc_status posenc_timesteps_bf16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
+                                    int64_t out_stride) {
+  return posenc_timesteps_bf16_part(spec, t, n, out, out_stride, 0, n);
+}
+posenc_status posenc_timesteps_f16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
+                                   int64_t out_stride) {
+  return posenc_timesteps_f16_part(spec, t, n, out, out_stride, 0, n);
+}
+posenc_status posenc_timesteps_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
+                                       const double *t, int64_t n, float *out, int64_t out_stride) {
+  return posenc_timesteps_add_f32_part(spec, x, x_stride, scale, t, n, out, out_stride, 0, n);
+}
 
-posenc_status posenc_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
-                             const int64_t *positions, int64_t first, int64_t n, float *out, int64_t out_stride) {
+posenc_status posenc_add_f32_part(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
+                                  const int64_t *positions, int64_t first, int64_t n, float *out,
+                                  int64_t out_stride, int64_t begin, int64_t end) {
   return guarded([&] {
-    Call c = table_call(spec, first, n, out, out_stride, Dst::kF32);
+    Call c = table_call(spec, first, n, out, out_stride, Dst::kF32, begin, end);
     c.positions = positions;
     c.src = Src::kActivations;
     c.x = x;
@@ -248,39 +319,68 @@ posenc_status posenc_add_f32(const posenc_spec *spec, const float *x, int64_t x_
     return run_call(c);
   });
 }
+posenc_status posenc_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
+                             const int64_t *positions, int64_t first, int64_t n, float *out, int64_t out_stride) {
+  return posenc_add_f32_part(spec, x, x_stride, scale, positions, first, n, out, out_stride, 0, n);
+}
 
+posenc_status posenc_embed_f32_part(const posenc_spec *spec, const float *table, int64_t vocab,
+                                    int64_t table_stride, const int32_t *tokens, float scale,
+                                    const int64_t *positions, int64_t first, int64_t n, float *out,
+                                    int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] {
+    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
+                               out_stride, Src::kTableF32, begin, end));
+  });
+}
+posenc_status posenc_embed_bf16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
+                                     int64_t table_stride, const int32_t *tokens, float scale,
+                                     const int64_t *positions, int64_t first, int64_t n, float *out,
+                                     int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] {
+    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
+                               out_stride, Src::kTableBF16, begin, end));
+  });
+}
+posenc_status posenc_embed_f16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
+                                    int64_t table_stride, const int32_t *tokens, float scale,
+                                    const int64_t *positions, int64_t first, int64_t n, float *out,
+                                    int64_t out_stride, int64_t begin, int64_t end) {
+  return guarded([&] {
+    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
+                               out_stride, Src::kTableF16, begin, end));
+  });
+}
 posenc_status posenc_embed_f32(const posenc_spec *spec, const float *table, int64_t vocab, int64_t table_stride,
                                const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
                                int64_t n, float *out, int64_t out_stride) {
-  return guarded([&] {
-    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
-                               out_stride, Src::kTableF32));
-  });
+  return posenc_embed_f32_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
+                               0, n);
 }
 posenc_status posenc_embed_bf16(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
                                 int64_t table_stride, const int32_t *tokens, float scale, const int64_t *positions,
                                 int64_t first, int64_t n, float *out, int64_t out_stride) {
-  return guarded([&] {
-    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
-                               out_stride, Src::kTableBF16));
-  });
+  return posenc_embed_bf16_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
+                                out_stride, 0, n);
 }
 posenc_status posenc_embed_f16(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
                                const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
                                int64_t n, float *out, int64_t out_stride) {
-  return guarded([&] {
-    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
-                               out_stride, Src::kTableF16));
-  });
+  return posenc_embed_f16_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
+                               0, n);
 }
 
-posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int64_t vocab, int64_t table_stride,
-                                       const int32_t *tokens, float scale, const float *pos_table,
-                                       int64_t pos_rows, int64_t pos_stride, const int64_t *positions,
-                                       int64_t first, int64_t n, float *out, int64_t out_stride) {
+posenc_status posenc_embed_learned_f32_part(int64_t d_model, const float *table, int64_t vocab,
+                                            int64_t table_stride, const int32_t *tokens, float scale,
+                                            const float *pos_table, int64_t pos_rows, int64_t pos_stride,
+                                            const int64_t *positions, int64_t first, int64_t n, float *out,
+                                            int64_t out_stride, int64_t begin, int64_t end) {
   return guarded([&]() -> posenc_status {
     if (n < 0) return POSENC_ERR_INVALID;
-    if (n == 0) return d_model < 1 ? POSENC_ERR_INVALID : POSENC_OK;
+    if (n == 0) {
+      if (d_model < 1) return POSENC_ERR_INVALID;
+      return range_ok(begin, end, 0) ? POSENC_OK : POSENC_ERR_INVALID;
+    }
     if (!table || !tokens || !pos_table || !out) return POSENC_ERR_NULL;
     if (d_model < 1 || vocab < 0 || pos_rows < 0 || table_stride < d_model || pos_stride < d_model ||
         out_stride < d_model)
@@ -301,12 +401,23 @@ posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int6
     }
     const Path *path = active_path();
     if (!path) return POSENC_ERR_UNSUPPORTED;
-    LearnedJob job{d_model, table, table_stride, tokens, scale, pos_table, pos_stride, positions, first, n,
-                   out, out_stride, streams(n, out_stride)};
+    if (!range_ok(begin, end, n)) return POSENC_ERR_INVALID;
+    if (begin == end) return POSENC_OK;
+    // rows [begin, end), as in run_call; first + r was checked for every r < n
+    LearnedJob job{d_model, table, table_stride, tokens + begin, scale, pos_table, pos_stride,
+                   positions ? positions + begin : nullptr, positions ? first : first + begin, end - begin,
+                   out + begin * out_stride, out_stride, streams(n, out_stride)};
     FpEnvironment env;
     path->run_learned(job);
     return POSENC_OK;
   });
+}
+posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int64_t vocab, int64_t table_stride,
+                                       const int32_t *tokens, float scale, const float *pos_table,
+                                       int64_t pos_rows, int64_t pos_stride, const int64_t *positions,
+                                       int64_t first, int64_t n, float *out, int64_t out_stride) {
+  return posenc_embed_learned_f32_part(d_model, table, vocab, table_stride, tokens, scale, pos_table, pos_rows,
+                                       pos_stride, positions, first, n, out, out_stride, 0, n);
 }
 
 }  // extern "C"

@@ -37,9 +37,12 @@ struct Stream {
   const int64_t *positions;   // nullptr: position of row r is first + r (on every axis)
   int64_t first, n;
   // Multi-axis RoPE: with axes > 1 (0 or 1: one position per row), row r's position on axis a is
-  // positions[a n + r], and pair i takes the position of axis axis[i] (h entries).
+  // positions[a axis_stride + r], and pair i takes the position of axis axis[i] (h entries). axis_stride
+  // is the whole call's n: a part of a call (posenc_*_part) starts its positions at the part's first token
+  // and makes n = end - begin rows, but the axes of the caller's array are still the whole call's n apart.
   int axes;
   const uint8_t *axis;
+  int64_t axis_stride;
 };
 
 // The magnitude m of a RoPE call's values (attention_scale): m = mu 2^e with mu in (0.75, 1.5], so that
@@ -63,8 +66,10 @@ struct RopeJob {
   int64_t h;
   int pairs;                  // posenc_rope_pairs value
   Mag mag;
-  const int64_t *positions;   // nullptr: first + t on every axis; else axes * n values, axis-major
+  const int64_t *positions;   // nullptr: first + t on every axis; else axis-major, token t of axis a at
+                              // positions[a axis_stride + t]
   int64_t first, n;
+  int64_t axis_stride;        // the whole call's n (Stream::axis_stride)
   int axes;                   // positions per token: 1, or up to 4 (multi-axis RoPE)
   const uint8_t *axis;        // axes > 1: the axis of each of the h pairs, whose position its angle takes
   bool cache;                 // posenc_rope_cache_f32: cos_out / sin_out; otherwise the tensors

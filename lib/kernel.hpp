@@ -35,7 +35,7 @@ struct Engine : Rows<S> {
   static void run_pe(const detail::Job &job) {
     K sink(job);
     if (job.times) return Times<S>::run_times(sink, job);  // real-valued positions (values_times.hpp)
-    const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n, 1, nullptr};
+    const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n, 1, nullptr, job.n};
     R::run_sink(sink, st);
   }
   template <detail::Src kSrc, detail::Dst kDst>
@@ -48,7 +48,7 @@ struct Engine : Rows<S> {
   template <class K>
   static void run_rope_sink(const detail::RopeJob &job) {
     K sink(job);
-    const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n, job.axes, job.axis};
+    const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n, job.axes, job.axis, job.axis_stride};
     R::run_sink(sink, st);
   }
   static void run_rope(const detail::RopeJob &job) {

@@ -168,20 +168,28 @@ const Freq *rope_frequencies(const posenc_rope &r) {
   return frequencies(base_spec(r));
 }
 
-// Every check has passed: the spec's frequency table (the one-time setup, which may report NO_MEMORY), the
-// fields every RoPE job shares, and the kernel on the path.
+// The part's range of tokens, checked after every check of the whole call (docs/contract.md section 3).
+bool range_ok(int64_t begin, int64_t end, int64_t n) { return begin >= 0 && begin <= end && end <= n; }
+
+// Every check has passed: the spec's frequency table (the one-time setup, which may report NO_MEMORY; it runs
+// for an empty part too, so that a pool's check reports it and the parts find the table built), the fields
+// every RoPE job shares, and the kernel on the path for tokens [begin, end) of the n the call describes. The
+// caller has moved its tensors' pointers to token begin; the positions move here. Multi-axis positions keep
+// the whole call's axis stride n: token t of the part, axis a, is positions[a n + begin + t].
 posenc_status launch(const Path &path, const posenc_rope &rope, const int64_t *positions, int64_t first, int64_t n,
-                     RopeJob job) {
+                     int64_t begin, int64_t end, RopeJob job) {
   FpEnvironment env;  // round-to-nearest, no flush-to-zero, for the setup and the kernel
   const Freq *f = rope_frequencies(rope);
   if (!f) return POSENC_ERR_NO_MEMORY;
+  if (begin == end) return POSENC_OK;
   job.freq = f;
   job.h = rope.rotary_dim / 2;
   job.pairs = pairs_value(rope);
   job.mag = magnitude(rope.attention_scale);
-  job.positions = positions;
-  job.first = first;
-  job.n = n;
+  job.positions = positions ? positions + begin : nullptr;
+  job.first = positions ? first : first + begin;  // first + n - 1 was checked
+  job.n = end - begin;
+  job.axis_stride = n;
   job.axes = rope.axes;
   job.axis = rope.axes > 1 ? rope.axis : nullptr;
   path.run_rope(job);
@@ -193,11 +201,15 @@ struct Tensor {
   int64_t heads, ts, hs;
 };
 
-// posenc_rope_* and posenc_rope_qk_*: up to two tensors of head rows, T of `size` bytes.
+// posenc_rope_* and posenc_rope_qk_*: up to two tensors of head rows, T of `size` bytes; tokens [begin, end).
 posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                        const Tensor (&t)[2], Dst dst) {
+                        const Tensor (&t)[2], Dst dst, int64_t begin, int64_t end) {
   if (n < 0) return POSENC_ERR_INVALID;
-  if (n == 0) return rope ? check_rope(*rope) : POSENC_OK;
+  if (n == 0) {
+    const posenc_status s0 = rope ? check_rope(*rope) : POSENC_OK;
+    if (s0 != POSENC_OK) return s0;
+    return range_ok(begin, end, 0) ? POSENC_OK : POSENC_ERR_INVALID;
+  }
   if (!rope) return POSENC_ERR_NULL;
   for (const Tensor &x : t)
     if (x.heads > 0 && !x.x) return POSENC_ERR_NULL;
@@ -231,18 +243,29 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
   if (!path) return POSENC_ERR_UNSUPPORTED;
+  if (!range_ok(begin, end, n)) return POSENC_ERR_INVALID;
   if (t[0].heads == 0 && t[1].heads == 0) return POSENC_OK;
   RopeJob job{};
   job.cache = false;
   job.dst = dst;
-  for (int i = 0; i < 2; ++i) job.t[i] = RopeTensor{t[i].heads > 0 ? t[i].x : nullptr, t[i].heads, t[i].ts, t[i].hs};
-  return launch(*path, *rope, positions, first, n, job);
+  // token begin of each tensor, for a part that writes anything: begin <= n - 1 token strides, which were
+  // checked to fit (with one token, whose stride may be anything, begin is 0)
+  const int64_t at = begin < end ? begin : 0;
+  for (int i = 0; i < 2; ++i)
+    job.t[i] = RopeTensor{t[i].heads > 0 ? static_cast<char *>(t[i].x) + at * t[i].ts * int64_t(size) : nullptr,
+                          t[i].heads, t[i].ts, t[i].hs};
+  return launch(*path, *rope, positions, first, n, begin, end, job);
 }
 
 posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                        float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride) {
+                        float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride, int64_t begin,
+                        int64_t end) {
   if (n < 0) return POSENC_ERR_INVALID;
-  if (n == 0) return rope ? check_rope(*rope) : POSENC_OK;
+  if (n == 0) {
+    const posenc_status s0 = rope ? check_rope(*rope) : POSENC_OK;
+    if (s0 != POSENC_OK) return s0;
+    return range_ok(begin, end, 0) ? POSENC_OK : POSENC_ERR_INVALID;
+  }
   if (!rope || !cos_out || !sin_out) return POSENC_ERR_NULL;
   const posenc_status sr = check_rope(*rope);
   if (sr != POSENC_OK) return sr;
@@ -259,14 +282,16 @@ posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
   if (!path) return POSENC_ERR_UNSUPPORTED;
+  if (!range_ok(begin, end, n)) return POSENC_ERR_INVALID;
   RopeJob job{};
   job.cache = true;
   job.dst = Dst::kF32;
-  job.cos_out = cos_out;
-  job.sin_out = sin_out;
+  const int64_t at = begin < end ? begin : 0;  // as in run_apply
+  job.cos_out = cos_out + at * cos_stride;
+  job.sin_out = sin_out + at * sin_stride;
   job.cos_stride = cos_stride;
   job.sin_stride = sin_stride;
-  return launch(*path, *rope, positions, first, n, job);
+  return launch(*path, *rope, positions, first, n, begin, end, job);
 }
 
 }  // namespace
@@ -290,18 +315,30 @@ posenc_rope posenc_rope_default(int64_t rotary_dim) {
   return r;
 }
 
+posenc_status posenc_rope_cache_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
+                                         int64_t n, float *cos_out, int64_t cos_stride, float *sin_out,
+                                         int64_t sin_stride, int64_t begin, int64_t end) {
+  return guarded(
+      [&] { return run_cache(rope, positions, first, n, cos_out, cos_stride, sin_out, sin_stride, begin, end); });
+}
 posenc_status posenc_rope_cache_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                                     float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride) {
-  return guarded([&] { return run_cache(rope, positions, first, n, cos_out, cos_stride, sin_out, sin_stride); });
+  return posenc_rope_cache_f32_part(rope, positions, first, n, cos_out, cos_stride, sin_out, sin_stride, 0, n);
 }
 
+// Every RoPE kernel is its _part function: the whole call is the part [0, n).
 #define POSENC_ROPE_ONE(name, T, dst)                                                                     \
-  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *x,   \
-                     int64_t heads, int64_t token_stride, int64_t head_stride) {                          \
+  posenc_status name##_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,  \
+                            T *x, int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin, \
+                            int64_t end) {                                                                \
     return guarded([&] {                                                                                  \
       const Tensor t[2] = {{x, heads, token_stride, head_stride}, {nullptr, 0, 0, 0}};                    \
-      return run_apply(rope, positions, first, n, t, dst);                                                \
+      return run_apply(rope, positions, first, n, t, dst, begin, end);                                    \
     });                                                                                                   \
+  }                                                                                                       \
+  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *x,   \
+                     int64_t heads, int64_t token_stride, int64_t head_stride) {                          \
+    return name##_part(rope, positions, first, n, x, heads, token_stride, head_stride, 0, n);             \
   }
 POSENC_ROPE_ONE(posenc_rope_f32, float, Dst::kF32)
 POSENC_ROPE_ONE(posenc_rope_bf16, uint16_t, Dst::kBF16)
@@ -309,13 +346,20 @@ POSENC_ROPE_ONE(posenc_rope_f16, uint16_t, Dst::kF16)
 #undef POSENC_ROPE_ONE
 
 #define POSENC_ROPE_QK(name, T, dst)                                                                        \
+  posenc_status name##_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,    \
+                            T *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, T *k,     \
+                            int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride, int64_t begin,  \
+                            int64_t end) {                                                                  \
+    return guarded([&] {                                                                                    \
+      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride}, {k, k_heads, k_token_stride, k_head_stride}}; \
+      return run_apply(rope, positions, first, n, t, dst, begin, end);                                      \
+    });                                                                                                     \
+  }                                                                                                         \
   posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *q,     \
                      int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads, \
                      int64_t k_token_stride, int64_t k_head_stride) {                                       \
-    return guarded([&] {                                                                                    \
-      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride}, {k, k_heads, k_token_stride, k_head_stride}}; \
-      return run_apply(rope, positions, first, n, t, dst);                                                  \
-    });                                                                                                     \
+    return name##_part(rope, positions, first, n, q, q_heads, q_token_stride, q_head_stride, k, k_heads,    \
+                       k_token_stride, k_head_stride, 0, n);                                                \
   }
 POSENC_ROPE_QK(posenc_rope_qk_f32, float, Dst::kF32)
 POSENC_ROPE_QK(posenc_rope_qk_bf16, uint16_t, Dst::kBF16)

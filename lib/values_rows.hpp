@@ -529,15 +529,18 @@ struct Rows : Direct<S> {
     if (sink.staged) S::store_fence();  // order the non-temporal stores before whatever the caller does next
   }
 
-  // Multi-axis RoPE (job.axes = A > 1; token t's position on axis a at positions[a n + t], or first + t on
-  // every axis): blocks of up to kBlock tokens along which every axis moves by 0 or 1 per token. A block
-  // whose axes all agree (text tokens) is a one-position block, exactly as run_sink makes it; any other is
-  // anchored per axis (Axes): the rows of an image row of Qwen2-VL (temporal and height fixed, width
-  // consecutive) share one anchor per chunk, as consecutive text positions do.
+  // Multi-axis RoPE (job.axes = A > 1; token t's position on axis a at positions[a axis_stride + t], or
+  // first + t on every axis; axis_stride is the whole call's n, which a part of a call keeps): blocks of up
+  // to kBlock tokens along which every axis moves by 0 or 1 per token. A block whose axes all agree (text
+  // tokens) is a one-position block, exactly as run_sink makes it; any other is anchored per axis (Axes):
+  // the rows of an image row of Qwen2-VL (temporal and height fixed, width consecutive) share one anchor per
+  // chunk, as consecutive text positions do.
   template <class K>
   static void run_axes(K &sink, const detail::Stream &job) {
     const int A = job.axes;
-    auto pos = [&](int a, int64_t t) { return job.positions ? job.positions[a * job.n + t] : job.first + t; };
+    auto pos = [&](int a, int64_t t) {
+      return job.positions ? job.positions[a * job.axis_stride + t] : job.first + t;
+    };
     int64_t r = 0;
     while (r < job.n) {
       int64_t p[4] = {0, 0, 0, 0}, step[4] = {0, 0, 0, 0};

@@ -4,7 +4,8 @@
 // byte right after one. One byte read or written past either end faults and kills the test. Every kernel,
 // every available path, widths 1..67, row strides d .. d+3 (rows start at many alignments), all three
 // layouts; the values are checked against the scalar path computed in ordinary memory, and the gaps
-// between output rows against their canary.
+// between output rows against their canary. Every call also runs as one _part call per row or token (the
+// last first), each reading the whole call's arrays against the guards (posenc.h, "Parts of a call").
 #include <catch2/catch.hpp>
 
 #include <sys/mman.h>
@@ -118,17 +119,31 @@ TEST_CASE("no kernel reads or writes a byte outside its buffers, on any path, at
                 g.pos_table, reinterpret_cast<const unsigned char *>(plain.pos_table), in.pos_table.size(), at_end));
             unsigned char *out = g.out.place(want.size(), at_end);
             c.out = out;
-            for (posenc_isa isa : isas) {
-              std::memset(out, 0x5C, want.size());
-              ref::on_path(isa, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
-              ++calls;
-              // row values and the canary in the stride gaps, byte for byte
-              if (std::memcmp(out, want.data(), want.size()) != 0) {
-                FAIL(t.name << " d " << d << " layout " << int(layout) << " stride gap " << k << " path "
-                            << posenc_isa_name(isa) << (at_end ? " at the end" : " at the start")
-                            << ": differs from the scalar path in ordinary memory");
+            for (posenc_isa isa : isas)
+              for (bool parts : {false, true}) {  // the whole call, then its rows one part each, the last first
+                std::memset(out, 0x5C, want.size());
+                ref::on_path(isa, [&] {
+                  if (!parts) {
+                    REQUIRE(ref::invoke(c) == POSENC_OK);
+                    return;
+                  }
+                  ref::Call p = c;
+                  p.part = true;
+                  for (int64_t r = c.n - 1; r >= 0; --r) {
+                    p.begin = r;
+                    p.end = r + 1;
+                    REQUIRE(ref::invoke(p) == POSENC_OK);
+                  }
+                });
+                ++calls;
+                // row values and the canary in the stride gaps, byte for byte
+                if (std::memcmp(out, want.data(), want.size()) != 0) {
+                  FAIL(t.name << " d " << d << " layout " << int(layout) << " stride gap " << k << " path "
+                              << posenc_isa_name(isa) << (at_end ? " at the end" : " at the start")
+                              << (parts ? ", row by row as parts" : "")
+                              << ": differs from the scalar path in ordinary memory");
+                }
               }
-            }
             // inputs are read-only
             if (c.x) CHECK(std::memcmp(c.x, plain.x, in.x.size()) == 0);
             if (c.pos_table) CHECK(std::memcmp(c.pos_table, plain.pos_table, in.pos_table.size()) == 0);
@@ -172,7 +187,7 @@ void fill_rope_input(unsigned char *p, size_t bytes, size_t es, uint32_t salt) {
 TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at any rotary width", "[guard][rope]") {
   Regions g;
   const std::vector<posenc_isa> isas = ref::paths();
-  int64_t calls = 0;
+  int64_t calls = 0, part_calls = 0;
   const int64_t n = 3;
   std::vector<double> freq;
   for (int64_t i = 0; i < 40; ++i) freq.push_back(1.0 / double(i + 1));
@@ -234,18 +249,34 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
           unsigned char *qp = g.out.place(q_in.size(), at_end), *kp = g.x.place(k_in.size(), at_end);
           c.x = qp;
           c.k = kp;
-          for (posenc_isa isa : isas) {
-            std::memcpy(qp, q_in.data(), q_in.size());
-            std::memcpy(kp, k_in.data(), k_in.size());
-            ref::on_path(isa, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
-            ++calls;
-            if (std::memcmp(qp, q_want.data(), q_in.size()) != 0 || std::memcmp(kp, k_want.data(), k_in.size()) != 0)
-              FAIL(ref::rope_name(kernel) << " r " << r << " variant " << variant << " path " << posenc_isa_name(isa)
-                                          << (at_end ? " at the end" : " at the start")
-                                          << ": differs from the scalar path in ordinary memory");
-          }
+          for (posenc_isa isa : isas)
+            for (bool parts : {false, true}) {  // the whole call, then its tokens one part each, the last first
+              std::memcpy(qp, q_in.data(), q_in.size());
+              std::memcpy(kp, k_in.data(), k_in.size());
+              ref::on_path(isa, [&] {
+                if (!parts) {
+                  REQUIRE(ref::invoke(c) == POSENC_OK);
+                  return;
+                }
+                ref::RopeCall p = c;
+                p.part = true;
+                for (int64_t t = c.n - 1; t >= 0; --t) {
+                  p.begin = t;
+                  p.end = t + 1;
+                  REQUIRE(ref::invoke(p) == POSENC_OK);
+                }
+              });
+              calls += parts ? 0 : 1;
+              part_calls += parts ? 1 : 0;
+              if (std::memcmp(qp, q_want.data(), q_in.size()) != 0 || std::memcmp(kp, k_want.data(), k_in.size()) != 0)
+                FAIL(ref::rope_name(kernel) << " r " << r << " variant " << variant << " path " << posenc_isa_name(isa)
+                                            << (at_end ? " at the end" : " at the start")
+                                            << (parts ? ", token by token as parts" : "")
+                                            << ": differs from the scalar path in ordinary memory");
+            }
         }
       }
   }
   CHECK(calls == int64_t(7 * 33 * 6 * 2 * isas.size()));  // kernels, widths, variants, placements, paths
+  CHECK(part_calls == calls);
 }

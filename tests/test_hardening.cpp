@@ -357,23 +357,26 @@ TEST_CASE("bad input: the documented status, and not one byte written", "[harden
             REQUIRE(ok.inputs_intact());
             REQUIRE(ok.arrays_as_built());
           }
-          for (const Case &c : all) {
-            Fixture f(k, d, layout);
-            if (!c.applies(f.t) || d < c.min_d) continue;
-            c.mutate(f);
-            const std::vector<int64_t> positions = f.positions;
-            const std::vector<int32_t> tokens = f.tokens;
-            const std::vector<double> times = f.times;  // compared as bytes: some are NaN
-            const posenc_status st = ref::invoke(f.call);
-            INFO(f.t.name << " d " << d << " path " << posenc_isa_name(isa) << ": " << c.what);
-            CHECK(st == c.want);
-            CHECK(f.out.first_change() == -1);
-            CHECK(f.inputs_intact());
-            CHECK(f.positions == positions);
-            CHECK(f.tokens == tokens);
-            CHECK(std::memcmp(f.times.data(), times.data(), times.size() * sizeof(double)) == 0);
-            ++checked;
-          }
+          for (const Case &c : all)
+            for (int mode = 0; mode < ref::kPartModes; ++mode) {  // the call, and its _part twin on parts of it
+              Fixture f(k, d, layout);
+              if (!c.applies(f.t) || d < c.min_d) continue;
+              c.mutate(f);
+              ref::set_part_mode(f.call, mode);
+              const std::vector<int64_t> positions = f.positions;
+              const std::vector<int32_t> tokens = f.tokens;
+              const std::vector<double> times = f.times;  // compared as bytes: some are NaN
+              const posenc_status st = ref::invoke(f.call);
+              INFO(f.t.name << " d " << d << " path " << posenc_isa_name(isa) << ": " << c.what << ", "
+                            << ref::part_mode_name(mode));
+              CHECK(st == c.want);
+              CHECK(f.out.first_change() == -1);
+              CHECK(f.inputs_intact());
+              CHECK(f.positions == positions);
+              CHECK(f.tokens == tokens);
+              CHECK(std::memcmp(f.times.data(), times.data(), times.size() * sizeof(double)) == 0);
+              ++checked;
+            }
         }
     });
   CHECK(checked > 1000);
@@ -430,6 +433,18 @@ TEST_CASE("valid edge values succeed and write exactly the rows", "[hardening]")
             REQUIRE(ref::invoke(f.call) == POSENC_OK);
             CHECK(f.only_rows_written());
             CHECK(f.inputs_intact());
+            // the same call in three parts, the last first: the same bytes
+            Fixture g(k, d, d == 40 ? POSENC_COS_SIN_HALVES : POSENC_INTERLEAVED);
+            e.second(g);
+            const int64_t n = g.call.n;
+            g.call.part = true;
+            const std::pair<int64_t, int64_t> thirds[] = {{2 * n / 3, n}, {n / 3, 2 * n / 3}, {0, n / 3}};
+            for (const auto &r : thirds) {
+              g.call.begin = r.first;
+              g.call.end = r.second;
+              CHECK(ref::invoke(g.call) == POSENC_OK);
+            }
+            CHECK(std::memcmp(g.out.data(), f.out.data(), f.out.size()) == 0);
           }
     });
 }
@@ -1005,22 +1020,24 @@ TEST_CASE("RoPE bad input: the documented status, and not one byte written", "[h
               REQUIRE(ok.only_rows_written());
               REQUIRE(!ok.buf.intact());
             }
-            for (const RopeCase &c : all) {
-              if (!c.applies(k) || (c.freq_mode == 1 && !explicit_freq) || (c.freq_mode == 2 && explicit_freq))
-                continue;
-              RopeFixture f(k, r, explicit_freq, pairs);
-              c.mutate(f);
-              const std::vector<int64_t> positions = f.positions;
-              const std::vector<double> freq = f.freq;  // compared as bytes: some are NaN
-              const posenc_status st = ref::invoke(f.call);
-              INFO(ref::rope_name(k) << " r " << r << (explicit_freq ? " explicit" : " base") << " path "
-                                     << posenc_isa_name(isa) << ": " << c.what);
-              CHECK(st == c.want);
-              CHECK(f.buf.first_change() == -1);
-              CHECK(f.positions == positions);
-              CHECK(std::memcmp(f.freq.data(), freq.data(), freq.size() * sizeof(double)) == 0);
-              ++checked;
-            }
+            for (const RopeCase &c : all)
+              for (int mode = 0; mode < ref::kPartModes; ++mode) {  // the call, and its _part twin on parts of it
+                if (!c.applies(k) || (c.freq_mode == 1 && !explicit_freq) || (c.freq_mode == 2 && explicit_freq))
+                  continue;
+                RopeFixture f(k, r, explicit_freq, pairs);
+                c.mutate(f);
+                ref::set_part_mode(f.call, mode);
+                const std::vector<int64_t> positions = f.positions;
+                const std::vector<double> freq = f.freq;  // compared as bytes: some are NaN
+                const posenc_status st = ref::invoke(f.call);
+                INFO(ref::rope_name(k) << " r " << r << (explicit_freq ? " explicit" : " base") << " path "
+                                       << posenc_isa_name(isa) << ": " << c.what << ", " << ref::part_mode_name(mode));
+                CHECK(st == c.want);
+                CHECK(f.buf.first_change() == -1);
+                CHECK(f.positions == positions);
+                CHECK(std::memcmp(f.freq.data(), freq.data(), freq.size() * sizeof(double)) == 0);
+                ++checked;
+              }
           }
     });
   CHECK(checked > 1000);
@@ -1152,6 +1169,115 @@ TEST_CASE("RoPE valid edge values succeed and write exactly the rows", "[hardeni
             if (st != POSENC_OK) continue;
             CHECK(f.only_rows_written());
             CHECK(f.freq == freq);
+            // the same call in three parts, the last first: the same bytes
+            RopeFixture g(k, r, false, r == 64 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES);
+            e.second(g);
+            const int64_t n = g.call.n;
+            g.call.part = true;
+            const std::pair<int64_t, int64_t> thirds[] = {{2 * n / 3, n}, {n / 3, 2 * n / 3}, {0, n / 3}};
+            for (const auto &rg : thirds) {
+              g.call.begin = rg.first;
+              g.call.end = rg.second;
+              CHECK(ref::invoke(g.call) == POSENC_OK);
+            }
+            CHECK(std::memcmp(g.buf.data(), f.buf.data(), f.buf.size()) == 0);
           }
+    });
+}
+
+// ---- The range of a part (posenc.h, "Parts of a call") -------------------------------------------------
+
+namespace {
+
+const std::pair<int64_t, int64_t> kBadRanges[] = {
+    {-1, 0}, {0, -1}, {1, 0}, {0, 71}, {70, 71}, {71, 71}, {-1, -1}, {kI64Min, 0}, {0, kI64Max}, {kI64Min, kI64Max},
+    {kI64Max, kI64Max}, {69, 68}};
+
+}  // namespace
+
+TEST_CASE("a part's range outside [0, n] is INVALID after the whole call's checks, nothing written",
+          "[hardening][parts]") {
+  int checked = 0;
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (Kernel k : ref::kAllKernels)
+        for (const auto &range : kBadRanges) {
+          Fixture f(k, 13, POSENC_INTERLEAVED);  // 70 rows
+          f.call.part = true;
+          f.call.begin = range.first;
+          f.call.end = range.second;
+          INFO(f.t.name << " [" << range.first << ", " << range.second << ") path " << posenc_isa_name(isa));
+          CHECK(ref::invoke(f.call) == POSENC_ERR_INVALID);
+          CHECK(f.out.first_change() == -1);
+          // the whole call's status comes first: NULL, OVERFLOW, OUT_OF_RANGE in the last row
+          Fixture g(k, 13, POSENC_INTERLEAVED);
+          g.call.part = true;
+          g.call.begin = range.first;
+          g.call.end = range.second;
+          g.call.out = nullptr;
+          CHECK(ref::invoke(g.call) == POSENC_ERR_NULL);
+          g.call.out = g.out.data();
+          g.call.out_stride = kI64Max / 4;
+          CHECK(ref::invoke(g.call) == POSENC_ERR_OVERFLOW);
+          g.call.out_stride = 16;
+          if (g.t.times) g.times.back() = kNaN;
+          else if (g.t.has_table) g.tokens.back() = -1;
+          else if (g.t.positions_required) g.positions.back() = k2p31;
+          else g.call.first = k2p31 - Fixture::kRows + 1, g.call.positions = nullptr;
+          CHECK(ref::invoke(g.call) == POSENC_ERR_OUT_OF_RANGE);
+          CHECK(g.out.first_change() == -1);
+          // n = 0: the range must be [0, 0)
+          Fixture z(k, 13, POSENC_INTERLEAVED);
+          z.call.part = true;
+          z.call.n = 0;
+          z.call.begin = range.first;
+          z.call.end = range.second;
+          CHECK(ref::invoke(z.call) == POSENC_ERR_INVALID);
+          z.call.begin = z.call.end = 0;
+          CHECK(ref::invoke(z.call) == POSENC_OK);
+          CHECK(z.out.first_change() == -1);
+          checked += 4;
+        }
+    });
+  CHECK(checked > 100);
+}
+
+TEST_CASE("a RoPE part's range outside [0, n] is INVALID after the whole call's checks, nothing written",
+          "[hardening][rope][parts]") {
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (RopeKernel k : ref::kAllRopeKernels)
+        for (const auto &range : kBadRanges) {
+          RopeFixture f(k, 14, false, POSENC_ROPE_HALVES);  // 70 tokens
+          f.call.part = true;
+          f.call.begin = range.first;
+          f.call.end = range.second;
+          INFO(ref::rope_name(k) << " [" << range.first << ", " << range.second << ") path " << posenc_isa_name(isa));
+          CHECK(ref::invoke(f.call) == POSENC_ERR_INVALID);
+          CHECK(f.buf.first_change() == -1);
+          RopeFixture g(k, 14, false, POSENC_ROPE_HALVES);
+          g.call.part = true;
+          g.call.begin = range.first;
+          g.call.end = range.second;
+          g.call.rope = nullptr;
+          CHECK(ref::invoke(g.call) == POSENC_ERR_NULL);
+          g.call.rope = &g.rope;
+          g.to_axes();
+          g.positions[size_t(RopeFixture::kRows + 69)] = POSENC_PAD;  // axis 1, last token
+          CHECK(ref::invoke(g.call) == POSENC_ERR_OUT_OF_RANGE);
+          g.positions[size_t(RopeFixture::kRows + 69)] = 7;
+          g.positions.back() = k2p31;  // axis 2, last token
+          CHECK(ref::invoke(g.call) == POSENC_ERR_OUT_OF_RANGE);
+          CHECK(g.buf.first_change() == -1);
+          RopeFixture z(k, 14, false, POSENC_ROPE_HALVES);
+          z.call.part = true;
+          z.call.n = 0;
+          z.call.begin = range.first;
+          z.call.end = range.second;
+          CHECK(ref::invoke(z.call) == POSENC_ERR_INVALID);
+          z.call.begin = z.call.end = 0;
+          CHECK(ref::invoke(z.call) == POSENC_OK);
+          CHECK(z.buf.first_change() == -1);
+        }
     });
 }

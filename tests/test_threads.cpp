@@ -3,17 +3,20 @@
 // frequency cache (thread-local slots, the shared LRU under its mutex) all start up while the threads race.
 // 40 distinct specs, more than the 16 shared and 4 thread-local slots hold, keep tables being evicted and
 // rebuilt while other threads still use them; one more thread forces the available paths in turn. Every
-// result must equal the same call made afterwards by one thread. scripts/test_hardening.sh also builds
-// this test with ThreadSanitizer, which reports any data race the run goes through.
+// result must equal the same call made afterwards by one thread. Then the parts of one call of every kernel
+// (posenc.h, "Parts of a call") on seven threads at once. scripts/test_hardening.sh also builds this test
+// with ThreadSanitizer, which reports any data race the run goes through.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <thread>
 #include <vector>
 
 #include "support/calls.hpp"
+#include "support/parts.hpp"
 #include "support/paths.hpp"
 #include "support/rope.hpp"
 
@@ -238,4 +241,95 @@ TEST_CASE("RoPE calls on many threads during first-use initialisation match one 
         ++compared;
       }
   CHECK(compared == kWorkers * kRounds * kRopeSpecs);
+}
+
+// ---- Parts of one call on threads at once (posenc.h, "Parts of a call") -------------------------------
+// Every kernel's call cut into 7 parts (unequal, block boundaries crossed), each part on its own thread, all
+// released together, several rounds: the bytes equal the unsplit call made by one thread, and every part
+// returns OK. Nothing in the call path is shared mutable state (ThreadSanitizer checks it in
+// scripts/test_hardening.sh); the output rows of the parts are disjoint, the inputs read by all.
+
+namespace {
+
+// Runs part(k) for k < count on count threads released at once.
+template <class Part>
+void on_threads_at_once(int count, const Part &part) {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < count; ++k)
+    threads.emplace_back([&, k] {
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      part(k);
+    });
+  while (ready.load() < count) std::this_thread::yield();
+  go.store(true);
+  for (std::thread &t : threads) t.join();
+}
+
+// 7 unequal parts of n: a block boundary inside most of them.
+ref::parts::Split seven_parts(int64_t n) {
+  const int64_t cuts[] = {0, n / 11, n / 5, n / 3, n / 2, 2 * n / 3, 6 * n / 7, n};
+  ref::parts::Split s;
+  for (int k = 0; k < 7; ++k) s.push_back({cuts[k], cuts[k + 1]});
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the parts of one call on seven threads at once write the bytes of the whole call", "[threads][parts]") {
+  std::mt19937_64 rng(2026);
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (ref::Kernel k : ref::kAllKernels) {
+        const ref::parts::PeCall pc(k, 96, posenc_layout(int(k) % 3), 400, int(k) % 4, rng);
+        posenc_status st;
+        const std::vector<unsigned char> whole = pc.run(nullptr, &st);
+        REQUIRE(st == POSENC_OK);
+        const ref::parts::Split s = seven_parts(400);
+        for (int round = 0; round < 3; ++round) {
+          std::vector<unsigned char> out = pc.out_init;
+          ref::Call c = pc.call;
+          c.out = out.data();
+          if (pc.in_place) c.x = out.data();
+          c.part = true;
+          std::vector<posenc_status> status(7, posenc_status(-1));
+          on_threads_at_once(7, [&](int p) {
+            ref::Call mine = c;
+            mine.begin = s[size_t(p)].first;
+            mine.end = s[size_t(p)].second;
+            status[size_t(p)] = ref::invoke(mine);
+          });
+          INFO(ref::traits(k).name << " round " << round << " path " << posenc_isa_name(isa));
+          for (posenc_status ps : status) CHECK(ps == POSENC_OK);
+          CHECK(out == whole);
+        }
+      }
+      for (ref::RopeKernel k : ref::kAllRopeKernels)
+        for (int axes : {1, 3}) {
+          const ref::parts::RopeCallOf rc(k, 64, 300, int(k) % 3, axes, int(k) % 4, rng);
+          posenc_status st;
+          const std::vector<unsigned char> whole = rc.run(nullptr, &st);
+          REQUIRE(st == POSENC_OK);
+          const ref::parts::Split s = seven_parts(300);
+          for (int round = 0; round < 3; ++round) {
+            std::vector<unsigned char> buf = rc.init;
+            ref::RopeCall c = rc.call;
+            c.x = buf.data() + size_t(rc.q_off) * rc.es;
+            c.k = rc.k_null ? nullptr : buf.data() + size_t(rc.k_off) * rc.es;
+            c.part = true;
+            std::vector<posenc_status> status(7, posenc_status(-1));
+            on_threads_at_once(7, [&](int p) {
+              ref::RopeCall mine = c;
+              mine.begin = s[size_t(p)].first;
+              mine.end = s[size_t(p)].second;
+              status[size_t(p)] = ref::invoke(mine);
+            });
+            INFO(ref::rope_name(k) << " axes " << axes << " round " << round << " path " << posenc_isa_name(isa));
+            for (posenc_status ps : status) CHECK(ps == POSENC_OK);
+            CHECK(buf == whole);
+          }
+        }
+    });
 }

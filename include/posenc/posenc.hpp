@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -265,6 +266,178 @@ void expect_embed(const spec &s, const rows_view<const T> &table, array_view<con
 
 }  // namespace detail
 
+// ---- Splitting a call across threads (docs/threads.md) ---------------------------------------------------
+
+/** What one unit (a row, or a RoPE token with all its heads) of a work costs, for a pool's cost model
+ *  (ONNX Runtime's TensorOpCost{bytes_loaded, bytes_stored, compute_cycles}, TBB or OpenMP chunk sizes). */
+struct unit_cost {
+  double bytes_read;    /**< bytes read per unit: x rows, gathered table rows, q and k head rows, positions,
+                             token ids, timesteps */
+  double bytes_written; /**< bytes written per unit: the output row, or the rotated part of every head row */
+  double values;        /**< correctly rounded sin and cos values made per unit (a RoPE token makes its r values
+                             once for all its heads; learned positions make none) */
+  double cycles;        /**< an estimate of the compute per unit in CPU cycles, from the per-value and
+                             per-element costs measured by posenc-bench's threads cases (docs/threads.md) */
+};
+
+namespace detail {
+
+// The compute estimate of unit_cost::cycles: cycles per value and per element on the AVX-512 path
+// (provisional: docs/threads.md, "Cost and threshold"); other paths and CPUs differ by a small factor, which
+// only moves where pieces() starts to split.
+struct cycle_costs {
+  static constexpr double kTurned = 2.0;   // a table / cache value turned from its block's anchor
+  static constexpr double kDirect = 40.0;  // a timestep value, each by the direct method
+  static constexpr double kRotated = 1.0;  // an element of a q or k head row rotated in place
+  static constexpr double kFused = 0.5;    // an element of a fused add or embedding gathered and added
+  static constexpr double kPerByte = 0.1;  // memory traffic, per byte read or written
+};
+
+// A piece must carry at least this many estimated cycles for a split to pay (work::pieces): the break-even of
+// two threads through posenc/threads.hpp, which starts and joins a std::thread per piece (provisional until
+// posenc-bench's threads cases measure it: docs/threads.md).
+constexpr double kMinPieceCycles = 200000.0;
+
+// The call behind a work: run(begin, end) makes the _part call; immutable once built, so that a work and
+// its copies can run pieces on any threads at once.
+struct work_call {
+  virtual ~work_call() = default;
+  virtual posenc_status run(int64_t begin, int64_t end) const noexcept = 0;
+};
+template <class F>
+struct work_call_of final : work_call {
+  F fn;
+  explicit work_call_of(F f) : fn(std::move(f)) {}
+  posenc_status run(int64_t begin, int64_t end) const noexcept override { return fn(begin, end); }
+};
+struct work_access;
+
+}  // namespace detail
+
+/** One call of a kernel, checked and ready to be split across threads: units() rows (tables, fused calls,
+ *  embeddings, timesteps, the RoPE cache) or tokens (RoPE rotations), of which run(begin, end) computes a
+ *  range through the C ABI's _part function. Any ranges that cover [0, units()) once, run on any threads in
+ *  any order, write exactly the bytes of the unsplit call.
+ *
+ *  Made by the *_work builders (table_f32_work, ..., rope::apply_work, rope::shift_work): a builder runs the
+ *  wrapper's shape checks and the library's check of the whole call (its _part with begin == end, which also
+ *  does a new spec's one-time setup) and throws posenc::error as the unsplit call would, having written
+ *  nothing. After it returns, every range succeeds (a range outside [0, units()] excepted), unless memory
+ *  runs out while the spec's cached frequency table had to be rebuilt (more than 16 other specs used in
+ *  between): then the range writes nothing and returns POSENC_ERR_NO_MEMORY.
+ *
+ *  Lifetime: a work holds the caller's buffers as views (pointers, like the views it was built from) and its
+ *  own copy of the spec or rope (with its frequencies and axis map); the buffers must outlive every run and
+ *  must not change while pieces run, except the outputs the pieces write. Copies are cheap (they share one
+ *  immutable call) and may run on any threads. A default-constructed work has no units. */
+class work {
+ public:
+  work() noexcept = default;
+
+  /** The rows or tokens of the call. */
+  int64_t units() const noexcept { return units_; }
+  /** The piece size worth having: 65 rows or tokens (the kernel's blocks of positions turned from one
+   *  anchor: a piece that starts on a multiple of 65 makes the whole call's blocks, so a split costs no
+   *  extra anchors), or 1 for calls without blocks (timesteps, learned positions). run_piece cuts pieces
+   *  on multiples of it. */
+  int64_t grain() const noexcept { return grain_; }
+  /** The cost of one unit (unit_cost). */
+  const unit_cost &cost() const noexcept { return cost_; }
+
+  /** How many pieces to cut for at most max_workers threads: never more than max_workers, nor than the
+   *  grains in the call (units() / grain(), rounded up), nor than the work's estimated cycles divided by
+   *  the measured break-even of a piece (docs/threads.md); 1 for small calls, and for max_workers < 2. */
+  int64_t pieces(int64_t max_workers) const noexcept {
+    if (max_workers < 2 || units_ <= grain_) return 1;
+    const int64_t grains = (units_ - 1) / grain_ + 1;
+    const double by_work = double(units_) * cost_.cycles / detail::kMinPieceCycles;
+    int64_t p = max_workers < grains ? max_workers : grains;
+    if (by_work < double(p)) p = by_work < 1.0 ? 1 : int64_t(by_work);
+    return p;
+  }
+
+  /** Units [begin, end) of piece k of `pieces`: the grains are dealt out as evenly as they go, so every
+   *  piece but the last is a multiple of grain(); pieces past the grains are empty. {0, 0} when k is not
+   *  in [0, pieces). */
+  std::pair<int64_t, int64_t> piece(int64_t k, int64_t pieces) const noexcept {
+    if (pieces < 1 || k < 0 || k >= pieces) return {0, 0};
+    const uint64_t grains = units_ > 0 ? uint64_t((units_ - 1) / grain_ + 1) : 0, n = uint64_t(pieces);
+    // the first grain of piece i, floor(grains i / n), without overflow: q i + floor(r i / n) with r < n
+    const auto split = [&](int64_t i) {
+      const uint64_t q = grains / n, r = grains % n, u = uint64_t(i);
+      uint64_t g;
+      if (n <= (uint64_t(1) << 32)) {
+        g = q * u + r * u / n;  // r u < n^2 <= 2^64
+      } else {
+#ifdef __SIZEOF_INT128__
+        g = q * u + uint64_t((unsigned __int128)r * u / n);
+#else
+        g = q * u + uint64_t((long double)r * (long double)u / (long double)n);
+#endif
+      }
+      const uint64_t at = g * uint64_t(grain_);
+      return at < uint64_t(units_) ? int64_t(at) : units_;
+    };
+    return {split(k), split(k + 1)};
+  }
+
+  /** Units [begin, end): the C _part call. POSENC_ERR_INVALID, writing nothing, unless
+   *  0 <= begin <= end <= units(); begin == end writes nothing and returns POSENC_OK. Never throws. */
+  posenc_status run(int64_t begin, int64_t end) const noexcept {
+    if (begin < 0 || begin > end || end > units_) return POSENC_ERR_INVALID;
+    if (begin == end || !call_) return POSENC_OK;
+    return call_->run(begin, end);
+  }
+  /** Piece k of `pieces` (piece()): the ith / nth of ggml's threads and of an OpenMP loop. POSENC_ERR_INVALID,
+   *  writing nothing, unless 0 <= k < pieces. */
+  posenc_status run_piece(int64_t k, int64_t pieces) const noexcept {
+    if (pieces < 1 || k < 0 || k >= pieces) return POSENC_ERR_INVALID;
+    const std::pair<int64_t, int64_t> r = piece(k, pieces);
+    return run(r.first, r.second);
+  }
+
+ private:
+  friend struct detail::work_access;
+  std::shared_ptr<const detail::work_call> call_;
+  int64_t units_ = 0, grain_ = 1;
+  unit_cost cost_{0, 0, 0, 0};
+};
+
+namespace detail {
+
+// The builders' factory: the call fn(begin, end) of `units` rows or tokens, checked here by fn(0, 0) (the
+// whole call's check), which throws posenc::error with its status.
+struct work_access {
+  template <class F>
+  static work make(int64_t units, int64_t grain, const unit_cost &cost, F fn) {
+    work w;
+    w.units_ = units > 0 ? units : 0;
+    w.grain_ = grain > 0 ? grain : 1;
+    w.cost_ = cost;
+    auto call = std::make_shared<const work_call_of<F>>(std::move(fn));
+    check(call->run(0, 0));
+    w.call_ = std::move(call);
+    return w;
+  }
+};
+
+constexpr int64_t kBlockGrain = 65;  // the rows engine's blocks (lib/values_rows.hpp, kBlock)
+
+// The cost of a row of a spec's table call: d elements of out_size bytes written, 2 floor(d/2) values,
+// in_size bytes of x read per element (0: none), 8 bytes of position or timestep.
+inline unit_cost row_cost(int64_t d, double out_size, double in_size, double values_cost, double extra_read = 8) {
+  const double h = double(d / 2), e = double(d);
+  unit_cost c;
+  c.bytes_read = e * in_size + extra_read;
+  c.bytes_written = e * out_size;
+  c.values = 2 * h;
+  c.cycles = 2 * h * values_cost + (in_size > 0 ? e * cycle_costs::kFused : 0.0) +
+             (c.bytes_read + c.bytes_written) * cycle_costs::kPerByte;
+  return c;
+}
+
+}  // namespace detail
+
 /** posenc_table_f32: out.rows() rows for positions first, first + 1, ... */
 inline void table_f32(const spec &s, int64_t first, rows_view<float> out) {
   detail::expect(out.cols() == s.d_model());
@@ -361,6 +534,182 @@ inline void timesteps_add_f32(const spec &s, rows_view<const float> x, float sca
                  t.size() == out.rows());
   check(posenc_timesteps_add_f32(&s.c_spec(), x.data(), x.stride(), scale, t.data(), out.rows(), out.data(),
                                  out.stride()));
+}
+
+// ---- The same calls as works, to split across threads (posenc::work, docs/threads.md) -------------------
+//
+// Each builder takes the arguments of the call above of the same name, checks them as that call does (its
+// shape checks and the library's check of the whole call, throwing posenc::error and writing nothing), and
+// returns a work of out.rows() units that computes nothing until its pieces run.
+
+/** table_f32 as a work. */
+inline work table_f32_work(const spec &s, int64_t first, rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 0, detail::cycle_costs::kTurned, 0),
+      [c, first, out](int64_t b, int64_t e) noexcept {
+        return posenc_table_f32_part(&c, first, out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+/** table_bf16 as a work. */
+inline work table_bf16_work(const spec &s, int64_t first, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kTurned, 0),
+      [c, first, out](int64_t b, int64_t e) noexcept {
+        return posenc_table_bf16_part(&c, first, out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+/** table_f16 as a work. */
+inline work table_f16_work(const spec &s, int64_t first, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kTurned, 0),
+      [c, first, out](int64_t b, int64_t e) noexcept {
+        return posenc_table_f16_part(&c, first, out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+
+/** rows_f32 as a work. */
+inline work rows_f32_work(const spec &s, array_view<const int64_t> list, rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 0, detail::cycle_costs::kTurned),
+      [c, list, out](int64_t b, int64_t e) noexcept {
+        return posenc_rows_f32_part(&c, list.data(), out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+/** rows_bf16 as a work. */
+inline work rows_bf16_work(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kTurned),
+      [c, list, out](int64_t b, int64_t e) noexcept {
+        return posenc_rows_bf16_part(&c, list.data(), out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+/** rows_f16 as a work. */
+inline work rows_f16_work(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kTurned),
+      [c, list, out](int64_t b, int64_t e) noexcept {
+        return posenc_rows_f16_part(&c, list.data(), out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+
+/** add_f32 as a work (out may be x itself: each piece reads and writes its own rows). */
+inline work add_f32_work(const spec &s, rows_view<const float> x, float scale, positions pos, rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model() && x.cols() == s.d_model() && x.rows() == out.rows());
+  detail::expect_positions(pos, out.rows());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 4, detail::cycle_costs::kTurned),
+      [c, x, scale, pos, out](int64_t b, int64_t e) noexcept {
+        return posenc_add_f32_part(&c, x.data(), x.stride(), scale, pos.list(), pos.first(), out.rows(), out.data(),
+                                   out.stride(), b, e);
+      });
+}
+
+/** embed_f32 as a work. */
+inline work embed_f32_work(const spec &s, rows_view<const float> table, array_view<const int32_t> tokens, float scale,
+                           positions pos, rows_view<float> out) {
+  detail::expect_embed(s, table, tokens, pos, out);
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 4, detail::cycle_costs::kTurned, 12),
+      [c, table, tokens, scale, pos, out](int64_t b, int64_t e) noexcept {
+        return posenc_embed_f32_part(&c, table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
+                                     pos.first(), out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+/** embed_bf16 as a work. */
+inline work embed_bf16_work(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens,
+                            float scale, positions pos, rows_view<float> out) {
+  detail::expect_embed(s, table, tokens, pos, out);
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 2, detail::cycle_costs::kTurned, 12),
+      [c, table, tokens, scale, pos, out](int64_t b, int64_t e) noexcept {
+        return posenc_embed_bf16_part(&c, table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
+                                      pos.first(), out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+/** embed_f16 as a work. */
+inline work embed_f16_work(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens,
+                           float scale, positions pos, rows_view<float> out) {
+  detail::expect_embed(s, table, tokens, pos, out);
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(
+      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 2, detail::cycle_costs::kTurned, 12),
+      [c, table, tokens, scale, pos, out](int64_t b, int64_t e) noexcept {
+        return posenc_embed_f16_part(&c, table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
+                                     pos.first(), out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+
+/** embed_learned_f32 as a work (no blocks: grain 1). */
+inline work embed_learned_f32_work(rows_view<const float> table, array_view<const int32_t> tokens, float scale,
+                                   rows_view<const float> pos_table, positions pos, rows_view<float> out) {
+  detail::expect(table.cols() == out.cols() && pos_table.cols() == out.cols() && tokens.size() == out.rows());
+  detail::expect_positions(pos, out.rows());
+  unit_cost cost = detail::row_cost(out.cols(), 4, 8, 0.0, 12);  // two rows read (8 bytes per element)
+  cost.values = 0;
+  return detail::work_access::make(
+      out.rows(), 1, cost, [table, tokens, scale, pos_table, pos, out](int64_t b, int64_t e) noexcept {
+        return posenc_embed_learned_f32_part(out.cols(), table.data(), table.rows(), table.stride(), tokens.data(),
+                                             scale, pos_table.data(), pos_table.rows(), pos_table.stride(), pos.list(),
+                                             pos.first(), out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+
+/** timesteps_f32 as a work (no blocks: grain 1). */
+inline work timesteps_f32_work(const spec &s, array_view<const double> t, rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(out.rows(), 1, detail::row_cost(s.d_model(), 4, 0, detail::cycle_costs::kDirect),
+                                   [c, t, out](int64_t b, int64_t e) noexcept {
+                                     return posenc_timesteps_f32_part(&c, t.data(), out.rows(), out.data(),
+                                                                      out.stride(), b, e);
+                                   });
+}
+/** timesteps_bf16 as a work. */
+inline work timesteps_bf16_work(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(out.rows(), 1, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kDirect),
+                                   [c, t, out](int64_t b, int64_t e) noexcept {
+                                     return posenc_timesteps_bf16_part(&c, t.data(), out.rows(), out.data(),
+                                                                       out.stride(), b, e);
+                                   });
+}
+/** timesteps_f16 as a work. */
+inline work timesteps_f16_work(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
+  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(out.rows(), 1, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kDirect),
+                                   [c, t, out](int64_t b, int64_t e) noexcept {
+                                     return posenc_timesteps_f16_part(&c, t.data(), out.rows(), out.data(),
+                                                                      out.stride(), b, e);
+                                   });
+}
+/** timesteps_add_f32 as a work (out may be x itself). */
+inline work timesteps_add_f32_work(const spec &s, rows_view<const float> x, float scale, array_view<const double> t,
+                                   rows_view<float> out) {
+  detail::expect(out.cols() == s.d_model() && x.cols() == s.d_model() && x.rows() == out.rows() &&
+                 t.size() == out.rows());
+  const posenc_spec c = s.c_spec();
+  return detail::work_access::make(out.rows(), 1, detail::row_cost(s.d_model(), 4, 4, detail::cycle_costs::kDirect),
+                                   [c, x, scale, t, out](int64_t b, int64_t e) noexcept {
+                                     return posenc_timesteps_add_f32_part(&c, x.data(), x.stride(), scale, t.data(),
+                                                                          out.rows(), out.data(), out.stride(), b, e);
+                                   });
 }
 
 /** fairseq's make_positions for one sequence: real tokens count up from padding_idx + 1, padding tokens get
@@ -854,6 +1203,92 @@ class rope {
     shift_f16(positions::axis_major(d, c_.axes), k);
   }
 
+  // ---- The same calls as works, to split across threads (posenc::work, docs/threads.md) -------------------
+  //
+  // Each builder checks its arguments as the call of the same name does (throwing posenc::error, writing
+  // nothing) and returns a work over the rows of the cache or the tokens of the tensors; the work holds its
+  // own copy of this spec (frequencies and axis map included), and views of the buffers and positions.
+
+  /** cache(pos, cos, sin) as a work of cos.rows() rows. */
+  work cache_work(positions pos, rows_view<float> cos, rows_view<float> sin) const {
+    const int64_t h = c_.rotary_dim / 2;
+    detail::expect(cos.cols() == h && sin.cols() == h && cos.rows() == sin.rows());
+    detail::expect_rope_positions(pos, cos.rows(), c_.axes);
+    return detail::work_access::make(
+        cos.rows(), detail::kBlockGrain, cache_cost(), [r = *this, pos, cos, sin](int64_t b, int64_t e) noexcept {
+          return posenc_rope_cache_f32_part(&r.c_, pos.list(), pos.first(), cos.rows(), cos.data(), cos.stride(),
+                                            sin.data(), sin.stride(), b, e);
+        });
+  }
+  /** cache(pos, cos_sin) as a work of cos_sin.rows() rows. */
+  work cache_work(positions pos, rows_view<float> cos_sin) const {
+    const int64_t h = c_.rotary_dim / 2;
+    detail::expect(cos_sin.cols() == c_.rotary_dim && c_.rotary_dim >= 2);
+    detail::expect_rope_positions(pos, cos_sin.rows(), c_.axes);
+    return detail::work_access::make(
+        cos_sin.rows(), detail::kBlockGrain, cache_cost(), [r = *this, pos, cos_sin, h](int64_t b, int64_t e) noexcept {
+          return posenc_rope_cache_f32_part(&r.c_, pos.list(), pos.first(), cos_sin.rows(), cos_sin.data(),
+                                            cos_sin.stride(), cos_sin.data() + h, cos_sin.stride(), b, e);
+        });
+  }
+
+  /** apply(pos, x) as a work of x.tokens() tokens. */
+  work apply_work(positions pos, heads_view<float> x) const {
+    detail::expect_heads(x, c_, pos);
+    return one_work(c_, pos, x, &posenc_rope_f32_part);
+  }
+  /** apply(pos, q, k) as a work of q.tokens() tokens (every q and k head of each). */
+  work apply_work(positions pos, heads_view<float> q, heads_view<float> k) const {
+    expect_qk(pos, q, k);
+    return qk_work(c_, pos, q, k, &posenc_rope_qk_f32_part);
+  }
+  /** apply_bf16(pos, x) as a work. */
+  work apply_bf16_work(positions pos, heads_view<uint16_t> x) const {
+    detail::expect_heads(x, c_, pos);
+    return one_work(c_, pos, x, &posenc_rope_bf16_part);
+  }
+  /** apply_bf16(pos, q, k) as a work. */
+  work apply_bf16_work(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
+    expect_qk(pos, q, k);
+    return qk_work(c_, pos, q, k, &posenc_rope_qk_bf16_part);
+  }
+  /** apply_f16(pos, x) as a work. */
+  work apply_f16_work(positions pos, heads_view<uint16_t> x) const {
+    detail::expect_heads(x, c_, pos);
+    return one_work(c_, pos, x, &posenc_rope_f16_part);
+  }
+  /** apply_f16(pos, q, k) as a work. */
+  work apply_f16_work(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
+    expect_qk(pos, q, k);
+    return qk_work(c_, pos, q, k, &posenc_rope_qk_f16_part);
+  }
+
+  /** shift(delta, k) as a work of k.tokens() tokens. */
+  work shift_work(positions delta, heads_view<float> k) const {
+    expect_shift(delta, k);
+    return one_work(unit_scale(), delta, k, &posenc_rope_f32_part);
+  }
+  /** shift(int64_t delta, k) as a work; it owns the list of deltas the C call takes. */
+  work shift_work(int64_t delta, heads_view<float> k) const {
+    return uniform_shift_work(delta, k, &posenc_rope_f32_part);
+  }
+  /** shift_bf16 as a work. */
+  work shift_bf16_work(positions delta, heads_view<uint16_t> k) const {
+    expect_shift(delta, k);
+    return one_work(unit_scale(), delta, k, &posenc_rope_bf16_part);
+  }
+  work shift_bf16_work(int64_t delta, heads_view<uint16_t> k) const {
+    return uniform_shift_work(delta, k, &posenc_rope_bf16_part);
+  }
+  /** shift_f16 as a work. */
+  work shift_f16_work(positions delta, heads_view<uint16_t> k) const {
+    expect_shift(delta, k);
+    return one_work(unit_scale(), delta, k, &posenc_rope_f16_part);
+  }
+  work shift_f16_work(int64_t delta, heads_view<uint16_t> k) const {
+    return uniform_shift_work(delta, k, &posenc_rope_f16_part);
+  }
+
   /** Equal fields, equal frequency values and equal axis maps, hence the same rotation. */
   friend bool operator==(const rope &a, const rope &b) noexcept {
     return a.c_.rotary_dim == b.c_.rotary_dim && a.c_.pairs == b.c_.pairs && a.c_.base == b.c_.base &&
@@ -878,6 +1313,78 @@ class rope {
   void repoint() noexcept {
     c_.freq = freq_.empty() ? nullptr : freq_.data();
     c_.axis = axis_.empty() ? nullptr : axis_.data();
+  }
+  // The C _part functions of one tensor and of q and k, for the works.
+  template <class T>
+  using one_part = posenc_status (*)(const posenc_rope *, const int64_t *, int64_t, int64_t, T *, int64_t, int64_t,
+                                     int64_t, int64_t, int64_t);
+  template <class T>
+  using qk_part = posenc_status (*)(const posenc_rope *, const int64_t *, int64_t, int64_t, T *, int64_t, int64_t,
+                                    int64_t, T *, int64_t, int64_t, int64_t, int64_t, int64_t);
+  // What a token of a rotation costs (unit_cost): r values, and `heads` head rows of r elements of T read and
+  // written in place.
+  unit_cost rotation_cost(int64_t heads, size_t size) const noexcept {
+    const double r = c_.rotary_dim > 0 ? double(c_.rotary_dim) : 0.0, e = double(heads > 0 ? heads : 0) * r;
+    unit_cost c;
+    c.bytes_read = e * double(size) + 8.0 * double(c_.axes > 0 ? c_.axes : 1);
+    c.bytes_written = e * double(size);
+    c.values = r;
+    c.cycles = r * detail::cycle_costs::kTurned + e * detail::cycle_costs::kRotated +
+               (c.bytes_read + c.bytes_written) * detail::cycle_costs::kPerByte;
+    return c;
+  }
+  // A row of the cache: r values written as floats.
+  unit_cost cache_cost() const noexcept {
+    unit_cost c = rotation_cost(0, 4);
+    c.bytes_written = c.values * 4;
+    c.cycles =
+        c.values * detail::cycle_costs::kTurned + (c.bytes_read + c.bytes_written) * detail::cycle_costs::kPerByte;
+    return c;
+  }
+  // A work of one tensor x rotated by the spec c (this one, or unit_scale() for a shift), whose pointers are
+  // this object's storage: the work's own copy of this rope carries the frequencies and axis map, and c's
+  // scalars are applied to it.
+  template <class T>
+  work one_work(const posenc_rope &c, const positions &pos, const heads_view<T> &x, one_part<T> part) const {
+    rope own = *this;
+    own.c_.attention_scale = c.attention_scale;
+    return detail::work_access::make(x.tokens(), detail::kBlockGrain, rotation_cost(x.heads(), sizeof(T)),
+                                     [own = std::move(own), pos, x, part](int64_t b, int64_t e) noexcept {
+                                       return part(&own.c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(),
+                                                   x.token_stride(), x.head_stride(), b, e);
+                                     });
+  }
+  template <class T>
+  work qk_work(const posenc_rope &c, const positions &pos, const heads_view<T> &q, const heads_view<T> &k,
+               qk_part<T> part) const {
+    rope own = *this;
+    own.c_.attention_scale = c.attention_scale;
+    const int64_t heads = (q.heads() > 0 ? q.heads() : 0) + (k.heads() > 0 ? k.heads() : 0);
+    return detail::work_access::make(q.tokens(), detail::kBlockGrain, rotation_cost(heads, sizeof(T)),
+                                     [own = std::move(own), pos, q, k, part](int64_t b, int64_t e) noexcept {
+                                       return part(&own.c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(),
+                                                   q.token_stride(), q.head_stride(), k.data(), k.heads(),
+                                                   k.token_stride(), k.head_stride(), b, e);
+                                     });
+  }
+  template <class T>
+  void expect_qk(const positions &pos, const heads_view<T> &q, const heads_view<T> &k) const {
+    detail::expect_heads(q, c_, pos);
+    detail::expect_heads(k, c_, pos);
+    detail::expect(q.tokens() == k.tokens());
+  }
+  // shift(int64_t delta, k) as a work: the work owns the deltas (the spec's axes per token, all delta).
+  template <class T>
+  work uniform_shift_work(int64_t delta, const heads_view<T> &k, one_part<T> part) const {
+    std::vector<int64_t> d = uniform(delta, k);
+    expect_shift(positions::axis_major(d, c_.axes), k);
+    rope own = *this;
+    own.c_.attention_scale = 1.0;
+    return detail::work_access::make(k.tokens(), detail::kBlockGrain, rotation_cost(k.heads(), sizeof(T)),
+                                     [own = std::move(own), d = std::move(d), k, part](int64_t b, int64_t e) noexcept {
+                                       return part(&own.c_, d.data(), 0, k.tokens(), k.data(), k.heads(),
+                                                   k.token_stride(), k.head_stride(), b, e);
+                                     });
   }
   // The spec of a shift: this one with attention scale 1 (its pointers are this object's storage).
   posenc_rope unit_scale() const noexcept {

@@ -34,7 +34,49 @@ const KernelTraits &traits(Kernel k) {
   return kTable[int(k)];
 }
 
+namespace {
+
+posenc_status invoke_part(const Call &c) {
+  auto *o32 = static_cast<float *>(c.out);
+  auto *o16 = static_cast<uint16_t *>(c.out);
+  auto *x32 = static_cast<const float *>(c.x);
+  auto *x16 = static_cast<const uint16_t *>(c.x);
+  const int64_t b = c.begin, e = c.end;
+  switch (c.kernel) {
+    case Kernel::kTableF32: return posenc_table_f32_part(c.spec, c.first, c.n, o32, c.out_stride, b, e);
+    case Kernel::kTableBF16: return posenc_table_bf16_part(c.spec, c.first, c.n, o16, c.out_stride, b, e);
+    case Kernel::kTableF16: return posenc_table_f16_part(c.spec, c.first, c.n, o16, c.out_stride, b, e);
+    case Kernel::kRowsF32: return posenc_rows_f32_part(c.spec, c.positions, c.n, o32, c.out_stride, b, e);
+    case Kernel::kRowsBF16: return posenc_rows_bf16_part(c.spec, c.positions, c.n, o16, c.out_stride, b, e);
+    case Kernel::kRowsF16: return posenc_rows_f16_part(c.spec, c.positions, c.n, o16, c.out_stride, b, e);
+    case Kernel::kAddF32:
+      return posenc_add_f32_part(c.spec, x32, c.x_stride, c.scale, c.positions, c.first, c.n, o32, c.out_stride, b, e);
+    case Kernel::kEmbedF32:
+      return posenc_embed_f32_part(c.spec, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n,
+                                   o32, c.out_stride, b, e);
+    case Kernel::kEmbedBF16:
+      return posenc_embed_bf16_part(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first,
+                                    c.n, o32, c.out_stride, b, e);
+    case Kernel::kEmbedF16:
+      return posenc_embed_f16_part(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n,
+                                   o32, c.out_stride, b, e);
+    case Kernel::kEmbedLearnedF32:
+      return posenc_embed_learned_f32_part(c.d_model, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.pos_table,
+                                           c.pos_rows, c.pos_stride, c.positions, c.first, c.n, o32, c.out_stride, b,
+                                           e);
+    case Kernel::kTimestepsF32: return posenc_timesteps_f32_part(c.spec, c.times, c.n, o32, c.out_stride, b, e);
+    case Kernel::kTimestepsBF16: return posenc_timesteps_bf16_part(c.spec, c.times, c.n, o16, c.out_stride, b, e);
+    case Kernel::kTimestepsF16: return posenc_timesteps_f16_part(c.spec, c.times, c.n, o16, c.out_stride, b, e);
+    case Kernel::kTimestepsAddF32:
+      return posenc_timesteps_add_f32_part(c.spec, x32, c.x_stride, c.scale, c.times, c.n, o32, c.out_stride, b, e);
+  }
+  return posenc_status(-1);
+}
+
+}  // namespace
+
 posenc_status invoke(const Call &c) {
+  if (c.part) return invoke_part(c);
   auto *o32 = static_cast<float *>(c.out);
   auto *o16 = static_cast<uint16_t *>(c.out);
   auto *x32 = static_cast<const float *>(c.x);

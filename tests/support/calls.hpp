@@ -63,8 +63,39 @@ struct Call {
   int64_t pos_rows = 0, pos_stride = 0;
   void *out = nullptr;
   int64_t out_stride = 0;
+  // part: the call goes through the kernel's _part twin with [begin, end) (posenc.h, "Parts of a call")
+  bool part = false;
+  int64_t begin = 0, end = 0;
 };
 posenc_status invoke(const Call &c);
+
+// How the hardening tests run a call: mode 0 the whole call, the others its _part twin on a range of the
+// call's (possibly broken) n: [0, 0) (the check alone), [0, 1), the first half, the last row, the middle
+// third. A part checks the whole call, so every mode must give the whole call's status; on an error
+// nothing is written. With n <= 0 every part is [0, 0).
+constexpr int kPartModes = 6;
+inline const char *part_mode_name(int mode) {
+  static const char *const names[kPartModes] = {"whole",     "part [0, 0)",    "part [0, 1)",
+                                                "first half", "part [n-1, n)", "middle third"};
+  return names[mode];
+}
+template <class C>
+void set_part_mode(C &call, int mode) {
+  call.part = mode != 0;
+  const int64_t n = call.n;
+  int64_t b = 0, e = 0;
+  if (n > 0) {
+    switch (mode) {
+      case 2: e = 1; break;
+      case 3: e = n / 2; break;
+      case 4: b = n - 1, e = n; break;
+      case 5: b = n / 3, e = n - n / 3; break;
+      default: break;
+    }
+  }
+  call.begin = b;
+  call.end = e;
+}
 
 // A small valid call of any kernel with its inputs in ordinary memory, for tests that vary where the
 // buffers live or who calls: `rows` rows; strides d + (variant + j) % 4 for out, x and the learned table

@@ -130,9 +130,41 @@ struct RopeCall {
   int64_t heads = 0, token_stride = 0, head_stride = 0;
   void *k = nullptr;
   int64_t k_heads = 0, k_token_stride = 0, k_head_stride = 0;
+  // part: the call goes through the function's _part twin with [begin, end) (posenc.h, "Parts of a call")
+  bool part = false;
+  int64_t begin = 0, end = 0;
 };
 
+inline posenc_status invoke_part(const RopeCall &c) {
+  float *x32 = static_cast<float *>(c.x), *k32 = static_cast<float *>(c.k);
+  uint16_t *x16 = static_cast<uint16_t *>(c.x), *k16 = static_cast<uint16_t *>(c.k);
+  const int64_t b = c.begin, e = c.end;
+  switch (c.kernel) {
+    case RopeKernel::kCacheF32:
+      return posenc_rope_cache_f32_part(c.rope, c.positions, c.first, c.n, x32, c.token_stride, k32, c.k_token_stride,
+                                        b, e);
+    case RopeKernel::kF32:
+      return posenc_rope_f32_part(c.rope, c.positions, c.first, c.n, x32, c.heads, c.token_stride, c.head_stride, b, e);
+    case RopeKernel::kBF16:
+      return posenc_rope_bf16_part(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride, b,
+                                   e);
+    case RopeKernel::kF16:
+      return posenc_rope_f16_part(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride, b, e);
+    case RopeKernel::kQkF32:
+      return posenc_rope_qk_f32_part(c.rope, c.positions, c.first, c.n, x32, c.heads, c.token_stride, c.head_stride,
+                                     k32, c.k_heads, c.k_token_stride, c.k_head_stride, b, e);
+    case RopeKernel::kQkBF16:
+      return posenc_rope_qk_bf16_part(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride,
+                                      k16, c.k_heads, c.k_token_stride, c.k_head_stride, b, e);
+    case RopeKernel::kQkF16:
+      return posenc_rope_qk_f16_part(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride,
+                                     k16, c.k_heads, c.k_token_stride, c.k_head_stride, b, e);
+  }
+  return posenc_status(-1);
+}
+
 inline posenc_status invoke(const RopeCall &c) {
+  if (c.part) return invoke_part(c);
   float *x32 = static_cast<float *>(c.x), *k32 = static_cast<float *>(c.k);
   uint16_t *x16 = static_cast<uint16_t *>(c.x), *k16 = static_cast<uint16_t *>(c.k);
   switch (c.kernel) {
