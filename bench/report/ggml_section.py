@@ -32,7 +32,7 @@ of place, as llama.cpp calls them; each posenc SIMD path forced in turn (ggml's 
 every row of a shape). *Paired*: the median over the rounds of ggml's time / posenc's time in the same round
 (above 1 posenc is faster); *of medians*: the ratio of the two medians; ggml and posenc: the medians; spread:
 the larger interquartile range / median of the two. The quick plan's prefill has 256 tokens, not the targets'
-2048: its rows are shown, not judged."""
+2048: its rows are shown, not judged. Clock: {clock}; the host's load average: {loads}."""
 
 # (title, config, numerator, denominator, op, target, binding): value = time(numerator) / time(denominator)
 TARGETS = [
@@ -161,7 +161,10 @@ def render(ggml_json_path):
     parts = [SECTION,
              METHOD.format(command=data.get("command", "posenc-ggml-bench"), mode=data.get("mode", "?"),
                            cpu=data.get("cpu", "?"), posenc=data.get("posenc", "?"),
-                           backend=data.get("ggml_backend", "?")),
+                           backend=data.get("ggml_backend", "?"), clock=data.get("clock", "wall"),
+                           loads="%s at the start, %s at the end" % (
+                               " ".join("%.2f" % x for x in data.get("load_avg_start", [])) or "?",
+                               " ".join("%.2f" % x for x in data.get("load_avg_end", [])) or "?")),
              "### Issue 23's targets\n\n" + targets_table(data),
              "### What bounds them\n\nEach operation's time over the copy's, in the same rounds: ggml's ratio is the "
              "speed-up an operation that cost no more than the copy would reach, so it bounds any target on the same "

@@ -271,6 +271,15 @@ std::string json_times(const std::vector<double> &v) {
   return s + "]";
 }
 
+std::string load_average() {  // /proc/loadavg's three averages: how busy the host was
+  std::ifstream f("/proc/loadavg");
+  double a = 0, b = 0, c = 0;
+  if (!(f >> a >> b >> c)) return "[]";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "[%.2f, %.2f, %.2f]", a, b, c);
+  return buf;
+}
+
 std::string cpu_name() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
@@ -313,6 +322,7 @@ int main(int argc, char **argv) {
   for (posenc_isa isa : {POSENC_ISA_AVX2, POSENC_ISA_AVX512, POSENC_ISA_NEON})
     if (posenc_isa_available(isa)) paths.push_back(isa);
   if (paths.empty()) paths.push_back(POSENC_ISA_SCALAR);
+  const std::string load_start = load_average();
   const double seconds = quick ? 0.1 : 1.5;
   std::vector<Timed> timed;
   for (const Config &c : configs(quick))
@@ -357,7 +367,10 @@ int main(int argc, char **argv) {
   }
   std::fprintf(f, "{\n  \"command\": \"%s\",\n  \"mode\": \"%s\",\n  \"cpu\": \"%s\",\n  \"posenc\": \"%s\",\n",
                command.c_str(), quick ? "quick" : "full", cpu_name().c_str(), posenc_version());
-  std::fprintf(f, "  \"ggml_backend\": \"%s\",\n  \"configs\": [\n", ggml_backend_name(cpu));
+  std::fprintf(f, "  \"ggml_backend\": \"%s\",\n  \"clock\": \"%s\",\n", ggml_backend_name(cpu),
+               g_cpu_time ? "process CPU time" : "wall");
+  std::fprintf(f, "  \"load_avg_start\": %s,\n  \"load_avg_end\": %s,\n  \"configs\": [\n", load_start.c_str(),
+               load_average().c_str());
   const std::vector<Config> cs = configs(quick);
   for (size_t i = 0; i < cs.size(); ++i)
     std::fprintf(f,
