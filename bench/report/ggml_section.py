@@ -53,6 +53,8 @@ TARGETS = [
 BOUNDS = [
     ("%s: ggml's rope vs the copy of the same bytes (the most an out-of-place rewrite could gain)", "ggml", "copy"),
     ("%s: posenc's operation vs the copy of the same bytes", "posenc", "copy"),
+    ("%s: ggml's rope vs posenc's kernel alone, in place, outside a graph (what posenc's arithmetic allows)",
+     "ggml", "kernel"),
 ]
 
 MODES = ["NORMAL", "NEOX", "MROPE", "IMROPE", "VISION"]
@@ -86,7 +88,7 @@ def _label(run):
 
 
 def _row(title, run, a, b, op, target, binding, judged):
-    ta, tb = run[a], run[b]
+    ta, tb = run.get(a), run.get(b)
     paired = statistics.median(x / y for x, y in zip(ta, tb) if y > 0) if ta and tb else None
     ma, mb = (statistics.median(ta) if ta else None), (statistics.median(tb) if tb else None)
     of_medians = ma / mb if ma and mb else None
@@ -116,6 +118,8 @@ def bound_rows(data):
         what = "%s %s (%s)" % (c["model"], c["step"], {0: "NORMAL", 2: "NEOX", 8: "MROPE"}.get(c["mode"], c["mode"]))
         for title, a, b in BOUNDS:
             for run in _runs(data, name):
+                if b == "kernel" and (run["threads"] > 1 or not run.get("kernel")):
+                    continue  # the kernel alone runs on one thread
                 rows.append(_row(title % what, run, a, b, ">=", 1.0, False, False))
     return rows
 
@@ -139,7 +143,7 @@ def targets_table(data):
 
 def bounds_table(data):
     out = [[r[0], r[1], fmt_ratio(r[3]), fmt_ratio(r[2]), fmt_time(r[7]), fmt_time(r[8])] for r in bound_rows(data)]
-    return table(["bound (no target)", "path, threads", "paired", "of medians", "first", "copy"], out)
+    return table(["bound (no target)", "path, threads", "paired", "of medians", "first", "second"], out)
 
 
 def accuracy_table(data):
@@ -169,7 +173,11 @@ def render(ggml_json_path):
              "### What bounds them\n\nEach operation's time over the copy's, in the same rounds: ggml's ratio is the "
              "speed-up an operation that cost no more than the copy would reach, so it bounds any target on the same "
              "shape; posenc's ratio is what its arithmetic (cos/sin per token, the rotation in double, each thread's "
-             "block rotated in cache after the copy) adds to the memory traffic.\n\n" + bounds_table(data),
+             "block rotated in cache after the copy) adds to the memory traffic. The kernel rows time "
+             "`posenc_rope_f32` itself on the same rows (in place, on one thread, no graph, no copy): ggml's time "
+             "over it is what posenc's operation would reach if the copy, the graph and the custom operation cost "
+             "nothing, the bound its rounding rule's arithmetic sets (docs/rope.md, \"What stops the ones that are "
+             "not met\").\n\n" + bounds_table(data),
              "### Error by mode: ggml's and posenc's against the exact rotation\n\nLargest absolute error of an "
              "output element (ggml / posenc), 16 tokens x 4 heads of random rows in [-1, 1] at positions p .. p + 15 "
              "(every slot of the multi modes within 10 of p), against the exact rotation (MPFR) of posenc's spec: "

@@ -33,6 +33,7 @@
 #include "ggml.h"
 #include "posenc/ggml.h"
 #include "posenc/posenc.h"
+#include "rope_powers.hpp"
 #include "support/ggml_rope_reference.hpp"
 
 namespace {
@@ -138,10 +139,49 @@ double now() {
 struct Timed {
   std::string config, path;
   int threads;
-  std::vector<double> ggml, posenc, copy;  // seconds, one per round
+  std::vector<double> ggml, posenc, copy, kernel;  // seconds, one per round
 };
 
-// The three graphs of a configuration, computed in rounds (order rotated each round) for about `seconds`.
+// posenc's kernel alone on the configuration's rows, as one thread calls it: posenc_rope_f32 in place (on a
+// copy of the input), with the spec the operation builds (the frequencies of ggml_rope_frequencies, the axis
+// map of the sections), outside any graph. What the operation's copy, graph and threads add is the rest.
+struct Kernel {
+  std::vector<double> freq;
+  std::vector<uint8_t> axis;
+  std::vector<int64_t> positions;
+  std::vector<float> rows;
+  posenc_rope rope;
+};
+Kernel make_kernel(const Config &c, const ggml_tensor *a) {
+  Kernel k;
+  const int64_t pairs = c.n_dims / 2;
+  posenc::detail::GgmlRope g;
+  g.n_dims = c.n_dims;
+  g.pairs = pairs;
+  g.freq_base = c.base;
+  k.freq.resize(size_t(pairs));
+  double m = 1.0;
+  if (posenc::detail::ggml_rope_frequencies(g, k.freq.data(), &m) != POSENC_OK) std::exit(1);
+  k.rope = posenc_rope_default(c.n_dims);
+  k.rope.pairs = c.mode == GGML_ROPE_TYPE_NORMAL ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
+  k.rope.attention_scale = m;
+  int axes = 1;
+  if (is_multi(c.mode)) {  // CHUNKED sections that fill the pairs, as the configurations here have them
+    const int64_t sec[4] = {c.sections[0], c.sections[1], c.sections[2], c.sections[3]};
+    k.axis.resize(size_t(pairs));
+    if (posenc_rope_sections(&k.rope, sec, POSENC_SECTIONS_CHUNKED, k.axis.data(), nullptr) != POSENC_OK) std::exit(1);
+    axes = k.rope.axes;
+  }
+  k.rope.freq = k.freq.data();
+  k.rope.axis = axes > 1 ? k.axis.data() : nullptr;
+  for (int ax = 0; ax < axes; ++ax)
+    for (int64_t t = 0; t < c.tokens; ++t) k.positions.push_back(c.positions[size_t(ax * c.tokens + t)]);
+  k.rows.assign(static_cast<const float *>(a->data), static_cast<const float *>(a->data) + ggml_nelements(a));
+  return k;
+}
+
+// The four variants of a configuration (ggml's graph, posenc's graph, the copy's graph, posenc's kernel
+// alone), timed in rounds whose order rotates, for about `seconds`.
 Timed time_config(const Config &c, ggml_backend_t cpu, int threads, posenc_isa isa, double seconds) {
   const size_t bytes = size_t(128 * c.heads * c.tokens) * sizeof(float);
   ggml_init_params params = {4 * bytes + c.positions.size() * 4 + (16 << 20), nullptr, false};
@@ -157,27 +197,32 @@ Timed time_config(const Config &c, ggml_backend_t cpu, int threads, posenc_isa i
     g[k] = ggml_new_graph(ctx);
     ggml_build_forward_expand(g[k], outs[k]);
   }
+  Kernel kernel = make_kernel(c, a);
   posenc_force_isa(isa);
   ggml_backend_cpu_set_n_threads(cpu, threads);
-  Timed t{c.name, posenc_isa_name(isa), threads, {}, {}, {}};
+  Timed t{c.name, posenc_isa_name(isa), threads, {}, {}, {}, {}};
   auto once = [&](int k) {
     const double t0 = now();
-    if (ggml_backend_graph_compute(cpu, g[k]) != GGML_STATUS_SUCCESS) {
+    if (k == 3) {
+      if (posenc_rope_f32(&kernel.rope, kernel.positions.data(), 0, c.tokens, kernel.rows.data(), c.heads,
+                          128 * c.heads, 128) != POSENC_OK)
+        std::exit(1);
+    } else if (ggml_backend_graph_compute(cpu, g[k]) != GGML_STATUS_SUCCESS) {
       std::fprintf(stderr, "posenc-ggml-bench: a graph failed\n");
       std::exit(1);
     }
     return now() - t0;
   };
   for (int w = 0; w < 3; ++w)
-    for (int k = 0; k < 3; ++k) once(k);  // warm: frequencies, posenc's tables, the pages of every output
+    for (int k = 0; k < 4; ++k) once(k);  // warm: frequencies, posenc's tables, the pages of every output
   double per_round = 0;
-  for (int k = 0; k < 3; ++k) per_round += once(k);
+  for (int k = 0; k < 4; ++k) per_round += once(k);
   const int rounds = int(std::min(20000.0, std::max(15.0, seconds / std::max(per_round, 1e-9))));
   for (int r = 0; r < rounds; ++r)
-    for (int j = 0; j < 3; ++j) {
-      const int k = (r + j) % 3;
+    for (int j = 0; j < 4; ++j) {
+      const int k = (r + j) % 4;
       const double dt = once(k);
-      (k == 0 ? t.ggml : k == 1 ? t.posenc : t.copy).push_back(dt);
+      (k == 0 ? t.ggml : k == 1 ? t.posenc : k == 2 ? t.copy : t.kernel).push_back(dt);
     }
   ggml_free(ctx);
   return t;
@@ -333,9 +378,10 @@ int main(int argc, char **argv) {
           const Timed &t = timed.back();
           std::vector<double> r;
           for (size_t k = 0; k < t.ggml.size(); ++k) r.push_back(t.ggml[k] / t.posenc[k]);
-          std::printf("%-24s %d thread%s %-7s ggml %9.3f us  posenc %9.3f us  copy %9.3f us  ggml/posenc %.2f\n",
+          std::printf("%-24s %d thread%s %-7s ggml %9.3f us  posenc %9.3f us  copy %9.3f us  kernel %9.3f us  "
+                      "ggml/posenc %.2f\n",
                       c.name.c_str(), threads, threads > 1 ? "s" : " ", t.path.c_str(), 1e6 * median(t.ggml),
-                      1e6 * median(t.posenc), 1e6 * median(t.copy), median(r));
+                      1e6 * median(t.posenc), 1e6 * median(t.copy), 1e6 * median(t.kernel), median(r));
           std::fflush(stdout);
         }
   posenc_force_isa(active);
@@ -381,11 +427,11 @@ int main(int argc, char **argv) {
   std::fprintf(f, "  ],\n  \"speed\": [\n");
   for (size_t i = 0; i < timed.size(); ++i) {
     const Timed &t = timed[i];
-    std::fprintf(
-        f,
-        "    {\"config\": \"%s\", \"path\": \"%s\", \"threads\": %d, \"ggml\": %s, \"posenc\": %s, \"copy\": %s}%s\n",
-        t.config.c_str(), t.path.c_str(), t.threads, json_times(t.ggml).c_str(), json_times(t.posenc).c_str(),
-        json_times(t.copy).c_str(), i + 1 < timed.size() ? "," : "");
+    std::fprintf(f,
+                 "    {\"config\": \"%s\", \"path\": \"%s\", \"threads\": %d, \"ggml\": %s, \"posenc\": %s, "
+                 "\"copy\": %s, \"kernel\": %s}%s\n",
+                 t.config.c_str(), t.path.c_str(), t.threads, json_times(t.ggml).c_str(), json_times(t.posenc).c_str(),
+                 json_times(t.copy).c_str(), json_times(t.kernel).c_str(), i + 1 < timed.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n  \"accuracy\": [\n");
   for (size_t i = 0; i < acc.size(); ++i)
