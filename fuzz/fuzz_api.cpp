@@ -4,6 +4,9 @@
 // and then holds the library to the contract:
 //  - the status is the predicted one;
 //  - on an error, every byte of every buffer is unchanged;
+//  - the kernel's _part twin (posenc.h, "Parts of a call"): a cover of [0, n) by parts in any order writes the
+//    whole call's bytes, and any part returns the whole call's status, then the range's (INVALID outside
+//    [0, n]), writing only its own rows of the whole call (nothing on an error);
 //  - on success, every available path returns the scalar path's bytes (the bytes between rows included,
 //    which must keep their canary), and the values are right: PE in [-1, 1] with sin^2 + cos^2 = 1, +0.0
 //    rows for POSENC_PAD and the odd column, sin 0 = +0 and cos 0 = 1, table_* equal to rows_* at the same
@@ -14,6 +17,7 @@
 // fail before any position or token is read get 16-element buffers: reading or writing more is a bug that
 // ASan reports.
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -213,8 +217,11 @@ struct Args {
   std::vector<double> times;       // the timestep kernels' rows (positions_null makes the pointer NULL)
 };
 
-// The position of row r, for the kernels that take first + r.
-int64_t position_of(const Args &a, int64_t r) { return a.explicit_positions ? a.positions[size_t(r)] : a.first + r; }
+// The position of row r, for the kernels that take first + r (wrapping: the timestep kernels ignore first,
+// which may then be anything, and their positions here are replaced).
+int64_t position_of(const Args &a, int64_t r) {
+  return a.explicit_positions ? a.positions[size_t(r)] : int64_t(uint64_t(a.first) + uint64_t(r));
+}
 
 // ---- the predicted status ---------------------------------------------------------------------------
 
@@ -386,7 +393,13 @@ struct Buffers {
   std::vector<double> times;
 };
 
-posenc_status invoke(const Args &a, Buffers &b, void *out) {
+// A part of a call (posenc.h, "Parts of a call"): the _part twin with [begin, end), or the whole call.
+struct Part {
+  bool on = false;
+  int64_t begin = 0, end = 0;
+};
+
+posenc_status invoke(const Args &a, Buffers &b, void *out, const Part &part = Part{}) {
   const posenc_spec *spec = a.spec_null ? nullptr : &a.spec;
   const int64_t *pos = a.positions_null || !(positions_required(a.kernel) || a.explicit_positions)
                            ? nullptr
@@ -397,6 +410,40 @@ posenc_status invoke(const Args &a, Buffers &b, void *out) {
   out = a.out_null ? nullptr : out;
   auto *o32 = static_cast<float *>(out);
   auto *o16 = static_cast<uint16_t *>(out);
+  if (part.on) {
+    const int64_t pb = part.begin, pe = part.end;
+    const double *t = a.positions_null ? nullptr : b.times.data();
+    switch (a.kernel) {
+      case kTableF32: return posenc_table_f32_part(spec, a.first, a.n, o32, a.out_stride, pb, pe);
+      case kTableBF16: return posenc_table_bf16_part(spec, a.first, a.n, o16, a.out_stride, pb, pe);
+      case kTableF16: return posenc_table_f16_part(spec, a.first, a.n, o16, a.out_stride, pb, pe);
+      case kRowsF32: return posenc_rows_f32_part(spec, pos, a.n, o32, a.out_stride, pb, pe);
+      case kRowsBF16: return posenc_rows_bf16_part(spec, pos, a.n, o16, a.out_stride, pb, pe);
+      case kRowsF16: return posenc_rows_f16_part(spec, pos, a.n, o16, a.out_stride, pb, pe);
+      case kAdd:
+        return posenc_add_f32_part(spec, static_cast<const float *>(x), a.x_stride, a.scale, pos, a.first, a.n, o32,
+                                   a.out_stride, pb, pe);
+      case kEmbedF32:
+        return posenc_embed_f32_part(spec, static_cast<const float *>(x), a.vocab, a.x_stride, tok, a.scale, pos,
+                                     a.first, a.n, o32, a.out_stride, pb, pe);
+      case kEmbedBF16:
+        return posenc_embed_bf16_part(spec, static_cast<const uint16_t *>(x), a.vocab, a.x_stride, tok, a.scale, pos,
+                                      a.first, a.n, o32, a.out_stride, pb, pe);
+      case kEmbedF16:
+        return posenc_embed_f16_part(spec, static_cast<const uint16_t *>(x), a.vocab, a.x_stride, tok, a.scale, pos,
+                                     a.first, a.n, o32, a.out_stride, pb, pe);
+      case kLearned:
+        return posenc_embed_learned_f32_part(a.d, static_cast<const float *>(x), a.vocab, a.x_stride, tok, a.scale,
+                                             pt, a.pos_rows, a.pos_stride, pos, a.first, a.n, o32, a.out_stride, pb,
+                                             pe);
+      case kTimesF32: return posenc_timesteps_f32_part(spec, t, a.n, o32, a.out_stride, pb, pe);
+      case kTimesBF16: return posenc_timesteps_bf16_part(spec, t, a.n, o16, a.out_stride, pb, pe);
+      case kTimesF16: return posenc_timesteps_f16_part(spec, t, a.n, o16, a.out_stride, pb, pe);
+      default:
+        return posenc_timesteps_add_f32_part(spec, static_cast<const float *>(x), a.x_stride, a.scale, t, a.n, o32,
+                                             a.out_stride, pb, pe);
+    }
+  }
   switch (a.kernel) {
     case kTableF32: return posenc_table_f32(spec, a.first, a.n, o32, a.out_stride);
     case kTableBF16: return posenc_table_bf16(spec, a.first, a.n, o16, a.out_stride);
@@ -535,6 +582,51 @@ void check_values(const Args &a, Buffers &b, const unsigned char *out) {
           fail("fused value is not fmaf(scale, x, pe) with the NaN rule", long(r), long(e));
       }
     }
+}
+
+// ---- parts of a call (posenc.h, "Parts of a call") ---------------------------------------------------------
+// Read after everything else, so that older seeds keep their meaning (an exhausted input reads zeros: a
+// split in two at the middle, and the range [0, 0)).
+
+// A range for one part: mostly inside [0, n], sometimes outside it.
+Part decode_range(Input &in, int64_t n) {
+  Part p;
+  p.on = true;
+  const uint8_t m = in.u8();
+  const int64_t top = n > 0 ? n : 0;
+  if (m < 200) {
+    p.begin = int64_t(in.u32() % (uint64_t(top) + 1));  // top <= INT64_MAX: no overflow in uint64_t
+    p.end = int64_t(in.u32() % (uint64_t(top) + 1));
+    if (p.begin > p.end) std::swap(p.begin, p.end);
+    return p;
+  }
+  const int64_t above = top < kI64Max ? top + 1 : kI64Max;
+  switch (m % 6) {
+    case 0: p.begin = -1, p.end = 0; break;
+    case 1: p.begin = 0, p.end = above; break;
+    case 2: p.begin = top, p.end = top > 0 ? top - 1 : -1; break;
+    case 3: p.begin = kI64Min, p.end = kI64Max; break;
+    case 4: p.begin = above, p.end = above; break;
+    default: p.begin = in.i64(), p.end = in.i64();
+  }
+  return p;
+}
+
+// The status of a part: the whole call's, and for a valid call the range's.
+bool range_ok(const Part &p, int64_t n) { return p.begin >= 0 && p.begin <= p.end && p.end <= n; }
+
+// A cover of [0, n) by up to 9 parts, empty ones included, in an order from the input (n >= 0; read for
+// every call, so that the range after it is always the same bytes of the input).
+std::vector<Part> decode_cover(Input &in, int64_t n) {
+  std::vector<int64_t> cuts = {0, n, n / 2};
+  const uint8_t m = in.u8();
+  for (int i = 0; i < m % 8; ++i) cuts.push_back(int64_t(in.u32() % (uint64_t(n) + 1)));
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<Part> parts;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) parts.push_back(Part{true, cuts[i], cuts[i + 1]});
+  uint64_t seed = in.u64();
+  for (size_t i = parts.size(); i > 1; --i) std::swap(parts[i - 1], parts[splitmix(seed) % i]);
+  return parts;
 }
 
 // ---- RoPE -----------------------------------------------------------------------------------------------
@@ -775,7 +867,7 @@ RopeExpect rope_status_before_positions(const RopeArgs &a) {
   return {POSENC_OK, false, or_invalid};
 }
 
-posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf) {
+posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf, const Part &part = Part{}) {
   const size_t es = rope_size(a.kernel);
   posenc_rope rope = a.rope;
   rope.axis = a.axis.empty() ? nullptr : a.axis.data();
@@ -793,6 +885,9 @@ posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf) {
   c.k_heads = a.t[1].heads;
   c.k_token_stride = a.t[1].ts;
   c.k_head_stride = a.t[1].hs;
+  c.part = part.on;
+  c.begin = part.begin;
+  c.end = part.end;
   return ref::invoke(c);
 }
 
@@ -1103,6 +1198,39 @@ int rope_one_input(Input &in, uint8_t selector) {
       fail("RoPE path differs from the scalar path", long(isa));
     }
   }
+  // Parts, on the last path: a cover of [0, n) in any order gives the whole call's bytes; any single part
+  // returns the whole call's status (then the range's) and writes its tokens only, or nothing on an error.
+  const std::vector<Part> cover = decode_cover(in, a.n > 0 ? a.n : 0);  // read whatever the status
+  if (first_status == POSENC_OK && a.n > 0) {
+    std::vector<unsigned char> out = b.copy;
+    for (const Part &p : cover)
+      if (rope_invoke(a, out.data(), p) != POSENC_OK)
+        fail("a part of a valid RoPE call failed", long(p.begin), long(p.end));
+    if (out != scalar_out) fail("RoPE parts differ from the whole call");
+  }
+  const Part p = decode_range(in, a.n);
+  std::vector<unsigned char> out = b.copy;
+  const posenc_status st = rope_invoke(a, out.data(), p);
+  const posenc_status want_part =
+      first_status != POSENC_OK ? first_status : range_ok(p, a.n) ? POSENC_OK : POSENC_ERR_INVALID;
+  if (st != want_part)
+    fail("RoPE part status differs from the whole call's then the range's", long(st), long(want_part));
+  if (st != POSENC_OK || p.begin == p.end) {
+    if (out != b.copy) fail("a failed (or empty) RoPE part wrote to its buffer", long(st));
+  } else {
+    // the part's tokens are the whole call's, everything else as before: from the whole call's output,
+    // the same part applied to the starting bytes must differ only where the tokens of the part are
+    std::vector<unsigned char> rest = b.copy;
+    for (const Part &q : {Part{true, 0, p.begin}, Part{true, p.end, a.n}})
+      if (rope_invoke(a, rest.data(), q) != POSENC_OK) fail("the rest of a valid RoPE call failed");
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i] != b.copy[i] && rest[i] != b.copy[i])
+        fail("a RoPE part and the rest of the call wrote one byte", long(i));
+    std::vector<unsigned char> both = rest;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i] != b.copy[i]) both[i] = out[i];
+    if (both != scalar_out) fail("a RoPE part and the rest of the call differ from the whole call");
+  }
   return 0;
 }
 
@@ -1269,6 +1397,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                      unsigned(want32));
         fail("path differs from the scalar path", long(isa));
       }
+    }
+  }
+  // Parts, on the last path: a cover of [0, n) in any order gives the whole call's bytes (the scalar path's,
+  // which every path matched); any single part returns the whole call's status (then the range's), and
+  // writes exactly its rows of the whole call's output, or nothing on an error.
+  const std::vector<Part> cover = decode_cover(in, a.n > 0 ? a.n : 0);  // read whatever the status
+  if (first_status == POSENC_OK && a.n > 0) {
+    std::vector<unsigned char> out = b.out.copy;
+    for (const Part &p : cover)
+      if (invoke(a, b, out.data(), p) != POSENC_OK) fail("a part of a valid call failed", long(p.begin), long(p.end));
+    if (out != scalar_out) fail("parts differ from the whole call");
+  }
+  const Part p = decode_range(in, a.n);
+  std::vector<unsigned char> out = b.out.copy;
+  const posenc_status st = invoke(a, b, out.empty() ? nullptr : out.data(), p);
+  const posenc_status want_part =
+      first_status != POSENC_OK ? first_status : range_ok(p, a.n) ? POSENC_OK : POSENC_ERR_INVALID;
+  if (st != want_part) fail("part status differs from the whole call's then the range's", long(st), long(want_part));
+  if (!b.x.unchanged() || !b.pos_table.unchanged() || b.positions != positions_copy || b.tokens != tokens_copy)
+    fail("a part changed an input buffer");
+  if (st != POSENC_OK || p.begin == p.end) {
+    if (out != b.out.copy) fail("a failed (or empty) part wrote to its output", long(st));
+  } else {
+    const size_t es = out_size(k);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const int64_t e = int64_t(i / es), row = e / a.out_stride;
+      const bool mine = row >= p.begin && row < p.end && e % a.out_stride < a.d;
+      if (out[i] != (mine ? scalar_out[i] : b.out.copy[i]))
+        fail("a part wrote other bytes than its rows of the whole call", long(i));
     }
   }
   return 0;

@@ -99,6 +99,20 @@ def rope_seed(kernel, r=64, pairs=0, m=0, freq=0, n=70, first=3, explicit=True, 
     return bytes(out)
 
 
+def parts(cuts=(), order=0x5851F42D4C957F2D, begin=0, end=0, bad=None):
+    """The bytes fuzz_api.cpp reads after a call (posenc.h, "Parts of a call"): a cover of [0, n) cut at
+    n / 2 and at each of `cuts` (up to 7, taken mod n + 1), run in an order drawn from `order`; then one
+    part [begin, end) (taken mod n + 1), or with bad = 0..4 a range outside [0, n]: [-1, 0), [0, n + 1),
+    [n, n - 1), [INT64_MIN, INT64_MAX), [n + 1, n + 1). Read only when the call made room for them, so
+    they follow the rows of a call that reads its positions or tokens."""
+    out = bytearray([len(cuts)]) + b"".join(struct.pack("<I", c) for c in cuts) + struct.pack("<Q", order)
+    if bad is None:
+        out += bytes([0]) + struct.pack("<II", begin, end)
+    else:
+        out += bytes([204 + bad])  # 204 % 6 == 0
+    return bytes(out)
+
+
 def main():
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
     os.makedirs(here, exist_ok=True)
@@ -146,6 +160,25 @@ def main():
         seeds[f"{name}-integers"] = seed(k, d=32, n=5, rows=[]) + times_rows([("integer", v) for v in (0, 1, -7, 1000000, 2147483647)])
         seeds[f"{name}-nan-last"] = seed(k, d=16, n=3, rows=[]) + times_rows([("small", 1), ("sigma", 5), ("special", 0)])
         seeds[f"{name}-2p31-first"] = seed(k, d=16, n=2, rows=[]) + times_rows([("special", 12), ("small", 1)])
+    # parts of a call: a cover of seven cuts around the 65-row blocks and one row alone, a range past n, and a
+    # part of a call whose last row is refused (it fails as the whole call does)
+    for k, name in enumerate(KERNELS):
+        learned = k == 10
+        n = 14 if learned else 70  # learned positions stay inside a table of 16 rows (the decoder's largest)
+        rows = [(bytes([0 if r != 10 else 130]), bytes([r % 7])) for r in range(n)]
+        seeds[f"{name}-parts-cover"] = seed(k, n=n, rows=rows, first=0 if learned else 3, pos_rows=16) + \
+            parts(cuts=(1, 64, 65, 66, 69, 5, 5), begin=n - 6, end=n - 5)
+        seeds[f"{name}-parts-past-n"] = seed(k, first=0 if learned else 3) + parts(bad=1)
+        if not learned:
+            bad_last = [(bytes([0]), bytes([0]))] * 4 + [(bytes([231, 1]), bytes([0]))]
+            seeds[f"{name}-parts-first-row-of-bad-call"] = seed(k, rows=bad_last) + parts(begin=0, end=1)
+    for k, name in enumerate(ROPE):
+        seeds[f"{name}-parts-cover"] = rope_seed(k, n=70) + parts(cuts=(1, 64, 65, 66, 69, 5, 5), begin=65, end=70)
+        seeds[f"{name}-parts-axes3"] = rope_seed(k, axes=3, n=70, axis_map=[0] * 8 + [1] * 12 + [2] * 12) + \
+            parts(cuts=(13, 31, 64), begin=30, end=40)
+        seeds[f"{name}-parts-bad-range"] = rope_seed(k, n=9) + parts(bad=2)
+        seeds[f"{name}-parts-first-token-of-bad-call"] = rope_seed(k, n=5, positions=[0, 0, 0, 0, 231, 1]) + \
+            parts(begin=0, end=1)
     for name, data in sorted(seeds.items()):
         with open(os.path.join(here, name), "wb") as fh:
             fh.write(data)
