@@ -9,7 +9,8 @@
 namespace posenc {
 // For tests: fast_rejects, how many of the n (sin, cos) pairs the rotation path's acceptance test
 // (fast_check.hpp) would hand to the slower methods; anchors, the block anchors' values (sin and cos at
-// position p) of all f.padded pairs, as this path computes them.
+// position p) of all f.padded pairs, as this path computes them; anchors_real, the timestep rows' fast form
+// (values_direct.hpp, anchor_real_at) at the real position t, likewise.
 #define POSENC_DECLARE_ISA(E, ns, have)                                            \
   namespace ns {                                                                   \
   void run(const detail::Job &job);                                                \
@@ -18,6 +19,7 @@ namespace posenc {
   void fill_tables(detail::Freq &f);                                               \
   int64_t fast_rejects(const double *s, const double *c, int64_t n);               \
   void anchors(const detail::Freq &f, int64_t p, double *s, double *c);            \
+  void anchors_real(const detail::Freq &f, double t, double *s, double *c);        \
   }
 POSENC_ISAS(POSENC_DECLARE_ISA)
 #undef POSENC_DECLARE_ISA
@@ -33,6 +35,9 @@ POSENC_ISAS(POSENC_DECLARE_ISA)
   void fill_tables(detail::Freq &f) { E::fill_tables(f); }                                                     \
   int64_t fast_rejects(const double *s, const double *c, int64_t n) { return E::fast_rejects(s, c, n); }       \
   void anchors(const detail::Freq &f, int64_t p, double *s, double *c) { E::anchors(f, p, s, c); }            \
+  void anchors_real(const detail::Freq &f, double t, double *s, double *c) {                                   \
+    Times<SIMD>::anchors_real(f, t, s, c);                                                                     \
+  }                                                                                                            \
   }
 
 // For tests: every path this build compiled (isa_list.hpp), with its test entry points; whether the CPU runs
@@ -41,6 +46,7 @@ struct IsaTestEntries {
   posenc_isa isa;
   int64_t (*fast_rejects)(const double *s, const double *c, int64_t n);
   void (*anchors)(const detail::Freq &f, int64_t p, double *s, double *c);
+  void (*anchors_real)(const detail::Freq &f, double t, double *s, double *c);
 };
 template <int kHave, class Make>
 void add_if_compiled(std::vector<IsaTestEntries> &v, Make make) {
@@ -48,8 +54,10 @@ void add_if_compiled(std::vector<IsaTestEntries> &v, Make make) {
 }
 inline std::vector<IsaTestEntries> compiled_isas() {
   std::vector<IsaTestEntries> v;
-#define POSENC_ISA_ENTRY(E, n, have) \
-  add_if_compiled<have>(v, [](auto) { return IsaTestEntries{POSENC_ISA_##E, n::fast_rejects, n::anchors}; });
+#define POSENC_ISA_ENTRY(E, n, have)                                                                      \
+  add_if_compiled<have>(v, [](auto) {                                                                    \
+    return IsaTestEntries{POSENC_ISA_##E, n::fast_rejects, n::anchors, n::anchors_real};                 \
+  });
   POSENC_ISAS(POSENC_ISA_ENTRY)
 #undef POSENC_ISA_ENTRY
   return v;

@@ -186,8 +186,42 @@ struct Direct {
     const D n = y - S::set(kRound);                      // nearest integer to q (|q| < 2^32)
     const D th = q - n;                                  // exact (Sterbenz)
     const D t = th + S::fma(pd, S::load(f.u1 + j), e0);  // |error| < 2^-54 + 2^-72 quarter turns
-    // Both series in z = t^2 by Estrin's scheme (the same rounding behaviour as Horner's here, where
-    // every higher term is far smaller than the first, and half the dependent steps).
+    D s, c;
+    anchor_series(y, t, s, c);
+    S::store(s_out, s);
+    S::store(c_out, c);
+  }
+
+  // A real position's values to the anchors' kind of bound (timestep rows, values_times.hpp): sin and cos
+  // at k + fr (k an integer, |fr| <= 1/2, both broadcast) for the W pairs from j, absolute error below
+  // 2^-51.1 (docs/math.md section 8, "The fast form"), in about half of reduce_real + series. k u0 and
+  // fr U0 are split at their nearest integers exactly as in reduce_real; the two fractional parts and
+  // fl(fr U1 + eg) are summed by two-sums, that sum's nearest integer goes to the quadrant, and the small
+  // terms (k u1 + e0 + fr U2, the two-sums' errors) are added once. Not for the lanes marked slow, nor for a
+  // fractional part below 2^-60 (reduce_real's reasons); the caller's test sends those elsewhere.
+  [[gnu::always_inline]] static inline void anchor_real_at(const D &k, const D &fr, const detail::Freq &f, int64_t j,
+                                                           D &s, D &c) {
+    const D u0 = S::load(f.u0 + j), U0 = S::load(f.U0 + j);
+    const D R = S::set(kRound);
+    const D q = k * u0, e0 = S::fma(k, u0, -q);  // exact
+    const D nq = (q + R) - R, thq = q - nq;       // exact, |q| < 2^33
+    const D g = fr * U0, eg = S::fma(fr, U0, -g); // exact
+    const D ng = (g + R) - R, thg = g - ng;       // exact, |g| < 2^51
+    const D b = S::fma(fr, S::load(f.U1 + j), eg);                               // |b| <= 1/2: rounding 2^-54
+    const D a = S::fma(fr, S::load(f.U2 + j), S::fma(k, S::load(f.u1 + j), e0));  // |a| <= 2^-18: 2^-71
+    D s1, e1, s2, e2;
+    two_sum(thq, thg, s1, e1);  // |s1| <= 1
+    two_sum(s1, b, s2, e2);     // |s2| <= 3/2
+    const D n1 = (s2 + R) - R;
+    const D t = (s2 - n1) + ((e1 + e2) + a);  // s2 - n1 exact; |t| <= 1/2 + 2^-17: rounding 2^-54
+    const D y = ((nq + ng) + n1) + R;          // the quadrant: an integer below 2^52, exact
+    anchor_series(y, t, s, c);
+  }
+
+  // The anchors' series (both in z = t^2 by Estrin's scheme: the same rounding behaviour as Horner's here,
+  // where every higher term is far smaller than the first, and half the dependent steps), then the quadrant
+  // of y = n + kRound.
+  [[gnu::always_inline]] static inline void anchor_series(const D &y, const D &t, D &s, D &c) {
     const D z = t * t;
     const D z2 = z * z;
     const D z4 = z2 * z2;
@@ -199,10 +233,7 @@ struct Direct {
     const D c_hi = S::fma(S::fma(S::set(kC16), z, S::set(kC14)), z2, S::fma(S::set(kC12), z, S::set(kC10)));
     const D pc = S::fma(c_hi, z4, c_lo);
     const D cs = S::fma(z, pc, S::set(1.0));
-    D s, c;
     quadrant(y, sn, cs, s, c);
-    S::store(s_out, s);
-    S::store(c_out, c);
   }
 
   // (sin, cos) of n quarter turns plus the reduced angle whose sin and cos are sn, cs, with y = n + kRound

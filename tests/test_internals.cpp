@@ -409,6 +409,68 @@ TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals]
   CHECK(compared > 5000);
 }
 
+
+TEST_CASE("the timestep rows' fast form stays within 2^-51 absolute on every path, its window 4x that",
+          "[internals][direct][timesteps]") {
+  // docs/math.md section 8, "The fast form": anchor_real_at's analysed bound is 2^-51.1 absolute; run_times
+  // accepts its values where [v - kFastBound, v + kFastBound] rounds to one float, so kFastBound must cover
+  // the error with room (4x the bound asserted here). Timesteps of every kind (fractional, near-integer,
+  // huge, flow matching's [0, 1) times 1000), the specs of diffusion models and the extremes of |s w|.
+  using Times = posenc::Times<posenc::Simd<posenc::scalar_arch>>;
+  struct Path {
+    const char *name;
+    void (*fn)(const Freq &, double, double *, double *);
+  };
+  std::vector<Path> paths;
+  for (const posenc::IsaTestEntries &e : posenc::compiled_isas())
+    if (posenc_isa_available(e.isa)) paths.push_back({posenc_isa_name(e.isa), e.anchors_real});
+  std::mt19937_64 rng(2525);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  double worst = -1000;
+  int64_t compared = 0;
+  const posenc_spec specs[] = {spec(320, 10000.0, 160.0, 1.0), spec(256, 10000.0, 128.0, 1000.0),
+                               spec(64, 0.5, 1.0, 1.0), spec(16, 10000.0, 0.0, 0x1p50), spec(30, 2.0, 3.0, -7.5)};
+  for (const posenc_spec &s : specs) {
+    const auto f = posenc::detail::build_frequencies(s);
+    const size_t bytes = sizeof(double) * size_t(f->padded);
+    struct Free {
+      void operator()(double *p) const { std::free(p); }
+    };
+    std::vector<std::unique_ptr<double, Free>> out;
+    for (size_t k = 0; k < 2 * paths.size(); ++k) out.emplace_back(static_cast<double *>(std::aligned_alloc(64, bytes)));
+    for (int trial = 0; trial < 40; ++trial) {
+      double t = 1000.0 * unit(rng);                                          // diffusion steps and half steps
+      if (trial % 4 == 1) t = unit(rng);                                      // flow matching
+      if (trial % 4 == 2) t = (unit(rng) - 0.5) * 4294967296.0 * 0.999;       // anywhere in the range
+      if (trial % 4 == 3) t = std::floor(t) + std::ldexp(unit(rng), -50);      // just past an integer
+      if (trial == 0) t = 999.5;
+      for (size_t k = 0; k < paths.size(); ++k) paths[k].fn(*f, t, out[2 * k].get(), out[2 * k + 1].get());
+      const int64_t step = f->h > 64 ? 7 : 1;
+      for (int64_t i = trial % step; i < f->h; i += step) {
+        if (f->slow[i] != 0.0) continue;  // slow lanes never use these values
+        ref::Big es(100), ec(100);
+        ref::exact_pair_real(s, i, t, es, ec);
+        for (size_t k = 0; k < paths.size(); ++k) {
+          for (int m = 0; m < 2; ++m) {
+            ref::Big diff(1200);
+            mpfr_sub_d(diff, m == 0 ? (mpfr_srcptr)es : (mpfr_srcptr)ec, out[2 * k + m].get()[i], MPFR_RNDN);
+            const double err = std::fabs(mpfr_get_d(diff, MPFR_RNDU));
+            INFO(paths[k].name << " pair " << i << " t " << t << (m == 0 ? " sin " : " cos ")
+                               << out[2 * k + m].get()[i] << " error " << err);
+            CHECK(err <= 0x1p-51);
+            CHECK(4 * err <= Times::kFastBound);
+            if (err > 0) worst = std::max(worst, std::log2(err));
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  WARN("timestep fast form: worst absolute error 2^" << worst << " over " << compared << " values");
+  CHECK(compared > 5000);
+  CHECK(Times::kFastBound >= 4 * 0x1p-51);  // the window covers the analysed bound, not only what was seen
+}
+
 TEST_CASE("rotation table: 1 to 32 steps within 2^-50", "[internals][freq]") {
   const posenc_spec s = spec(128, 10000.0, 0.0, 1.0);
   const auto f = posenc::detail::build_frequencies(s);

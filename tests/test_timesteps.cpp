@@ -117,6 +117,32 @@ TEST_CASE("timesteps: correctly rounded on every path, every kind of t, every la
   for (const Case &c : cases) check_spec(c.name, c.s, timesteps(seed++));
 }
 
+TEST_CASE("timesteps: values near zero, where only a correct window keeps the fast form honest", "[timesteps]") {
+  // The fast form (values_direct.hpp, anchor_real_at) is accepted where [v - 2^-49, v + 2^-49] rounds to one
+  // float; its values are within 2^-51.1. Random timesteps almost never put a value where that matters (a float
+  // spacing near the error: |v| < 2^-28), so these are built to: t = (pi j + eps) / w_i puts pair i's angle
+  // within eps (|eps| <= 2^-26) of a multiple of pi, where sin (or cos, past pi/2) is tiny. A window narrower
+  // than the error misrounds many of them.
+  uint64_t seed = 77;
+  const posenc_spec specs[] = {spec_of(320, POSENC_COS_SIN_HALVES, 10000.0, 160.0, 1.0),
+                               spec_of(256, POSENC_INTERLEAVED, 10000.0, 128.0, 1000.0),
+                               spec_of(34, POSENC_SIN_COS_HALVES, 2.0, 0.0, 3.0)};
+  for (const posenc_spec &s : specs) {
+    const int64_t h = s.d_model / 2;
+    const double D = s.freq_denominator != 0.0 ? s.freq_denominator : double(h);
+    std::vector<double> t;
+    for (int k = 0; k < 160; ++k) {
+      const int64_t i = int64_t(splitmix(seed) % uint64_t(h));
+      const double w = s.position_scale * std::pow(s.base, -double(i) / D);
+      const double eps = std::ldexp(unit(seed) - 0.5, -25 - int(splitmix(seed) % 20));
+      const double j = double(splitmix(seed) % 64) + (k % 2 ? 0.5 : 0.0);  // sin (j whole) or cos (half) near 0
+      const double x = (M_PI * j + eps) / w;
+      if (std::fabs(x) < 0.5 * k2p31 && x != 0.0) t.push_back(x);
+    }
+    check_spec("near-zero values, d " + std::to_string(s.d_model), s, t);
+  }
+}
+
 TEST_CASE("timesteps: an integer-valued t gives the integer position's bytes", "[timesteps]") {
   const posenc_spec specs[] = {spec_of(320, POSENC_COS_SIN_HALVES, 10000.0, 159.0, 1.0),
                                spec_of(67, POSENC_INTERLEAVED, 1e4, 0.0, 1.0),
