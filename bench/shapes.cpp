@@ -35,6 +35,15 @@ Plan full_plan() {
   p.rope_axes = {{128, 2048, 128, 28, 4, 1e6, "vl"}, {128, 1, 128, 28, 4, 1e6, "decode"}};
   // timestep embeddings (issue 25): a batch of 1024 timesteps at SD 1.x's 320 and SDXL's / Flux's 1280
   p.times = {{320, 1024}, {1280, 1024}};
+  // split over threads (issue 26): the targets, table 8192 x 1024 and the Llama-3-8B prefill, and ladders
+  // of sizes around where a second thread starts to pay (docs/threads.md)
+  p.threads_table = {{1024, 8192}, {512, 65}, {512, 130}, {512, 260}, {512, 520}, {512, 1040}, {512, 2080},
+                     {64, 520}, {64, 2080}, {64, 8320}, {64, 33280}};
+  p.threads_times = {{320, 4}, {320, 16}, {320, 64}, {320, 256}, {320, 1024}};
+  p.threads_embed = {{512, 65}, {512, 260}, {512, 1040}, {512, 4160}, {4096, 8192}};
+  p.threads_rope = {prefill};
+  for (int64_t n : {1, 4, 16, 65, 130, 260})
+    p.threads_rope.push_back({128, n, 128, 32, 8, 5e5, "prefill"});
   return p;
 }
 
@@ -57,6 +66,10 @@ Plan quick_plan() {
   p.rope_cache = {{128, 64, 128, 0, 0, 5e5, "prefill"}};
   p.rope_axes = {{128, 64, 128, 28, 4, 1e6, "vl"}, {128, 1, 128, 28, 4, 1e6, "decode"}};
   p.times = {{320, 64}};
+  p.threads_table = {{512, 130}};
+  p.threads_times = {{320, 16}};
+  p.threads_embed = {{512, 65}};
+  p.threads_rope = {prefill};
   return p;
 }
 

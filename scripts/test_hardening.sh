@@ -4,7 +4,8 @@
 #     ggml integration's tests included when ggml's source is beside the clone;
 #  2. valgrind memcheck over the scalar path (POSENC_ISA=scalar) on the suites that finish in a minute there;
 #  3. the libFuzzer target fuzz/fuzz_api (clang, ASan + UBSan) from fuzz/corpus for POSENC_FUZZ_SECONDS (60);
-#  4. the thread test built with ThreadSanitizer.
+#  4. the thread tests built with ThreadSanitizer (test_threads: first use and the parts of one call on
+#     threads at once; test_work: posenc::run_parallel).
 # Installs what it needs; exits non-zero on any failure; ends with "hardening: N passed, M failed", where N
 # and M count Catch2 test cases from the meson logs (tools/test_summary.py), plus one case for the fuzz run
 # and one failure for each build that did not complete.
@@ -115,11 +116,12 @@ if CXX=clang++-14 built fuzz configure build-hard-fuzz --buildtype=debugoptimize
 fi
 elapsed
 
-# 4. ThreadSanitizer on the thread test (its first kernel call is made by the racing threads).
-echo "== ThreadSanitizer: the thread test"
+# 4. ThreadSanitizer on the thread tests: test_threads (its first kernel call is made by the racing threads;
+# then seven parts of one call of every kernel at once, issue 26) and test_work (posenc::run_parallel's threads).
+echo "== ThreadSanitizer: the thread tests"
 if built tsan configure build-hard-tsan --buildtype=debug -Dbenchmarks=disabled -Db_sanitize=thread -Db_lundef=false &&
-   built tsan ninja -C build-hard-tsan -j "$jobs" tests/test_threads; then
-  meson test -C build-hard-tsan --no-rebuild --print-errorlogs threads || true
+   built tsan ninja -C build-hard-tsan -j "$jobs" tests/test_threads tests/test_work; then
+  meson test -C build-hard-tsan --no-rebuild --print-errorlogs threads work || true
   logs+=(build-hard-tsan/meson-logs/testlog.json)
 fi
 elapsed

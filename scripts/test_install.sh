@@ -40,7 +40,7 @@ quiet() {  # runs a command, showing its output only when it fails
 # Every posenc header in a dependency list must be the installed one.
 headers_from_prefix() {  # what, dependency listing
   local found
-  found=$(grep -oE '[^ :]*posenc/(posenc\.hp*|ggml\.h)' <<<"$2" | sort -u)
+  found=$(grep -oE '[^ :]*posenc/(posenc\.hp*|ggml\.h|threads\.hpp)' <<<"$2" | sort -u)
   [ -n "$found" ] || fail "$1: no posenc header among its dependencies"
   grep -v "^$prefix/include/" <<<"$found" && fail "$1 read posenc headers from outside the prefix"
   return 0
@@ -112,7 +112,8 @@ cmakedir=$(cmake_dir_for "$libdir")
 echo "meson's libdir: $libdir; the CMake package: $cmakedir"
 [ -n "$ggml_prefix" ] && ggml_files=$(printf '%s\n' include/posenc/ggml.h "$libdir/libposenc_ggml.a" \
   "$libdir/pkgconfig/posenc-ggml.pc")
-library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp "$libdir/libposenc.a" \
+library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp include/posenc/threads.hpp \
+  "$libdir/libposenc.a" \
   "$libdir/pkgconfig/posenc.pc" "$cmakedir/posenc-config.cmake" "$cmakedir/posenc-config-version.cmake")
 expected=$( (echo "$library_files"; [ -z "$ggml_files" ] || echo "$ggml_files"
   printf '%s\n' bin/posenc bin/posenc-bench libexec/posenc/posenc-accuracy
@@ -174,6 +175,32 @@ if [ -n "$ggml_prefix" ]; then
   cat ggml_rope.out
   grep -q "^ggml_rope: ok" ggml_rope.out || fail "the ggml example did not report ok"
 fi
+
+echo "== (threads) posenc::work split over std::threads by posenc/threads.hpp, C++17 through pkg-config"
+cat >threads_example.cpp <<'CPP'
+#include <posenc/threads.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+int main() {  // a 4096 x 512 table on 4 threads: the bytes of the unsplit call
+  const posenc::spec s(512);
+  std::vector<float> whole(4096 * 512), split(4096 * 512, 1.0f);
+  posenc::table_f32(s, 0, posenc::rows_view<float>(whole.data(), 4096, 512));
+  const posenc::work w = posenc::table_f32_work(s, 0, posenc::rows_view<float>(split.data(), 4096, 512));
+  posenc::run_parallel(w, 4);
+  const bool same = std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)) == 0;
+  std::printf("threads: %s, %lld pieces\n", same ? "ok" : "differs", (long long)w.pieces(4));
+  return same ? 0 : 1;
+}
+CPP
+quiet "${CXX:-c++}" -std=c++17 -Wall -Wextra -Werror -pthread -MD -MF threads_example.d threads_example.cpp \
+  $(pkg-config --cflags --libs posenc) -o threads_example
+headers_from_prefix "the threads example" "$(cat threads_example.d)"
+./threads_example >threads_example.out || { cat threads_example.out; fail "the threads example"; }
+cat threads_example.out
+grep -q "^threads: ok" threads_example.out || fail "the threads example did not report ok"
 
 cmake_example cpp_cmake cpp_example
 grep -q "^posenc $version (CMake package $version)" cpp_example.out || fail "the CMake package is not version $version"
