@@ -1,4 +1,4 @@
-/* posenc/ggml.h: ggml's RoPE operations computed by posenc (docs/ggml.md).
+/* posenc/ggml.h: ggml's RoPE and timestep embedding operations computed by posenc (docs/ggml.md).
  *
  * Each function takes the arguments of the ggml builder it is named after (ggml.h at ggml d99724f2) and
  * returns a tensor of the same shape and type, so that a program built on ggml switches by renaming the call:
@@ -84,6 +84,18 @@ struct ggml_tensor *posenc_ggml_rope_set_offset(struct ggml_tensor *a, int n_off
 
 /* 1 when t is one of the operations above (its result tensor), else 0. */
 int posenc_ggml_is_rope(const struct ggml_tensor *t);
+
+/* ggml_timestep_embedding (diffusion models' timestep embedding; stable-diffusion.cpp): the same arguments and
+ * result, an F32 tensor [dim, timesteps->ne[0]] whose row i is the embedding of the F32 timestep i: cos/sin
+ * halves, cos(t w_j) in column j and sin(t w_j) in column j + dim/2 with w_j = max_period^(-j / (dim/2)), an odd
+ * dim ending with a 0.0 column. Each element is the correctly rounded float32 of the exact value at the float
+ * timestep (posenc_timesteps_f32 with posenc::spec::ggml_timestep(dim, max_period); docs/timesteps.md), where
+ * ggml forms w_j with expf and t w_j in float32. dim and max_period live in the result's operation parameters
+ * (nothing is allocated or owned). Stops the program through ggml's abort for timesteps that are not F32 with
+ * contiguous elements (ggml's CPU operation asserts the same), dim < 1, max_period < 1, and, when computed, a
+ * timestep that is not finite or has |t| >= 2^31. */
+struct ggml_tensor *posenc_ggml_timestep_embedding(struct ggml_context *ctx, struct ggml_tensor *timesteps, int dim,
+                                                   int max_period);
 
 #ifdef __cplusplus
 } /* extern "C" */

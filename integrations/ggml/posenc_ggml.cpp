@@ -1,4 +1,5 @@
-// posenc/ggml.h: ggml's RoPE builders as ggml custom operations computed by posenc (docs/ggml.md).
+// posenc/ggml.h: ggml's RoPE builders, and its timestep embedding (at the end), as ggml custom operations
+// computed by posenc (docs/ggml.md).
 //
 // A builder checks what ggml's builder and CPU operation check, interns the parameter set (Record), and returns
 // ggml_custom_4d / ggml_custom_inplace with the record as userdata; the operation then runs on ggml's threads.
@@ -366,6 +367,42 @@ ggml_tensor *build(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tenso
   return result;
 }
 
+// --- the timestep embedding ----------------------------------------------------------------------------------
+//
+// ggml_timestep_embedding(ctx, timesteps, dim, max_period): row i of the [dim, n] F32 result is the embedding of
+// the F32 timestep i, cos/sin halves with base max_period and D = dim / 2 (posenc::spec::ggml_timestep), an odd
+// dim ending with a 0.0 column, as ggml's CPU operation writes it. dim and max_period are kept by value in the
+// result's op_params (no userdata, nothing owned or interned); the operation builds the posenc_spec on its
+// stack. Thread ith of nth writes rows [n ith / nth, n (ith + 1) / nth): the float timesteps of a chunk become
+// doubles on the stack and go to posenc_timesteps_f32 for those rows. Every row is correctly rounded from its
+// own exact angle, so the bytes are those of one posenc_timesteps_f32 over all n rows (the contract of the _part
+// twins: no byte depends on where a part starts) whatever nth is.
+constexpr int kDimParam = 12, kPeriodParam = 13;
+constexpr int64_t kTimestepChunk = 64;
+
+posenc_spec timestep_spec(int dim, int max_period) {
+  posenc_spec s = posenc_spec_default(dim);
+  s.layout = POSENC_COS_SIN_HALVES;
+  s.base = double(max_period);
+  return s;
+}
+
+void timestep_op(ggml_tensor *dst, int ith, int nth, void *) {
+  const ggml_tensor *t = dst->src[0];
+  const posenc_spec spec = timestep_spec(dst->op_params[kDimParam], dst->op_params[kPeriodParam]);
+  const int64_t n = dst->ne[1], r0 = n * ith / nth, r1 = n * (ith + 1) / nth, stride = int64_t(dst->nb[1]) / 4;
+  const float *ts = static_cast<const float *>(t->data);
+  double chunk[kTimestepChunk];
+  for (int64_t r = r0; r < r1; r += kTimestepChunk) {
+    const int64_t k = std::min(kTimestepChunk, r1 - r);
+    for (int64_t i = 0; i < k; ++i) chunk[i] = double(ts[r + i]);
+    float *out = reinterpret_cast<float *>(static_cast<char *>(dst->data) + r * int64_t(dst->nb[1]));
+    const posenc_status st = posenc_timesteps_f32(&spec, chunk, k, out, stride);
+    if (st == POSENC_ERR_OUT_OF_RANGE) fail("a timestep that is not finite or has |t| >= 2^31", __LINE__);
+    POSENC_GGML_REQUIRE(st == POSENC_OK, "posenc rejected the timestep embedding");
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -430,6 +467,20 @@ ggml_tensor *posenc_ggml_rope_set_offset(ggml_tensor *a, int n_offs) {
                       "n_offs must be even, >= 0, and n_offs + n_dims <= ne0");
   a->op_params[kOffsParam] = n_offs;
   return a;
+}
+
+ggml_tensor *posenc_ggml_timestep_embedding(ggml_context *ctx, ggml_tensor *timesteps, int dim, int max_period) {
+  POSENC_GGML_REQUIRE(timesteps != nullptr, "timesteps is required");
+  POSENC_GGML_REQUIRE(timesteps->type == GGML_TYPE_F32 && timesteps->nb[0] == sizeof(float),
+                      "timesteps must be F32 with contiguous elements");
+  POSENC_GGML_REQUIRE(dim >= 1, "dim must be at least 1");
+  POSENC_GGML_REQUIRE(max_period >= 1, "max_period must be at least 1");
+  ggml_tensor *args[1] = {timesteps};
+  ggml_tensor *result =
+      ggml_custom_4d(ctx, GGML_TYPE_F32, dim, timesteps->ne[0], 1, 1, args, 1, timestep_op, GGML_N_TASKS_MAX, nullptr);
+  result->op_params[kDimParam] = dim;
+  result->op_params[kPeriodParam] = max_period;
+  return result;
 }
 
 }  // extern "C"

@@ -6,13 +6,9 @@
 // strides that are not whole elements; freq_factors whose content changes between computes; a graph built in
 // a no_alloc context, allocated by ggml-alloc and computed by the CPU backend twice (the operation's
 // parameters outlive the building); the builders' refusals (ggml's abort, in a child process).
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -22,6 +18,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "ggml_test_util.hpp"
 #include "posenc/ggml.h"
 #include "posenc/posenc.h"
 #include "support/ggml_rope_reference.hpp"
@@ -32,13 +29,9 @@ constexpr int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_
               V = GGML_ROPE_TYPE_VISION;
 constexpr int32_t kMax = 2147483647;
 
-uint64_t splitmix(uint64_t &s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-float uniform(uint64_t &s, float lo, float hi) { return lo + (hi - lo) * float(splitmix(s) >> 40) * 0x1p-24f; }
+using ggml_test::aborts;
+using ggml_test::splitmix;
+using ggml_test::uniform;
 
 // ggml's parameters of one operation.
 struct Op {
@@ -233,47 +226,6 @@ void check(const Op &op, ggml_type type, const Shape &shape, bool with_factors, 
     }
   REQUIRE(posenc_force_isa(active) == POSENC_OK);
   ggml_free(ctx);
-}
-
-// In a child process: the message of ggml's abort when fn stops the program through it (with SIGABRT), else
-// "" (fn returned, or the child ended another way). The child sends the message through a pipe from ggml's
-// abort callback, with its own output silenced and the test framework's SIGABRT handler removed.
-int g_abort_fd = -1;
-template <class F>
-std::string abort_message(F fn) {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    g_abort_fd = fds[1];
-    std::signal(SIGABRT, SIG_DFL);
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
-    ggml_set_abort_callback([](const char *message) {
-      const ssize_t n = write(g_abort_fd, message, std::strlen(message));
-      (void)n;
-    });
-    fn();
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string message;
-  char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) message.append(buf, size_t(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT ? message : std::string();
-}
-
-// fn stops the program through ggml's abort with a message of this integration's.
-template <class F>
-bool aborts(F fn) {
-  const std::string m = abort_message(fn);
-  UNSCOPED_INFO("abort message: " << m);
-  return m.find("posenc_ggml: ") != std::string::npos;
 }
 
 const Op kPlain{N, 128, {0, 0, 0, 0}, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0};

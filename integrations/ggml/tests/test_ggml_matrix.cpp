@@ -23,6 +23,7 @@
 
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "ggml_test_util.hpp"
 #include "posenc/ggml.h"
 
 namespace {
@@ -164,13 +165,8 @@ std::vector<RopeCase> matrix() {
   return out;
 }
 
-uint64_t splitmix(uint64_t &s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-float uniform(uint64_t &s, float lo, float hi) { return lo + (hi - lo) * float(splitmix(s) >> 40) * 0x1p-24f; }
+using ggml_test::splitmix;
+using ggml_test::uniform;
 
 void fill(ggml_tensor *t, uint64_t &s, float lo, float hi) {  // a whole (contiguous) tensor
   const int64_t n = ggml_nelements(t);
