@@ -15,13 +15,6 @@ namespace {
 
 constexpr int kSections = 4;
 
-int layout_value(posenc_rope_layout layout) {
-  int v = 0;
-  static_assert(sizeof(layout) == sizeof(int), "posenc_rope_layout is int-sized");
-  std::memcpy(&v, &layout, sizeof v);
-  return v;
-}
-
 // Sector j (pair i mod the sections' sum) of the chunked layouts: its section a and its index k in it.
 struct Place {
   int a;
@@ -43,10 +36,9 @@ int interleaved(const int64_t *sec, int64_t j, bool fourth) {
   return 3;
 }
 
-posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, posenc_rope_layout layout_enum,
-                            uint8_t *axis_out, double *freq_out) {
+posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layout, uint8_t *axis_out,
+                            double *freq_out) {
   if (!rope || !sections || !axis_out) return POSENC_ERR_NULL;
-  const int layout = layout_value(layout_enum);
   if (layout < POSENC_SECTIONS_CHUNKED || layout > POSENC_SECTIONS_INTERLEAVED_4) return POSENC_ERR_INVALID;
   const bool frequencies = layout == POSENC_SECTIONS_VISION || layout == POSENC_SECTIONS_STRIDED;
   if (frequencies && !freq_out) return POSENC_ERR_NULL;
@@ -104,5 +96,11 @@ posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, posenc_r
 
 extern "C" posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
                                               uint8_t *axis_out, double *freq_out) {
-  return posenc::detail::guarded([&] { return posenc::detail::rope_sections(rope, sections, layout, axis_out, freq_out); });
+  // The layout's bytes as an int before anything reads it as the enum: a value outside the enum's range (the
+  // ABI takes any int) is POSENC_ERR_INVALID, never a load of an invalid enum (UBSan's enum check).
+  int layout_int = 0;
+  static_assert(sizeof(layout) == sizeof(int), "posenc_rope_layout is int-sized");
+  std::memcpy(&layout_int, &layout, sizeof layout_int);
+  return posenc::detail::guarded(
+      [&] { return posenc::detail::rope_sections(rope, sections, layout_int, axis_out, freq_out); });
 }

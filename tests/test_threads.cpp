@@ -294,7 +294,7 @@ TEST_CASE("the parts of one call on seven threads at once write the bytes of the
           c.out = out.data();
           if (pc.in_place) c.x = out.data();
           c.part = true;
-          std::vector<posenc_status> status(7, posenc_status(-1));
+          std::vector<posenc_status> status(7, posenc_status(7));  // 7: no status, inside the enum's range (UBSan)
           on_threads_at_once(7, [&](int p) {
             ref::Call mine = c;
             mine.begin = s[size_t(p)].first;
@@ -319,7 +319,7 @@ TEST_CASE("the parts of one call on seven threads at once write the bytes of the
             c.x = buf.data() + size_t(rc.q_off) * rc.es;
             c.k = rc.k_null ? nullptr : buf.data() + size_t(rc.k_off) * rc.es;
             c.part = true;
-            std::vector<posenc_status> status(7, posenc_status(-1));
+            std::vector<posenc_status> status(7, posenc_status(7));
             on_threads_at_once(7, [&](int p) {
               ref::RopeCall mine = c;
               mine.begin = s[size_t(p)].first;

@@ -70,7 +70,7 @@ posenc_status invoke_part(const Call &c) {
     case Kernel::kTimestepsAddF32:
       return posenc_timesteps_add_f32_part(c.spec, x32, c.x_stride, c.scale, c.times, c.n, o32, c.out_stride, b, e);
   }
-  return posenc_status(-1);
+  return posenc_status(7);
 }
 
 }  // namespace
@@ -108,7 +108,7 @@ posenc_status invoke(const Call &c) {
     case Kernel::kTimestepsAddF32:
       return posenc_timesteps_add_f32(c.spec, x32, c.x_stride, c.scale, c.times, c.n, o32, c.out_stride);
   }
-  return posenc_status(-1);  // not a kernel: never equal to an expected status
+  return posenc_status(7);  // not a kernel: never equal to an expected status
 }
 
 namespace {

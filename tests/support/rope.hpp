@@ -160,7 +160,7 @@ inline posenc_status invoke_part(const RopeCall &c) {
       return posenc_rope_qk_f16_part(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride,
                                      k16, c.k_heads, c.k_token_stride, c.k_head_stride, b, e);
   }
-  return posenc_status(-1);
+  return posenc_status(7);
 }
 
 inline posenc_status invoke(const RopeCall &c) {
@@ -186,7 +186,7 @@ inline posenc_status invoke(const RopeCall &c) {
       return posenc_rope_qk_f16(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride,
                                 k16, c.k_heads, c.k_token_stride, c.k_head_stride);
   }
-  return posenc_status(-1);  // not a kernel: never equal to an expected status
+  return posenc_status(7);  // not a kernel: never equal to an expected status
 }
 
 // Elements spanned by the rows of one tensor: rows (t, j) for t < n, j < heads, each `width` long
