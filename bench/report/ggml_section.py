@@ -1,6 +1,7 @@
 """The report's ggml section: integrations/ggml/bench/posenc_ggml_bench.cpp's JSON -> Markdown, with issue 23's
 targets (posenc's RoPE operation against ggml's own, both inside ggml graphs computed by ggml's CPU backend in
-one process) and the error of each against the exact rotation, by mode.
+one process) and the error of each against the exact rotation, by mode; and the timestep embedding's time and
+error against ggml's (when the JSON has them).
 
     import ggml_section
     text = ggml_section.render("report/ggml.json")        # the section's Markdown
@@ -158,6 +159,24 @@ def accuracy_table(data):
     return table(["mode", "p ~ 1e3", "p ~ 1e5", "p ~ 1e6", "p ~ 2^31 - 1"], out)
 
 
+def timesteps_table(data):
+    """posenc_ggml_timestep_embedding against ggml_timestep_embedding (no target): ggml's time / posenc's."""
+    out = []
+    for run in data.get("timesteps", []):
+        r = _row("", run, "ggml", "posenc", ">=", 1.0, False, False)
+        out.append(["%d timesteps x %d" % (run["n"], run["dim"]), r[1], fmt_ratio(r[3]), fmt_ratio(r[2]),
+                    fmt_time(r[7]), fmt_time(r[8]), "%.0f%%" % (100 * r[9])])
+    return table(["timestep embedding", "path, threads", "paired ggml / posenc", "of medians", "ggml", "posenc",
+                  "spread"], out)
+
+
+def timestep_accuracy_table(data):
+    out = [["%.1f" % a["t"], str(a["dim"]), "%.2g" % a["ggml"], "%.2g" % a["posenc"],
+            "%.2g" % a["ggml_vs_posenc"] if "ggml_vs_posenc" in a else "-"]
+           for a in data.get("timestep_accuracy", [])]
+    return table(["t", "dim", "ggml vs exact", "posenc vs exact", "ggml vs posenc"], out)
+
+
 def render(ggml_json_path):
     data = load(ggml_json_path)
     if not data:
@@ -185,6 +204,14 @@ def render(ggml_json_path):
              "Qwen2.5-VL MROPE and Qwen3-VL IMROPE, base 1e6; the Qwen2-VL ViT's VISION, 80 = 2 x 40). ggml forms "
              "each angle in float32 by repeated multiplication; posenc rounds cos and sin once.\n\n"
              + accuracy_table(data)]
+    if data.get("timesteps") or data.get("timestep_accuracy"):
+        parts.append("### The timestep embedding\n\n`ggml_timestep_embedding` against "
+                     "`posenc_ggml_timestep_embedding` (same arguments, max_period 10000) on 1024 timesteps in "
+                     "[0, 1000), one-node graphs in alternating rounds on posenc's active path; above 1 posenc is "
+                     "faster. Then the largest absolute error of each against the exact embedding (MPFR) at one "
+                     "timestep: ggml forms `expf(-logf(max_period) * j / half)` and `t * freq` in float32, posenc "
+                     "rounds each cos and sin once.\n\n" + timesteps_table(data) + "\n\n"
+                     + timestep_accuracy_table(data))
     return "\n\n".join(parts) + "\n"
 
 

@@ -14,6 +14,11 @@
 // Accuracy: for each mode, 16 tokens x 4 heads at positions near 10^3, 10^5, 10^6 and 2^31 - 17 (every slot of the
 // multi modes near the same value), the largest absolute error of ggml's and of posenc's result against the
 // exact rotation (MPFR) of posenc's spec: each frequency and the magnitude the double nearest ggml's formula.
+//
+// The timestep embedding: ggml_timestep_embedding against posenc_ggml_timestep_embedding on 1024 timesteps in
+// [0, 1000) x 320 and x 1280, 1 and 2 threads, posenc's active path, in alternating rounds ("timesteps" in the
+// JSON; --only timesteps runs these alone); and the largest absolute error of each against MPFR at t = 999.5 and
+// 1e6 + 0.5, dim 320 ("timestep_accuracy").
 #include <mpfr.h>
 
 #include <algorithm>
@@ -306,6 +311,100 @@ Accuracy accuracy(int mode, const char *mode_name, int64_t p0, const char *band)
   return Accuracy{mode_name, band, err[0], err[1]};
 }
 
+// --- the timestep embedding --------------------------------------------------------------------------------------
+
+struct TimedSteps {
+  int dim;
+  int64_t n;
+  int threads;
+  std::string path;
+  std::vector<double> ggml, posenc;  // seconds, one per round
+};
+
+// ggml_timestep_embedding and posenc_ggml_timestep_embedding on n timesteps in [0, 1000) (a sampler's batch),
+// one-node graphs computed by the CPU backend in rounds whose order alternates, for about `seconds`.
+TimedSteps time_timesteps(int dim, int64_t n, ggml_backend_t cpu, int threads, posenc_isa isa, double seconds) {
+  ggml_init_params params = {size_t(2 * dim + 1) * size_t(n) * sizeof(float) + (16 << 20), nullptr, false};
+  ggml_context *ctx = ggml_init(params);
+  ggml_tensor *ts = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);
+  uint64_t s = 11;
+  for (int64_t i = 0; i < n; ++i) static_cast<float *>(ts->data)[i] = 500.0f + 500.0f * uniform(s);
+  ggml_tensor *outs[2] = {ggml_timestep_embedding(ctx, ts, dim, 10000),
+                          posenc_ggml_timestep_embedding(ctx, ts, dim, 10000)};
+  ggml_cgraph *g[2];
+  for (int k = 0; k < 2; ++k) {
+    g[k] = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g[k], outs[k]);
+  }
+  posenc_force_isa(isa);
+  ggml_backend_cpu_set_n_threads(cpu, threads);
+  TimedSteps t{dim, n, threads, posenc_isa_name(isa), {}, {}};
+  auto once = [&](int k) {
+    const double t0 = now();
+    if (ggml_backend_graph_compute(cpu, g[k]) != GGML_STATUS_SUCCESS) {
+      std::fprintf(stderr, "posenc-ggml-bench: a graph failed\n");
+      std::exit(1);
+    }
+    return now() - t0;
+  };
+  for (int w = 0; w < 3; ++w)
+    for (int k = 0; k < 2; ++k) once(k);
+  const double per_round = once(0) + once(1);
+  const int rounds = int(std::min(20000.0, std::max(15.0, seconds / std::max(per_round, 1e-9))));
+  for (int r = 0; r < rounds; ++r)
+    for (int j = 0; j < 2; ++j) {
+      const int k = (r + j) % 2;
+      const double dt = once(k);
+      (k == 0 ? t.ggml : t.posenc).push_back(dt);
+    }
+  ggml_free(ctx);
+  return t;
+}
+
+struct StepAccuracy {
+  double t;
+  int dim;
+  double ggml_err, posenc_err, ggml_vs_posenc;
+};
+
+// Largest |result - exact| of ggml's and posenc's timestep embedding at one timestep (exact: MPFR, 300 bits),
+// and the largest |ggml's - posenc's|.
+StepAccuracy timestep_accuracy(float t, int dim) {
+  ggml_init_params params = {size_t(dim) * 16 + (1 << 20), nullptr, false};
+  ggml_context *ctx = ggml_init(params);
+  ggml_tensor *ts = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+  static_cast<float *>(ts->data)[0] = t;
+  ggml_tensor *out[2] = {ggml_timestep_embedding(ctx, ts, dim, 10000),
+                         posenc_ggml_timestep_embedding(ctx, ts, dim, 10000)};
+  for (ggml_tensor *o : out) {
+    ggml_cgraph *g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, o);
+    ggml_graph_compute_with_ctx(ctx, g, 1);
+  }
+  // column j: cos(t w_j), column j + half: sin(t w_j), w_j = 10000^(-j / half)
+  const int half = dim / 2;
+  ggml_ref::Big w(300), a(300), sn(300), cs(300);
+  double err[2] = {0, 0}, between = 0;
+  const float *rg = static_cast<const float *>(out[0]->data), *rp = static_cast<const float *>(out[1]->data);
+  for (int j = 0; j < dim; ++j) between = std::max(between, std::fabs(double(rg[j]) - double(rp[j])));
+  for (int j = 0; j < half; ++j) {
+    mpfr_set_ui(w, 10000, MPFR_RNDN);
+    mpfr_log(w, w, MPFR_RNDN);
+    mpfr_mul_si(w, w, -j, MPFR_RNDN);
+    mpfr_div_si(w, w, half, MPFR_RNDN);
+    mpfr_exp(w, w, MPFR_RNDN);
+    mpfr_mul_d(a, w, double(t), MPFR_RNDN);
+    mpfr_sin_cos(sn, cs, a, MPFR_RNDN);
+    const double c = mpfr_get_d(cs, MPFR_RNDN), s = mpfr_get_d(sn, MPFR_RNDN);
+    for (int k = 0; k < 2; ++k) {
+      const float *row = static_cast<const float *>(out[k]->data);
+      err[k] = std::max({err[k], std::fabs(double(row[j]) - c), std::fabs(double(row[j + half]) - s)});
+    }
+  }
+  ggml_free(ctx);
+  return StepAccuracy{double(t), dim, err[0], err[1], between};
+}
+
 std::string json_times(const std::vector<double> &v) {
   std::string s = "[";
   char buf[32];
@@ -384,6 +483,20 @@ int main(int argc, char **argv) {
                       1e6 * median(t.posenc), 1e6 * median(t.copy), 1e6 * median(t.kernel), median(r));
           std::fflush(stdout);
         }
+  // The timestep embedding: 1024 timesteps x 320 (SD's UNet) and x 1280, on the active path.
+  std::vector<TimedSteps> steps;
+  if (only.empty() || only == "timesteps")
+    for (int dim : {320, 1280})
+      for (int threads : {1, 2}) {
+        steps.push_back(time_timesteps(dim, 1024, cpu, threads, active, seconds));
+        const TimedSteps &t = steps.back();
+        std::vector<double> r;
+        for (size_t k = 0; k < t.ggml.size(); ++k) r.push_back(t.ggml[k] / t.posenc[k]);
+        std::printf("timesteps 1024 x %-5d %d thread%s %-7s ggml %9.3f us  posenc %9.3f us  ggml/posenc %.2f\n", dim,
+                    threads, threads > 1 ? "s" : " ", t.path.c_str(), 1e6 * median(t.ggml), 1e6 * median(t.posenc),
+                    median(r));
+        std::fflush(stdout);
+      }
   posenc_force_isa(active);
   std::vector<Accuracy> acc;
   const struct {
@@ -405,6 +518,14 @@ int main(int argc, char **argv) {
       std::printf("accuracy %-7s p ~ %-7s ggml %.3g  posenc %.3g\n", m.name, b.band, acc.back().ggml_err,
                   acc.back().posenc_err);
     }
+
+  std::vector<StepAccuracy> step_acc;
+  for (float t : {999.5f, 1000000.5f}) {
+    if (no_accuracy) break;
+    step_acc.push_back(timestep_accuracy(t, 320));
+    std::printf("accuracy timesteps dim 320 t = %.1f ggml %.3g  posenc %.3g  |ggml - posenc| %.3g\n", double(t),
+                step_acc.back().ggml_err, step_acc.back().posenc_err, step_acc.back().ggml_vs_posenc);
+  }
 
   std::FILE *f = std::fopen(out_path.c_str(), "w");
   if (!f) {
@@ -438,6 +559,19 @@ int main(int argc, char **argv) {
     std::fprintf(f, "    {\"mode\": \"%s\", \"band\": \"%s\", \"ggml\": %.6e, \"posenc\": %.6e}%s\n",
                  acc[i].mode.c_str(), acc[i].band.c_str(), acc[i].ggml_err, acc[i].posenc_err,
                  i + 1 < acc.size() ? "," : "");
+  std::fprintf(f, "  ],\n  \"timesteps\": [\n");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const TimedSteps &t = steps[i];
+    std::fprintf(f,
+                 "    {\"dim\": %d, \"n\": %lld, \"path\": \"%s\", \"threads\": %d, \"ggml\": %s, \"posenc\": %s}%s\n",
+                 t.dim, (long long)t.n, t.path.c_str(), t.threads, json_times(t.ggml).c_str(),
+                 json_times(t.posenc).c_str(), i + 1 < steps.size() ? "," : "");
+  }
+  std::fprintf(f, "  ],\n  \"timestep_accuracy\": [\n");
+  for (size_t i = 0; i < step_acc.size(); ++i)
+    std::fprintf(f, "    {\"t\": %.17g, \"dim\": %d, \"ggml\": %.6e, \"posenc\": %.6e, \"ggml_vs_posenc\": %.6e}%s\n",
+                 step_acc[i].t, step_acc[i].dim, step_acc[i].ggml_err, step_acc[i].posenc_err,
+                 step_acc[i].ggml_vs_posenc, i + 1 < step_acc.size() ? "," : "");
   std::fprintf(f, "  ]\n}\n");
   std::fclose(f);
   ggml_backend_free(cpu);
