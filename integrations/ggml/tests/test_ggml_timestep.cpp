@@ -10,6 +10,7 @@
 //   largest float below 2^31), with nothing left of the NaN sentinel the result was filled with;
 // - at those timesteps, the MPFR reference (tests/support/reference.hpp: each element correctly rounded), and
 //   the layout (cos in column j, sin in column j + dim / 2, an odd dim's last column +0.0);
+// - a graph built in a no_alloc context, allocated by ggml-alloc and computed twice by the CPU backend;
 // - the refusals, through ggml's abort in a child process.
 #include <array>
 #include <catch2/catch.hpp>
@@ -20,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
 #include "ggml_test_util.hpp"
@@ -202,6 +205,39 @@ TEST_CASE("timestep_embedding: the bytes of posenc_timesteps_f32 on every path, 
       ggml_free(ctx);
     }
   }
+}
+
+TEST_CASE("timestep_embedding: a no_alloc graph allocated by ggml-alloc, computed twice by the CPU backend",
+          "[ggml][timestep]") {
+  // As stable-diffusion.cpp does: the building context holds no data; dim and max_period live in op_params.
+  ggml_init_params params = {16 * ggml_tensor_overhead() + ggml_graph_overhead(), nullptr, true};
+  ggml_context *ctx = ggml_init(params);
+  ggml_tensor *ts = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 5);
+  ggml_set_input(ts);
+  ggml_tensor *emb = posenc_ggml_timestep_embedding(ctx, ts, 321, 10000);
+  ggml_tensor *out = ggml_scale(ctx, emb, 1.0f);  // a consumer, so that emb is an intermediate the allocator places
+  ggml_set_output(out);
+  ggml_cgraph *gf = ggml_new_graph(ctx);
+  ggml_build_forward_expand(gf, out);
+  ggml_backend_t cpu = ggml_backend_cpu_init();
+  REQUIRE(cpu);
+  ggml_backend_cpu_set_n_threads(cpu, 2);
+  ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(cpu));
+  REQUIRE(ggml_gallocr_alloc_graph(alloc, gf));
+  const posenc_spec s = spec_of(321, 10000);
+  for (const std::vector<float> &t : {std::vector<float>{999.0f, 999.5f, 0.25f, 1000000.5f, -3.0f},
+                                      std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f, 5.0f}}) {
+    ggml_backend_tensor_set(ts, t.data(), 0, t.size() * sizeof(float));
+    REQUIRE(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS);
+    std::vector<float> got(size_t(ggml_nelements(out))), want(got.size());
+    ggml_backend_tensor_get(out, got.data(), 0, got.size() * sizeof(float));
+    const std::vector<double> td(t.begin(), t.end());
+    REQUIRE(posenc_timesteps_f32(&s, td.data(), int64_t(td.size()), want.data(), 321) == POSENC_OK);
+    REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+  }
+  ggml_gallocr_free(alloc);
+  ggml_backend_free(cpu);
+  ggml_free(ctx);
 }
 
 TEST_CASE("timestep_embedding: refusals through ggml's abort", "[ggml][timestep]") {
