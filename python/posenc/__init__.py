@@ -36,6 +36,7 @@ from ._posenc import (  # noqa: F401
     embed,
     embed_learned,
     force_isa,
+    get_num_threads,
     isa_available,
     isa_name,
     rope,
@@ -45,6 +46,7 @@ from ._posenc import (  # noqa: F401
     rope_sections,
     rope_shift,
     rows,
+    set_num_threads,
     status_string,
     table,
     timesteps,
@@ -54,10 +56,27 @@ from ._posenc import (  # noqa: F401
 
 __version__ = version()
 
+
+def _install_thread_hooks():
+    # Large calls run on a pool of worker threads (docs/python.md, "Threads"): joined at exit, and forgotten in a
+    # forked child, where they do not exist.
+    import atexit
+    import os
+
+    from . import _posenc
+
+    atexit.register(_posenc._threads_shutdown)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_posenc._threads_after_fork)
+
+
+_install_thread_hooks()
+del _install_thread_hooks
+
 __all__ = [
     "PAD", "Error", "Isa", "InvalidArgument", "Layout", "NoMemory", "OutOfRange", "Rope", "RopeLayout",
-    "RopePairs", "SizeOverflow", "Spec", "Status", "Unsupported", "active_isa", "add", "available_isas", "embed",
-    "embed_learned", "force_isa", "isa_available", "isa_name", "rope", "rope_cache", "rope_init", "rope_qk",
-    "rope_sections", "rope_shift", "rows", "status_string", "table", "timesteps", "timesteps_add", "version",
-    "__version__",
+    "RopePairs", "SizeOverflow", "Spec", "Status", "Unsupported", "active_isa", "add", "available_isas",
+    "embed", "embed_learned", "force_isa", "get_num_threads", "isa_available", "isa_name", "rope", "rope_cache",
+    "rope_init", "rope_qk", "rope_sections", "rope_shift", "rows", "set_num_threads", "status_string", "table",
+    "timesteps", "timesteps_add", "version", "__version__",
 ]

@@ -18,6 +18,7 @@ namespace pyposenc {
 void bind_tables(py::module_ &m);
 void bind_rope(py::module_ &m);
 void bind_timesteps(py::module_ &m);
+void bind_threads(py::module_ &m);
 
 namespace {
 
@@ -186,6 +187,7 @@ PYBIND11_MODULE(_posenc, m) {
   bind_tables(m);
   bind_rope(m);
   bind_timesteps(m);
+  bind_threads(m);
 
   m.def("status_string", [](posenc_status s) { return posenc_status_string(s); }, "status"_a,
         "posenc_status_string: the static name of a status.");

@@ -17,6 +17,7 @@
 #include "arrays.hpp"
 #include "posenc/posenc.h"
 #include "posenc/posenc.hpp"
+#include "threads.hpp"
 
 namespace pyposenc {
 
@@ -209,6 +210,7 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
 // ---- positions ----------------------------------------------------------------------------------------------
 
 constexpr int64_t kPosLimit = int64_t(1) << 31;
+constexpr int64_t kGrain = posenc::detail::kBlockGrain;  // pieces of whole blocks (threads.hpp)
 
 // The positions of a RoPE call: a run from `first`, or explicit values, A * n of them per batch row, axis-major
 // as the C calls take them (token t's position on axis a is row(b)[a * n + t]).
@@ -332,8 +334,8 @@ py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle
     result = cv.owner;
   }
   const int64_t cs = row_stride(cv, 0, h), ss = row_stride(sv, 0, h);
-  run_batches(1, [&](int64_t) {
-    return posenc_rope_cache_f32(&c, p.row(0), first, n, cv.ptr<float>(), cs, sv.ptr<float>(), ss);
+  run_split({1, n, kGrain, rope_cycles(c.rotary_dim, 0, 4, c.axes)}, [&](int64_t, int64_t b, int64_t e) {
+    return posenc_rope_cache_f32_part(&c, p.row(0), first, n, cv.ptr<float>(), cs, sv.ptr<float>(), ss, b, e);
   });
   return result;
 }
@@ -417,19 +419,21 @@ bool batches_overlap(const Heads *t, int count, int64_t r) {
   return false;
 }
 
+// Tokens [begin, end) of batch entry b (posenc_rope_qk_*_part).
 template <class T>
-posenc_status rotate(const posenc_rope &c, const RopePositions &p, int64_t b, const Heads &q, const Heads *k) {
+posenc_status rotate(const posenc_rope &c, const RopePositions &p, int64_t b, const Heads &q, const Heads *k,
+                     int64_t begin, int64_t end) {
   T *qd = q.v.ptr<T>() + b * q.batch_stride;
   T *kd = k ? k->v.ptr<T>() + b * k->batch_stride : nullptr;
   const int64_t kh = k ? k->heads : 0, kts = k ? k->token_stride : 0, khs = k ? k->head_stride : 0;
   if constexpr (std::is_same_v<T, float>) {
-    return posenc_rope_qk_f32(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride, q.head_stride, kd, kh, kts, khs);
+    return posenc_rope_qk_f32_part(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride, q.head_stride, kd, kh, kts,
+                                   khs, begin, end);
   } else {
-    return q.v.elem == Elem::BF16
-               ? posenc_rope_qk_bf16(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride, q.head_stride, kd, kh,
-                                     kts, khs)
-               : posenc_rope_qk_f16(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride, q.head_stride, kd, kh,
-                                    kts, khs);
+    return q.v.elem == Elem::BF16 ? posenc_rope_qk_bf16_part(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride,
+                                                             q.head_stride, kd, kh, kts, khs, begin, end)
+                                  : posenc_rope_qk_f16_part(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride,
+                                                            q.head_stride, kd, kh, kts, khs, begin, end);
   }
 }
 
@@ -451,9 +455,11 @@ void apply(const posenc_rope &c, py::handle q_obj, py::handle k_obj, py::handle 
     if (batches_overlap(t, has_k ? 2 : 1, c.rotary_dim)) check(POSENC_ERR_INVALID);
     precheck(p);
   }
-  run_batches(t[0].batch, [&](int64_t b) {
-    return t[0].v.elem == Elem::F32 ? rotate<float>(c, p, b, t[0], has_k ? &t[1] : nullptr)
-                                    : rotate<uint16_t>(c, p, b, t[0], has_k ? &t[1] : nullptr);
+  const int64_t elements = (t[0].heads + (has_k ? t[1].heads : 0)) * c.rotary_dim;  // rotated per token
+  const double cycles = rope_cycles(c.rotary_dim, elements, double(elem_size(t[0].v.elem)), c.axes);
+  run_split({t[0].batch, t[0].n, kGrain, cycles}, [&](int64_t b, int64_t begin, int64_t end) {
+    return t[0].v.elem == Elem::F32 ? rotate<float>(c, p, b, t[0], has_k ? &t[1] : nullptr, begin, end)
+                                    : rotate<uint16_t>(c, p, b, t[0], has_k ? &t[1] : nullptr, begin, end);
   });
 }
 
@@ -487,8 +493,8 @@ double repeat_rope_qk(const Rope &r, py::handle q, py::handle k, py::handle posi
   py::object clock = py::module_::import("time").attr("perf_counter");
   const double start = clock().cast<double>();
   run_batches(repeat, [&](int64_t) {
-    return t[0].v.elem == Elem::F32 ? rotate<float>(c, p, 0, t[0], k.is_none() ? nullptr : &t[1])
-                                    : rotate<uint16_t>(c, p, 0, t[0], k.is_none() ? nullptr : &t[1]);
+    return t[0].v.elem == Elem::F32 ? rotate<float>(c, p, 0, t[0], k.is_none() ? nullptr : &t[1], 0, t[0].n)
+                                    : rotate<uint16_t>(c, p, 0, t[0], k.is_none() ? nullptr : &t[1], 0, t[0].n);
   });
   return (clock().cast<double>() - start) / double(repeat);
 }

@@ -7,12 +7,15 @@
 #include "args.hpp"
 #include "arrays.hpp"
 #include "posenc/posenc.h"
+#include "threads.hpp"
 
 namespace pyposenc {
 
 namespace {
 
 constexpr int64_t kPosLimit = int64_t(1) << 31;
+constexpr int64_t kGrain = posenc::detail::kBlockGrain;  // pieces of whole blocks (threads.hpp)
+constexpr double kTurned = posenc::detail::cycle_costs::kTurned;
 
 py::object table(py::handle spec_obj, py::handle n_obj, int64_t first, py::handle dtype, py::handle out) {
   const posenc_spec spec = spec_arg(spec_obj);
@@ -35,11 +38,12 @@ py::object table(py::handle spec_obj, py::handle n_obj, int64_t first, py::handl
   mul(n, spec.d_model);
   View o = has_out ? expect_output(given, "out", e, 2, shape) : new_array(e, 2, shape);
   const int64_t stride = row_stride(o, 0, spec.d_model);
-  run_batches(1, [&](int64_t) {
+  const double size = double(elem_size(e));
+  run_split({1, n, kGrain, row_cycles(spec.d_model, size, 0, kTurned, 0)}, [&](int64_t, int64_t b, int64_t end) {
     switch (e) {
-      case Elem::BF16: return posenc_table_bf16(&spec, first, n, o.ptr<uint16_t>(), stride);
-      case Elem::F16: return posenc_table_f16(&spec, first, n, o.ptr<uint16_t>(), stride);
-      default: return posenc_table_f32(&spec, first, n, o.ptr<float>(), stride);
+      case Elem::BF16: return posenc_table_bf16_part(&spec, first, n, o.ptr<uint16_t>(), stride, b, end);
+      case Elem::F16: return posenc_table_f16_part(&spec, first, n, o.ptr<uint16_t>(), stride, b, end);
+      default: return posenc_table_f32_part(&spec, first, n, o.ptr<float>(), stride, b, end);
     }
   });
   return o.owner;
@@ -59,11 +63,12 @@ py::object rows(py::handle spec_obj, py::handle positions, py::handle dtype, py:
   View o = has_out ? expect_output(given, "out", e, 2, shape) : new_array(e, 2, shape);
   const int64_t stride = row_stride(o, 0, spec.d_model);
   const int64_t *pos = p.ptr<int64_t>();
-  run_batches(1, [&](int64_t) {
+  const double size = double(elem_size(e));
+  run_split({1, n, kGrain, row_cycles(spec.d_model, size, 0, kTurned)}, [&](int64_t, int64_t b, int64_t end) {
     switch (e) {
-      case Elem::BF16: return posenc_rows_bf16(&spec, pos, n, o.ptr<uint16_t>(), stride);
-      case Elem::F16: return posenc_rows_f16(&spec, pos, n, o.ptr<uint16_t>(), stride);
-      default: return posenc_rows_f32(&spec, pos, n, o.ptr<float>(), stride);
+      case Elem::BF16: return posenc_rows_bf16_part(&spec, pos, n, o.ptr<uint16_t>(), stride, b, end);
+      case Elem::F16: return posenc_rows_f16_part(&spec, pos, n, o.ptr<uint16_t>(), stride, b, end);
+      default: return posenc_rows_f32_part(&spec, pos, n, o.ptr<float>(), stride, b, end);
     }
   });
   return o.owner;
@@ -98,9 +103,10 @@ py::object add(py::handle spec_obj, py::handle x_obj, py::handle positions, int6
   if (!same_view(o, x) && overlap(o, x)) throw py::value_error("out overlaps x (only out is x is allowed)");
   const Rows3 orr = rows3(o);
   if (xr.batch > 1) precheck_positions(p);
-  run_batches(xr.batch, [&](int64_t b) {
-    return posenc_add_f32(&spec, x.ptr<float>() + b * xr.batch_stride, xr.row_stride, scale, p.row(b), p.first, xr.n,
-                          o.ptr<float>() + b * orr.batch_stride, orr.row_stride);
+  const Split split{xr.batch, xr.n, kGrain, row_cycles(spec.d_model, 4, 4, kTurned)};
+  run_split(split, [&](int64_t b, int64_t begin, int64_t end) {
+    return posenc_add_f32_part(&spec, x.ptr<float>() + b * xr.batch_stride, xr.row_stride, scale, p.row(b), p.first,
+                               xr.n, o.ptr<float>() + b * orr.batch_stride, orr.row_stride, begin, end);
   });
   return o.owner;
 }
@@ -125,19 +131,21 @@ py::object embed(py::handle spec_obj, py::handle table_obj, py::handle tokens_ob
     precheck_tokens(tok, vocab);
     precheck_positions(p);
   }
-  run_batches(batch, [&](int64_t b) {
+  const double in_size = double(elem_size(t.elem));
+  const Split split{batch, n, kGrain, row_cycles(spec.d_model, 4, in_size, kTurned, 12)};
+  run_split(split, [&](int64_t b, int64_t begin, int64_t end) {
     const int32_t *ids = tok.ptr<int32_t>() + b * n;
     float *dst = o.ptr<float>() + b * orr.batch_stride;
     switch (t.elem) {
       case Elem::BF16:
-        return posenc_embed_bf16(&spec, t.ptr<uint16_t>(), vocab, ts, ids, scale, p.row(b), p.first, n, dst,
-                                 orr.row_stride);
+        return posenc_embed_bf16_part(&spec, t.ptr<uint16_t>(), vocab, ts, ids, scale, p.row(b), p.first, n, dst,
+                                      orr.row_stride, begin, end);
       case Elem::F16:
-        return posenc_embed_f16(&spec, t.ptr<uint16_t>(), vocab, ts, ids, scale, p.row(b), p.first, n, dst,
-                                orr.row_stride);
+        return posenc_embed_f16_part(&spec, t.ptr<uint16_t>(), vocab, ts, ids, scale, p.row(b), p.first, n, dst,
+                                     orr.row_stride, begin, end);
       default:
-        return posenc_embed_f32(&spec, t.ptr<float>(), vocab, ts, ids, scale, p.row(b), p.first, n, dst,
-                                orr.row_stride);
+        return posenc_embed_f32_part(&spec, t.ptr<float>(), vocab, ts, ids, scale, p.row(b), p.first, n, dst,
+                                     orr.row_stride, begin, end);
     }
   });
   return o.owner;
@@ -163,10 +171,10 @@ py::object embed_learned(py::handle table_obj, py::handle tokens_obj, py::handle
     precheck_tokens(tok, vocab);
     precheck_learned(p, n, pos_rows);
   }
-  run_batches(batch, [&](int64_t b) {
-    return posenc_embed_learned_f32(d, t.ptr<float>(), vocab, ts, tok.ptr<int32_t>() + b * n, scale, pt.ptr<float>(),
-                                    pos_rows, ps, p.row(b), p.first, n, o.ptr<float>() + b * orr.batch_stride,
-                                    orr.row_stride);
+  run_split({batch, n, 1, row_cycles(d, 4, 8, 0.0, 12)}, [&](int64_t b, int64_t begin, int64_t end) {
+    return posenc_embed_learned_f32_part(d, t.ptr<float>(), vocab, ts, tok.ptr<int32_t>() + b * n, scale,
+                                         pt.ptr<float>(), pos_rows, ps, p.row(b), p.first, n,
+                                         o.ptr<float>() + b * orr.batch_stride, orr.row_stride, begin, end);
   });
   return o.owner;
 }

@@ -9,12 +9,14 @@
 #include "args.hpp"
 #include "arrays.hpp"
 #include "posenc/posenc.h"
+#include "threads.hpp"
 
 namespace pyposenc {
 
 namespace {
 
 constexpr double kLimit = 2147483648.0;  // |t| < 2^31
+constexpr double kDirect = posenc::detail::cycle_costs::kDirect;  // no blocks: each row by the direct method
 
 // The torch module when the object is one of its tensors (torch is never imported here: a tensor exists only
 // once the user has imported it).
@@ -96,11 +98,12 @@ py::object timesteps(py::handle spec_obj, py::handle t_obj, py::handle dtype, py
   View o = has_out ? expect_output(given, "out", e, 2, shape) : new_array(e, 2, shape);
   const int64_t stride = row_stride(o, 0, spec.d_model);
   const double *tv = t.ptr<double>();
-  run_batches(1, [&](int64_t) {
+  const double size = double(elem_size(e));
+  run_split({1, n, 1, row_cycles(spec.d_model, size, 0, kDirect)}, [&](int64_t, int64_t b, int64_t end) {
     switch (e) {
-      case Elem::BF16: return posenc_timesteps_bf16(&spec, tv, n, o.ptr<uint16_t>(), stride);
-      case Elem::F16: return posenc_timesteps_f16(&spec, tv, n, o.ptr<uint16_t>(), stride);
-      default: return posenc_timesteps_f32(&spec, tv, n, o.ptr<float>(), stride);
+      case Elem::BF16: return posenc_timesteps_bf16_part(&spec, tv, n, o.ptr<uint16_t>(), stride, b, end);
+      case Elem::F16: return posenc_timesteps_f16_part(&spec, tv, n, o.ptr<uint16_t>(), stride, b, end);
+      default: return posenc_timesteps_f32_part(&spec, tv, n, o.ptr<float>(), stride, b, end);
     }
   });
   return o.owner;
@@ -129,9 +132,9 @@ py::object timesteps_add(py::handle spec_obj, py::handle x_obj, py::handle t_obj
   const int64_t xb = k ? x.stride[0] : 0, ob = k ? o.stride[0] : 0;
   if (batch > 1) precheck_timesteps(t);
   const double *tv = t.ptr<double>();
-  run_batches(batch, [&](int64_t b) {
-    return posenc_timesteps_add_f32(&spec, x.ptr<float>() + b * xb, xs, scale, tv + (t.ndim == 2 ? b * n : 0), n,
-                                    o.ptr<float>() + b * ob, os);
+  run_split({batch, n, 1, row_cycles(spec.d_model, 4, 4, kDirect)}, [&](int64_t b, int64_t begin, int64_t end) {
+    return posenc_timesteps_add_f32_part(&spec, x.ptr<float>() + b * xb, xs, scale, tv + (t.ndim == 2 ? b * n : 0), n,
+                                         o.ptr<float>() + b * ob, os, begin, end);
   });
   return o.owner;
 }
