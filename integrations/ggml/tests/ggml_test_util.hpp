@@ -1,5 +1,6 @@
-// What the ggml integration's tests share: test-backend-ops-like random inputs, and running a call in a child
-// process to see whether it stops the program through ggml's abort.
+// What the ggml integration's tests share: test-backend-ops-like random inputs, running a call in a child
+// process to see whether it stops the program through ggml's abort, and a graph's single output as
+// llama.cpp and stable-diffusion.cpp compute it (built in a no_alloc context, placed by ggml-alloc).
 #pragma once
 
 #include <sys/wait.h>
@@ -12,6 +13,9 @@
 #include <cstring>
 #include <string>
 
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
 #include "ggml.h"
 
 namespace ggml_test {
@@ -64,5 +68,30 @@ bool aborts(F fn) {
   UNSCOPED_INFO("abort message: " << m);
   return m.find("posenc_ggml: ") != std::string::npos;
 }
+
+// out as the last node of a graph built in a no_alloc context (out marked as the graph's output), its tensors
+// placed by ggml-alloc in the CPU backend's buffer type, computed on `threads` threads by compute().
+struct AllocatedGraph {
+  ggml_cgraph *gf = nullptr;
+  ggml_backend_t cpu = nullptr;
+  ggml_gallocr_t alloc = nullptr;
+  AllocatedGraph(ggml_context *ctx, ggml_tensor *out, int threads) {
+    ggml_set_output(out);
+    gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, out);
+    cpu = ggml_backend_cpu_init();
+    REQUIRE(cpu);
+    ggml_backend_cpu_set_n_threads(cpu, threads);
+    alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(cpu));
+    REQUIRE(ggml_gallocr_alloc_graph(alloc, gf));
+  }
+  AllocatedGraph(const AllocatedGraph &) = delete;
+  AllocatedGraph &operator=(const AllocatedGraph &) = delete;
+  ~AllocatedGraph() {
+    ggml_gallocr_free(alloc);
+    ggml_backend_free(cpu);
+  }
+  void compute() { REQUIRE(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS); }
+};
 
 }  // namespace ggml_test

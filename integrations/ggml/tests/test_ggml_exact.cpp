@@ -334,14 +334,7 @@ TEST_CASE("a graph built in a no_alloc context, allocated by ggml-alloc, compute
   ggml_tensor *q =
       posenc_ggml_rope_multi(ctx, a, b, nullptr, 128, sections, M, 128000, 1000000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
   ggml_tensor *out = ggml_scale(ctx, q, 1.0f);  // a consumer, so that q is an intermediate the allocator places
-  ggml_set_output(out);
-  ggml_cgraph *gf = ggml_new_graph(ctx);
-  ggml_build_forward_expand(gf, out);
-  ggml_backend_t cpu = ggml_backend_cpu_init();
-  REQUIRE(cpu);
-  ggml_backend_cpu_set_n_threads(cpu, 2);
-  ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(cpu));
-  REQUIRE(ggml_gallocr_alloc_graph(alloc, gf));
+  ggml_test::AllocatedGraph graph(ctx, out, 2);
   uint64_t s = 9;
   std::vector<float> data(size_t(ggml_nelements(a)));
   std::vector<int32_t> pos(40);
@@ -350,7 +343,7 @@ TEST_CASE("a graph built in a no_alloc context, allocated by ggml-alloc, compute
     for (int32_t &p : pos) p = int32_t(splitmix(s) % 2000000000u);
     ggml_backend_tensor_set(a, data.data(), 0, data.size() * 4);
     ggml_backend_tensor_set(b, pos.data(), 0, pos.size() * 4);
-    REQUIRE(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS);
+    graph.compute();
     std::vector<uint8_t> got(ggml_nbytes(out));
     ggml_backend_tensor_get(out, got.data(), 0, got.size());
     // the expected rows, from a host copy of a
@@ -361,8 +354,6 @@ TEST_CASE("a graph built in a no_alloc context, allocated by ggml-alloc, compute
     REQUIRE(got == expected(op, ha, pos, {}));
     ggml_free(host);
   }
-  ggml_gallocr_free(alloc);
-  ggml_backend_free(cpu);
   ggml_free(ctx);
 }
 

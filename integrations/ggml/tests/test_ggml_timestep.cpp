@@ -21,8 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "ggml-alloc.h"
-#include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
 #include "ggml_test_util.hpp"
@@ -216,27 +214,18 @@ TEST_CASE("timestep_embedding: a no_alloc graph allocated by ggml-alloc, compute
   ggml_set_input(ts);
   ggml_tensor *emb = posenc_ggml_timestep_embedding(ctx, ts, 321, 10000);
   ggml_tensor *out = ggml_scale(ctx, emb, 1.0f);  // a consumer, so that emb is an intermediate the allocator places
-  ggml_set_output(out);
-  ggml_cgraph *gf = ggml_new_graph(ctx);
-  ggml_build_forward_expand(gf, out);
-  ggml_backend_t cpu = ggml_backend_cpu_init();
-  REQUIRE(cpu);
-  ggml_backend_cpu_set_n_threads(cpu, 2);
-  ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(cpu));
-  REQUIRE(ggml_gallocr_alloc_graph(alloc, gf));
+  ggml_test::AllocatedGraph graph(ctx, out, 2);
   const posenc_spec s = spec_of(321, 10000);
   for (const std::vector<float> &t : {std::vector<float>{999.0f, 999.5f, 0.25f, 1000000.5f, -3.0f},
                                       std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f, 5.0f}}) {
     ggml_backend_tensor_set(ts, t.data(), 0, t.size() * sizeof(float));
-    REQUIRE(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS);
+    graph.compute();
     std::vector<float> got(size_t(ggml_nelements(out))), want(got.size());
     ggml_backend_tensor_get(out, got.data(), 0, got.size() * sizeof(float));
     const std::vector<double> td(t.begin(), t.end());
     REQUIRE(posenc_timesteps_f32(&s, td.data(), int64_t(td.size()), want.data(), 321) == POSENC_OK);
     REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
   }
-  ggml_gallocr_free(alloc);
-  ggml_backend_free(cpu);
   ggml_free(ctx);
 }
 
