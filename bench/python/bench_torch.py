@@ -17,9 +17,14 @@ microseconds), the order rotated from round to round
 (round order), from which bench/report/python_section.py computes medians, per-round (paired) ratios and
 spreads. Everything runs under torch.no_grad() (inference), float32, with torch.set_num_threads(1); then
 big_cases (tables, the tutorial and fairseq forwards, the embedding, the HF rotations) run a second time with
---threads N, torch's default thread count when above 1, else 2 threads where there are 2 CPUs (posenc's calls are
-single-threaded either way). Each case also times a bound: what
+--threads N, torch's default thread count when above 1, else 2 threads where there are 2 CPUs (posenc's large calls
+follow torch.get_num_threads(): the same thread count on both sides). Each case also times a bound: what
 the same output costs without the arithmetic (a new tensor written, the gather alone, q and k read and written).
+
+Scaling (issue 26; --scaling-only runs just this): the table 8192 x 1024, embedding + PE and the Llama-3.1-8B
+RoPE prefill of 2048 tokens at 1 thread, 2 threads and every CPU of the process's affinity, the original and
+posenc.torch at torch.set_num_threads(t) (posenc follows it), and posenc again held to one thread
+(posenc.set_num_threads(1)) in the same rounds: its speed-up from threads, paired.
 
 Memory: glibc's malloc gives a tensor of 32 MiB or more (in the steady state of its default configuration) a
 fresh mapping whose pages fault on first touch, about 1.5 ns per float32 element on the VM this was written on,
@@ -167,8 +172,8 @@ class Bench:
     def run(self, case_id, group, title, shape, elements, variants, sides, check=None, inner=None, note=None):
         """sides: {variant name: (label, "original" | "posenc" | "posenc-extra" | "bound" | "kernel")}"""
         rec = {"id": case_id, "group": group, "title": title, "shape": shape, "elements": elements,
-               "threads": self.torch.get_num_threads(), "alloc": self.alloc, "variants": {}, "note": note,
-               "error": None}
+               "threads": self.torch.get_num_threads(), "posenc_threads": self.posenc.get_num_threads(),
+               "alloc": self.alloc, "variants": {}, "note": note, "error": None}
         self.trim()
         try:
             with self.torch.no_grad():
@@ -272,6 +277,25 @@ def llama_qk(torch, seq, batch=1, q_heads=32, kv_heads=8, head_dim=128):
     return qb, kb, qb.clone(), kb.clone()
 
 
+def llama_rotation(B, ro, seq, first):
+    """q, k of llama_qk at positions first .., restore() (q and k from their saved copies) and original() (HF's
+    forward + apply_rotary_pos_emb with the rotary module ro): (qb, kb, q, k, pos, restore, original)."""
+    torch, O = B.torch, B.O
+    qb, kb, q0, k0 = llama_qk(torch, seq)
+    q, k = qb.transpose(1, 2), kb.transpose(1, 2)
+    pos = torch.arange(first, first + seq).unsqueeze(0)
+
+    def restore():
+        qb.copy_(q0)
+        kb.copy_(k0)
+
+    def original():
+        cos, sin = ro(q, pos)
+        return O.apply_rotary_pos_emb(q, k, cos, sin)
+
+    return qb, kb, q, k, pos, restore, original
+
+
 def big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position):
     tables(B, table_shapes)
     tutorial_forward(B, fwd_shapes)
@@ -340,17 +364,7 @@ def rotary(B, prefill_tokens, decode_position, decode):
     rp = pt.RotaryEmbedding(cfg)
     shapes = [("decode", 1, decode_position)] if decode else [("prefill", prefill_tokens, 0)]
     for kind, seq, first in shapes:
-        qb, kb, q0, k0 = llama_qk(torch, seq)
-        q, k = qb.transpose(1, 2), kb.transpose(1, 2)
-        pos = torch.arange(first, first + seq).unsqueeze(0)
-
-        def restore():
-            qb.copy_(q0)
-            kb.copy_(k0)
-
-        def original():
-            cos, sin = ro(q, pos)
-            return O.apply_rotary_pos_emb(q, k, cos, sin)
+        qb, kb, q, k, pos, restore, original = llama_rotation(B, ro, seq, first)
 
         with torch.no_grad():
             cos0, sin0 = ro(q, pos)
@@ -383,6 +397,72 @@ def rotary(B, prefill_tokens, decode_position, decode):
                "posenc": ("posenc.torch RotaryEmbedding.forward -> (cos, sin)", "posenc")},
               check=lambda: {"max_abs_diff_cos": max_diff(ro(q, pos)[0], rp(q, pos)[0])},
               inner="auto" if seq == 1 else None)
+
+
+def scaling_counts():
+    """1, 2 and every CPU this process may run on (issue 26's scaling rows), without repeats."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return sorted({1, 2, cpus}) if cpus >= 2 else [1]
+
+
+def scaling_cases(B, counts, table_shape, emb_shapes, vocab, prefill):
+    """Issue 26: each case at torch.set_num_threads(t) for t in counts (posenc's calls follow torch's count), the
+    original against posenc.torch, and posenc.torch held to one thread in the same rounds ("posenc_1")."""
+    torch, pt, posenc, O = B.torch, B.pt, B.posenc, B.O
+
+    def one_thread(fn):
+        def call():
+            posenc.set_num_threads(1)
+            try:
+                return fn()
+            finally:
+                posenc.set_num_threads(None)
+        return call
+
+    n, d = table_shape
+    spec = posenc.Spec.vaswani(d)
+    embs = []
+    for batch, m, e in emb_shapes:
+        mo = O.ScaledEmbeddingWithPE(vocab, e, max_len=m).eval()
+        mp = pt.ScaledEmbeddingWithPE(vocab, e, max_len=m).eval()
+        mp.embedding.weight.data.copy_(mo.embedding.weight.data)
+        tok = torch.randint(0, vocab, (batch, m), generator=torch.Generator().manual_seed(batch * 1000 + m))
+        embs.append(((batch, m, e), mo, mp, tok))
+    cfg = O.original_configs()["llama3_1_8b"]
+    ro, rp = O.LlamaRotaryEmbedding(cfg), pt.RotaryEmbedding(cfg)
+    _, _, q, k, pos, restore, rope_original = llama_rotation(B, ro, prefill, 0)
+
+    def rope_posenc():
+        return rp.apply_rotary(q, k, pos)
+
+    for t in counts:
+        torch.set_num_threads(t)
+        print("-- scaling: torch.set_num_threads(%d), posenc.get_num_threads() %d" % (t, posenc.get_num_threads()),
+              flush=True)
+        extra = t > 1
+        table_posenc = lambda: pt.table(spec, n)  # noqa: E731
+        B.run("scaling/table/%dx%d" % (n, d), "scaling", "table %d x %d" % (n, d), {"n": n, "d": d}, n * d,
+              [("tutorial", lambda: O._tutorial_table(d, n), None), ("posenc", table_posenc, None)]
+              + ([("posenc_1", one_thread(table_posenc), None)] if extra else []),
+              {"tutorial": ("tutorial table", "original"), "posenc": ("posenc.torch.table", "posenc"),
+               "posenc_1": ("posenc.torch.table, posenc held to 1 thread", "posenc-one")})
+        for (batch, m, e), mo, mp, tok in embs:
+            B.run("scaling/embed/%dx%dx%d" % (batch, m, e), "scaling", "embedding + PE, %d x %d tokens, d = %d"
+                  % (batch, m, e), {"batch": batch, "n": m, "d": e, "vocab": vocab}, batch * m * e,
+                  [("original", lambda: mo(tok), None), ("posenc", lambda: mp(tok), None)]
+                  + ([("posenc_1", one_thread(lambda: mp(tok)), None)] if extra else []),
+                  {"original": ("embedding(tok) * sqrt(d) + pe[:seq]", "original"),
+                   "posenc": ("posenc.torch.ScaledEmbeddingWithPE", "posenc"),
+                   "posenc_1": ("the same, posenc held to 1 thread", "posenc-one")})
+        B.run("scaling/rope/prefill", "scaling", "RoPE, Llama-3.1-8B prefill: %d tokens, 32 q / 8 kv heads of 128"
+              % prefill, {"batch": 1, "seq": prefill, "q_heads": 32, "kv_heads": 8, "head_dim": 128}, prefill * 40 * 128,
+              [("original", rope_original, restore), ("posenc", rope_posenc, restore)]
+              + ([("posenc_1", one_thread(rope_posenc), restore)] if extra else []),
+              {"original": ("HF LlamaRotaryEmbedding.forward + apply_rotary_pos_emb", "original"),
+               "posenc": ("posenc.torch RotaryEmbedding.apply_rotary (fused, in place)", "posenc"),
+               "posenc_1": ("the same, posenc held to 1 thread", "posenc-one")},
+              note="q and k restored from a saved copy before every call, outside the timed region")
+    torch.set_num_threads(1)
 
 
 def decode_steps(B, position):
@@ -576,6 +656,8 @@ def main(argv):
                          "originals.py next to this script)")
     ap.add_argument("--no-default-run", action="store_true",
                     help="skip the second run with glibc malloc in its default steady state")
+    ap.add_argument("--scaling-only", action="store_true",
+                    help="only the scaling cases (issue 26: 1, 2 and every CPU's threads), with freed memory reused")
     ap.add_argument("--threads", type=int, help="also run the cases without a decode shape with this many torch "
                     "threads (default: torch's default thread count, when it is above 1)")
     args = ap.parse_args(argv)
@@ -616,6 +698,17 @@ def main(argv):
     B.alloc = "reuse" if reuse else "default"
     data["verdict_alloc"] = B.alloc
     data["alloc_runs"] = [B.alloc]
+    scaling_shape = (table_shapes[-1], emb_shapes[1:], vocab, prefill)
+    data["scaling_runs"] = scaling_counts()
+    # torch's OpenMP threads spin after each parallel op (libgomp's default) unless this says PASSIVE: they then
+    # hold the CPUs posenc's threads would use (docs/python.md, "Threads")
+    data["omp_wait_policy"] = os.environ.get("OMP_WAIT_POLICY")
+    if args.scaling_only:
+        data["scaling_only"] = True
+        data["thread_runs"], data["thread_note"] = [1], "scaling cases only (--scaling-only)"
+        scaling_cases(B, data["scaling_runs"], *scaling_shape)
+        torch.set_num_threads(default_threads)
+        return finish(data, B, args.out, started)
     # issue 24: every module at 1 and 2 threads; torch's default when above 1, else 2 where there are 2 CPUs
     extra = args.threads if args.threads else (default_threads if default_threads > 1 else
                                                (2 if (os.cpu_count() or 1) >= 2 else None))
@@ -634,6 +727,7 @@ def main(argv):
             rotary(B, prefill, decode_position, decode=True)
             decode_steps(B, decode_position)
             overhead(B, decode_position)
+    scaling_cases(B, data["scaling_runs"], *scaling_shape)
     torch.set_num_threads(1)
     if reuse and not args.no_default_run and allocator_default():
         B.alloc = "default"
@@ -643,14 +737,18 @@ def main(argv):
         big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position)
         timestep_cases(B, ts_shapes, O_ts)
     torch.set_num_threads(default_threads)
+    return finish(data, B, args.out, started)
 
+
+def finish(data, B, out, started):
+    """Writes the JSON; the exit status (1 when a case failed)."""
     data["cases"] = B.cases
     data["load_avg_end"] = load_avg()
     data["seconds"] = round(time.perf_counter() - started, 1)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
         json.dump(data, f, indent=1)
-    print("wrote %s (%d cases, %d failed, %.0f s; load %s)" % (args.out, len(B.cases), B.failed, data["seconds"],
+    print("wrote %s (%d cases, %d failed, %.0f s; load %s)" % (out, len(B.cases), B.failed, data["seconds"],
                                                                 " ".join("%.2f" % x for x in data["load_avg_end"])))
     return 1 if B.failed else 0
 

@@ -148,11 +148,13 @@ def other_alloc(data):
     return others[0] if others else None
 
 
-def cases_of(data, threads=1, alloc=None):
-    """{case id: case} of one run (torch threads, allocator configuration; None: the verdicts' run)."""
+def cases_of(data, threads=1, alloc=None, group=None):
+    """{case id: case} of one run (torch threads, allocator configuration; None: the verdicts' run). The scaling
+    cases (group "scaling") only when asked for by group: they have their own table."""
     alloc = alloc or verdict_alloc(data)
     return {c["id"]: c for c in data.get("cases", [])
-            if c.get("threads", 1) == threads and c.get("alloc", "default") == alloc}
+            if c.get("threads", 1) == threads and c.get("alloc", "default") == alloc
+            and (c.get("group") == "scaling") == (group == "scaling") and (group is None or c.get("group") == group)}
 
 
 def _times(case, name):
@@ -397,9 +399,52 @@ def threads_table(data):
             rows.append((c["title"], v["label"], fmt_time(median(_times(c1, name))), fmt_time(median(v["times"])),
                          fmt_time(median(_times(c1, pn))), fmt_time(median(_times(c, pn))),
                          fmt_ratio(paired(c, name, pn))))
-    return ("With torch.set_num_threads(%d) (posenc's calls stay on one thread):\n\n" % runs[1] +
+    return ("With torch.set_num_threads(%d) (posenc's large calls follow torch's thread count):\n\n" % runs[1] +
             table(("case", "original", "original, 1 thread", "original, %d threads" % runs[1], "posenc, 1 thread",
                    "posenc, %d threads" % runs[1], "original / posenc (paired, %d threads)" % runs[1]), rows))
+
+
+# ---- issue 26: scaling with threads ------------------------------------------------------------------------------
+
+SCALING_SPEEDUP = 1.7  # posenc at 2 threads over posenc at 1, on the large shapes (table 8192 x 1024, RoPE prefill)
+SCALING_KEEP = 0.85  # posenc's ratio over PyTorch at 2 threads against its ratio at 1 thread
+
+
+def scaling_rows(data):
+    """(title, threads, original s, posenc s, original / posenc paired, posenc 1 thread / posenc paired or None,
+    ratio / the ratio at 1 thread or None, speed-up target or None) per scaling case and thread count."""
+    counts = data.get("scaling_runs", [])
+    one = cases_of(data, 1, group="scaling")
+    rows = []
+    for cid, c1 in one.items():
+        for t in counts:
+            c = cases_of(data, t, group="scaling").get(cid)
+            if not c or c.get("error"):
+                continue
+            orig = next((n for n, v in c["variants"].items() if v["side"] == "original"), None)
+            ratio, ratio1 = paired(c, orig, "posenc"), paired(c1, orig, "posenc")
+            speedup = paired(c, "posenc_1", "posenc") if t > 1 else None
+            large = cid.startswith("scaling/table/8192x1024") or cid == "scaling/rope/prefill"
+            rows.append((c["title"], t, median(_times(c, orig)), median(_times(c, "posenc")), ratio, speedup,
+                         ratio / ratio1 if ratio and ratio1 and t > 1 else None,
+                         SCALING_SPEEDUP if large and t == 2 and data.get("mode") != "quick" else None))
+    return rows
+
+
+def scaling_table(data):
+    rows = []
+    for title, t, to, tp, ratio, speedup, keep, target in scaling_rows(data):
+        met = []
+        if target is not None and speedup is not None:
+            met.append("speed-up >= %.1fx %s" % (target, "met" if speedup >= target else "NOT met"))
+        if keep is not None and t == 2 and data.get("mode") != "quick":
+            met.append("ratio kept >= %.2f %s" % (SCALING_KEEP, "met" if keep >= SCALING_KEEP else "NOT met"))
+        rows.append((title, "%d" % t, fmt_time(to), fmt_time(tp), fmt_ratio(ratio),
+                     fmt_ratio(speedup) if speedup else "", "%.2f" % keep if keep else "", "; ".join(met)))
+    if not rows:
+        return None
+    return table(("case", "threads", "original", "posenc", "original / posenc (paired)",
+                  "posenc speed-up over 1 thread (paired)", "ratio / ratio at 1 thread", "issue 26"), rows)
 
 
 def machine_table(data):
@@ -544,6 +589,19 @@ def render(python_json_path, out_dir=None):
     tt = threads_table(data)
     if tt:
         parts.append("### More threads for PyTorch\n\n" + tt)
+    st = scaling_table(data)
+    if st:
+        parts.append("### Scaling with threads (issue 26)\n\nEach case at `torch.set_num_threads(t)` for 1, 2 and "
+                     "every CPU of the process's affinity; posenc's calls follow torch's count (docs/python.md, "
+                     "\"Threads\"), splitting across the binding's pool. *Speed-up*: posenc at t threads against "
+                     "posenc held to one thread (`posenc.set_num_threads(1)`) in the same rounds, paired; *ratio "
+                     "/ ratio at 1 thread*: how much of its lead over PyTorch posenc keeps when both sides get t "
+                     "threads. Targets: a speed-up of at least %.1fx at 2 threads on the table 8192 x 1024 and "
+                     "the RoPE prefill, and a ratio at 2 threads of at least %.2f of the ratio at 1 thread. "
+                     "OMP_WAIT_POLICY: %s (unset, torch's OpenMP threads spin for milliseconds after each of its "
+                     "parallel ops, on the CPUs posenc's workers need: the RoPE case restores q and k with a torch "
+                     "copy before each call).\n\n"
+                     % (SCALING_SPEEDUP, SCALING_KEEP, data.get("omp_wait_policy") or "unset") + st)
     charts = []
     name = chart(data, out_dir)
     if name:
@@ -574,8 +632,9 @@ def problems(python_json_path):
                                                         c["error"])
              for c in data.get("cases", []) if c.get("error")]
     quick = data.get("mode") == "quick"
-    found += ["python: target not measured: %s" % r[0] for t, r in zip(TARGETS, target_rows(data))
-              if r[2] is None and (t[7] or not quick)]
+    if not data.get("scaling_only"):  # bench_torch.py --scaling-only measures no target of the other tables
+        found += ["python: target not measured: %s" % r[0] for t, r in zip(TARGETS, target_rows(data))
+                  if r[2] is None and (t[7] or not quick)]
     return found
 
 

@@ -1,14 +1,11 @@
-// The binding's thread pool and thread count (threads.hpp; docs/python.md,
-// "Threads").
+// The binding's thread pool and thread count (threads.hpp; docs/python.md, "Threads").
 //
-// The pool: workers started lazily, as many as the largest split so far needs
-// less one (the calling thread runs pieces too), reused by every later call,
-// and joined by posenc's atexit handler (_threads_shutdown). The pool object
-// itself is never destroyed (no static destructor joins or terminates a thread
-// at exit); after fork() the child drops the parent's pool (its threads do not
-// exist there) and starts a new one when it needs it. One call uses the pool at
-// a time: a call made while another runs on it (from another Python thread)
-// runs its pieces on its own thread, which gives the same bytes.
+// The pool: workers started lazily, as many as the largest split so far needs less one (the calling thread runs pieces
+// too), reused by every later call, and joined by posenc's atexit handler (_threads_shutdown). The pool object itself
+// is never destroyed (no static destructor joins or terminates a thread at exit); after fork() the child drops the
+// parent's pool (its threads do not exist there) and starts a new one when it needs it. One call uses the pool at a
+// time: a call made while another runs on it (from another Python thread) runs its pieces on its own thread, which
+// gives the same bytes.
 #include "threads.hpp"
 
 #include <pybind11/pybind11.h>
@@ -33,19 +30,23 @@ namespace pyposenc {
 namespace {
 
 constexpr int64_t kMaxThreads = 256;
+// Pieces per thread of a split call, handed out one at a time: when a worker is late (its CPU busy, e.g. with torch's
+// OpenMP threads, which spin for milliseconds after each of torch's parallel ops before they sleep), the threads
+// that run take its pieces, so a call is never much slower than on one thread.
+constexpr int64_t kPiecesPerThread = 4;
 
 }  // namespace
 
 class Pool {
  public:
-  void run(int64_t pieces, void (*piece)(void *, int64_t), void *ctx) {
+  void run(int64_t pieces, int64_t threads, void (*piece)(void *, int64_t), void *ctx) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock() || closed_) {  // another call has the pool, or it is shut down: run here
       for (int64_t k = 0; k < pieces; ++k) piece(ctx, k);
       return;
     }
-    grow(pieces - 1);
-    const int64_t engaged = std::min<int64_t>(pieces - 1, int64_t(workers_.size()));
+    grow(threads - 1);
+    const int64_t engaged = std::min<int64_t>(threads - 1, int64_t(workers_.size()));
     {
       std::lock_guard<std::mutex> lk(m_);
       piece_ = piece;
@@ -62,8 +63,7 @@ class Pool {
     done_.wait(lk, [&] { return finished_ == engaged_; });
   }
 
-  // Joins every worker; later calls run on their own thread. Waits for a call
-  // in progress on the pool.
+  // Joins every worker; later calls run on their own thread. Waits for a call in progress on the pool.
   void shutdown() {
     std::lock_guard<std::mutex> busy(busy_);
     {
@@ -83,8 +83,7 @@ class Pool {
     for (int64_t k; (k = next_.fetch_add(1, std::memory_order_relaxed)) < pieces_;) piece_(ctx_, k);
   }
 
-  // Starts workers up to `want` (the caller holds busy_); a thread that cannot
-  // be started leaves fewer.
+  // Starts workers up to `want` (the caller holds busy_); a thread that cannot be started leaves fewer.
   void grow(int64_t want) {
     if (int64_t(workers_.size()) >= want) return;
 #if defined(__unix__) || defined(__APPLE__)
@@ -96,7 +95,12 @@ class Pool {
     try {
       while (int64_t(workers_.size()) < want) {
         const int64_t i = int64_t(workers_.size());
-        workers_.emplace_back([this, i] { worker(i); });
+        uint64_t seen;
+        {
+          std::lock_guard<std::mutex> lk(m_);
+          seen = generation_;  // a new worker waits for the next call, which run() is about to start
+        }
+        workers_.emplace_back([this, i, seen] { worker(i, seen); });
       }
     } catch (...) {  // std::system_error: no more threads; run with those there are
     }
@@ -105,8 +109,7 @@ class Pool {
 #endif
   }
 
-  void worker(int64_t i) {
-    uint64_t seen = 0;
+  void worker(int64_t i, uint64_t seen) {
     std::unique_lock<std::mutex> lk(m_);
     for (;;) {
       wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
@@ -137,12 +140,11 @@ namespace {
 // All of these are read and written with the GIL held.
 Pool *the_pool = nullptr;  // never deleted (see the top of this file)
 int64_t set_threads = 0;   // set_num_threads; 0: the default
-// The estimated cycles (posenc::unit_cost::cycles) a piece must carry:
-// posenc::detail::kMinPieceCycles, the break-even measured for
-// posenc/threads.hpp's std::thread per piece; with this pool's workers woken by
-// a condition variable, docs/python.md "Threads" measures where two threads
-// start to pay.
-double min_piece_cycles = posenc::detail::kMinPieceCycles;
+// The estimated cycles (posenc::unit_cost::cycles) a piece must carry: 1.5 posenc::detail::kMinPieceCycles.
+// Measured with this pool (docs/python.md, "Threads"; Xeon family 6 model 207, 2 vCPUs): two threads pay from about
+// 45 us of one thread's work (a table 512 wide from 195-260 rows, 2 pieces of 120k-160k estimated cycles), and
+// posenc::work's 200k a piece would split calls that two threads make slower on this noisy VM.
+double min_piece_cycles = 1.5 * posenc::detail::kMinPieceCycles;
 std::atomic<int64_t> split_calls{0}, split_pieces_run{0};
 
 int64_t cpu_count() {
@@ -160,8 +162,7 @@ int64_t cpu_count() {
   return n;
 }
 
-// torch.get_num_threads() when torch has been imported (never imported here),
-// else 0.
+// torch.get_num_threads() when torch has been imported (never imported here), else 0.
 int64_t torch_threads() {
   PyObject *modules = PyImport_GetModuleDict();  // borrowed
   PyObject *torch = modules ? PyDict_GetItemString(modules, "torch") : nullptr;
@@ -189,7 +190,7 @@ int64_t num_threads() {
 
 }  // namespace
 
-int64_t split_pieces(const Split &s, Pool **pool) {
+int64_t split_pieces(const Split &s, Pool **pool, int64_t *threads) {
   if (s.batch < 1 || s.n < 1) return 1;
   const double total = double(s.batch) * double(s.n) * s.unit_cycles;
   const double by_work = min_piece_cycles > 0 ? total / min_piece_cycles : double(kMaxThreads);
@@ -198,12 +199,15 @@ int64_t split_pieces(const Split &s, Pool **pool) {
   int64_t p = std::min(num_threads(), grains);
   if (by_work < double(p)) p = int64_t(by_work);
   if (p < 2) return 1;
+  *threads = p;
   if (!the_pool) the_pool = new Pool;
   *pool = the_pool;
-  return p;
+  return std::min(grains, kPiecesPerThread * p);
 }
 
-void pool_run(Pool *pool, int64_t pieces, void (*piece)(void *, int64_t), void *ctx) { pool->run(pieces, piece, ctx); }
+void pool_run(Pool *pool, int64_t pieces, int64_t threads, void (*piece)(void *, int64_t), void *ctx) {
+  pool->run(pieces, threads, piece, ctx);
+}
 
 void note_split(int64_t pieces) {
   split_calls.fetch_add(1, std::memory_order_relaxed);

@@ -1,9 +1,7 @@
-// Large calls split across threads (issue 26, docs/python.md "Threads"): the
-// binding's own small pool, the thread count (set_num_threads, else torch's,
-// else the CPUs), and run_split, which cuts one call (a batch loop of C calls)
-// into pieces of whole 65-row blocks and runs them through the C ABI's _part
-// functions with the GIL released. The C library starts no thread; this file is
-// the only place the binding does.
+// Large calls split across threads (issue 26, docs/python.md "Threads"): the binding's own small pool, the thread count
+// (set_num_threads, else torch's, else the CPUs), and run_split, which cuts one call (a batch loop of C calls) into
+// pieces of whole 65-row blocks and runs them through the C ABI's _part functions with the GIL released. The C library
+// starts no thread; this file is the only place the binding does.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -20,37 +18,37 @@ namespace pyposenc {
 
 class Pool;
 
-/** A call to split: `batch` C calls of `n` units (rows or tokens) each, cut on
- * multiples of `grain` (65, the kernel's blocks, or 1), each unit estimated at
- * `unit_cycles` (posenc::unit_cost::cycles). */
+/** A call to split: `batch` C calls of `n` units (rows or tokens) each, cut on multiples of `grain` (65, the kernel's
+ *  blocks, or 1), each unit estimated at `unit_cycles` (posenc::unit_cost::cycles). */
 struct Split {
   int64_t batch = 1, n = 0, grain = posenc::detail::kBlockGrain;
   double unit_cycles = 0.0;
 };
 
-/** How many pieces to cut `s` into, and the pool to run them on: 1 (and no
- * pool) for a call too small to pay for a split, or with one thread. Needs the
- * GIL (it may ask torch for its thread count). */
-int64_t split_pieces(const Split &s, Pool **pool);
+/** How many pieces to cut `s` into, the threads to run them on and the pool: 1 (and no pool) for a call too small to
+ *  pay for a split, or with one thread. Needs the GIL (it may ask torch for its thread count). */
+int64_t split_pieces(const Split &s, Pool **pool, int64_t *threads);
 
-/** Runs piece(k) for k in [0, pieces) on the pool's workers and the calling
- * thread, and returns when all are done (or all on the calling thread when the
- * pool is busy with another call or shut down). Without the GIL. */
-void pool_run(Pool *pool, int64_t pieces, void (*piece)(void *, int64_t), void *ctx);
+/** Runs piece(k) for k in [0, pieces) on threads - 1 of the pool's workers and the calling thread, and returns when all
+ * are done (or all on the calling thread when the pool is busy with another call or shut down). Without the GIL. */
+void pool_run(Pool *pool, int64_t pieces, int64_t threads, void (*piece)(void *, int64_t), void *ctx);
 
-/** Counts a split call of `pieces` pieces (posenc._posenc._split_stats, for the
- * tests). */
+/** Counts a split call of `pieces` pieces (posenc._posenc._split_stats, for the tests). */
 void note_split(int64_t pieces);
 
-/** The cycles of a table row of d elements (posenc::detail::row_cost): out_size
- * bytes written per element, in_size read (0: none), values_cost per sin/cos
- * value. */
+/** The estimated cycles of a timestep value (each row's values by the direct method's fast form, issue 25), in the
+ *  units of cycle_costs::kTurned's 2 for a table value: measured 1.8 ns a value against 0.36 ns (timesteps 130 x 320,
+ *  a table 260 x 512, one thread), 5x a table value with its stores; cycle_costs::kDirect (40) predates the fast form
+ *  and made 32-row calls split at a loss (0.59x-0.68x with two threads). */
+constexpr double kTimestepValueCycles = 12.0;
+
+/** The cycles of a table row of d elements (posenc::detail::row_cost): out_size bytes written per element, in_size read
+ *  (0: none), values_cost per sin/cos value. */
 inline double row_cycles(int64_t d, double out_size, double in_size, double values_cost, double extra_read = 8) {
   return posenc::detail::row_cost(d, out_size, in_size, values_cost, extra_read).cycles;
 }
-/** The cycles of a RoPE token: r values made once, `elements` head-row elements
- * of `size` bytes rotated (0 for the cache, whose r floats are written),
- * positions of `axes` axes read (posenc::rope's costs). */
+/** The cycles of a RoPE token: r values made once, `elements` head-row elements of `size` bytes rotated (0 for the
+ *  cache, whose r floats are written), positions of `axes` axes read (posenc::rope's costs). */
 inline double rope_cycles(int64_t r, int64_t elements, double size, int64_t axes) {
   using c = posenc::detail::cycle_costs;
   const double e = double(elements), read = e * size + 8.0 * double(axes > 0 ? axes : 1);
@@ -58,17 +56,16 @@ inline double rope_cycles(int64_t r, int64_t elements, double size, int64_t axes
   return double(r) * c::kTurned + e * c::kRotated + (read + written) * c::kPerByte;
 }
 
-/** Runs part(b, begin, end) -> posenc_status over the rows [0, s.n) of every
- * batch entry b in [0, s.batch), and raises the first error. Unsplit: part(b,
- * 0, n) for each b in turn, stopping at the first error, as the C calls one
- * after another. Split: every batch entry's whole call checked first (part(b,
- * 0, 0), on this thread: an error raises having written nothing), then the
- * pieces, each a run of whole grains of one or more batch entries, on the pool.
- * Any split writes the bytes of the unsplit call (docs/threads.md). */
+/** Runs part(b, begin, end) -> posenc_status over the rows [0, s.n) of every batch entry b in [0, s.batch), and raises
+ *  the first error. Unsplit: part(b, 0, n) for each b in turn, stopping at the first error, as the C calls one after
+ *  another. Split: every batch entry's whole call checked first (part(b, 0, 0), on this thread: an error raises having
+ *  written nothing), then the pieces, each a run of whole grains of one or more batch entries, on the pool. Any split
+ *  writes the bytes of the unsplit call (docs/threads.md). */
 template <class F>
 void run_split(const Split &s, F &&part) {
   Pool *pool = nullptr;
-  const int64_t pieces = split_pieces(s, &pool);
+  int64_t threads = 1;
+  const int64_t pieces = split_pieces(s, &pool, &threads);
   posenc_status st = POSENC_OK;
   if (pieces <= 1) {
     py::gil_scoped_release nogil;
@@ -85,14 +82,13 @@ void run_split(const Split &s, F &&part) {
         std::vector<posenc_status> status;
       } ctx{s, part, pieces, std::vector<posenc_status>(size_t(pieces), POSENC_OK)};
       pool_run(
-          pool, pieces,
+          pool, pieces, threads,
           [](void *p, int64_t k) {
             Ctx &c = *static_cast<Ctx *>(p);
-            // piece k: the global grains [G k / p, G (k + 1) / p) of the batch
-            // entries' grains laid end to end
+            // piece k: the global grains [G k / p, G (k + 1) / p) of the batch entries' grains laid end to end
             const int64_t per = (c.s.n - 1) / c.s.grain + 1, total = per * c.s.batch;
-            const auto at = [&](int64_t i) {  // floor(total i / p) without overflow: q i + r
-                                              // i / p, r i < p^2
+            // floor(total i / p) without overflow: q i + r i / p, r i < p^2
+            const auto at = [&](int64_t i) {
               const int64_t q = total / c.pieces, r = total % c.pieces;
               return q * i + r * i / c.pieces;
             };

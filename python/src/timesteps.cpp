@@ -16,7 +16,7 @@ namespace pyposenc {
 namespace {
 
 constexpr double kLimit = 2147483648.0;  // |t| < 2^31
-constexpr double kDirect = posenc::detail::cycle_costs::kDirect;  // no blocks: each row by the direct method
+constexpr double kDirect = kTimestepValueCycles;  // each row by the direct method: no blocks (threads.hpp)
 
 // The torch module when the object is one of its tensors (torch is never imported here: a tensor exists only
 // once the user has imported it).
