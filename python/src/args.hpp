@@ -49,12 +49,6 @@ struct Positions {
 };
 Positions positions_arg(py::handle positions, int64_t first, int64_t batch, int64_t n);
 
-/** Before a call that is split into one C call per batch row: the checks the C library would make on the
- *  later rows (positions, token ids), so that an error leaves every output untouched. */
-void precheck_positions(const Positions &p);
-void precheck_tokens(const View &tokens, int64_t vocab);
-void precheck_learned(const Positions &p, int64_t n, int64_t pos_rows);
-
 /** The row stride of axis `axis` of a view (elements), or `fallback` when the axis has one element. */
 inline int64_t row_stride(const View &v, int axis, int64_t fallback) {
   return v.shape[axis] > 1 ? v.stride[axis] : fallback;

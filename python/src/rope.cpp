@@ -209,7 +209,6 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
 
 // ---- positions ----------------------------------------------------------------------------------------------
 
-constexpr int64_t kPosLimit = int64_t(1) << 31;
 constexpr int64_t kGrain = posenc::detail::kBlockGrain;  // pieces of whole blocks (threads.hpp)
 
 // The positions of a RoPE call: a run from `first`, or explicit values, A * n of them per batch row, axis-major
@@ -272,18 +271,6 @@ RopePositions rope_positions(py::handle obj, int64_t first, int32_t axes, int64_
     p.base = p.gathered.data();
   }
   return p;
-}
-
-// Before a call split into one C call per batch entry, with a row of values per entry: the range check the C
-// calls make on the later rows (POSENC_PAD allowed on axis 0 only), so that an error leaves everything untouched.
-void precheck(const RopePositions &p) {
-  if (!p.base || p.rows <= 1) return;  // a run, or one row for all: the first C call checks it before writing
-  for (int64_t b = 0; b < p.rows; ++b)
-    for (int64_t a = 0; a < p.axes; ++a) {
-      const int64_t *q = p.row(b) + a * p.n;
-      for (int64_t t = 0; t < p.n; ++t)
-        if (!(a == 0 && q[t] == POSENC_PAD) && (q[t] <= -kPosLimit || q[t] >= kPosLimit)) check(POSENC_ERR_OUT_OF_RANGE);
-    }
 }
 
 // ---- the cos/sin cache ------------------------------------------------------------------------------------
@@ -453,7 +440,6 @@ void apply(const posenc_rope &c, py::handle q_obj, py::handle k_obj, py::handle 
   if (t[0].batch > 1) {
     check(posenc_rope_cache_f32(&c, nullptr, first, 0, nullptr, 0, nullptr, 0));  // the spec first, as C does
     if (batches_overlap(t, has_k ? 2 : 1, c.rotary_dim)) check(POSENC_ERR_INVALID);
-    precheck(p);
   }
   const int64_t elements = (t[0].heads + (has_k ? t[1].heads : 0)) * c.rotary_dim;  // rotated per token
   const double cycles = rope_cycles(c.rotary_dim, elements, double(elem_size(t[0].v.elem)), c.axes);

@@ -13,7 +13,6 @@ namespace pyposenc {
 
 namespace {
 
-constexpr int64_t kPosLimit = int64_t(1) << 31;
 constexpr int64_t kGrain = posenc::detail::kBlockGrain;  // pieces of whole blocks (threads.hpp)
 constexpr double kTurned = posenc::detail::cycle_costs::kTurned;
 
@@ -102,7 +101,6 @@ py::object add(py::handle spec_obj, py::handle x_obj, py::handle positions, int6
   View o = output(out, "out", Elem::F32, x.ndim, x.shape);
   if (!same_view(o, x) && overlap(o, x)) throw py::value_error("out overlaps x (only out is x is allowed)");
   const Rows3 orr = rows3(o);
-  if (xr.batch > 1) precheck_positions(p);
   const Split split{xr.batch, xr.n, kGrain, row_cycles(spec.d_model, 4, 4, kTurned)};
   run_split(split, [&](int64_t b, int64_t begin, int64_t end) {
     return posenc_add_f32_part(&spec, x.ptr<float>() + b * xr.batch_stride, xr.row_stride, scale, p.row(b), p.first,
@@ -127,10 +125,6 @@ py::object embed(py::handle spec_obj, py::handle table_obj, py::handle tokens_ob
   if (overlap(o, t)) throw py::value_error("out overlaps the embedding table");
   const Rows3 orr = rows3(o);
   const int64_t vocab = t.shape[0], ts = row_stride(t, 0, spec.d_model);
-  if (batch > 1) {
-    precheck_tokens(tok, vocab);
-    precheck_positions(p);
-  }
   const double in_size = double(elem_size(t.elem));
   const Split split{batch, n, kGrain, row_cycles(spec.d_model, 4, in_size, kTurned, 12)};
   run_split(split, [&](int64_t b, int64_t begin, int64_t end) {
@@ -167,10 +161,6 @@ py::object embed_learned(py::handle table_obj, py::handle tokens_obj, py::handle
   if (overlap(o, t) || overlap(o, pt)) throw py::value_error("out overlaps the embedding or position table");
   const Rows3 orr = rows3(o);
   const int64_t vocab = t.shape[0], ts = row_stride(t, 0, d), pos_rows = pt.shape[0], ps = row_stride(pt, 0, d);
-  if (batch > 1) {
-    precheck_tokens(tok, vocab);
-    precheck_learned(p, n, pos_rows);
-  }
   run_split({batch, n, 1, row_cycles(d, 4, 8, 0.0, 12)}, [&](int64_t b, int64_t begin, int64_t end) {
     return posenc_embed_learned_f32_part(d, t.ptr<float>(), vocab, ts, tok.ptr<int32_t>() + b * n, scale,
                                          pt.ptr<float>(), pos_rows, ps, p.row(b), p.first, n,
@@ -199,32 +189,6 @@ Positions positions_arg(py::handle positions, int64_t first, int64_t batch, int6
                           (batch > 1 ? " (or " + std::to_string(batch) + " rows of them)" : std::string()) + ", got " +
                           std::to_string(p.v.ndim == 2 ? rows * len : len));
   return p;
-}
-
-void precheck_positions(const Positions &p) {
-  if (!p.given) return;  // a run is the same for every batch row: the first C call checks it
-  const int64_t count = p.v.ndim == 2 ? p.v.shape[0] * p.v.shape[1] : p.v.shape[0];
-  const int64_t *q = p.v.ptr<int64_t>();
-  for (int64_t i = 0; i < count; ++i)
-    if (q[i] != POSENC_PAD && (q[i] <= -kPosLimit || q[i] >= kPosLimit)) check(POSENC_ERR_OUT_OF_RANGE);
-}
-
-void precheck_tokens(const View &tokens, int64_t vocab) {
-  const int64_t count = tokens.ndim == 2 ? tokens.shape[0] * tokens.shape[1] : tokens.shape[0];
-  const int32_t *t = tokens.ptr<int32_t>();
-  for (int64_t i = 0; i < count; ++i)
-    if (t[i] < 0 || t[i] >= vocab) check(POSENC_ERR_OUT_OF_RANGE);
-}
-
-void precheck_learned(const Positions &p, int64_t n, int64_t pos_rows) {
-  if (!p.given) {
-    if (n > 0 && (p.first < 0 || p.first > pos_rows - n)) check(POSENC_ERR_OUT_OF_RANGE);
-    return;
-  }
-  const int64_t count = p.v.ndim == 2 ? p.v.shape[0] * p.v.shape[1] : p.v.shape[0];
-  const int64_t *q = p.v.ptr<int64_t>();
-  for (int64_t i = 0; i < count; ++i)
-    if (q[i] != POSENC_PAD && (q[i] < 0 || q[i] >= pos_rows)) check(POSENC_ERR_OUT_OF_RANGE);
 }
 
 void bind_tables(py::module_ &m) {

@@ -57,8 +57,8 @@ inline double rope_cycles(int64_t r, int64_t elements, double size, int64_t axes
 }
 
 /** Runs part(b, begin, end) -> posenc_status over the rows [0, s.n) of every batch entry b in [0, s.batch), and raises
- *  the first error. Unsplit: part(b, 0, n) for each b in turn, stopping at the first error, as the C calls one after
- *  another. Split: every batch entry's whole call checked first (part(b, 0, 0), on this thread: an error raises having
+ *  the first error. Unsplit: with more than one batch entry, every entry's whole call checked first (part(b, 0, 0)),
+ *  then part(b, 0, n) for each b in turn. Split: every batch entry's whole call checked first (part(b, 0, 0), on this thread: an error raises having
  *  written nothing), then the pieces, each a run of whole grains of one or more batch entries, on the pool. Any split
  *  writes the bytes of the unsplit call (docs/threads.md). */
 template <class F>
@@ -69,6 +69,10 @@ void run_split(const Split &s, F &&part) {
   posenc_status st = POSENC_OK;
   if (pieces <= 1) {
     py::gil_scoped_release nogil;
+    // the batch axis is the binding's: the library checks every entry's whole call (part(b, 0, 0)) before the
+    // first writes, so an error in a later entry leaves the output untouched (no second copy of its checks here)
+    if (s.batch > 1)
+      for (int64_t b = 0; b < s.batch && st == POSENC_OK; ++b) st = part(b, 0, 0);
     for (int64_t b = 0; b < s.batch && st == POSENC_OK; ++b) st = part(b, 0, s.n);
   } else {
     note_split(pieces);
