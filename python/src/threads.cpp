@@ -1,4 +1,5 @@
-// The binding's thread pool and thread count (threads.hpp; docs/python.md, "Threads").
+// The binding's thread pool and thread count (threads.hpp; docs/python.md, "Threads"). With torch imported, a split
+// call runs on OpenMP's team instead (pool_run): libgomp's threads, which torch's operators use.
 //
 // The pool: workers started lazily, as many as the largest split so far needs less one (the calling thread runs pieces
 // too), reused by every later call, and joined by posenc's atexit handler (_threads_shutdown). The pool object itself
@@ -145,7 +146,18 @@ int64_t set_threads = 0;   // set_num_threads; 0: the default
 // 45 us of one thread's work (a table 512 wide from 195-260 rows, 2 pieces of 120k-160k estimated cycles), and
 // posenc::work's 200k a piece would split calls that two threads make slower on this noisy VM.
 double min_piece_cycles = 1.5 * posenc::detail::kMinPieceCycles;
-std::atomic<int64_t> split_calls{0}, split_pieces_run{0};
+std::atomic<int64_t> split_calls{0}, split_pieces_run{0}, omp_calls{0};
+// Whether a split call runs on OpenMP's team instead of the pool: when torch has been imported (torch's CPU
+// operators run on libgomp's threads, which spin for milliseconds after each operator before they sleep, and a
+// team started from the same thread reuses those threads, hot, instead of competing with them for the CPUs), and
+// not in a forked child (libgomp's team does not survive fork). Decided with the GIL held, per calling thread.
+bool omp_allowed = true;  // false after fork, and by _use_openmp(False)
+thread_local bool omp_this_call = false;
+
+bool torch_loaded() {
+  PyObject *modules = PyImport_GetModuleDict();  // borrowed
+  return modules && PyDict_GetItemString(modules, "torch");
+}
 
 int64_t cpu_count() {
   static const int64_t n = [] {
@@ -200,12 +212,26 @@ int64_t split_pieces(const Split &s, Pool **pool, int64_t *threads) {
   if (by_work < double(p)) p = int64_t(by_work);
   if (p < 2) return 1;
   *threads = p;
+#if defined(_OPENMP)
+  omp_this_call = omp_allowed && torch_loaded();
+#endif
   if (!the_pool) the_pool = new Pool;
   *pool = the_pool;
   return std::min(grains, kPiecesPerThread * p);
 }
 
 void pool_run(Pool *pool, int64_t pieces, int64_t threads, void (*piece)(void *, int64_t), void *ctx) {
+#if defined(_OPENMP)
+  if (omp_this_call) {
+    omp_calls.fetch_add(1, std::memory_order_relaxed);
+    std::atomic<int64_t> next{0};
+#pragma omp parallel num_threads(int(threads))
+    {
+      for (int64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < pieces;) piece(ctx, k);
+    }
+    return;
+  }
+#endif
   pool->run(pieces, threads, piece, ctx);
 }
 
@@ -252,7 +278,11 @@ has been imported, else the CPUs this process may run on.)");
       "Joins the pool's workers (posenc's atexit handler); later calls run on "
       "the calling thread.");
   m.def(
-      "_threads_after_fork", [] { the_pool = nullptr; },
+      "_threads_after_fork",
+      [] {
+        the_pool = nullptr;
+        omp_allowed = false;
+      },
       "In a forked child: forget the parent's pool (its threads are not in "
       "this process); a new one starts when "
       "needed. The old one is left as it is (its locks may be held by threads "
@@ -262,6 +292,23 @@ has been imported, else the CPUs this process may run on.)");
       [] { return py::make_tuple(split_calls.load(), split_pieces_run.load(), the_pool ? the_pool->workers() : 0); },
       "Tests: (calls split, pieces run, pool workers started) since the module "
       "was loaded.");
+  m.def(
+      "_openmp_calls", [] { return omp_calls.load(); },
+      "Tests: split calls run on OpenMP's team (torch imported) since the module was loaded.");
+  m.def(
+      "_use_openmp",
+      [](py::handle v) {
+        const bool old = omp_allowed;
+        if (!v.is_none()) omp_allowed = v.cast<bool>();
+#if defined(_OPENMP)
+        return old;
+#else
+        return false;
+#endif
+      },
+      "v"_a = py::none(),
+      "Tests and benchmarks: whether split calls may run on OpenMP's team when torch is imported (else the "
+      "binding's own pool); returns the previous setting (False when built without OpenMP).");
   m.def(
       "_min_piece_cycles",
       [](py::handle v) {

@@ -22,14 +22,24 @@ THREADS = (2, 3, 7)
 RNG = np.random.default_rng
 
 
-@pytest.fixture
-def split_all():
-    """Every call of two grains or more splits; the thread count and threshold restored afterwards."""
+MODE = {"runner": "pool"}
+
+
+@pytest.fixture(params=["pool", "openmp"])
+def split_all(request):
+    """Every call of two grains or more splits; the thread count and threshold restored afterwards. Run twice:
+    on the binding's own pool, and on OpenMP's team, which split calls use when torch has been imported."""
     old = P._min_piece_cycles(0)
+    old_omp = P._use_openmp(request.param == "openmp")
+    if request.param == "openmp":
+        pytest.importorskip("torch")
+    MODE["runner"] = request.param
     try:
         yield
     finally:
         P._min_piece_cycles(old)
+        P._use_openmp(old_omp)
+        MODE["runner"] = "pool"
         posenc.set_num_threads(None)
 
 
@@ -52,9 +62,14 @@ def same_at_every_count(make, what, min_pieces=2):
     for n in THREADS:
         posenc.set_num_threads(n)
         calls, pieces, _ = P._split_stats()
+        omp = P._openmp_calls()
         got = copies(make())
         c2, p2, _ = P._split_stats()
         assert c2 > calls and p2 - pieces >= min_pieces * (c2 - calls), f"{what}: no split at {n} threads"
+        if MODE["runner"] == "openmp":
+            assert P._openmp_calls() - omp == c2 - calls, f"{what}: split calls not on OpenMP's team"
+        else:
+            assert P._openmp_calls() == omp, f"{what}: a split call on OpenMP's team"
         assert len(got) == len(want)
         for i, (g, w) in enumerate(zip(got, want)):
             assert_bits(g, w, f"{what}, {n} threads, output {i}")
