@@ -593,14 +593,15 @@ def render(python_json_path, out_dir=None):
     if st:
         parts.append("### Scaling with threads (issue 26)\n\nEach case at `torch.set_num_threads(t)` for 1, 2 and "
                      "every CPU of the process's affinity; posenc's calls follow torch's count (docs/python.md, "
-                     "\"Threads\"), splitting across the binding's pool. *Speed-up*: posenc at t threads against "
+                     "\"Threads\"), splitting on OpenMP's team (torch is imported; torch's operators run on the same "
+                     "threads). *Speed-up*: posenc at t threads against "
                      "posenc held to one thread (`posenc.set_num_threads(1)`) in the same rounds, paired; *ratio "
                      "/ ratio at 1 thread*: how much of its lead over PyTorch posenc keeps when both sides get t "
                      "threads. Targets: a speed-up of at least %.1fx at 2 threads on the table 8192 x 1024 and "
                      "the RoPE prefill, and a ratio at 2 threads of at least %.2f of the ratio at 1 thread. "
                      "OMP_WAIT_POLICY: %s (unset, torch's OpenMP threads spin for milliseconds after each of its "
-                     "parallel ops, on the CPUs posenc's workers need: the RoPE case restores q and k with a torch "
-                     "copy before each call).\n\n"
+                     "parallel ops; posenc's pieces run on those threads: the RoPE case restores q and k with a "
+                     "torch copy before each call, as a model's projections precede its rotation).\n\n"
                      % (SCALING_SPEEDUP, SCALING_KEEP, data.get("omp_wait_policy") or "unset") + st)
     charts = []
     name = chart(data, out_dir)
