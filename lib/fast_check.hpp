@@ -1,4 +1,4 @@
-// Constants of the rotation path's acceptance test (kernel.hpp, docs/math.md "Deciding the rounding").
+// Constants of the rotation path's acceptance test (values_rows.hpp, docs/math.md "Deciding the rounding").
 // A double y with |y - v| <= 2^-48.69 (the rotation path's bound) is accepted as rounding to the same
 // float32 as v when
 //  - the float f = RN(y) has |f| > 2^-12 (strictly: y just below 2^-12 may round up to it, and in y's own

@@ -36,7 +36,7 @@ struct Freq {
   // section 5).
   double *reach;
 
-  // The rotation table (kernel.hpp, segment): sin and cos of k position steps, 0 < k <= kSteps, by the
+  // The rotation table (values_rows.hpp, segment): sin and cos of k position steps, 0 < k <= kSteps, by the
   // anchors' form of the direct method (kernel.hpp, fill_tables): absolute error below 2^-51.4. Row c + k
   // of a block is its anchor (the row in the middle, c) turned by entry |k|, forwards or backwards. Stored
   // in blocks of kLanes pairs (the widest vector): a block holds the sin of its pairs, then their cos, so

@@ -64,7 +64,7 @@ inline std::vector<IsaTestEntries> compiled_isas() {
 }
 
 namespace avx512 {
-// For tests: Simd::clear_steps on one vector of 8 pairs (kernel.hpp, segment; Freq::reach), and how many
+// For tests: Simd::clear_steps on one vector of 8 pairs (values_rows.hpp, segment; Freq::reach), and how many
 // of n pairs the window half of the acceptance test alone rejects (Simd::decided_window, the test of the
 // quads whose rows are clear of zero), placed as fast_rejects places them.
 int64_t clear_steps(const double *s, const double *c, const double *reach);

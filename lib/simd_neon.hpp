@@ -24,7 +24,7 @@ struct Simd<xsimd::neon64> {
   static constexpr int W = 2;
 
   static constexpr bool kCanStream = false;  // no non-temporal vector store worth using here
-  // kernel.hpp, quad_pass: not measurable here (qemu), so the row-by-row form that AVX2 uses
+  // values_rows.hpp, quad_pass: not measurable here (qemu), so the row-by-row form that AVX2 uses
   static constexpr bool kQuadPass = false;
   static void stream_copy(float *dst, const float *src, int64_t n) { std::memcpy(dst, src, sizeof(float) * size_t(n)); }
   static void stream_f(float *p, const F &v) { store_f(p, v); }

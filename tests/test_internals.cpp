@@ -231,7 +231,7 @@ TEST_CASE("frequency table: u_i to 150+ bits, the exact copy to 245 bits, the la
   }
 }
 
-// kernel.hpp, segment: a vector whose anchor has min(|sin|, |cos|) = m skips the small-value half of the
+// values_rows.hpp, segment: a vector whose anchor has min(|sin|, |cos|) = m skips the small-value half of the
 // acceptance test for the rows within K = floor((m - 2^-12 - 2^-34) reach) - 1 steps of it. That is sound
 // when K |step angle| < m - 2^-12 - 2^-34 (docs/math.md section 5), which holds when reach <= 1 / (|step
 // angle| (1 + 2^-21)) (the last 2^-21 covers the roundings of the product). The bound is also no looser than
