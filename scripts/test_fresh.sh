@@ -1,27 +1,42 @@
 #!/usr/bin/env bash
-# The README's commands on a new machine: builds a minimal Debian bookworm root with debootstrap
-# (--variant=minbase: apt, bash, coreutils and little else), copies a clean clone of this repository into
-# it with ../shared beside it (as CI has them), and runs inside it, as root with no standard input:
-#   1. scripts/test.sh --report [ARGS]: the test command, which first runs the report command
-#      scripts/report.sh --quick as one of its cases;
-#   2. then installs dpkg-dev (which changes meson's default libdir from lib64 to lib/<multiarch>) and runs
-#      scripts/test_install.sh --cmake-only: the README's install line and find_package(posenc CONFIG) again.
-# Every package either run needs must be installed by the scripts themselves: nothing from this machine
-# reaches the root but the clone, ../shared, DNS settings and the apt sources.
-# Prints the inner run's closing line "tests: N passed, M failed" (with step 2 as one more case) as its own
-# last line and exits non-zero when any of it fails.
+# The README's commands on a new machine. Builds minimal Debian bookworm roots with debootstrap
+# (--variant=minbase: apt, bash, coreutils and little else), copies a clean clone of this repository into each
+# with ../shared beside it (as CI has them) and runs commands inside, as root with no standard input. Nothing
+# from this machine reaches a root but the clone, ../shared, DNS settings and the apt sources: every package a
+# command needs must come from the scripts' own apt-get install (scripts/deps.sh).
+#
+#   scripts/test_fresh.sh           what CI runs (.ci/run): the README's two commands as a user runs them
+#     1. in a fresh root, `scripts/test.sh`, exactly as the README writes it, with nothing installed before it;
+#     2. in a second fresh root, `scripts/report.sh --quick` (the report command on small shapes), so that
+#        neither command can install what the other needs (one more case);
+#     3. in the first root, dpkg-dev installed (meson's default libdir becomes lib/<multiarch>), the README's
+#        install line and find_package(posenc CONFIG) again: scripts/test_install.sh --cmake-only (one more).
+#     Prints the test command's own closing line, then "tests: N passed, M failed" with 2 and 3 added.
+#   scripts/test_fresh.sh --each    every script a user may run alone, each in its own fresh root (report.sh
+#     --quick, test_python.sh, build_ggml.sh, test_install.sh, test_subproject.sh, test_hardening.sh): a
+#     script that uses a package it does not install fails here. test.sh itself is the default mode's step 1.
+#     Run before each release (docs/releasing.md); one case per script.
+#   scripts/test_fresh.sh --run 'COMMAND'   one command in a fresh root (for a look inside, POSENC_FRESH_KEEP=1)
 #
 # The bootstrapped base is cached as a tarball (~/.cache/posenc/fresh/, or $POSENC_FRESH_CACHE) keyed by
-# suite, architecture and mirror, so later runs skip debootstrap; the .deb files apt downloads inside the root
+# suite, architecture and mirror, so later runs skip debootstrap; the .deb files apt downloads inside a root
 # are kept there too (a bind mount of /var/cache/apt/archives), so later runs download only what changed. Both
-# only save downloads: every package is still installed into a new root by the scripts on every run.
+# only save downloads: every package is still installed into each new root by the scripts, every run.
 # The mounts (/proc, /sys, /dev, the apt cache) live in a private mount namespace (unshare), so they vanish
-# with it on every exit path, a kill included; the root itself is removed on exit unless POSENC_FRESH_KEEP=1.
-#   scripts/test_fresh.sh [test.sh arguments, e.g. --werror]
+# with it on every exit path, a kill included; the roots are removed on exit unless POSENC_FRESH_KEEP=1.
+# Exits non-zero when anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 posenc_install_deps debootstrap git util-linux ca-certificates
+
+mode=ci run_cmd=
+case "${1:-}" in
+  "") ;;
+  --each) mode=each ;;
+  --run) mode=run run_cmd=${2:?"usage: scripts/test_fresh.sh --run 'COMMAND'"} ;;
+  *) echo "usage: scripts/test_fresh.sh [--each | --run 'COMMAND']" >&2; exit 2 ;;
+esac
 
 src=$PWD
 suite=bookworm
@@ -45,15 +60,14 @@ fi
 mirror=${mirror:-http://deb.debian.org/debian}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/posenc-fresh.XXXXXX")
-root=$tmp/root
 cleanup() {
   local rc=$?
-  # The mounts were made in the namespace of the unshare below and are gone with it; refuse to delete a
+  # The mounts were made in the namespaces of the unshares below and are gone with them; refuse to delete a
   # tree that still has anything mounted under it in this namespace.
-  if findmnt -rno TARGET | grep -q "^$root"; then
-    echo "test_fresh: mounts remain under $root; not removing it" >&2
+  if findmnt -rno TARGET | grep -q "^$tmp"; then
+    echo "test_fresh: mounts remain under $tmp; not removing it" >&2
   elif [ "${POSENC_FRESH_KEEP:-0}" = 1 ]; then
-    echo "test_fresh: the root is kept in $root"
+    echo "test_fresh: the roots are kept in $tmp"
   else
     rm -rf --one-file-system "$tmp"
   fi
@@ -62,7 +76,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "== a minimal Debian $suite root ($arch, $mirror)"
+echo "== minimal Debian $suite roots ($arch, $mirror)"
 key=$(printf '%s' "$suite $arch minbase $mirror" | sha256sum | cut -c1-16)
 base=$cache/$suite-$arch-minbase-$key.tar.gz
 if [ ! -s "$base" ]; then
@@ -73,71 +87,124 @@ if [ ! -s "$base" ]; then
   tar -C "$tmp/boot" --numeric-owner -czf "$base.part" . && mv "$base.part" "$base"
   rm -rf --one-file-system "$tmp/boot"
 fi
-mkdir "$root"
-tar -C "$root" --numeric-owner -xzf "$base"
 
-# apt inside the root reads the same suites (updates and security included) as this machine, so it installs
-# the same package versions as a run here would.
-if [ -n "$sources" ] && [ -z "${POSENC_FRESH_MIRROR:-}" ]; then
-  case "$sources" in
-    *.sources) rm -f "$root/etc/apt/sources.list"; cp "$sources" "$root/etc/apt/sources.list.d/" ;;
-    *) cp "$sources" "$root/etc/apt/sources.list" ;;
-  esac
-fi
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-[ -f /etc/hosts ] && cp /etc/hosts "$root/etc/hosts"
-
-echo "== a clean clone of $(git rev-parse --short HEAD) in /work/main, ../shared beside it"
-mkdir -p "$root/work"
-git clone -q --no-hardlinks "$src" "$root/work/main"
-if [ -d "$src/../shared" ]; then
-  cp -a "$src/../shared" "$root/work/shared"
-fi
-# Nothing of the host's git configuration or history is needed inside: the clone is a plain directory tree
-# to the scripts (they use no git command).
-
-# The run inside, in a private mount namespace: /proc, /sys and /dev (with /dev/pts and /dev/shm, which
-# PyTorch and the sanitizers use) from this machine, the download cache, and no standard input.
-inner=$(cat <<'INNER'
-set -euo pipefail
-root=$1 cache=$2
-shift 2
-mount -t proc proc "$root/proc"
-mount --rbind /sys "$root/sys"
-mount --rbind /dev "$root/dev"
-mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
-run() {  # command... inside the root, as a fresh login would have it
-  chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash LANG=C.UTF-8 TERM=dumb \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$@"
+new_root() {  # name: a root from the cached base, with this machine's apt sources and a clean clone inside
+  local root=$tmp/$1
+  mkdir "$root"
+  tar -C "$root" --numeric-owner -xzf "$base"
+  # apt inside the root reads the same suites (updates and security included) as this machine, so it
+  # installs the same package versions as a run here would.
+  if [ -n "$sources" ] && [ -z "${POSENC_FRESH_MIRROR:-}" ]; then
+    case "$sources" in
+      *.sources) rm -f "$root/etc/apt/sources.list"; cp "$sources" "$root/etc/apt/sources.list.d/" ;;
+      *) cp "$sources" "$root/etc/apt/sources.list" ;;
+    esac
+  fi
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  [ -f /etc/hosts ] && cp /etc/hosts "$root/etc/hosts"
+  mkdir -p "$root/work"
+  # Nothing of the host's git configuration or history is needed inside: the clone is a plain directory
+  # tree to the scripts (they use no git command).
+  git clone -q --no-hardlinks "$src" "$root/work/main"
+  if [ -d "$src/../shared" ]; then
+    cp -a "$src/../shared" "$root/work/shared"
+  fi
+  echo "root $1: a clean clone of $(git rev-parse --short HEAD) in /work/main, ../shared beside it"
 }
-# the closing line of the test command goes to a file the outer script reads
-set +e
-run 'cd /work/main && bash scripts/test.sh --report "$@" 2>&1 | tee /work/test.log; exit ${PIPESTATUS[0]}' \
-  bash "$@" </dev/null
-echo $? >"$root/work/test.rc"
-echo "== dpkg-dev installed: meson's default libdir becomes lib/<multiarch>; the README's install line again"
-run 'cd /work/main && . scripts/deps.sh && posenc_install_deps dpkg-dev && bash scripts/test_install.sh --cmake-only' \
-  </dev/null
-echo $? >"$root/work/cmake.rc"
+
+# One command inside a root, in a private mount namespace: /proc, /sys and /dev (with /dev/pts and /dev/shm,
+# which PyTorch and the sanitizers use) from this machine, the download cache, no standard input, and the
+# environment of a fresh login. Its output goes to the terminal and to /work/NAME.log inside the root; its
+# exit status is this function's.
+inner=$(cat <<'INNER'
+set -uo pipefail
+root=$1 cache=$2 name=$3 cmd=$4
+mount -t proc proc "$root/proc" && mount --rbind /sys "$root/sys" && mount --rbind /dev "$root/dev" &&
+  mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives" || exit 1
+chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash LANG=C.UTF-8 TERM=dumb \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  /bin/bash -c 'cd /work/main && { '"$cmd"'; } 2>&1 | tee "/work/$0.log"; exit ${PIPESTATUS[0]}' "$name" </dev/null
 INNER
 )
-unshare --mount --propagation private -- bash -c "$inner" bash "$root" "$cache" "$@" </dev/null || true
+run_in() {  # root name command
+  echo "== [$1] $3"
+  unshare --mount --propagation private -- bash -c "$inner" bash "$tmp/$1" "$cache" "$2" "$3" </dev/null
+}
 
-test_rc=$(cat "$root/work/test.rc" 2>/dev/null || echo 1)
-cmake_rc=$(cat "$root/work/cmake.rc" 2>/dev/null || echo 1)
-line=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$root/work/test.log" 2>/dev/null | tail -n 1 || true)
-if [ -z "$line" ]; then
-  echo "test_fresh: the test command inside the fresh root printed no closing line (exit $test_rc)" >&2
-  echo "tests: 0 passed, 1 failed"
-  exit 1
-fi
-read -r passed failed < <(sed -E 's/^tests: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/' <<<"$line")
-if [ "$cmake_rc" = 0 ]; then
-  passed=$((passed + 1))
-else
-  echo "test_fresh: find_package after installing dpkg-dev failed" >&2
-  failed=$((failed + 1))
-fi
-[ "$test_rc" = 0 ] || [ "$failed" -gt 0 ] || failed=1  # a failing run whose line says otherwise
-echo "tests: $passed passed, $failed failed"
-[ "$test_rc" = 0 ] && [ "$failed" -eq 0 ]
+closing() {  # log: the last "tests: N passed, M failed" line of a log, as "N M", or nothing
+  grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$1" 2>/dev/null | tail -n 1 |
+    sed -E 's/^tests: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/' || true
+}
+
+case $mode in
+run)
+  new_root run
+  run_in run run "$run_cmd"
+  ;;
+
+each)
+  # Each script alone, as a user would run it after a clone: one root each, one case each.
+  scripts=("scripts/report.sh --quick" scripts/test_python.sh scripts/build_ggml.sh scripts/test_install.sh
+           scripts/test_subproject.sh scripts/test_hardening.sh)
+  passed=0 failed=0 i=0 results=()
+  for cmd in "${scripts[@]}"; do
+    i=$((i + 1))
+    new_root "each$i"
+    start=$SECONDS
+    if run_in "each$i" "each$i" "bash $cmd"; then
+      passed=$((passed + 1)) results+=("ok    $cmd ($((SECONDS - start)) s)")
+    else
+      failed=$((failed + 1)) results+=("FAIL  $cmd ($((SECONDS - start)) s)")
+    fi
+    [ "${POSENC_FRESH_KEEP:-0}" = 1 ] || rm -rf --one-file-system "${tmp:?}/each$i"
+  done
+  echo "== each script alone in a fresh root"
+  printf '%s\n' "${results[@]}"
+  echo "tests: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  ;;
+
+ci)
+  # 1. The test command exactly as the README writes it.
+  new_root tests
+  start=$SECONDS
+  test_rc=0
+  run_in tests test "scripts/test.sh" || test_rc=$?
+  test_s=$((SECONDS - start))
+  read -r passed failed < <(closing "$tmp/tests/work/test.log"; echo)
+  if [ -z "${passed:-}" ]; then
+    echo "test_fresh: scripts/test.sh printed no closing line (exit $test_rc)" >&2
+    passed=0 failed=1
+  fi
+  [ "$test_rc" = 0 ] || [ "$failed" -gt 0 ] || failed=$((failed + 1))  # a failing run whose line says otherwise
+  test_line="tests: $passed passed, $failed failed"
+
+  # 2. The report command in a root of its own.
+  new_root report
+  start=$SECONDS
+  if run_in report report "scripts/report.sh --quick"; then
+    passed=$((passed + 1)) report_result=ok
+  else
+    failed=$((failed + 1)) report_result=FAIL
+  fi
+  report_s=$((SECONDS - start))
+  rm -rf --one-file-system "${tmp:?}/report"
+
+  # 3. The install line and find_package with meson's Debian libdir, after the tests' packages.
+  start=$SECONDS
+  if run_in tests cmake '. scripts/deps.sh && posenc_install_deps dpkg-dev && bash scripts/test_install.sh --cmake-only'
+  then
+    passed=$((passed + 1)) cmake_result=ok
+  else
+    failed=$((failed + 1)) cmake_result=FAIL
+  fi
+  cmake_s=$((SECONDS - start))
+
+  echo "== the README's commands in fresh roots"
+  echo "scripts/test.sh: $test_line ($test_s s, exit $test_rc)"
+  echo "scripts/report.sh --quick, its own root: $report_result ($report_s s)"
+  echo "dpkg-dev, the install line and find_package again: $cmake_result ($cmake_s s)"
+  echo "tests: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  ;;
+esac

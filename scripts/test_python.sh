@@ -9,8 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-# patchelf: meson-python lists it as a build requirement of the wheel (python3 -m build checks for it)
-posenc_install_deps python3-mesonpy pybind11-dev python3-numpy python3-pytest python3-torch python3-build \
+# patchelf: meson-python lists it as a build requirement of the wheel (python3 -m build checks for it);
+# python3-dev: Python.h, which pybind11's headers include
+posenc_install_deps python3-mesonpy python3-dev pybind11-dev python3-numpy python3-pytest python3-torch python3-build \
   python3-venv python3-pip python3-gmpy2 patchelf
 
 werror=false
