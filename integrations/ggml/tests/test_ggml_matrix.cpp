@@ -117,6 +117,7 @@ std::vector<RopeCase> matrix() {
         add(type, {128, 32, 2, 1}, 128, mode, 1.4245f, 0.7465f, 1.4245f, ff, 1, true, "in place", true);
         add(type, {128, 32, 2, 3}, 128, mode, 1.4245f, 0.7465f, 1.4245f, ff, 1, true, "in place 4-D", true);
       }
+#if POSENC_GGML_HAS_ROPE_SET_OFFSET  // ggml d99724f2 and later; 0.12.0 has no offset
   for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16}) {
     for (bool fw : {true, false})
       for (bool ff : {false, true}) {
@@ -127,6 +128,7 @@ std::vector<RopeCase> matrix() {
       }
     add(type, {128, 32, 2, 1}, 32, X, 1.4245f, 0.7465f, 1.4245f, false, 0, true, "offset in place", true, 32);
   }
+#endif
   // The RoPE node of the fusion cases: test_rope_set_rows (ggml_rope, or ggml_rope_multi with the grid's last
   // point) and test_rms_norm_mul_rope (ggml_rope), on F32 rows.
   for (int mode : {N, X, M, V})
@@ -237,7 +239,9 @@ ggml_tensor *build(const RopeCase &c, ggml_context *ctx, const Inputs &in, bool 
     auto *gn = c.forward ? (c.inplace ? ggml_rope_ext_inplace : ggml_rope_ext) : ggml_rope_ext_back;
     out = (posenc ? fn : gn)(ctx, in.a, in.pos, in.freq, c.n_dims, c.mode, 0, 10000.0f, c.fs, c.ef, c.af, 1.0f, 1.0f);
   }
+#if POSENC_GGML_HAS_ROPE_SET_OFFSET
   if (c.n_offs != 0) out = posenc ? posenc_ggml_rope_set_offset(out, c.n_offs) : ggml_rope_set_offset(out, c.n_offs);
+#endif
   return out;
 }
 

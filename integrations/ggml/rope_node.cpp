@@ -1,0 +1,334 @@
+// ggml's RoPE and timestep embedding as posenc calls (rope_node.hpp): the interned parameter sets and the
+// rotation of one thread's share of a node's rows.
+//
+// ggml's parameters become a posenc_rope: rotary_dim 2H (H pairs: n_dims / 2, or n_dims for VISION),
+// interleaved pairs for NORMAL and halves otherwise, the frequencies and magnitude of ggml's formulas computed
+// exactly (posenc::detail::ggml_rope_frequencies), and for the multi modes the axis of each pair as ggml's
+// ggml_mrope_cache_init assigns it (axes: one more than the largest used; positions: ggml's slots, axis-major
+// as posenc takes them). The backward operation negates the positions.
+#include "rope_node.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "rope_powers.hpp"
+
+namespace posenc_ggml {
+
+namespace {
+
+// Rows copied and rotated together: they stay in L2 between the two, and up to 65 consecutive tokens share one
+// posenc call, in which the rows engine makes one anchor per 65 positions (a call per few tokens cost 20%).
+constexpr int64_t kBlockBytes = 1 << 20;
+constexpr int64_t kMaxBlockTokens = 65;
+constexpr int64_t kTimestepChunk = 64;
+
+// The axis and theta index of every pair, as ggml_mrope_cache_init assigns them: sector = i mod the sections'
+// sum; MROPE and VISION: t below s0, h below s0 + s1, w below s0 + s1 + s2, else the fourth slot; IMROPE: h on
+// sector % 3 == 1 below 3 s1, w on % 3 == 2 below 3 s2, t on % 3 == 0 below 3 s0, else the fourth slot. VISION
+// resets an axis's theta where an else-if chain of sector comparisons finds its section's start.
+void assign_axes(Record &r) {
+  const int mode = r.key.mode;
+  r.index.resize(size_t(r.pairs));
+  for (int64_t i = 0; i < r.pairs; ++i) r.index[size_t(i)] = i;
+  if (!is_multi(mode)) return;
+  const int32_t *s = r.key.sections;
+  const int64_t sum = int64_t(s[0]) + s[1] + s[2] + s[3], w = int64_t(s[0]) + s[1], e = w + s[2];
+  int64_t start[4] = {0, 0, 0, 0};
+  int top = 0;
+  r.axis.resize(size_t(r.pairs));
+  for (int64_t i = 0; i < r.pairs; ++i) {
+    const int64_t sector = i % sum;
+    int a = 0;
+    if (mode == kModeImrope) {
+      if (sector % 3 == 1 && sector < 3 * int64_t(s[1])) a = 1;
+      else if (sector % 3 == 2 && sector < 3 * int64_t(s[2])) a = 2;
+      else if (sector % 3 == 0 && sector < 3 * int64_t(s[0])) a = 0;
+      else a = 3;
+    } else if (sector >= s[0] && sector < w) {
+      a = 1;
+    } else if (sector >= w && sector < e) {
+      a = 2;
+    } else if (sector >= e) {
+      a = 3;
+    }
+    if (mode == kModeVision) {
+      if (sector == 0) start[0] = i;
+      else if (sector == s[0]) start[1] = i;
+      else if (sector == w) start[2] = i;
+      else if (sector == e) start[3] = i;
+      r.index[size_t(i)] = i - start[a];
+    }
+    r.axis[size_t(i)] = uint8_t(a);
+    top = std::max(top, a);
+  }
+  r.axes = top + 1;
+  if (r.axes == 1) r.axis.clear();
+}
+
+// A new frequency set for factors (NULL: none); ok is false where ggml's values are not ones posenc takes.
+std::unique_ptr<FreqSet> make_set(const Record &r, const float *factors) {
+  auto set = std::make_unique<FreqSet>();
+  if (factors) set->factors.assign(factors, factors + r.pairs);
+  set->freq.resize(size_t(r.pairs));
+  posenc::detail::GgmlRope g;
+  g.n_dims = r.key.n_dims;
+  g.pairs = r.pairs;
+  g.index = r.index.data();
+  g.factors = factors;
+  g.freq_base = r.key.base;
+  g.freq_scale = r.key.fs;
+  g.ext_factor = r.key.ef;
+  g.attn_factor = r.key.af;
+  g.beta_fast = r.key.bf;
+  g.beta_slow = r.key.bs;
+  g.n_ctx_orig = r.key.n_ctx_orig;
+  double m = 1.0;
+  set->ok = posenc::detail::ggml_rope_frequencies(g, set->freq.data(), &m) == POSENC_OK;
+  set->rope = posenc_rope_default(2 * r.pairs);
+  set->rope.pairs = r.key.mode == kModeNormal ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
+  set->rope.freq = set->freq.data();
+  set->rope.attention_scale = m;
+  set->rope.axes = r.axes;
+  set->rope.axis = r.axes > 1 ? r.axis.data() : nullptr;
+  return set;
+}
+
+template <class T>
+posenc_status rotate(const posenc_rope *rope, const int64_t *positions, int64_t n, T *x, int64_t heads,
+                     int64_t token_stride, int64_t head_stride);
+template <>
+posenc_status rotate<float>(const posenc_rope *rope, const int64_t *positions, int64_t n, float *x, int64_t heads,
+                            int64_t token_stride, int64_t head_stride) {
+  return posenc_rope_f32(rope, positions, 0, n, x, heads, token_stride, head_stride);
+}
+template <>
+posenc_status rotate<uint16_t>(const posenc_rope *rope, const int64_t *positions, int64_t n, uint16_t *x, int64_t heads,
+                               int64_t token_stride, int64_t head_stride) {
+  return posenc_rope_f16(rope, positions, 0, n, x, heads, token_stride, head_stride);
+}
+
+// Rows (t, j) for tokens [t0, t0 + n) and heads [h0, h0 + nh) of batch entry i3: copied from a to dst when the
+// operation is out of place, then rotated in dst. Rows that posenc's fast call cannot take (strides that are
+// not whole elements, a misaligned base, rows that overlap) go one at a time through an aligned buffer.
+template <class T>
+posenc_status rotate_rows(const Node &node, int64_t i3, int64_t t0, int64_t n, int64_t h0, int64_t nh) {
+  const ggml_tensor *a = node.a, *dst = node.dst;
+  const int64_t ne2 = dst->ne[2], esize = int64_t(sizeof(T)), row_bytes = dst->ne[0] * esize;
+  const int32_t *pos32 = static_cast<const int32_t *>(node.b->data);
+  int64_t pos[4 * kMaxBlockTokens];
+  for (int ax = 0; ax < node.axes; ++ax)
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t p = pos32[int64_t(ax) * ne2 + t0 + t];
+      pos[ax * n + t] = node.back ? -p : p;
+    }
+  char *base = static_cast<char *>(dst->data) + i3 * dst->nb[3] + t0 * dst->nb[2] + h0 * dst->nb[1];
+  if (node.copy) {
+    const char *src = static_cast<const char *>(a->data) + i3 * a->nb[3] + t0 * a->nb[2] + h0 * a->nb[1];
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t j = 0; j < nh; ++j) {
+        const char *s = src + t * a->nb[2] + j * a->nb[1];
+        char *d = base + t * dst->nb[2] + j * dst->nb[1];
+        if (s != d) std::memmove(d, s, size_t(row_bytes));
+      }
+  }
+  const posenc_rope *rope = &node.set->rope;
+  const bool whole =
+      dst->nb[1] % esize == 0 && dst->nb[2] % esize == 0 && reinterpret_cast<uintptr_t>(base) % alignof(T) == 0;
+  if (whole) {
+    T *x = reinterpret_cast<T *>(base) + node.offs;
+    const posenc_status st = rotate<T>(rope, pos, n, x, nh, int64_t(dst->nb[2]) / esize, int64_t(dst->nb[1]) / esize);
+    if (st != POSENC_ERR_INVALID) return st;  // INVALID: rows overlap; one at a time below
+  }
+  std::vector<T> buf(size_t(node.rotary_dim));
+  int64_t one[4];
+  for (int64_t t = 0; t < n; ++t) {
+    for (int ax = 0; ax < node.axes; ++ax) one[ax] = pos[ax * n + t];
+    for (int64_t j = 0; j < nh; ++j) {
+      char *row = base + t * dst->nb[2] + j * dst->nb[1] + node.offs * esize;
+      std::memcpy(buf.data(), row, buf.size() * sizeof(T));
+      const posenc_status st = rotate<T>(rope, one, 1, buf.data(), 1, node.rotary_dim, node.rotary_dim);
+      if (st != POSENC_OK) return st;
+      std::memcpy(row, buf.data(), buf.size() * sizeof(T));
+    }
+  }
+  return POSENC_OK;
+}
+
+template <class T>
+posenc_status run(const Node &node, int ith, int nth) {
+  const ggml_tensor *dst = node.dst;
+  const int64_t ne1 = dst->ne[1], ne2 = dst->ne[2], ne3 = dst->ne[3];
+  const int64_t rows = ne1 * ne2 * ne3;
+  const int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
+  const int64_t token_bytes = std::max<int64_t>(1, ne1 * dst->ne[0] * int64_t(sizeof(T)));
+  const int64_t block = std::max<int64_t>(1, std::min<int64_t>(kMaxBlockTokens, kBlockBytes / token_bytes));
+  int64_t r = r0;
+  while (r < r1) {
+    const int64_t i3 = r / (ne1 * ne2), t = (r / ne1) % ne2, j = r % ne1;
+    const int64_t slice_end = std::min(r1, (i3 + 1) * ne1 * ne2);  // rows of this batch entry in the share
+    int64_t n = 1, h0 = j, nh = ne1;
+    if (j != 0 || slice_end - r < ne1) {  // a partial token: heads [j, j + nh)
+      nh = std::min(ne1 - j, slice_end - r);
+    } else {
+      n = std::min(block, (slice_end - r) / ne1);  // whole tokens
+      h0 = 0;
+    }
+    const posenc_status st = rotate_rows<T>(node, i3, t, n, h0, nh);
+    if (st != POSENC_OK) return st;
+    r += n * nh;
+  }
+  return POSENC_OK;
+}
+
+}  // namespace
+
+bool Key::operator<(const Key &o) const { return std::memcmp(this, &o, sizeof *this) < 0; }
+
+const char *check_shape(const ggml_tensor *a, const ggml_tensor *b, const ggml_tensor *c, int n_dims, int mode,
+                        const int32_t sections[4]) {
+  if (!known_mode(mode)) return "mode must be GGML_ROPE_TYPE_NORMAL, _NEOX, _MROPE, _IMROPE or _VISION";
+  if (a->type != GGML_TYPE_F32 && a->type != GGML_TYPE_F16) return "a must be F32 or F16";
+  if (a->nb[0] != ggml_type_size(a->type)) return "the elements of a's rows must be contiguous";
+  if (b->type != GGML_TYPE_I32 || !ggml_is_vector(b) || b->nb[0] != sizeof(int32_t))
+    return "b must be a contiguous I32 vector";
+  const bool multi = is_multi(mode);
+  if (b->ne[0] != (multi ? 4 : 1) * a->ne[2])
+    return multi ? "b must hold 4 positions per token (a->ne[2] * 4)" : "b must hold a->ne[2] positions";
+  if (n_dims < 2 || n_dims % 2 != 0 || n_dims > a->ne[0]) return "n_dims must be even, 2 .. ne0";
+  if (mode == kModeVision && 2 * int64_t(n_dims) != a->ne[0]) return "VISION needs n_dims == ne0 / 2";
+  if (multi) {
+    int64_t sum = 0;
+    for (int i = 0; i < 4; ++i) {
+      if (sections[i] < 0) return "sections must not be negative";
+      sum += sections[i];
+    }
+    if (sections[0] <= 0 && sections[1] <= 0 && sections[2] <= 0) return "sections[0..2] are all 0";
+    if (sum > a->ne[0]) return "the sections' sum exceeds ne0";
+  }
+  if (c) {
+    if (c->type != GGML_TYPE_F32 || !ggml_is_contiguous(c)) return "freq_factors must be contiguous F32";
+    if (c->ne[0] < pairs_of(mode, n_dims)) return "freq_factors needs a value for every rotated pair";
+  }
+  return nullptr;
+}
+
+Key make_key(int n_dims, int mode, int n_ctx_orig, bool forward, const int32_t sections[4], const float f[6]) {
+  Key key;
+  std::memset(&key, 0, sizeof key);
+  key.n_dims = n_dims;
+  key.mode = mode;
+  key.n_ctx_orig = n_ctx_orig;
+  key.forward = forward ? 1 : 0;
+  if (is_multi(mode))
+    for (int i = 0; i < 4; ++i) key.sections[i] = sections[i];
+  key.base = f[0];
+  key.fs = f[1];
+  key.ef = f[2];
+  key.af = f[3];
+  key.bf = f[4];
+  key.bs = f[5];
+  return key;
+}
+
+const FreqSet &frequencies(Record &r, const float *factors) {
+  auto matches = [&](const FreqSet &s) {
+    if (!factors) return s.factors.empty();
+    return !s.factors.empty() && std::memcmp(s.factors.data(), factors, size_t(r.pairs) * sizeof(float)) == 0;
+  };
+  for (const FreqSet *s = r.head.load(std::memory_order_acquire); s; s = s->next)
+    if (matches(*s)) return *s;
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const FreqSet *s = r.head.load(std::memory_order_acquire); s; s = s->next)
+    if (matches(*s)) return *s;
+  std::unique_ptr<FreqSet> set = make_set(r, factors);
+  set->next = r.head.load(std::memory_order_relaxed);
+  r.sets.push_back(std::move(set));
+  r.head.store(r.sets.back().get(), std::memory_order_release);
+  return *r.sets.back();
+}
+
+// The process-wide table of records: never destroyed, so that graphs computed while the process exits still
+// find their parameters.
+Record *intern(const Key &key, int64_t pairs) {
+  static std::mutex mu;
+  static auto *table = new std::map<Key, std::unique_ptr<Record>>;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = table->find(key);
+  if (it != table->end()) return it->second.get();
+  auto r = std::make_unique<Record>();
+  r->key = key;
+  r->pairs = pairs;
+  assign_axes(*r);
+  // The set without factors, made now: it checks the parameters while the caller is on the stack.
+  std::unique_ptr<FreqSet> set = make_set(*r, nullptr);
+  if (!set->ok) return nullptr;
+  r->sets.push_back(std::move(set));
+  r->head.store(r->sets.back().get(), std::memory_order_release);
+  Record *out = r.get();
+  table->emplace(key, std::move(r));
+  return out;
+}
+
+Node describe(const Record &r, const FreqSet &set, const ggml_tensor *a, const ggml_tensor *b, ggml_tensor *dst,
+              int64_t offs) {
+  Node node;
+  node.set = &set;
+  node.a = a;
+  node.b = b;
+  node.dst = dst;
+  node.axes = r.axes;
+  node.back = r.key.forward == 0;
+  node.offs = offs;
+  node.rotary_dim = 2 * r.pairs;
+  node.copy = !(a->data == dst->data && a->nb[1] == dst->nb[1] && a->nb[2] == dst->nb[2] && a->nb[3] == dst->nb[3]);
+  return node;
+}
+
+bool positions_ok(const Node &node) {
+  const int32_t *pos = static_cast<const int32_t *>(node.b->data);
+  const int64_t n = int64_t(node.axes) * node.dst->ne[2];
+  for (int64_t i = 0; i < n; ++i)
+    if (pos[i] == INT32_MIN) return false;
+  return true;
+}
+
+posenc_status rotate_share(const Node &node, int ith, int nth) {
+  return node.dst->type == GGML_TYPE_F32 ? run<float>(node, ith, nth) : run<uint16_t>(node, ith, nth);
+}
+
+posenc_spec timestep_spec(int dim, int max_period) {
+  posenc_spec s = posenc_spec_default(dim);
+  s.layout = POSENC_COS_SIN_HALVES;
+  s.base = double(max_period);
+  return s;
+}
+
+bool timesteps_ok(const ggml_tensor *t) {
+  const float *ts = static_cast<const float *>(t->data);
+  for (int64_t i = 0; i < t->ne[0]; ++i)
+    if (!(std::fabs(ts[i]) < 0x1p31f)) return false;
+  return true;
+}
+
+// The float timesteps of a chunk become doubles on the stack and go to posenc_timesteps_f32 for those rows.
+// Every row is correctly rounded from its own exact angle, so the bytes are those of one posenc_timesteps_f32
+// over all n rows (the contract of the _part twins: no byte depends on where a part starts) whatever nth is.
+posenc_status timestep_share(const ggml_tensor *t, ggml_tensor *dst, int dim, int max_period, int ith, int nth) {
+  const posenc_spec spec = timestep_spec(dim, max_period);
+  const int64_t n = dst->ne[1], r0 = n * ith / nth, r1 = n * (ith + 1) / nth, stride = int64_t(dst->nb[1]) / 4;
+  const float *ts = static_cast<const float *>(t->data);
+  double chunk[kTimestepChunk];
+  for (int64_t r = r0; r < r1; r += kTimestepChunk) {
+    const int64_t k = std::min(kTimestepChunk, r1 - r);
+    for (int64_t i = 0; i < k; ++i) chunk[i] = double(ts[r + i]);
+    float *out = reinterpret_cast<float *>(static_cast<char *>(dst->data) + r * int64_t(dst->nb[1]));
+    const posenc_status st = posenc_timesteps_f32(&spec, chunk, k, out, stride);
+    if (st != POSENC_OK) return st;
+  }
+  return POSENC_OK;
+}
+
+}  // namespace posenc_ggml

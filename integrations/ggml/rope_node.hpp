@@ -1,0 +1,106 @@
+// What the call-site twins (posenc_ggml.cpp) and the backend (backend.cpp) share: ggml's RoPE parameters as
+// posenc specs (interned per parameter set, with one frequency set per freq_factors content), and the rotation
+// of a node's rows by one thread of several; the same for ggml's timestep embedding. docs/ggml.md says what is
+// computed and how rows are split.
+#pragma once
+
+#include <ggml.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "posenc/posenc.h"
+
+namespace posenc_ggml {
+
+constexpr int kModeNormal = GGML_ROPE_TYPE_NORMAL, kModeNeox = GGML_ROPE_TYPE_NEOX, kModeMrope = GGML_ROPE_TYPE_MROPE,
+              kModeVision = GGML_ROPE_TYPE_VISION, kModeImrope = GGML_ROPE_TYPE_IMROPE;
+
+inline bool is_multi(int mode) { return (mode & kModeMrope) != 0; }
+inline bool known_mode(int mode) {
+  return mode == kModeNormal || mode == kModeNeox || mode == kModeMrope || mode == kModeImrope || mode == kModeVision;
+}
+// The rotated pairs of a row: n_dims / 2, or n_dims for VISION (whose rows are 2 n_dims wide).
+inline int64_t pairs_of(int mode, int n_dims) { return mode == kModeVision ? n_dims : n_dims / 2; }
+
+// One parameter set, as ggml's builders take it; compared and ordered as bytes (no padding: 4-byte fields).
+struct Key {
+  int32_t n_dims, mode, n_ctx_orig, forward;
+  int32_t sections[4];
+  float base, fs, ef, af, bf, bs;
+  bool operator<(const Key &o) const;
+};
+static_assert(sizeof(Key) == 14 * 4, "Key has no padding");
+
+// The frequencies of a record for one freq_factors content (none: empty), and the posenc spec that uses them.
+// ok is false when posenc cannot take the factors (0, infinite or NaN): nothing of rope is usable then.
+struct FreqSet {
+  std::vector<float> factors;
+  std::vector<double> freq;
+  posenc_rope rope;
+  bool ok = false;
+  const FreqSet *next = nullptr;
+};
+
+// An interned parameter set: immutable after construction except for its list of frequency sets, which only
+// grows (readers walk it without a lock; a miss takes the lock and appends at the head).
+struct Record {
+  Key key;
+  int64_t pairs = 0;  // H
+  int axes = 1;
+  std::vector<uint8_t> axis;   // the axis of each pair (multi modes)
+  std::vector<int64_t> index;  // ggml's theta index of each pair (VISION restarts it per section)
+  std::atomic<const FreqSet *> head{nullptr};
+  std::mutex mu;
+  std::vector<std::unique_ptr<FreqSet>> sets;
+};
+
+// What ggml's builders or CPU operation refuse, or posenc's rotation cannot take, in a RoPE node of source a,
+// positions b, freq_factors c (or nullptr), and sections (read for the multi modes): a message naming it, or
+// nullptr when posenc computes such a node. Values are not read (b's and c's data may not exist yet).
+const char *check_shape(const ggml_tensor *a, const ggml_tensor *b, const ggml_tensor *c, int n_dims, int mode,
+                        const int32_t sections[4]);
+// The key of a parameter set: f holds freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
+// sections are kept for the multi modes only.
+Key make_key(int n_dims, int mode, int n_ctx_orig, bool forward, const int32_t sections[4], const float f[6]);
+
+// The record of key (pairs: pairs_of(mode, n_dims)), made on first use and kept for the life of the process;
+// nullptr, with nothing kept, when posenc cannot take the parameters (lib/rope_powers.hpp,
+// ggml_rope_frequencies: freq_base, freq_scale or attn_factor not positive and finite, a NaN YaRN ramp, a
+// magnitude outside [2^-64, 2^64]). The key must have passed the structural checks of its builder.
+Record *intern(const Key &key, int64_t pairs);
+// The set for the factors' current content (nullptr: none; else pairs floats), made on first use.
+const FreqSet &frequencies(Record &r, const float *factors);
+
+// One node: rows of a (F32 or F16, elements contiguous) rotated into dst (a itself when in place), positions
+// from b (I32; for the multi modes the four slots one after the other), the window at element offs.
+struct Node {
+  const FreqSet *set = nullptr;
+  const ggml_tensor *a = nullptr, *b = nullptr;
+  ggml_tensor *dst = nullptr;
+  int axes = 1;
+  bool back = false, copy = false;
+  int64_t offs = 0, rotary_dim = 0;
+};
+Node describe(const Record &r, const FreqSet &set, const ggml_tensor *a, const ggml_tensor *b, ggml_tensor *dst,
+              int64_t offs);
+// Whether every position the node rotates by is one posenc takes (|p| < 2^31 after the backward direction's
+// negation): ggml's I32 positions all are but -2^31.
+bool positions_ok(const Node &node);
+// Thread ith of nth rotates its share of the rows: [R ith / nth, R (ith + 1) / nth) of the R = ne1 ne2 ne3 rows
+// (a head of a token), in ggml's row order, handed to posenc as whole tokens where the share allows. No byte
+// depends on nth. POSENC_OK, or posenc's status for a block it refused (OUT_OF_RANGE: a position of -2^31;
+// rows before it are written).
+posenc_status rotate_share(const Node &node, int ith, int nth);
+
+// ggml_timestep_embedding's operation: rows [n ith / nth, n (ith + 1) / nth) of the [dim, n] F32 dst from the F32
+// timesteps t, the spec posenc::spec::ggml_timestep(dim, max_period). OUT_OF_RANGE for a timestep that is not
+// finite or has |t| >= 2^31 (rows before it written).
+posenc_spec timestep_spec(int dim, int max_period);
+bool timesteps_ok(const ggml_tensor *t);
+posenc_status timestep_share(const ggml_tensor *t, ggml_tensor *dst, int dim, int max_period, int ith, int nth);
+
+}  // namespace posenc_ggml
