@@ -53,11 +53,14 @@ struct Mag {
   float post;
 };
 
-// A RoPE call: the cos/sin cache, or the in-place rotation of up to two tensors of head rows (q, k).
+// A RoPE call: the cos/sin cache, or the rotation of up to two tensors of head rows (q, k), in place or from
+// source rows (posenc_rope_copy_*: each row read from src and written to x in one pass).
 struct RopeTensor {
   void *x;            // float or uint16_t rows; nullptr when heads == 0
   int64_t heads;
   int64_t token_stride, head_stride;  // elements
+  const void *src;    // the rows read: x itself in place
+  int64_t src_token_stride, src_head_stride;  // elements
 };
 struct RopeJob {
   const Freq *freq;

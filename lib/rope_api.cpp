@@ -199,11 +199,24 @@ posenc_status launch(const Path &path, const posenc_rope &rope, const int64_t *p
 struct Tensor {
   void *x;
   int64_t heads, ts, hs;
+  const void *src;  // posenc_rope_copy_*: the rows read, src strides sts, shs; nullptr in place
+  int64_t sts, shs;
 };
 
+// A tensor's rows as a lattice of byte ranges (strides that separate no rows are 0); false when a stride in
+// bytes does not fit int64.
+bool lattice_of(const void *base, int64_t n, int64_t heads, int64_t ts, int64_t hs, int64_t r, size_t size,
+                Lattice &out) {
+  const i128 sz = i128(size), t = n > 1 ? i128(ts) * sz : 0, h = heads > 1 ? i128(hs) * sz : 0;
+  if (t > std::numeric_limits<int64_t>::max() || h > std::numeric_limits<int64_t>::max()) return false;
+  out = Lattice{i128(reinterpret_cast<uintptr_t>(base)), n, int64_t(t), heads, int64_t(h), r * int64_t(size)};
+  return true;
+}
+
 // posenc_rope_* and posenc_rope_qk_*: up to two tensors of head rows, T of `size` bytes; tokens [begin, end).
+// copy (posenc_rope_copy_*): one tensor, read from t[0].src.
 posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                        const Tensor (&t)[2], Dst dst, int64_t begin, int64_t end) {
+                        const Tensor (&t)[2], Dst dst, int64_t begin, int64_t end, bool copy = false) {
   if (n < 0) return POSENC_ERR_INVALID;
   if (n == 0) {
     const posenc_status s0 = rope ? check_rope(*rope) : POSENC_OK;
@@ -213,6 +226,7 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
   if (!rope) return POSENC_ERR_NULL;
   for (const Tensor &x : t)
     if (x.heads > 0 && !x.x) return POSENC_ERR_NULL;
+  if (copy && t[0].heads > 0 && !t[0].src) return POSENC_ERR_NULL;
   const posenc_status sr = check_rope(*rope);
   if (sr != POSENC_OK) return sr;
   const int64_t r = rope->rotary_dim;
@@ -222,6 +236,7 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
     const Tensor &x = t[i];
     if (x.heads < 0 || x.ts < 0 || x.hs < 0) return POSENC_ERR_INVALID;
   }
+  if (copy && (t[0].sts < 0 || t[0].shs < 0)) return POSENC_ERR_INVALID;
   // a row of r elements whose bytes do not fit in int64 can be in no tensor that exists
   if ((t[0].heads > 0 || t[1].heads > 0) && i128(r) * i128(size) > std::numeric_limits<int64_t>::max())
     return POSENC_ERR_OVERFLOW;
@@ -229,16 +244,21 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
     const Tensor &x = t[i];
     if (x.heads == 0) continue;
     // a stride that separates no rows (one token, one head) is 0 here, whatever its value
-    const i128 sz = i128(size), ts = n > 1 ? i128(x.ts) * sz : 0, hs = x.heads > 1 ? i128(x.hs) * sz : 0;
-    if (ts > std::numeric_limits<int64_t>::max() || hs > std::numeric_limits<int64_t>::max())
-      return POSENC_ERR_OVERFLOW;
-    lat[i] = Lattice{i128(reinterpret_cast<uintptr_t>(x.x)), n, int64_t(ts), x.heads, int64_t(hs), r * int64_t(size)};
+    if (!lattice_of(x.x, n, x.heads, x.ts, x.hs, r, size, lat[i])) return POSENC_ERR_OVERFLOW;
     if (self_overlaps(lat[i])) return POSENC_ERR_INVALID;
   }
+  // source rows may overlap each other (they are only read)
+  Lattice from{};
+  if (copy && t[0].heads > 0 && !lattice_of(t[0].src, n, t[0].heads, t[0].sts, t[0].shs, r, size, from))
+    return POSENC_ERR_OVERFLOW;
   for (const Tensor &x : t)
     if (x.heads > 0 && !extent_fits(n, x.ts, x.heads, x.hs, r, size)) return POSENC_ERR_OVERFLOW;
+  if (copy && t[0].heads > 0 && !extent_fits(n, t[0].sts, t[0].heads, t[0].shs, r, size)) return POSENC_ERR_OVERFLOW;
   // after the extents are known to exist: a collision of q and k rows is decided on them
   if (t[0].heads > 0 && t[1].heads > 0 && cross_overlaps(lat[0], lat[1])) return POSENC_ERR_INVALID;
+  // source and destination: the same rows (in place), or apart
+  const bool same = copy && t[0].heads > 0 && from.base == lat[0].base && from.sa == lat[0].sa && from.sb == lat[0].sb;
+  if (copy && t[0].heads > 0 && !same && cross_overlaps(from, lat[0])) return POSENC_ERR_INVALID;
   const posenc_status sp = check_axis_positions(positions, first, n, rope->axes);
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
@@ -251,9 +271,15 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
   // token begin of each tensor, for a part that writes anything: begin <= n - 1 token strides, which were
   // checked to fit (with one token, whose stride may be anything, begin is 0)
   const int64_t at = begin < end ? begin : 0;
-  for (int i = 0; i < 2; ++i)
-    job.t[i] = RopeTensor{t[i].heads > 0 ? static_cast<char *>(t[i].x) + at * t[i].ts * int64_t(size) : nullptr,
-                          t[i].heads, t[i].ts, t[i].hs};
+  for (int i = 0; i < 2; ++i) {
+    void *x = t[i].heads > 0 ? static_cast<char *>(t[i].x) + at * t[i].ts * int64_t(size) : nullptr;
+    job.t[i] = RopeTensor{x, t[i].heads, t[i].ts, t[i].hs, x, t[i].ts, t[i].hs};
+  }
+  if (copy && t[0].heads > 0 && !same) {
+    job.t[0].src = static_cast<const char *>(t[0].src) + at * t[0].sts * int64_t(size);
+    job.t[0].src_token_stride = t[0].sts;
+    job.t[0].src_head_stride = t[0].shs;
+  }
   return launch(*path, *rope, positions, first, n, begin, end, job);
 }
 
@@ -332,7 +358,7 @@ posenc_status posenc_rope_cache_f32(const posenc_rope *rope, const int64_t *posi
                             T *x, int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin, \
                             int64_t end) {                                                                \
     return guarded([&] {                                                                                  \
-      const Tensor t[2] = {{x, heads, token_stride, head_stride}, {nullptr, 0, 0, 0}};                    \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, nullptr, 0, 0}, {nullptr, 0, 0, 0, nullptr, 0, 0}}; \
       return run_apply(rope, positions, first, n, t, dst, begin, end);                                    \
     });                                                                                                   \
   }                                                                                                       \
@@ -351,7 +377,8 @@ POSENC_ROPE_ONE(posenc_rope_f16, uint16_t, Dst::kF16)
                             int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride, int64_t begin,  \
                             int64_t end) {                                                                  \
     return guarded([&] {                                                                                    \
-      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride}, {k, k_heads, k_token_stride, k_head_stride}}; \
+      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride, nullptr, 0, 0},                     \
+                           {k, k_heads, k_token_stride, k_head_stride, nullptr, 0, 0}};                    \
       return run_apply(rope, positions, first, n, t, dst, begin, end);                                      \
     });                                                                                                     \
   }                                                                                                         \
@@ -361,6 +388,29 @@ POSENC_ROPE_ONE(posenc_rope_f16, uint16_t, Dst::kF16)
     return name##_part(rope, positions, first, n, q, q_heads, q_token_stride, q_head_stride, k, k_heads,    \
                        k_token_stride, k_head_stride, 0, n);                                                \
   }
+// Out of place: tokens' rows read from src and written rotated to x in one pass.
+#define POSENC_ROPE_COPY(name, T, dst)                                                                        \
+  posenc_status name##_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,      \
+                            const T *src, int64_t src_token_stride, int64_t src_head_stride, T *x,             \
+                            int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,           \
+                            int64_t end) {                                                                    \
+    return guarded([&] {                                                                                      \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},     \
+                           {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                \
+      return run_apply(rope, positions, first, n, t, dst, begin, end, true);                                  \
+    });                                                                                                       \
+  }                                                                                                           \
+  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,             \
+                     const T *src, int64_t src_token_stride, int64_t src_head_stride, T *x, int64_t heads,    \
+                     int64_t token_stride, int64_t head_stride) {                                             \
+    return name##_part(rope, positions, first, n, src, src_token_stride, src_head_stride, x, heads,           \
+                       token_stride, head_stride, 0, n);                                                      \
+  }
+POSENC_ROPE_COPY(posenc_rope_copy_f32, float, Dst::kF32)
+POSENC_ROPE_COPY(posenc_rope_copy_bf16, uint16_t, Dst::kBF16)
+POSENC_ROPE_COPY(posenc_rope_copy_f16, uint16_t, Dst::kF16)
+#undef POSENC_ROPE_COPY
+
 POSENC_ROPE_QK(posenc_rope_qk_f32, float, Dst::kF32)
 POSENC_ROPE_QK(posenc_rope_qk_bf16, uint16_t, Dst::kBF16)
 POSENC_ROPE_QK(posenc_rope_qk_f16, uint16_t, Dst::kF16)

@@ -210,12 +210,13 @@ struct Simd<xsimd::neon64> {
     return m == m;
   }
 
-  // Eight pairs of the halves form: x at xr[0..7], y at yr[0..7].
+  // Eight pairs of the halves form: x read at xs[0..7], y at ys[0..7], written to xr, yr (in place: the same).
   template <class T, bool kBF16>
-  [[gnu::always_inline]] static inline bool rotate8_halves(T *xr, T *yr, const double *c, const double *s) {
+  [[gnu::always_inline]] static inline bool rotate8_halves(const T *xs, const T *ys, T *xr, T *yr, const double *c,
+                                                           const double *s) {
     float32x4_t x[2], y[2], xo[2], yo[2];
-    widen8<T, kBF16>(xr, x[0], x[1]);
-    widen8<T, kBF16>(yr, y[0], y[1]);
+    widen8<T, kBF16>(xs, x[0], x[1]);
+    widen8<T, kBF16>(ys, y[0], y[1]);
     if (__builtin_expect(!rotate8<sizeof(T) == 2>(x, y, c, s, xo, yo), 0)) return false;
     if constexpr (sizeof(T) == 4) {
       vst1q_f32(xr, xo[0]);
@@ -229,15 +230,15 @@ struct Simd<xsimd::neon64> {
     return true;
   }
 
-  // Eight interleaved pairs x0 y0 x1 y1 ... at p[0..15].
+  // Eight interleaved pairs x0 y0 x1 y1 ... read at ps[0..15], written to p[0..15] (in place: the same).
   template <class T, bool kBF16>
-  [[gnu::always_inline]] static inline bool rotate8_interleaved(T *p, const double *c, const double *s) {
+  [[gnu::always_inline]] static inline bool rotate8_interleaved(const T *ps, T *p, const double *c, const double *s) {
     float32x4_t x[2], y[2], xo[2], yo[2];
     if constexpr (sizeof(T) == 4) {
-      const float32x4x2_t a = vld2q_f32(p), b = vld2q_f32(p + 8);
+      const float32x4x2_t a = vld2q_f32(ps), b = vld2q_f32(ps + 8);
       x[0] = a.val[0], y[0] = a.val[1], x[1] = b.val[0], y[1] = b.val[1];
     } else {
-      const uint16x8x2_t v = vld2q_u16(p);
+      const uint16x8x2_t v = vld2q_u16(ps);
       widen8_16<kBF16>(v.val[0], x[0], x[1]);
       widen8_16<kBF16>(v.val[1], y[0], y[1]);
     }

@@ -128,7 +128,15 @@ struct RopeSinks {
     void put(int64_t jj, const F &v) const { out().put(jj, v); }
     void put_partial(int64_t jj, const F &v, int64_t m) const { out().put_partial(jj, v, m); }
     void finish() {}
-    void pad(int64_t) {}  // POSENC_PAD: the token stays as it is
+    // POSENC_PAD: the token stays as it is; from source rows, its rotated elements are copied unchanged
+    void pad(int64_t r) {
+      for (const detail::RopeTensor &t : job.t)
+        if (t.src != t.x)
+          for (int64_t j = 0; j < t.heads; ++j)
+            std::memcpy(static_cast<T *>(t.x) + r * t.token_stride + j * t.head_stride,
+                        static_cast<const T *>(t.src) + r * t.src_token_stride + j * t.src_head_stride,
+                        sizeof(T) * size_t(2 * job.h));
+    }
 
     // The chunk of pairs [j0, j0 + n) of the current token is in the stage: rotate it everywhere.
     void flush(int64_t j0, int64_t n) {
@@ -157,13 +165,15 @@ struct RopeSinks {
         }
         for (const detail::RopeTensor &t : job.t) {
           T *base = static_cast<T *>(t.x);
+          const T *sbase = static_cast<const T *>(t.src);
           for (int64_t j = 0; j < t.heads; ++j) {
             T *row = base + token * t.token_stride + j * t.head_stride;
-            // the same row of the next token, which comes next in every layout but [H, T, D]
-            const int64_t ahead = token + 1 < job.n ? t.token_stride : 0;
-            if (!inter) rotate_halves<1>(row + j0 + p0, row + job.h + j0 + p0, pn, ahead);
-            else if constexpr (W > 1) rotate_interleaved(row + 2 * (j0 + p0), pn, ahead);
-            else rotate_halves<2>(row + 2 * (j0 + p0), row + 2 * (j0 + p0) + 1, pn, ahead);
+            const T *src = sbase + token * t.src_token_stride + j * t.src_head_stride;
+            // the same source row of the next token, which comes next in every layout but [H, T, D]
+            const int64_t ahead = token + 1 < job.n ? t.src_token_stride : 0;
+            if (!inter) rotate_halves<1>(src + j0 + p0, src + job.h + j0 + p0, row + j0 + p0, row + job.h + j0 + p0, pn, ahead);
+            else if constexpr (W > 1) rotate_interleaved(src + 2 * (j0 + p0), row + 2 * (j0 + p0), pn, ahead);
+            else rotate_halves<2>(src + 2 * (j0 + p0), src + 2 * (j0 + p0) + 1, row + 2 * (j0 + p0), row + 2 * (j0 + p0) + 1, pn, ahead);
           }
         }
       }
@@ -175,32 +185,38 @@ struct RopeSinks {
     [[gnu::always_inline]] inline void rotate8_rows(int64_t j, int64_t pn, bool inter) {
       for (const detail::RopeTensor &t : job.t) {
         T *row = static_cast<T *>(t.x) + token * t.token_stride + (inter ? 2 * j : j);
-        const int64_t ahead = token + 1 < job.n ? t.token_stride : 0;  // as in flush
+        const T *srow = static_cast<const T *>(t.src) + token * t.src_token_stride + (inter ? 2 * j : j);
+        const int64_t ahead = token + 1 < job.n ? t.src_token_stride : 0;  // as in flush
         if (!inter) {
-          for (int64_t hd = 0; hd < t.heads; ++hd, row += t.head_stride) {
+          for (int64_t hd = 0; hd < t.heads; ++hd, row += t.head_stride, srow += t.src_head_stride) {
             const double *cs = cdup;
-            T *x = row, *y = row + job.h, *const end = x + pn;
-            for (; x != end; x += 8, y += 8, cs += 16) {
-              __builtin_prefetch(x + ahead, 1, 3);
-              __builtin_prefetch(y + ahead, 1, 3);
-              if (__builtin_expect(!S::template rotate8_halves<T, kBF16>(x, y, cs, cs + 8), 0)) nan8(x, y, 1, cs);
+            const T *xs = srow, *ys = srow + job.h, *const end = xs + pn;
+            T *x = row, *y = row + job.h;
+            for (; xs != end; xs += 8, ys += 8, x += 8, y += 8, cs += 16) {
+              __builtin_prefetch(xs + ahead, 1, 3);
+              __builtin_prefetch(ys + ahead, 1, 3);
+              if (__builtin_expect(!S::template rotate8_halves<T, kBF16>(xs, ys, x, y, cs, cs + 8), 0))
+                nan8(xs, ys, x, y, 1, cs);
             }
           }
         } else {
-          for (int64_t hd = 0; hd < t.heads; ++hd, row += t.head_stride) {
+          for (int64_t hd = 0; hd < t.heads; ++hd, row += t.head_stride, srow += t.src_head_stride) {
             const double *cs = cdup;
-            for (T *p = row, *const end = row + 2 * pn; p != end; p += 16, cs += 16) {
-              __builtin_prefetch(p + ahead, 1, 3);
-              if (__builtin_expect(!S::template rotate8_interleaved<T, kBF16>(p, cs, cs + 8), 0)) nan8(p, p + 1, 2, cs);
+            T *p = row;
+            for (const T *ps = srow, *const end = srow + 2 * pn; ps != end; ps += 16, p += 16, cs += 16) {
+              __builtin_prefetch(ps + ahead, 1, 3);
+              if (__builtin_expect(!S::template rotate8_interleaved<T, kBF16>(ps, p, cs, cs + 8), 0))
+                nan8(ps, ps + 1, p, p + 1, 2, cs);
             }
           }
         }
       }
     }
-    // Eight pairs (x at x[k l], y at y[k l], c and s in the block cs) whose results hold a NaN, by the NaN rule,
-    // W pairs at a time.
-    [[gnu::noinline, gnu::cold]] static void nan8(T *x, T *y, int64_t k, const double *cs) {
-      for (int64_t v = 0; v < 8; v += W) nan_vector(x + k * v, y + k * v, k, cs + v, cs + 8 + v, W);
+    // Eight pairs (x at xs[k l], y at ys[k l], written to xd, yd; c and s in the block cs) whose results hold a
+    // NaN, by the NaN rule, W pairs at a time.
+    [[gnu::noinline, gnu::cold]] static void nan8(const T *xs, const T *ys, T *xd, T *yd, int64_t k, const double *cs) {
+      for (int64_t v = 0; v < 8; v += W)
+        nan_vector(xs + k * v, ys + k * v, xd + k * v, yd + k * v, k, cs + v, cs + 8 + v, W);
     }
 
     static H load_t(const T *p) {
@@ -232,110 +248,115 @@ struct RopeSinks {
       store_t(p, narrow_t(v));
     }
 
-    // n pairs (x, y) with x at xr[kStep i], y at yr[kStep i] (kStep 1: the halves; 2: interleaved pairs on
-    // the scalar path): (x, y) -> (fl(x c - y s), fl(y c + x s)), each one rounding of the exact value to
-    // double (the products are exact: 24 by 24 bits), then one to T. cd, sd: the piece's c and s.
+    // n pairs (x, y) read with x at xs[kStep i], y at ys[kStep i] and written to xd, yd at the same offsets
+    // (kStep 1: the halves; 2: interleaved pairs on the scalar path; in place, xd = xs and yd = ys):
+    // (x, y) -> (fl(x c - y s), fl(y c + x s)), each one rounding of the exact value to double (the products are
+    // exact: 24 by 24 bits), then one to T. cd, sd: the piece's c and s. A source pair is read before its
+    // destination is written, so a row rotated in place and a row rotated from a copy get the same bytes.
     template <int kStep>
-    void rotate_halves(T *xr, T *yr, int64_t n, int64_t ahead) const {
+    void rotate_halves(const T *xs, const T *ys, T *xd, T *yd, int64_t n, int64_t ahead) const {
       const int64_t full = kStep == 1 ? n / W * W : n;  // kStep 2 only with W = 1
       int64_t i = 0;
       if constexpr (detail::Rotate8<S>::value && kStep == 1) {  // NEON: eight pairs a step (simd_neon.hpp)
         for (; i + 8 <= n; i += 8) {
-          __builtin_prefetch(xr + i + ahead, 1, 3);
-          __builtin_prefetch(yr + i + ahead, 1, 3);
-          if (__builtin_expect(!S::template rotate8_halves<T, kBF16>(xr + i, yr + i, cd + i, sd + i), 0)) {
-            for (int64_t v = i; v < i + 8; v += W) nan_vector(xr + v, yr + v, 1, cd + v, sd + v);
+          __builtin_prefetch(xs + i + ahead, 1, 3);
+          __builtin_prefetch(ys + i + ahead, 1, 3);
+          if (__builtin_expect(!S::template rotate8_halves<T, kBF16>(xs + i, ys + i, xd + i, yd + i, cd + i, sd + i), 0)) {
+            for (int64_t v = i; v < i + 8; v += W) nan_vector(xs + v, ys + v, xd + v, yd + v, 1, cd + v, sd + v);
           }
         }
       }
       for (; i < full; i += W) {
         // the next token's row into L1 while this one is rotated: the loop is bound by its arithmetic,
         // and without it the loads of a prefill waited on L2 and L3 (1.3x the in-place pass's time)
-        __builtin_prefetch(xr + kStep * i + ahead, 1, 3);
-        __builtin_prefetch(yr + kStep * i + ahead, 1, 3);
-        const D x = S::widen(load_t(xr + kStep * i)), y = S::widen(load_t(yr + kStep * i));
+        __builtin_prefetch(xs + kStep * i + ahead, 1, 3);
+        __builtin_prefetch(ys + kStep * i + ahead, 1, 3);
+        const D x = S::widen(load_t(xs + kStep * i)), y = S::widen(load_t(ys + kStep * i));
         const D c = S::load(cd + i), s = S::load(sd + i);
         // x c - y s: both products exact, one rounding of the sum; as x c + (-(y s)), the way IEEE
         // defines the signed zero of a difference (NEON's fms is -(y s - x c), which gives -0 for +0)
         const D xn = S::fnma(y, s, x * c);
         const D yn = S::fma(y, c, x * s);  // y c + x s
         if (__builtin_expect(S::any_nan_d(xn, yn), 0)) {
-          // out of line, from memory (the row is unchanged yet): passing these vectors by reference
+          // out of line, from memory (the source is unchanged yet): passing these vectors by reference
           // made GCC store all four on the stack in every iteration
-          nan_vector(xr + kStep * i, yr + kStep * i, kStep, cd + i, sd + i);
+          nan_vector(xs + kStep * i, ys + kStep * i, xd + kStep * i, yd + kStep * i, kStep, cd + i, sd + i);
           continue;
         }
-        put_t(xr + kStep * i, xn);
-        put_t(yr + kStep * i, yn);
+        put_t(xd + kStep * i, xn);
+        put_t(yd + kStep * i, yn);
       }
       if (full == n) return;
       // the last m < W pairs, through buffers: nothing outside the row's pairs is read or written
       const int64_t m = n - full;
       alignas(64) T bx[W] = {}, by[W] = {};
       alignas(64) double c[W] = {}, s[W] = {};
-      std::memcpy(bx, xr + full, sizeof(T) * size_t(m));
-      std::memcpy(by, yr + full, sizeof(T) * size_t(m));
+      std::memcpy(bx, xs + full, sizeof(T) * size_t(m));
+      std::memcpy(by, ys + full, sizeof(T) * size_t(m));
       std::memcpy(c, cd + full, sizeof(double) * size_t(m));
       std::memcpy(s, sd + full, sizeof(double) * size_t(m));
       const D x = S::widen(load_t(bx)), y = S::widen(load_t(by));
       const D xn = S::fnma(y, S::load(s), x * S::load(c));
       const D yn = S::fma(y, S::load(c), x * S::load(s));
       if (S::any_nan_d(xn, yn)) {
-        nan_vector(bx, by, 1, c, s);
+        nan_vector(bx, by, bx, by, 1, c, s);
       } else {
         store_t(bx, narrow_t(xn));
         store_t(by, narrow_t(yn));
       }
-      std::memcpy(xr + full, bx, sizeof(T) * size_t(m));
-      std::memcpy(yr + full, by, sizeof(T) * size_t(m));
+      std::memcpy(xd + full, bx, sizeof(T) * size_t(m));
+      std::memcpy(yd + full, by, sizeof(T) * size_t(m));
     }
 
-    // n interleaved pairs from row (W > 1): W elements (W / 2 pairs) a vector, v (x0 y0 x1 y1 ...) ->
-    // v cdup + swap(v) sdup with cdup = c0 c0 c1 c1 ..., sdup = -s0 s0 -s1 s1 ...: the same two
-    // roundings as rotate_halves (y (-s) and x s exact, one fused rounding each).
-    void rotate_interleaved(T *row, int64_t n, int64_t ahead) const {
+    // n interleaved pairs from src to dst (W > 1; in place, dst = src): W elements (W / 2 pairs) a vector,
+    // v (x0 y0 x1 y1 ...) -> v cdup + swap(v) sdup with cdup = c0 c0 c1 c1 ..., sdup = -s0 s0 -s1 s1 ...: the
+    // same two roundings as rotate_halves (y (-s) and x s exact, one fused rounding each).
+    void rotate_interleaved(const T *src, T *dst, int64_t n, int64_t ahead) const {
       const int64_t e = 2 * n, full = e / W * W;
       int64_t i = 0;
       if constexpr (detail::Rotate8<S>::value) {  // NEON: eight pairs (16 elements) a step (simd_neon.hpp)
         for (; i + 16 <= e; i += 16) {
-          __builtin_prefetch(row + i + ahead, 1, 3);
-          if (__builtin_expect(!S::template rotate8_interleaved<T, kBF16>(row + i, cd + i / 2, sd + i / 2), 0)) {
-            for (int64_t v = i; v < i + 16; v += W) nan_vector(row + v, row + v + 1, 2, cd + v / 2, sd + v / 2, W / 2);
+          __builtin_prefetch(src + i + ahead, 1, 3);
+          if (__builtin_expect(!S::template rotate8_interleaved<T, kBF16>(src + i, dst + i, cd + i / 2, sd + i / 2), 0)) {
+            for (int64_t v = i; v < i + 16; v += W)
+              nan_vector(src + v, src + v + 1, dst + v, dst + v + 1, 2, cd + v / 2, sd + v / 2, W / 2);
           }
         }
       }
       for (; i < full; i += W) {
-        __builtin_prefetch(row + i + ahead, 1, 3);  // as in rotate_halves
-        pair_vector(row + i, i);
+        __builtin_prefetch(src + i + ahead, 1, 3);  // as in rotate_halves
+        pair_vector(src + i, dst + i, i);
       }
       if (full == e) return;
       alignas(64) T b[W] = {};
-      std::memcpy(b, row + full, sizeof(T) * size_t(e - full));
-      pair_vector(b, full);
-      std::memcpy(row + full, b, sizeof(T) * size_t(e - full));
+      std::memcpy(b, src + full, sizeof(T) * size_t(e - full));
+      pair_vector(b, b, full);
+      std::memcpy(dst + full, b, sizeof(T) * size_t(e - full));
     }
-    [[gnu::always_inline]] inline void pair_vector(T *p, int64_t i) const {
-      const D v = S::widen(load_t(p));
+    [[gnu::always_inline]] inline void pair_vector(const T *ps, T *pd, int64_t i) const {
+      const D v = S::widen(load_t(ps));
       const D o = S::fma(v, S::load(cdup + i), S::swap_pairs(v) * S::load(sdup + i));
-      if (__builtin_expect(S::any_nan_d(o, o), 0)) return nan_vector(p, p + 1, 2, cd + i / 2, sd + i / 2, W / 2);
-      put_t(p, o);
+      if (__builtin_expect(S::any_nan_d(o, o), 0))
+        return nan_vector(ps, ps + 1, pd, pd + 1, 2, cd + i / 2, sd + i / 2, W / 2);
+      put_t(pd, o);
     }
 
-    // A vector whose results hold a NaN: m pairs (x at x[k i], y at y[k i]) computed again one at a time,
-    // the same two roundings, and then the NaN rule: a NaN result is the same on every path and
-    // architecture (which operand's payload an FMA returns depends on the instruction form and the ISA):
-    // the first NaN among x and y, quieted (by the widening); otherwise, an invalid operation (inf - inf,
-    // 0 * inf), the float32 default +qNaN 0x7fc00000.
-    [[gnu::noinline, gnu::cold]] static void nan_vector(T *x, T *y, int64_t k, const double *c, const double *s,
-                                                        int64_t m = W) {
+    // A vector whose results hold a NaN: m pairs (x at xs[k i], y at ys[k i], written to xd[k i], yd[k i])
+    // computed again one at a time, the same two roundings, and then the NaN rule: a NaN result is the same on
+    // every path and architecture (which operand's payload an FMA returns depends on the instruction form and
+    // the ISA): the first NaN among x and y, quieted (by the widening); otherwise, an invalid operation
+    // (inf - inf, 0 * inf), the float32 default +qNaN 0x7fc00000. Every source element is read before any
+    // destination element is written.
+    [[gnu::noinline, gnu::cold]] static void nan_vector(const T *xs, const T *ys, T *xd, T *yd, int64_t k,
+                                                        const double *c, const double *s, int64_t m = W) {
       alignas(64) T in[W] = {}, out[W];
       alignas(64) double a[W], b[W], u[W] = {}, v[W] = {};
       const uint64_t quiet = 0x7FF8000000000000u;
       double dflt;
       std::memcpy(&dflt, &quiet, sizeof dflt);
-      for (int64_t l = 0; l < m; ++l) in[l] = x[k * l];
+      for (int64_t l = 0; l < m; ++l) in[l] = xs[k * l];
       S::store(a, S::widen(load_t(in)));
-      for (int64_t l = 0; l < m; ++l) in[l] = y[k * l];
+      for (int64_t l = 0; l < m; ++l) in[l] = ys[k * l];
       S::store(b, S::widen(load_t(in)));
       for (int64_t l = 0; l < m; ++l) {
         u[l] = std::fma(a[l], c[l], -(b[l] * s[l]));
@@ -345,9 +366,9 @@ struct RopeSinks {
         if (v[l] != v[l]) v[l] = first;
       }
       store_t(out, narrow_t(S::load(u)));
-      for (int64_t l = 0; l < m; ++l) x[k * l] = out[l];
+      for (int64_t l = 0; l < m; ++l) xd[k * l] = out[l];
       store_t(out, narrow_t(S::load(v)));
-      for (int64_t l = 0; l < m; ++l) y[k * l] = out[l];
+      for (int64_t l = 0; l < m; ++l) yd[k * l] = out[l];
     }
 
   };

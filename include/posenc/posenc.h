@@ -219,6 +219,23 @@ posenc_status posenc_rope_bf16(const posenc_rope *rope, const int64_t *positions
 posenc_status posenc_rope_f16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                               uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
 
+/** Out of place, in one pass: the head rows of src, rotated, written to dst (x), with the bytes posenc_rope_f32
+ *  would leave in a copy of src. For token t and head j < heads, the first r elements of the row at
+ *  x + t*token_stride + j*head_stride become those of the row at src + t*src_token_stride + j*src_head_stride,
+ *  rotated; elements from r on are neither read nor written (a partial rotation copies them itself).
+ *  POSENC_PAD copies the token's first r elements unchanged. Destination rows must not overlap each other;
+ *  source rows may; a source row and a destination row are either the same row (src == x with the same
+ *  strides: the call is then posenc_rope_f32's) or apart (INVALID otherwise). */
+posenc_status posenc_rope_copy_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                   const float *src, int64_t src_token_stride, int64_t src_head_stride, float *x,
+                                   int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_copy_bf16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                    const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
+                                    uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_copy_f16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                   const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
+                                   uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+
 /** q and k of the same tokens in one pass, cos/sin computed once per token and applied to every head of both
  *  (GQA: k_heads may differ from q_heads; k may be NULL with k_heads == 0). A fused QKV buffer of head_dim
  *  elements per head is q = qkv, k = qkv + q_heads*head_dim with the same token stride. q and k rows must not
@@ -349,6 +366,18 @@ posenc_status posenc_rope_bf16_part(const posenc_rope *rope, const int64_t *posi
 posenc_status posenc_rope_f16_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                                    uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride,
                                    int64_t begin, int64_t end);
+posenc_status posenc_rope_copy_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
+                                        int64_t n, const float *src, int64_t src_token_stride,
+                                        int64_t src_head_stride, float *x, int64_t heads, int64_t token_stride,
+                                        int64_t head_stride, int64_t begin, int64_t end);
+posenc_status posenc_rope_copy_bf16_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
+                                         int64_t n, const uint16_t *src, int64_t src_token_stride,
+                                         int64_t src_head_stride, uint16_t *x, int64_t heads, int64_t token_stride,
+                                         int64_t head_stride, int64_t begin, int64_t end);
+posenc_status posenc_rope_copy_f16_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
+                                        int64_t n, const uint16_t *src, int64_t src_token_stride,
+                                        int64_t src_head_stride, uint16_t *x, int64_t heads, int64_t token_stride,
+                                        int64_t head_stride, int64_t begin, int64_t end);
 posenc_status posenc_rope_qk_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                                       float *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
                                       float *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride,
