@@ -109,10 +109,33 @@ posenc_status rotate<uint16_t>(const posenc_rope *rope, const int64_t *positions
                                int64_t token_stride, int64_t head_stride) {
   return posenc_rope_f16(rope, positions, 0, n, x, heads, token_stride, head_stride);
 }
+template <class T>
+posenc_status rotate_copy(const posenc_rope *rope, const int64_t *positions, int64_t n, const T *src, int64_t sts,
+                          int64_t shs, T *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+template <>
+posenc_status rotate_copy<float>(const posenc_rope *rope, const int64_t *positions, int64_t n, const float *src,
+                                 int64_t sts, int64_t shs, float *x, int64_t heads, int64_t token_stride,
+                                 int64_t head_stride) {
+  return posenc_rope_copy_f32(rope, positions, 0, n, src, sts, shs, x, heads, token_stride, head_stride);
+}
+template <>
+posenc_status rotate_copy<uint16_t>(const posenc_rope *rope, const int64_t *positions, int64_t n, const uint16_t *src,
+                                    int64_t sts, int64_t shs, uint16_t *x, int64_t heads, int64_t token_stride,
+                                    int64_t head_stride) {
+  return posenc_rope_copy_f16(rope, positions, 0, n, src, sts, shs, x, heads, token_stride, head_stride);
+}
 
-// Rows (t, j) for tokens [t0, t0 + n) and heads [h0, h0 + nh) of batch entry i3: copied from a to dst when the
-// operation is out of place, then rotated in dst. Rows that posenc's fast call cannot take (strides that are
-// not whole elements, a misaligned base, rows that overlap) go one at a time through an aligned buffer.
+// Whether rows at base with these byte strides are rows posenc's calls take: whole elements apart, aligned.
+template <class T>
+bool whole_elements(const void *base, size_t nb1, size_t nb2) {
+  return nb1 % sizeof(T) == 0 && nb2 % sizeof(T) == 0 && reinterpret_cast<uintptr_t>(base) % alignof(T) == 0;
+}
+
+// Rows (t, j) for tokens [t0, t0 + n) and heads [h0, h0 + nh) of batch entry i3, rotated into dst. Out of
+// place, the rotated window goes from a to dst in one pass (posenc_rope_copy_*) and the elements outside it are
+// copied; in place, the window is rotated where it is. Rows that posenc's calls cannot take (strides that are
+// not whole elements, a misaligned base, rows that overlap in a way a call refuses) are copied whole and go
+// one at a time through an aligned buffer.
 template <class T>
 posenc_status rotate_rows(const Node &node, int64_t i3, int64_t t0, int64_t n, int64_t h0, int64_t nh) {
   const ggml_tensor *a = node.a, *dst = node.dst;
@@ -125,8 +148,30 @@ posenc_status rotate_rows(const Node &node, int64_t i3, int64_t t0, int64_t n, i
       pos[ax * n + t] = node.back ? -p : p;
     }
   char *base = static_cast<char *>(dst->data) + i3 * dst->nb[3] + t0 * dst->nb[2] + h0 * dst->nb[1];
+  const posenc_rope *rope = &node.set->rope;
+  const int64_t ts = int64_t(dst->nb[2]) / esize, hs = int64_t(dst->nb[1]) / esize;
+  const bool whole = whole_elements<T>(base, dst->nb[1], dst->nb[2]);
   if (node.copy) {
     const char *src = static_cast<const char *>(a->data) + i3 * a->nb[3] + t0 * a->nb[2] + h0 * a->nb[1];
+    if (whole && whole_elements<T>(src, a->nb[1], a->nb[2])) {
+      const int64_t before = node.offs * esize, after = node.offs + node.rotary_dim;
+      const posenc_status st =
+          rotate_copy<T>(rope, pos, n, reinterpret_cast<const T *>(src) + node.offs, int64_t(a->nb[2]) / esize,
+                         int64_t(a->nb[1]) / esize, reinterpret_cast<T *>(base) + node.offs, nh, ts, hs);
+      if (st != POSENC_OK && st != POSENC_ERR_INVALID) return st;
+      if (st == POSENC_OK) {
+        if (before > 0 || after < dst->ne[0])  // the elements outside the window: a partial rotation
+          for (int64_t t = 0; t < n; ++t)
+            for (int64_t j = 0; j < nh; ++j) {
+              const char *s = src + t * a->nb[2] + j * a->nb[1];
+              char *d = base + t * dst->nb[2] + j * dst->nb[1];
+              std::memcpy(d, s, size_t(before));
+              std::memcpy(d + after * esize, s + after * esize, size_t(row_bytes - after * esize));
+            }
+        return POSENC_OK;
+      }
+    }
+    // INVALID (rows that overlap partly) or rows posenc's calls cannot take: copy, then rotate in place
     for (int64_t t = 0; t < n; ++t)
       for (int64_t j = 0; j < nh; ++j) {
         const char *s = src + t * a->nb[2] + j * a->nb[1];
@@ -134,12 +179,9 @@ posenc_status rotate_rows(const Node &node, int64_t i3, int64_t t0, int64_t n, i
         if (s != d) std::memmove(d, s, size_t(row_bytes));
       }
   }
-  const posenc_rope *rope = &node.set->rope;
-  const bool whole =
-      dst->nb[1] % esize == 0 && dst->nb[2] % esize == 0 && reinterpret_cast<uintptr_t>(base) % alignof(T) == 0;
   if (whole) {
     T *x = reinterpret_cast<T *>(base) + node.offs;
-    const posenc_status st = rotate<T>(rope, pos, n, x, nh, int64_t(dst->nb[2]) / esize, int64_t(dst->nb[1]) / esize);
+    const posenc_status st = rotate<T>(rope, pos, n, x, nh, ts, hs);
     if (st != POSENC_ERR_INVALID) return st;  // INVALID: rows overlap; one at a time below
   }
   std::vector<T> buf(size_t(node.rotary_dim));
