@@ -8,8 +8,10 @@
 // one-token decode step of each), each thread count (1, 2) and each posenc SIMD path (forced), three one-node
 // graphs on the same input are computed in rounds, in an order rotated every round: ggml_rope_ext /
 // ggml_rope_multi, posenc_ggml_rope_ext / _multi, and ggml_dup (the same bytes read and written, no
-// arithmetic: the memory bound of an out-of-place operation). The JSON keeps every round's three times; the
-// section takes the median of the per-round ratios (paired) and the medians.
+// arithmetic: the memory bound of an out-of-place operation); with the backend built (-Dggml_tree), also
+// ggml's graph computed by posenc's backend (posenc/ggml-backend.h: what a program gets from
+// GGML_BACKEND_PATH); and posenc's kernel alone. The JSON keeps every round's times; the section takes the
+// median of the per-round ratios (paired) and the medians.
 //
 // Accuracy: for each mode, 16 tokens x 4 heads at positions near 10^3, 10^5, 10^6 and 2^31 - 17 (every slot of the
 // multi modes near the same value), the largest absolute error of ggml's and of posenc's result against the
@@ -39,6 +41,9 @@
 #include "posenc/ggml.h"
 #include "posenc/posenc.h"
 #include "rope_powers.hpp"
+#if POSENC_GGML_BENCH_BACKEND
+#include "posenc/ggml-backend.h"
+#endif
 #include "support/ggml_rope_reference.hpp"
 
 namespace {
@@ -144,8 +149,17 @@ double now() {
 struct Timed {
   std::string config, path;
   int threads;
-  std::vector<double> ggml, posenc, copy, kernel;  // seconds, one per round
+  std::vector<double> ggml, posenc, copy, kernel, backend;  // seconds, one per round
 };
+
+// posenc's ggml backend (nullptr when not built): ggml's own RoPE graph computed by it.
+ggml_backend_t g_backend = nullptr;
+void backend_threads(int n) {
+  if (!g_backend) return;
+  auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(ggml_backend_reg_get_proc_address(
+      ggml_backend_dev_backend_reg(ggml_backend_get_device(g_backend)), "ggml_backend_set_n_threads"));
+  if (fn) fn(g_backend, n);
+}
 
 // posenc's kernel alone on the configuration's rows, as one thread calls it: posenc_rope_f32 in place (on a
 // copy of the input), with the spec the operation builds (the frequencies of ggml_rope_frequencies, the axis
@@ -185,8 +199,9 @@ Kernel make_kernel(const Config &c, const ggml_tensor *a) {
   return k;
 }
 
-// The four variants of a configuration (ggml's graph, posenc's graph, the copy's graph, posenc's kernel
-// alone), timed in rounds whose order rotates, for about `seconds`.
+// The variants of a configuration (ggml's graph, posenc's graph, the copy's graph, posenc's kernel alone,
+// ggml's graph on posenc's backend when there is one), timed in rounds whose order rotates, for about
+// `seconds`.
 Timed time_config(const Config &c, ggml_backend_t cpu, int threads, posenc_isa isa, double seconds) {
   const size_t bytes = size_t(128 * c.heads * c.tokens) * sizeof(float);
   ggml_init_params params = {4 * bytes + c.positions.size() * 4 + (16 << 20), nullptr, false};
@@ -205,10 +220,17 @@ Timed time_config(const Config &c, ggml_backend_t cpu, int threads, posenc_isa i
   Kernel kernel = make_kernel(c, a);
   posenc_force_isa(isa);
   ggml_backend_cpu_set_n_threads(cpu, threads);
-  Timed t{c.name, posenc_isa_name(isa), threads, {}, {}, {}, {}};
+  backend_threads(threads);
+  Timed t{c.name, posenc_isa_name(isa), threads, {}, {}, {}, {}, {}};
+  const int variants = g_backend ? 5 : 4;
   auto once = [&](int k) {
     const double t0 = now();
-    if (k == 3) {
+    if (k == 4) {
+      if (ggml_backend_graph_compute(g_backend, g[0]) != GGML_STATUS_SUCCESS) {
+        std::fprintf(stderr, "posenc-ggml-bench: the backend failed\n");
+        std::exit(1);
+      }
+    } else if (k == 3) {
       if (posenc_rope_f32(&kernel.rope, kernel.positions.data(), 0, c.tokens, kernel.rows.data(), c.heads,
                           128 * c.heads, 128) != POSENC_OK)
         std::exit(1);
@@ -219,15 +241,15 @@ Timed time_config(const Config &c, ggml_backend_t cpu, int threads, posenc_isa i
     return now() - t0;
   };
   for (int w = 0; w < 3; ++w)
-    for (int k = 0; k < 4; ++k) once(k);  // warm: frequencies, posenc's tables, the pages of every output
+    for (int k = 0; k < variants; ++k) once(k);  // warm: frequencies, posenc's tables, the pages of every output
   double per_round = 0;
-  for (int k = 0; k < 4; ++k) per_round += once(k);
+  for (int k = 0; k < variants; ++k) per_round += once(k);
   const int rounds = int(std::min(20000.0, std::max(15.0, seconds / std::max(per_round, 1e-9))));
   for (int r = 0; r < rounds; ++r)
-    for (int j = 0; j < 4; ++j) {
-      const int k = (r + j) % 4;
+    for (int j = 0; j < variants; ++j) {
+      const int k = (r + j) % variants;
       const double dt = once(k);
-      (k == 0 ? t.ggml : k == 1 ? t.posenc : k == 2 ? t.copy : t.kernel).push_back(dt);
+      (k == 0 ? t.ggml : k == 1 ? t.posenc : k == 2 ? t.copy : k == 3 ? t.kernel : t.backend).push_back(dt);
     }
   ggml_free(ctx);
   return t;
@@ -461,6 +483,13 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "posenc-ggml-bench: no CPU backend\n");
     return 1;
   }
+#if POSENC_GGML_BENCH_BACKEND
+  if (ggml_backend_reg_t reg = posenc_ggml_backend_reg()) g_backend = ggml_backend_dev_init(ggml_backend_reg_dev_get(reg, 0), nullptr);
+  if (!g_backend) {
+    std::fprintf(stderr, "posenc-ggml-bench: posenc's backend did not start\n");
+    return 1;
+  }
+#endif
   const posenc_isa active = posenc_active_isa();
   std::vector<posenc_isa> paths;
   for (posenc_isa isa : {POSENC_ISA_AVX2, POSENC_ISA_AVX512, POSENC_ISA_NEON})
@@ -477,10 +506,13 @@ int main(int argc, char **argv) {
           const Timed &t = timed.back();
           std::vector<double> r;
           for (size_t k = 0; k < t.ggml.size(); ++k) r.push_back(t.ggml[k] / t.posenc[k]);
-          std::printf("%-24s %d thread%s %-7s ggml %9.3f us  posenc %9.3f us  copy %9.3f us  kernel %9.3f us  "
-                      "ggml/posenc %.2f\n",
+          std::vector<double> rb;
+          for (size_t k = 0; k < t.backend.size(); ++k) rb.push_back(t.ggml[k] / t.backend[k]);
+          std::printf("%-24s %d thread%s %-7s ggml %9.3f us  posenc %9.3f us  backend %9.3f us  copy %9.3f us  "
+                      "kernel %9.3f us  ggml/posenc %.2f  ggml/backend %.2f\n",
                       c.name.c_str(), threads, threads > 1 ? "s" : " ", t.path.c_str(), 1e6 * median(t.ggml),
-                      1e6 * median(t.posenc), 1e6 * median(t.copy), 1e6 * median(t.kernel), median(r));
+                      1e6 * median(t.posenc), 1e6 * median(t.backend), 1e6 * median(t.copy), 1e6 * median(t.kernel),
+                      median(r), median(rb));
           std::fflush(stdout);
         }
   // The timestep embedding: 1024 timesteps x 320 (SD's UNet) and x 1280, on the active path.
@@ -550,9 +582,10 @@ int main(int argc, char **argv) {
     const Timed &t = timed[i];
     std::fprintf(f,
                  "    {\"config\": \"%s\", \"path\": \"%s\", \"threads\": %d, \"ggml\": %s, \"posenc\": %s, "
-                 "\"copy\": %s, \"kernel\": %s}%s\n",
+                 "\"copy\": %s, \"kernel\": %s, \"backend\": %s}%s\n",
                  t.config.c_str(), t.path.c_str(), t.threads, json_times(t.ggml).c_str(), json_times(t.posenc).c_str(),
-                 json_times(t.copy).c_str(), json_times(t.kernel).c_str(), i + 1 < timed.size() ? "," : "");
+                 json_times(t.copy).c_str(), json_times(t.kernel).c_str(), json_times(t.backend).c_str(),
+                 i + 1 < timed.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n  \"accuracy\": [\n");
   for (size_t i = 0; i < acc.size(); ++i)
@@ -574,6 +607,7 @@ int main(int argc, char **argv) {
                  step_acc[i].ggml_vs_posenc, i + 1 < step_acc.size() ? "," : "");
   std::fprintf(f, "  ]\n}\n");
   std::fclose(f);
+  if (g_backend) ggml_backend_free(g_backend);
   ggml_backend_free(cpu);
   return 0;
 }
