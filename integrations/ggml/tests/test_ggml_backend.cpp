@@ -27,6 +27,10 @@
 #include "posenc/ggml-backend.h"
 #include "posenc/ggml.h"
 
+#ifndef POSENC_GGML_HAS_ROPE_SET_OFFSET
+#define POSENC_GGML_HAS_ROPE_SET_OFFSET 0  // meson defines it to 1 where ggml.h declares ggml_rope_set_offset
+#endif
+
 namespace {
 
 constexpr int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_TYPE_MROPE, I = GGML_ROPE_TYPE_IMROPE,
@@ -38,6 +42,9 @@ using ggml_test::uniform;
 
 ggml_backend_reg_t reg() {
   static ggml_backend_reg_t r = [] {
+    // ggml's CPU backend, which a static ggml registers by itself and a GGML_BACKEND_DL build only when
+    // ggml_backend_load_all() finds it (the backend's fallback looks it up by type)
+    ggml_backend_register(ggml_backend_cpu_reg());
     ggml_backend_reg_t p = posenc_ggml_backend_reg();
     REQUIRE(p != nullptr);
     ggml_backend_register(p);
