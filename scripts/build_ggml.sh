@@ -4,9 +4,11 @@
 # backend), with CMake and no network: shared libraries, the CPU backend for this machine (GGML_NATIVE, ggml's
 # default), OpenMP where the compiler has it (ggml's default, as llama.cpp builds it). Installs into PREFIX
 # (build-ggml/prefix by default) and prints the prefix as its last line. Nothing of ggml enters the repository:
-# the source is unpacked under build-ggml/. A prefix whose stamp names the same tarball and arguments is reused.
+# the source is unpacked under build-ggml/src and stays there. A prefix whose stamp names the same tarball and
+# arguments is reused.
 #   scripts/build_ggml.sh [--prefix DIR] [--tarball FILE]
-# Then: meson setup build -Dggml=enabled -Dpkg_config_path=PREFIX/lib/pkgconfig
+# Then: meson setup build -Dggml=enabled -Dpkg_config_path=PREFIX/lib/pkgconfig (the call-site twins), or, for
+# the backend too, meson setup build -Dggml_tree=build-ggml/src -Dggml_libdir=PREFIX/lib
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -26,7 +28,8 @@ jobs=${POSENC_JOBS:-2}
 args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF
       -DGGML_CCACHE=OFF -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib)
 stamp="$(sha256sum "$tarball" | cut -c1-64) ${args[*]} $(c++ --version | head -n 1)"
-if [ -f "$prefix/.posenc-stamp" ] && [ "$(cat "$prefix/.posenc-stamp")" = "$stamp" ]; then
+if [ -f "$prefix/.posenc-stamp" ] && [ "$(cat "$prefix/.posenc-stamp")" = "$stamp" ] &&
+   [ -f "$PWD/build-ggml/src/src/ggml-backend-impl.h" ]; then
   echo "$prefix"
   exit 0
 fi

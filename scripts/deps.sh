@@ -29,3 +29,14 @@ posenc_record() {  # name OK|FAIL
   [ -n "${POSENC_RESULTS:-}" ] || return 0
   printf '{"name": "%s", "result": "%s"}\n' "$1" "$2" >>"$POSENC_RESULTS"
 }
+
+# The meson arguments that build the ggml integration, with its backend, against ggml d99724f2 from the shared
+# tarball (scripts/build_ggml.sh, reused when built before): -Dggml_tree=build-ggml/src (ggml's source, where
+# the backend finds ggml's internal headers) and -Dggml_libdir=PREFIX/lib, one per line. Prints nothing when
+# the tarball is not beside the clone; returns non-zero when the build failed.
+posenc_ggml_args() {
+  [ -f ../shared/peers/ggml-d99724f2.tar.xz ] || return 0
+  local prefix
+  prefix=$(bash scripts/build_ggml.sh | tail -n 1) || return 1
+  printf '%s\n' "-Dggml_tree=$PWD/build-ggml/src" "-Dggml_libdir=$prefix/lib"
+}

@@ -36,8 +36,8 @@ ggml_tarball=../shared/peers/ggml-d99724f2.tar.xz
 ggml_setup=(-Dggml=disabled)
 if [ ! -f "$ggml_tarball" ]; then
   echo "report: no $ggml_tarball beside the clone: no ggml section" >&2
-elif ggml_prefix=$(bash scripts/build_ggml.sh | tail -n 1); then
-  ggml_setup=(-Dggml=enabled "-Dpkg_config_path=$ggml_prefix/lib/pkgconfig")
+elif ggml_args=$(posenc_ggml_args); then
+  mapfile -t ggml_setup <<<"$ggml_args"  # the backend too: posenc-ggml-bench times ggml's graph on it
 else
   echo "report: the ggml build failed: no ggml section" >&2
 fi
@@ -52,7 +52,7 @@ ninja -C "$build" -j "$jobs"
 # The pipeline itself is bench/report/report.py, which `posenc-bench --report DIR` runs from an install.
 args=(--out "$out" --bench "$build/bench/posenc-bench" --accuracy "$build/bench/posenc-accuracy"
       --posenc "$build/cli/posenc" --posenc-python "$build" --command scripts/report.sh)
-if [ "${ggml_setup[0]}" = -Dggml=enabled ]; then
+if [ "${ggml_setup[0]}" != -Dggml=disabled ]; then
   args+=(--ggml-bench "$build/integrations/ggml/posenc-ggml-bench")
 fi
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian bookworm machine: installs what is missing, builds, runs every
-# test natively (each x86 path, and the suite again once per forced path), cross-builds for aarch64 and
-# runs the same suite under qemu (the NEON path), with the ggml integration's tests against ggml built from the
-# shared tarball (scripts/build_ggml.sh), installs into a temporary prefix and builds the examples
+# test natively (each x86 path, and the suite again once per forced path), with the ggml integration's tests
+# (the twins and the backend) against ggml d99724f2 and against llama.cpp's ggml 0.12.0, and posenc's backend
+# inside llama.cpp built as its release binaries are (scripts/test_llama.sh); cross-builds for aarch64 and
+# runs the same suite under qemu (the NEON path); installs into a temporary prefix and builds the examples
 # against it, builds and tests the Python package (scripts/test_python.sh), then the hardening runs
 # (sanitizers, valgrind, fuzzing, TSan). Ends with "tests: N passed, M failed", which counts the Catch2 test
 # cases of every meson log, each pytest case, plus one case for each step that is not a meson test (the
@@ -57,15 +58,15 @@ configure() {  # dir [extra meson args]
   fi
 }
 
-# The ggml integration (issue 23, docs/ggml.md): ggml built from its source beside the clone
-# (scripts/build_ggml.sh, one case), then the integration's tests (test-backend-ops' RoPE matrix, exactness)
-# run with the native suite.
+# The ggml integration (docs/ggml.md) against ggml d99724f2, built from its source beside the clone
+# (scripts/build_ggml.sh, one case): the call-site twins' tests (test-backend-ops' RoPE matrix, exactness) and
+# the backend's, with the native suite.
 ggml_setup=(-Dggml=disabled)
 if [ -f ../shared/peers/ggml-d99724f2.tar.xz ]; then
   echo "== ggml from ../shared/peers/ggml-d99724f2.tar.xz (scripts/build_ggml.sh)"
-  if ggml_prefix=$(bash scripts/build_ggml.sh | tail -n 1); then
+  if ggml_args=$(posenc_ggml_args); then
     posenc_record "ggml built from the shared tarball" OK
-    ggml_setup=(-Dggml=enabled "-Dpkg_config_path=$ggml_prefix/lib/pkgconfig")
+    mapfile -t ggml_setup <<<"$ggml_args"
   else
     posenc_record "ggml built from the shared tarball" FAIL
     status=1
@@ -78,6 +79,37 @@ echo "== native build ($(uname -m))"
 configure build-test --buildtype=release -Db_ndebug=false "${ggml_setup[@]}"
 ninja -C build-test -j "$jobs"
 meson test -C build-test --num-processes "$jobs" --print-errorlogs || status=1
+
+# llama.cpp as its release binaries are built (scripts/build_llama.sh: shared libraries, GGML_BACKEND_DL),
+# from the tarball beside the clone (ggml 0.12.0): the twins' and the backend's tests against that ggml, then
+# the backend inside the real llama.cpp with no source change (scripts/test_llama.sh: GGML_BACKEND_PATH, every
+# RoPE node computed by posenc, logits against vanilla, the exact rotation against MPFR, the context shift).
+if [ -f ../shared/peers/llama.cpp-0253fb21f.tar.xz ]; then
+  echo "== llama.cpp from ../shared/peers/llama.cpp-0253fb21f.tar.xz (scripts/build_llama.sh)"
+  if llama_build=$(bash scripts/build_llama.sh | tail -n 1); then
+    posenc_record "llama.cpp built as its release binaries are" OK
+    llama_tree=$(dirname "$llama_build")/src/ggml
+    echo "== the ggml integration's tests against llama.cpp's ggml (0.12.0)"
+    configure build-test-ggml012 --buildtype=release -Db_ndebug=false -Dbenchmarks=disabled -Dtools=disabled \
+      "-Dggml_tree=$llama_tree" "-Dggml_libdir=$llama_build/bin"
+    ninja -C build-test-ggml012 -j "$jobs" $(cd integrations/ggml/tests && ls test_ggml_*.cpp |
+      sed 's|^|integrations/ggml/|; s|\.cpp$||')
+    meson test -C build-test-ggml012 --no-rebuild --suite ggml --num-processes "$jobs" --print-errorlogs || status=1
+    echo "== the backend inside llama.cpp (scripts/build_ggml_backend.sh, scripts/test_llama.sh)"
+    if backend=$(bash scripts/build_ggml_backend.sh "$llama_tree" "$llama_build" | tail -n 1); then
+      posenc_record "scripts/build_ggml_backend.sh against llama.cpp's build" OK
+      bash scripts/test_llama.sh --backend "$backend" || status=1
+    else
+      posenc_record "scripts/build_ggml_backend.sh against llama.cpp's build" FAIL
+      status=1
+    fi
+  else
+    posenc_record "llama.cpp built as its release binaries are" FAIL
+    status=1
+  fi
+else
+  echo "== no ../shared/peers/llama.cpp-0253fb21f.tar.xz beside the clone: the backend is not tried in llama.cpp"
+fi
 
 echo "== aarch64 build, tests under qemu"
 configure build-test-neon --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Db_ndebug=false -Dbenchmarks=disabled
@@ -97,6 +129,7 @@ echo "== hardening: ASan+UBSan, valgrind, libFuzzer, TSan"
 bash scripts/test_hardening.sh || status=1
 
 logs=(build-test/meson-logs/testlog.json build-test-neon/meson-logs/testlog.json "$POSENC_RESULTS")
+[ -f build-test-ggml012/meson-logs/testlog.json ] && logs+=(build-test-ggml012/meson-logs/testlog.json)
 for f in build-hard-asan/meson-logs/testlog.json build-hard-plain/meson-logs/testlog-valgrind.json \
          build-hard-tsan/meson-logs/testlog.json; do
   [ -f "$f" ] && logs+=("$f")

@@ -56,11 +56,12 @@ elapsed() { echo "   ($((SECONDS - start)) s so far)"; }
 # all-paths run has not taken; the 'build' check reads the optimised archive for out-of-line inline functions, which -O0 emits by design. -O0: the
 # sanitizers see every access, and the build takes half the time of an optimised one (Catch2's runner
 # alone takes minutes to optimise with instrumentation).
-# The ggml integration's tests run there too (suite all-paths), against ggml built from the shared tarball
-# (scripts/build_ggml.sh, reused from scripts/test.sh's run; ggml itself is not instrumented).
+# The ggml integration's tests run there too (suite all-paths), the backend's included, against ggml built
+# from the shared tarball (scripts/build_ggml.sh, reused from scripts/test.sh's run; ggml itself is not
+# instrumented).
 ggml_setup=(-Dggml=disabled)
-if [ -f ../shared/peers/ggml-d99724f2.tar.xz ] && ggml_prefix=$(bash scripts/build_ggml.sh | tail -n 1); then
-  ggml_setup=(-Dggml=enabled "-Dpkg_config_path=$ggml_prefix/lib/pkgconfig")
+if ggml_args=$(posenc_ggml_args) && [ -n "$ggml_args" ]; then
+  mapfile -t ggml_setup <<<"$ggml_args"
 fi
 echo "== ASan + UBSan: the whole suite"
 if built asan configure build-hard-asan --buildtype=debug -Dbenchmarks=disabled "${ggml_setup[@]}" \

@@ -5,7 +5,9 @@
 # and F16), then runs every model through llama_check's prompt, far and shift subcommands on vanilla llama.cpp
 # and, with --backend, again with GGML_BACKEND_PATH naming posenc's backend (ggml_backend_load_all() loads it
 # after the CPU backend), and compares the dumps with compare.py (logits within 1e-4 / 2e-3 of vanilla's, every
-# ROPE node computed by posenc, RoPE inputs unchanged). Without --backend the vanilla dumps are compared with
+# ROPE node computed by posenc, RoPE inputs unchanged) and exact.py (every captured RoPE output the correctly
+# rounded rotation, against MPFR, near positions 0, 10^6 and 2^30 and in the context shift; the keys after a
+# shift within the rotation's rounding of the directly rotated ones; ggml's errors reported beside). Without --backend the vanilla dumps are compared with
 # themselves, which validates the driver and the comparison. --threads-check also runs vanilla on 1 thread and
 # compares it with the 2-thread run. Each check is a case of posenc_record; exits non-zero when one failed.
 #   scripts/test_llama.sh [--backend libggml-posenc.so] [--threads-check] [--threads N] [--work DIR]
@@ -13,7 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-posenc_install_deps python3-numpy python3-yaml
+# python3-gmpy2: MPFR for exact.py's correctly rounded reference
+posenc_install_deps python3-numpy python3-yaml python3-gmpy2
 
 backend=
 threads_check=0
@@ -148,6 +151,20 @@ fi
 if [ -n "$backend" ]; then
   run_all "$work/posenc" posenc "$threads" GGML_BACKEND_PATH="$backend"
   compare posenc "$work/vanilla" "$work/posenc"
+  # (c) and (d): every captured RoPE node's output the correctly rounded rotation (MPFR), the keys after a
+  # context shift within the rotation's rounding of the directly rotated ones; ggml's errors beside
+  t=$(now)
+  out=$(/usr/bin/python3 integrations/ggml/llama/exact.py "$work/vanilla" "$work/posenc") || true
+  echo "$out" >"$work/exact.txt"
+  n_ok=0 n_fail=0
+  while read -r res name; do
+    record "llama exact $name" "$res"
+    if [ "$res" = OK ]; then n_ok=$((n_ok + 1)); else n_fail=$((n_fail + 1)); fi
+  done < <(grep -E '^(OK|FAIL) ' <<<"$out" | sed -E 's/^(OK|FAIL) ([^:]*):.*/\1 \2/')
+  [ $((n_ok + n_fail)) -gt 0 ] || record "llama exact: exact.py checked nothing" FAIL
+  echo "test_llama: exact (MPFR): $n_ok passed, $n_fail failed ($(elapsed "$t") s; details: $work/exact.txt)"
+  grep -E '^FAIL ' <<<"$out" || true
+  grep -E '^OK (exact [^ ]+ far@1073741824|shift)' <<<"$out" | head -n 6 || true
 else
   compare self "$work/vanilla" "$work/vanilla"
 fi
