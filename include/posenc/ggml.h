@@ -42,6 +42,12 @@
 extern "C" {
 #endif
 
+/* As in posenc.h: a shared library that links libposenc_ggml.a exports these functions and none of the
+ * archive's C++ internals (its objects are built with hidden visibility). */
+#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
+#pragma GCC visibility push(default)
+#endif
+
 struct ggml_tensor *posenc_ggml_rope_ext(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b,
                                          struct ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base,
                                          float freq_scale, float ext_factor, float attn_factor, float beta_fast,
@@ -96,6 +102,10 @@ int posenc_ggml_is_rope(const struct ggml_tensor *t);
  * timestep that is not finite or has |t| >= 2^31. */
 struct ggml_tensor *posenc_ggml_timestep_embedding(struct ggml_context *ctx, struct ggml_tensor *timesteps, int dim,
                                                    int max_period);
+
+#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -31,6 +31,13 @@
 extern "C" {
 #endif
 
+/* The C ABI is the library's only exported interface: its objects are built with hidden visibility, so that a
+ * shared library or module that links the static archive (a runtime's libllama, a ggml backend) exports these
+ * functions and none of posenc's C++ internals. */
+#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
+#pragma GCC visibility push(default)
+#endif
+
 /** Status of every call. */
 typedef enum posenc_status {
   POSENC_OK = 0,
@@ -413,6 +420,10 @@ int posenc_isa_available(posenc_isa isa);
 posenc_status posenc_force_isa(posenc_isa isa);
 /** "MAJOR.MINOR.PATCH", from meson.build. */
 const char *posenc_version(void);
+
+#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */
