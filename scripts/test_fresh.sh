@@ -13,9 +13,10 @@
 #        install line and find_package(posenc CONFIG) again: scripts/test_install.sh --cmake-only (one more).
 #     Prints the test command's own closing line, then "tests: N passed, M failed" with 2 and 3 added.
 #   scripts/test_fresh.sh --each    every script a user may run alone, each in its own fresh root (report.sh
-#     --quick, test_python.sh, build_ggml.sh, test_install.sh, test_subproject.sh, test_hardening.sh): a
-#     script that uses a package it does not install fails here. test.sh itself is the default mode's step 1.
-#     Run before each release (docs/releasing.md); one case per script.
+#     --quick, test_python.sh, build_ggml.sh, build_ggml_backend.sh, build_llama.sh, test_llama.sh,
+#     test_install.sh, test_subproject.sh, test_hardening.sh): a script that uses a package it does not install
+#     fails here. test.sh itself is the default mode's step 1. Run before each release (docs/releasing.md);
+#     one case per script.
 #   scripts/test_fresh.sh --run 'COMMAND'   one command in a fresh root (for a look inside, POSENC_FRESH_KEEP=1)
 #
 # The bootstrapped base is cached as a tarball (~/.cache/posenc/fresh/, or $POSENC_FRESH_CACHE) keyed by
@@ -144,14 +145,20 @@ run)
 
 each)
   # Each script alone, as a user would run it after a clone: one root each, one case each.
-  scripts=("scripts/report.sh --quick" scripts/test_python.sh scripts/build_ggml.sh scripts/test_install.sh
-           scripts/test_subproject.sh scripts/test_hardening.sh)
+  scripts=("scripts/report.sh --quick" scripts/test_python.sh scripts/build_ggml.sh
+           # ggml's source unpacked by hand (xz-utils for that alone), ggml built by the script itself
+           "apt-get update -q && apt-get install -y -q --no-install-recommends xz-utils && mkdir -p /tmp/ggml &&
+            tar -xJf ../shared/peers/ggml-d99724f2.tar.xz -C /tmp/ggml --strip-components=1 &&
+            scripts/build_ggml_backend.sh /tmp/ggml"
+           scripts/build_llama.sh scripts/test_llama.sh scripts/test_install.sh scripts/test_subproject.sh
+           scripts/test_hardening.sh)
   passed=0 failed=0 i=0 results=()
   for cmd in "${scripts[@]}"; do
     i=$((i + 1))
     new_root "each$i"
     start=$SECONDS
-    if run_in "each$i" "each$i" "bash $cmd"; then
+    case $cmd in scripts/*) run=(bash $cmd) ;; *) run=("$cmd") ;; esac
+    if run_in "each$i" "each$i" "${run[*]}"; then
       passed=$((passed + 1)) results+=("ok    $cmd ($((SECONDS - start)) s)")
     else
       failed=$((failed + 1)) results+=("FAIL  $cmd ($((SECONDS - start)) s)")
