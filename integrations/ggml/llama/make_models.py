@@ -7,7 +7,7 @@ graphs call them (src/models/*.cpp of llama.cpp 0253fb21f):
   qwen2    GGML_ROPE_TYPE_NEOX, q/k/v biases
   qwen2vl  GGML_ROPE_TYPE_MROPE (ggml_rope_multi), rope.dimension_sections, q/k/v biases
   qwen3vl  GGML_ROPE_TYPE_IMROPE (interleaved M-RoPE), q_norm/k_norm, no deepstack layers
-each in F32 and F16 (2-D weights F16; norms, biases and rope_freqs stay F32, as convert_hf_to_gguf.py
+each in F32 and F16 (2-D weights F16; norms, biases and rope_freqs stay F32, as llama.cpp's HF converter
 writes them). Weights are normal(0, 1/sqrt(fan_in)) so that activations and logits stay O(1); the vocabulary
 is a hand-made SentencePiece ("llama") one: <unk>, <s>, </s>, the 256 byte tokens and plain pieces. The
 driver (llama_check.cpp) feeds token ids, so any vocabulary the loader accepts will do.
