@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-posenc_install_deps cmake xz-utils
+posenc_install_deps cmake xz-utils ccache  # ccache: a rebuild of the same sources takes seconds
 
 prefix=$PWD/build-ggml/prefix
 tarball=${POSENC_GGML_TARBALL:-$PWD/../shared/peers/ggml-d99724f2.tar.xz}
@@ -26,7 +26,7 @@ done
 [ -f "$tarball" ] || { echo "build_ggml: no ggml tarball at $tarball" >&2; exit 1; }
 jobs=${POSENC_JOBS:-2}
 args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF
-      -DGGML_CCACHE=OFF -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib)
+      -DGGML_CCACHE=ON -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib)
 stamp="$(sha256sum "$tarball" | cut -c1-64) ${args[*]} $(c++ --version | head -n 1)"
 if [ -f "$prefix/.posenc-stamp" ] && [ "$(cat "$prefix/.posenc-stamp")" = "$stamp" ] &&
    [ -f "$PWD/build-ggml/src/src/ggml-backend-impl.h" ]; then

@@ -16,7 +16,8 @@
 #     GGML_CPU_ALL_VARIANTS the library is libggml-cpu.so (no tag); load_best() finds no libggml-cpu-*.so
 #     and falls back to libggml-cpu.so in the same search paths (the executable's directory, then the current
 #     directory; GGML_BACKEND_DIR is a compile-time CMake path, unset here as in the release);
-#   - no tests, tools, examples, server, common library, UI, OpenSSL or ccache: only the libraries. The
+#   - no tests, tools, examples, server, common library, UI or OpenSSL: only the libraries (compiled through
+#     ccache, which changes nothing that is built and makes a rebuild of the same sources take seconds). The
 #     release also sets LLAMA_FATAL_WARNINGS (with Ubuntu 22.04's GCC 11); bookworm's GCC 12 warns ~800 times in
 #     its own avx512fintrin.h (_mm512_reduce_add_ps: '__Y' may be used uninitialized), so it stays off. Ninja
 #     instead of the release's Makefiles changes nothing that is built.
@@ -31,7 +32,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-posenc_install_deps cmake ninja-build xz-utils g++
+# ccache: a rebuild of the same sources (a new clone, CI's fresh root with the cache mounted) takes seconds
+posenc_install_deps cmake ninja-build xz-utils g++ ccache
 
 area=$PWD/build-llama
 tarball=${POSENC_LLAMA_TARBALL:-$PWD/../shared/peers/llama.cpp-0253fb21f.tar.xz}
@@ -93,7 +95,7 @@ args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_
       "-DCMAKE_INSTALL_RPATH=\$ORIGIN" -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
       -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_WEBUI=OFF -DLLAMA_OPENSSL=OFF
-      -DGGML_CCACHE=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF)
+      -DGGML_CCACHE=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF)
 stamp="$(sha256sum "$tarball" | cut -c1-64) ${args[*]} $(c++ --version | head -n 1) $(cmake --version | head -n 1)"
 build=$area/build
 if [ -f "$area/.posenc-stamp" ] && [ "$(cat "$area/.posenc-stamp")" = "$stamp" ] &&

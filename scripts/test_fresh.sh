@@ -21,8 +21,11 @@
 #
 # The bootstrapped base is cached as a tarball (~/.cache/posenc/fresh/, or $POSENC_FRESH_CACHE) keyed by
 # suite, architecture and mirror, so later runs skip debootstrap; the .deb files apt downloads inside a root
-# are kept there too (a bind mount of /var/cache/apt/archives), so later runs download only what changed. Both
-# only save downloads: every package is still installed into each new root by the scripts, every run.
+# are kept there too (a bind mount of /var/cache/apt/archives), so later runs download only what changed, and
+# so is ccache's cache (/root/.cache/ccache), through which the scripts compile llama.cpp's and ggml's sources
+# (not posenc's), so that a second run recompiles only what changed. These only save downloads and
+# recompilation of the same sources: every package is still installed into each new root by the scripts, and
+# every build still runs, every run.
 # The mounts (/proc, /sys, /dev, the apt cache) live in a private mount namespace (unshare), so they vanish
 # with it on every exit path, a kill included; the roots are removed on exit unless POSENC_FRESH_KEEP=1.
 # Exits non-zero when anything fails.
@@ -43,7 +46,7 @@ src=$PWD
 suite=bookworm
 arch=$(dpkg --print-architecture)
 cache=${POSENC_FRESH_CACHE:-$HOME/.cache/posenc/fresh}
-mkdir -p "$cache/apt-archives/partial"
+mkdir -p "$cache/apt-archives/partial" "$cache/ccache"
 
 # The Debian mirror apt already uses here (deb822 or one-line sources), unless POSENC_FRESH_MIRROR says.
 host_sources() {
@@ -114,14 +117,16 @@ new_root() {  # name: a root from the cached base, with this machine's apt sourc
 }
 
 # One command inside a root, in a private mount namespace: /proc, /sys and /dev (with /dev/pts and /dev/shm,
-# which PyTorch and the sanitizers use) from this machine, the download cache, no standard input, and the
+# which PyTorch and the sanitizers use) from this machine, the download and compiler caches, no standard input, and the
 # environment of a fresh login. Its output goes to the terminal and to /work/NAME.log inside the root; its
 # exit status is this function's.
 inner=$(cat <<'INNER'
 set -uo pipefail
 root=$1 cache=$2 name=$3 cmd=$4
+mkdir -p "$root/root/.cache/ccache"
 mount -t proc proc "$root/proc" && mount --rbind /sys "$root/sys" && mount --rbind /dev "$root/dev" &&
-  mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives" || exit 1
+  mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives" &&
+  mount --bind "$cache/ccache" "$root/root/.cache/ccache" || exit 1
 chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash LANG=C.UTF-8 TERM=dumb \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   /bin/bash -c 'cd /work/main && { '"$cmd"'; } 2>&1 | tee "/work/$0.log"; exit ${PIPESTATUS[0]}' "$name" </dev/null
