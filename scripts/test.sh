@@ -92,8 +92,8 @@ if [ -f ../shared/peers/llama.cpp-0253fb21f.tar.xz ]; then
     echo "== the ggml integration's tests against llama.cpp's ggml (0.12.0)"
     configure build-test-ggml012 --buildtype=release -Db_ndebug=false -Dbenchmarks=disabled -Dtools=disabled \
       "-Dggml_tree=$llama_tree" "-Dggml_libdir=$llama_build/bin"
-    ninja -C build-test-ggml012 -j "$jobs" $(cd integrations/ggml/tests && ls test_ggml_*.cpp |
-      sed 's|^|integrations/ggml/|; s|\.cpp$||')
+    ninja -C build-test-ggml012 -j "$jobs" integrations/ggml/libggml-posenc.so $(cd integrations/ggml/tests &&
+      ls test_ggml_*.cpp | sed 's|^|integrations/ggml/|; s|\.cpp$||')
     meson test -C build-test-ggml012 --no-rebuild --suite ggml --num-processes "$jobs" --print-errorlogs || status=1
     echo "== the backend inside llama.cpp (scripts/build_ggml_backend.sh, scripts/test_llama.sh)"
     if backend=$(bash scripts/build_ggml_backend.sh "$llama_tree" "$llama_build" | tail -n 1); then
