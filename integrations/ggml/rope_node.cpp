@@ -19,10 +19,6 @@ namespace posenc_ggml {
 
 namespace {
 
-// Rows copied and rotated together: they stay in L2 between the two, and up to 65 consecutive tokens share one
-// posenc call, in which the rows engine makes one anchor per 65 positions (a call per few tokens cost 20%).
-constexpr int64_t kBlockBytes = 1 << 20;
-constexpr int64_t kMaxBlockTokens = 65;
 constexpr int64_t kTimestepChunk = 64;
 
 // The axis and theta index of every pair, as ggml_mrope_cache_init assigns them: sector = i mod the sections'
@@ -96,34 +92,32 @@ std::unique_ptr<FreqSet> make_set(const Record &r, const float *factors) {
   return set;
 }
 
+// posenc's calls for a node's element type: the part [b, e) of the rotation of all n tokens of one batch entry
+// (docs/threads.md: the whole call is checked, the part's tokens written, the bytes those of the whole call).
 template <class T>
-posenc_status rotate(const posenc_rope *rope, const int64_t *positions, int64_t n, T *x, int64_t heads,
-                     int64_t token_stride, int64_t head_stride);
+struct Calls;
 template <>
-posenc_status rotate<float>(const posenc_rope *rope, const int64_t *positions, int64_t n, float *x, int64_t heads,
-                            int64_t token_stride, int64_t head_stride) {
-  return posenc_rope_f32(rope, positions, 0, n, x, heads, token_stride, head_stride);
-}
+struct Calls<float> {
+  static posenc_status in_place(const posenc_rope *rope, const int64_t *pos, int64_t n, float *x, int64_t heads,
+                                int64_t ts, int64_t hs, int64_t b, int64_t e) {
+    return posenc_rope_f32_part(rope, pos, 0, n, x, heads, ts, hs, b, e);
+  }
+  static posenc_status copy(const posenc_rope *rope, const int64_t *pos, int64_t n, const float *src, int64_t sts,
+                            int64_t shs, float *x, int64_t heads, int64_t ts, int64_t hs, int64_t b, int64_t e) {
+    return posenc_rope_copy_f32_part(rope, pos, 0, n, src, sts, shs, x, heads, ts, hs, b, e);
+  }
+};
 template <>
-posenc_status rotate<uint16_t>(const posenc_rope *rope, const int64_t *positions, int64_t n, uint16_t *x, int64_t heads,
-                               int64_t token_stride, int64_t head_stride) {
-  return posenc_rope_f16(rope, positions, 0, n, x, heads, token_stride, head_stride);
-}
-template <class T>
-posenc_status rotate_copy(const posenc_rope *rope, const int64_t *positions, int64_t n, const T *src, int64_t sts,
-                          int64_t shs, T *x, int64_t heads, int64_t token_stride, int64_t head_stride);
-template <>
-posenc_status rotate_copy<float>(const posenc_rope *rope, const int64_t *positions, int64_t n, const float *src,
-                                 int64_t sts, int64_t shs, float *x, int64_t heads, int64_t token_stride,
-                                 int64_t head_stride) {
-  return posenc_rope_copy_f32(rope, positions, 0, n, src, sts, shs, x, heads, token_stride, head_stride);
-}
-template <>
-posenc_status rotate_copy<uint16_t>(const posenc_rope *rope, const int64_t *positions, int64_t n, const uint16_t *src,
-                                    int64_t sts, int64_t shs, uint16_t *x, int64_t heads, int64_t token_stride,
-                                    int64_t head_stride) {
-  return posenc_rope_copy_f16(rope, positions, 0, n, src, sts, shs, x, heads, token_stride, head_stride);
-}
+struct Calls<uint16_t> {
+  static posenc_status in_place(const posenc_rope *rope, const int64_t *pos, int64_t n, uint16_t *x, int64_t heads,
+                                int64_t ts, int64_t hs, int64_t b, int64_t e) {
+    return posenc_rope_f16_part(rope, pos, 0, n, x, heads, ts, hs, b, e);
+  }
+  static posenc_status copy(const posenc_rope *rope, const int64_t *pos, int64_t n, const uint16_t *src, int64_t sts,
+                            int64_t shs, uint16_t *x, int64_t heads, int64_t ts, int64_t hs, int64_t b, int64_t e) {
+    return posenc_rope_copy_f16_part(rope, pos, 0, n, src, sts, shs, x, heads, ts, hs, b, e);
+  }
+};
 
 // Whether rows at base with these byte strides are rows posenc's calls take: whole elements apart, aligned.
 template <class T>
@@ -131,49 +125,43 @@ bool whole_elements(const void *base, size_t nb1, size_t nb2) {
   return nb1 % sizeof(T) == 0 && nb2 % sizeof(T) == 0 && reinterpret_cast<uintptr_t>(base) % alignof(T) == 0;
 }
 
-// Rows (t, j) for tokens [t0, t0 + n) and heads [h0, h0 + nh) of batch entry i3, rotated into dst. Out of
-// place, the rotated window goes from a to dst in one pass (posenc_rope_copy_*) and the elements outside it are
-// copied; in place, the window is rotated where it is. Rows that posenc's calls cannot take (strides that are
-// not whole elements, a misaligned base, rows that overlap in a way a call refuses) are copied whole and go
-// one at a time through an aligned buffer.
+// Tokens [b, e) of batch entry i3 (every head), rotated into dst; pos holds the node's positions as posenc takes
+// them (axis-major, negated for the backward direction). Out of place, the rotated window goes from a to dst in
+// one pass (posenc_rope_copy_*_part) and the elements outside it are copied; in place, the window is rotated
+// where it is (posenc_rope_*_part). Rows that posenc's calls refuse (rows that overlap partly) or cannot take
+// (strides that are not whole elements, a misaligned base) are copied whole and go one at a time through an
+// aligned buffer.
 template <class T>
-posenc_status rotate_rows(const Node &node, int64_t i3, int64_t t0, int64_t n, int64_t h0, int64_t nh) {
+posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, int64_t b, int64_t e) {
   const ggml_tensor *a = node.a, *dst = node.dst;
-  const int64_t ne2 = dst->ne[2], esize = int64_t(sizeof(T)), row_bytes = dst->ne[0] * esize;
-  const int32_t *pos32 = static_cast<const int32_t *>(node.b->data);
-  int64_t pos[4 * kMaxBlockTokens];
-  for (int ax = 0; ax < node.axes; ++ax)
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t p = pos32[int64_t(ax) * ne2 + t0 + t];
-      pos[ax * n + t] = node.back ? -p : p;
-    }
-  char *base = static_cast<char *>(dst->data) + i3 * dst->nb[3] + t0 * dst->nb[2] + h0 * dst->nb[1];
+  const int64_t n = dst->ne[2], heads = dst->ne[1], esize = int64_t(sizeof(T)), row_bytes = dst->ne[0] * esize;
+  char *base = static_cast<char *>(dst->data) + i3 * dst->nb[3];  // token 0 of the batch entry
   const posenc_rope *rope = &node.set->rope;
   const int64_t ts = int64_t(dst->nb[2]) / esize, hs = int64_t(dst->nb[1]) / esize;
   const bool whole = whole_elements<T>(base, dst->nb[1], dst->nb[2]);
   if (node.copy) {
-    const char *src = static_cast<const char *>(a->data) + i3 * a->nb[3] + t0 * a->nb[2] + h0 * a->nb[1];
+    const char *src = static_cast<const char *>(a->data) + i3 * a->nb[3];
     if (whole && whole_elements<T>(src, a->nb[1], a->nb[2])) {
-      const int64_t before = node.offs * esize, after = node.offs + node.rotary_dim;
       const posenc_status st =
-          rotate_copy<T>(rope, pos, n, reinterpret_cast<const T *>(src) + node.offs, int64_t(a->nb[2]) / esize,
-                         int64_t(a->nb[1]) / esize, reinterpret_cast<T *>(base) + node.offs, nh, ts, hs);
+          Calls<T>::copy(rope, pos, n, reinterpret_cast<const T *>(src) + node.offs, int64_t(a->nb[2]) / esize,
+                         int64_t(a->nb[1]) / esize, reinterpret_cast<T *>(base) + node.offs, heads, ts, hs, b, e);
       if (st != POSENC_OK && st != POSENC_ERR_INVALID) return st;
       if (st == POSENC_OK) {
-        if (before > 0 || after < dst->ne[0])  // the elements outside the window: a partial rotation
-          for (int64_t t = 0; t < n; ++t)
-            for (int64_t j = 0; j < nh; ++j) {
+        const int64_t before = node.offs * esize, after = (node.offs + node.rotary_dim) * esize;
+        if (before > 0 || after < row_bytes)  // the elements outside the window: a partial rotation, an offset
+          for (int64_t t = b; t < e; ++t)
+            for (int64_t j = 0; j < heads; ++j) {
               const char *s = src + t * a->nb[2] + j * a->nb[1];
               char *d = base + t * dst->nb[2] + j * dst->nb[1];
               std::memcpy(d, s, size_t(before));
-              std::memcpy(d + after * esize, s + after * esize, size_t(row_bytes - after * esize));
+              std::memcpy(d + after, s + after, size_t(row_bytes - after));
             }
         return POSENC_OK;
       }
     }
     // INVALID (rows that overlap partly) or rows posenc's calls cannot take: copy, then rotate in place
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t j = 0; j < nh; ++j) {
+    for (int64_t t = b; t < e; ++t)
+      for (int64_t j = 0; j < heads; ++j) {
         const char *s = src + t * a->nb[2] + j * a->nb[1];
         char *d = base + t * dst->nb[2] + j * dst->nb[1];
         if (s != d) std::memmove(d, s, size_t(row_bytes));
@@ -181,17 +169,17 @@ posenc_status rotate_rows(const Node &node, int64_t i3, int64_t t0, int64_t n, i
   }
   if (whole) {
     T *x = reinterpret_cast<T *>(base) + node.offs;
-    const posenc_status st = rotate<T>(rope, pos, n, x, nh, ts, hs);
+    const posenc_status st = Calls<T>::in_place(rope, pos, n, x, heads, ts, hs, b, e);
     if (st != POSENC_ERR_INVALID) return st;  // INVALID: rows overlap; one at a time below
   }
   std::vector<T> buf(size_t(node.rotary_dim));
   int64_t one[4];
-  for (int64_t t = 0; t < n; ++t) {
+  for (int64_t t = b; t < e; ++t) {
     for (int ax = 0; ax < node.axes; ++ax) one[ax] = pos[ax * n + t];
-    for (int64_t j = 0; j < nh; ++j) {
+    for (int64_t j = 0; j < heads; ++j) {
       char *row = base + t * dst->nb[2] + j * dst->nb[1] + node.offs * esize;
       std::memcpy(buf.data(), row, buf.size() * sizeof(T));
-      const posenc_status st = rotate<T>(rope, one, 1, buf.data(), 1, node.rotary_dim, node.rotary_dim);
+      const posenc_status st = Calls<T>::in_place(rope, one, 1, buf.data(), 1, node.rotary_dim, node.rotary_dim, 0, 1);
       if (st != POSENC_OK) return st;
       std::memcpy(row, buf.data(), buf.size() * sizeof(T));
     }
@@ -199,28 +187,24 @@ posenc_status rotate_rows(const Node &node, int64_t i3, int64_t t0, int64_t n, i
   return POSENC_OK;
 }
 
+// Thread ith of nth: tokens [G ith / nth, G (ith + 1) / nth) of the G = ne2 ne3 tokens (batch entries one after
+// the other), each batch entry's share one part of posenc's call over that entry's ne2 tokens.
 template <class T>
 posenc_status run(const Node &node, int ith, int nth) {
-  const ggml_tensor *dst = node.dst;
-  const int64_t ne1 = dst->ne[1], ne2 = dst->ne[2], ne3 = dst->ne[3];
-  const int64_t rows = ne1 * ne2 * ne3;
-  const int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
-  const int64_t token_bytes = std::max<int64_t>(1, ne1 * dst->ne[0] * int64_t(sizeof(T)));
-  const int64_t block = std::max<int64_t>(1, std::min<int64_t>(kMaxBlockTokens, kBlockBytes / token_bytes));
-  int64_t r = r0;
-  while (r < r1) {
-    const int64_t i3 = r / (ne1 * ne2), t = (r / ne1) % ne2, j = r % ne1;
-    const int64_t slice_end = std::min(r1, (i3 + 1) * ne1 * ne2);  // rows of this batch entry in the share
-    int64_t n = 1, h0 = j, nh = ne1;
-    if (j != 0 || slice_end - r < ne1) {  // a partial token: heads [j, j + nh)
-      nh = std::min(ne1 - j, slice_end - r);
-    } else {
-      n = std::min(block, (slice_end - r) / ne1);  // whole tokens
-      h0 = 0;
-    }
-    const posenc_status st = rotate_rows<T>(node, i3, t, n, h0, nh);
+  const int64_t ne2 = node.dst->ne[2], total = ne2 * node.dst->ne[3];
+  const int64_t g0 = total * ith / nth, g1 = total * (ith + 1) / nth;
+  if (g0 == g1) return POSENC_OK;
+  // the node's positions as posenc takes them: the same array for every part (thread_local: made once per
+  // thread and grown as needed, not per node)
+  thread_local std::vector<int64_t> pos;
+  const int32_t *pos32 = static_cast<const int32_t *>(node.b->data);
+  pos.resize(size_t(node.axes * ne2));
+  for (int64_t i = 0; i < node.axes * ne2; ++i) pos[size_t(i)] = node.back ? -int64_t(pos32[i]) : int64_t(pos32[i]);
+  for (int64_t g = g0; g < g1;) {
+    const int64_t i3 = g / ne2, b = g % ne2, e = std::min(ne2, b + (g1 - g));
+    const posenc_status st = rotate_tokens<T>(node, pos.data(), i3, b, e);
     if (st != POSENC_OK) return st;
-    r += n * nh;
+    g += e - b;
   }
   return POSENC_OK;
 }

@@ -90,10 +90,10 @@ Node describe(const Record &r, const FreqSet &set, const ggml_tensor *a, const g
 // Whether every position the node rotates by is one posenc takes (|p| < 2^31 after the backward direction's
 // negation): ggml's I32 positions all are but -2^31.
 bool positions_ok(const Node &node);
-// Thread ith of nth rotates its share of the rows: [R ith / nth, R (ith + 1) / nth) of the R = ne1 ne2 ne3 rows
-// (a head of a token), in ggml's row order, handed to posenc as whole tokens where the share allows. No byte
-// depends on nth. POSENC_OK, or posenc's status for a block it refused (OUT_OF_RANGE: a position of -2^31;
-// rows before it are written).
+// Thread ith of nth rotates its share of the tokens: [G ith / nth, G (ith + 1) / nth) of the G = ne2 ne3 tokens
+// (every head of each), each batch entry's share a part of posenc's call over that entry (the _part calls).
+// No byte depends on nth. POSENC_OK, or posenc's status for a part it refused (OUT_OF_RANGE: a position of
+// -2^31; nothing of that part is written).
 posenc_status rotate_share(const Node &node, int ith, int nth);
 
 // ggml_timestep_embedding's operation: rows [n ith / nth, n (ith + 1) / nth) of the [dim, n] F32 dst from the F32
