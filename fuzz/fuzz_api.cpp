@@ -656,7 +656,7 @@ struct RopeArgs {
   bool explicit_positions = false;
   std::vector<int64_t> positions;  // axes * n values, axis-major (multi-axis RoPE)
   std::vector<uint8_t> axis;       // the axis map, when one is given
-  RopeTensorArgs t[2];  // x / q / cos_out, and k / sin_out
+  RopeTensorArgs t[2];  // x / q / cos_out, and k / sin_out / the source rows of rope_copy_* (x's heads)
 };
 
 int64_t decode_rotary_dim(Input &in) {
@@ -792,16 +792,24 @@ void rope_rows(const RopeArgs &a, int which, std::vector<int64_t> &starts) {
     for (int64_t j = 0; j < heads; ++j) starts.push_back(t.offset + tok * t.ts + j * (cache ? 0 : t.hs));
 }
 
+// rope_copy_*: the source rows are x's very rows (in place), as the library decides it: the same start and the
+// same strides wherever they separate rows.
+bool rope_in_place(const RopeArgs &a) {
+  const RopeTensorArgs &x = a.t[0], &s = a.t[1];
+  return ref::is_copy(a.kernel) && x.offset == s.offset && (a.n <= 1 || x.ts == s.ts) &&
+         (x.heads <= 1 || x.hs == s.hs);
+}
+
 RopeExpect rope_status_before_positions(const RopeArgs &a) {
-  const bool cache = ref::is_cache(a.kernel), qk = ref::is_qk(a.kernel);
+  const bool cache = ref::is_cache(a.kernel), qk = ref::is_qk(a.kernel), copy = ref::is_copy(a.kernel);
   if (a.n < 0) return {POSENC_ERR_INVALID};
   Expect spec{POSENC_OK, false};
   if (!a.rope_null) spec = rope_spec_status(a);
   if (a.n == 0) return {a.rope_null ? POSENC_OK : spec.status, false, spec.or_invalid};
   if (a.rope_null) return {POSENC_ERR_NULL};
-  const int tensors = cache || qk ? 2 : 1;
+  const int tensors = cache || qk || copy ? 2 : 1;
   for (int i = 0; i < tensors; ++i)
-    if (a.t[i].null && (cache || a.t[i].heads > 0)) return {POSENC_ERR_NULL};
+    if (a.t[i].null && (cache || a.t[i].heads > 0)) return {POSENC_ERR_NULL};  // x, then src
   if (spec.status != POSENC_OK) return {spec.status};
   const int64_t r = a.rope.rotary_dim, h = r / 2, width = cache ? h : r;
   const size_t es = rope_size(a.kernel);
@@ -832,7 +840,7 @@ RopeExpect rope_status_before_positions(const RopeArgs &a) {
     rows += i128(a.n) * heads;
   }
   if (overflow) return {POSENC_ERR_OVERFLOW, true, or_invalid};
-  for (int i = 0; i < tensors; ++i) {  // coinciding rows, without enumerating them
+  for (int i = 0; i < (copy ? 1 : tensors); ++i) {  // coinciding rows (source rows may), without enumerating them
     const int64_t heads = cache ? 1 : a.t[i].heads;
     if (heads > 0 && ((a.n > 1 && a.t[i].ts == 0) || (!cache && heads > 1 && a.t[i].hs == 0)))
       return {POSENC_ERR_INVALID, false, or_invalid};
@@ -845,10 +853,11 @@ RopeExpect rope_status_before_positions(const RopeArgs &a) {
     std::vector<int64_t> st;
     rope_rows(a, i, st);
     std::sort(st.begin(), st.end());
-    for (size_t k = 1; k < st.size(); ++k)
+    for (size_t k = 1; k < st.size() && !(copy && i == 1); ++k)
       if (st[k] - st[k - 1] < width) return {POSENC_ERR_INVALID, false, or_invalid};
     for (int64_t v : st) all.push_back({v, i});
   }
+  if (rope_in_place(a)) return {POSENC_OK, false, or_invalid};  // src == x: no collision to look for
   std::sort(all.begin(), all.end());
   int64_t end[2] = {kI64Min, kI64Min};
   for (const auto &row : all) {
@@ -885,6 +894,12 @@ posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf, const Part &par
   c.k_heads = a.t[1].heads;
   c.k_token_stride = a.t[1].ts;
   c.k_head_stride = a.t[1].hs;
+  if (ref::is_copy(a.kernel)) {  // tensor 1 is the source
+    c.src = c.k;
+    c.k = nullptr;
+    c.src_token_stride = a.t[1].ts;
+    c.src_head_stride = a.t[1].hs;
+  }
   c.part = part.on;
   c.begin = part.begin;
   c.end = part.end;
@@ -902,8 +917,9 @@ void rope_check_values(const RopeArgs &a, const std::vector<unsigned char> &in, 
   const size_t es = rope_size(a.kernel);
   const int64_t h = a.rope.rotary_dim / 2, n = a.n;
   const ref::Format f = ref::rope_format(a.kernel);
-  // which elements the call may write
+  // which elements the call may write (rope_copy_*: x's rows; its source is read only)
   std::vector<bool> in_row(in.size() / es, false);
+  const bool copy = ref::is_copy(a.kernel);
   const int tensors = cache || ref::is_qk(a.kernel) ? 2 : 1;
   for (int i = 0; i < tensors; ++i) {
     if (!cache && a.t[i].heads <= 0) continue;
@@ -955,19 +971,24 @@ void rope_check_values(const RopeArgs &a, const std::vector<unsigned char> &in, 
       }
     return;
   }
-  // the rotation, pair by pair, with the NaN rule
+  // the rotation, pair by pair, with the NaN rule, each row read from the input (rope_copy_*: from its
+  // source row, whose r elements a POSENC_PAD token copies)
   std::vector<unsigned char> want = in;
   for (int i = 0; i < tensors; ++i) {
-    const RopeTensorArgs &x = a.t[i];
+    const RopeTensorArgs &x = a.t[i], &from = copy ? a.t[1] : x;
     for (int64_t t = 0; t < n; ++t) {
-      if (pos[size_t(t)] == POSENC_PAD) continue;
       const float *c = &cs[size_t(t * 2 * h)], *s = c + h;
       for (int64_t j = 0; j < x.heads; ++j) {
         unsigned char *row = want.data() + size_t(x.offset + t * x.ts + j * x.hs) * es;
+        const unsigned char *src = in.data() + size_t(from.offset + t * from.ts + j * from.hs) * es;
+        if (pos[size_t(t)] == POSENC_PAD) {
+          if (copy) std::memcpy(row, src, size_t(2 * h) * es);
+          continue;
+        }
         for (int64_t p = 0; p < h; ++p) {
           const bool halves = a.rope.pairs == POSENC_ROPE_HALVES;
           const int64_t ix = halves ? p : 2 * p, iy = halves ? p + h : 2 * p + 1;
-          const float xv = ref::load(f, row, ix), yv = ref::load(f, row, iy);
+          const float xv = ref::load(f, src, ix), yv = ref::load(f, src, iy);
           const ref::Rotated rr = ref::rotate_exact(xv, yv, c[p], s[p]);
           if (!std::isnan(rr.x) && !std::isnan(rr.y)) {
             ref::store(f, row, ix, rr.x);
@@ -1008,8 +1029,8 @@ void rope_check_values(const RopeArgs &a, const std::vector<unsigned char> &in, 
 int rope_one_input(Input &in, uint8_t selector) {
   static const std::vector<posenc_isa> paths = available_paths();
   RopeArgs a{};
-  a.kernel = ref::kAllRopeKernels[(selector - kFirstRopeByte) % 7];
-  const bool cache = ref::is_cache(a.kernel), qk = ref::is_qk(a.kernel);
+  a.kernel = ref::kAllRopeKernels[(selector - kFirstRopeByte) % ref::kRopeKernels];
+  const bool cache = ref::is_cache(a.kernel), qk = ref::is_qk(a.kernel), copy = ref::is_copy(a.kernel);
   const size_t es = rope_size(a.kernel);
   a.rope = posenc_rope_default(decode_rotary_dim(in));
   const uint8_t pm = in.u8();
@@ -1046,6 +1067,10 @@ int rope_one_input(Input &in, uint8_t selector) {
       t1.heads = decode_heads(in, true);
       decode_layout(in, t1, a.n, head_dim, es);
     }
+    if (copy) {  // the source rows: x's heads, their own strides
+      t1.heads = t0.heads;
+      decode_layout(in, t1, a.n, head_dim, es);
+    }
   }
   const uint8_t km = in.u8();
   const bool rows_ok = a.n > 0 && a.n <= kMaxElements && h > 0;
@@ -1054,8 +1079,12 @@ int rope_one_input(Input &in, uint8_t selector) {
     ext0 = (i128(a.n) - 1) * t0.ts + (i128(t0.heads) - 1) * (cache ? 0 : t0.hs) + (cache ? h : r);
   switch (km % 4) {
     case 0: t1.offset = saturate(t0.offset + ext0 + km / 4 % 4); break;  // after tensor 0
-    case 1:  // fused QKV: q, k (and v) heads side by side in one token stride; vLLM's cos_sin_cache
-      if (cache) {
+    case 1:  // fused QKV: q, k (and v) heads side by side in one token stride; vLLM's cos_sin_cache; in place
+      if (copy) {  // src == x, or the same memory with another token stride (refused where it separates rows)
+        t1.offset = t0.offset;
+        t1.ts = km / 4 % 2 ? saturate(i128(t0.ts) + 1) : t0.ts;
+        t1.hs = t0.hs;
+      } else if (cache) {
         t0.ts = t1.ts = 2 * h;
         t1.offset = t0.offset + h;
       } else {
@@ -1066,7 +1095,7 @@ int rope_one_input(Input &in, uint8_t selector) {
       }
       break;
     case 2: t1.offset = km / 4 % 64; break;
-    default: t1.offset = saturate(t0.offset + ext0 + 1); t1.null = (cache || qk) && (km & 4);
+    default: t1.offset = saturate(t0.offset + ext0 + 1); t1.null = (cache || qk || copy) && (km & 4);
   }
   if (t1.offset < 0 || t1.offset > kMaxElements) t1.offset = 0;
   t0.null = km >= 252;

@@ -53,16 +53,21 @@ def times_rows(kinds):
     return bytes(out)
 
 
-ROPE = ["rope_cache_f32", "rope_f32", "rope_bf16", "rope_f16", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16"]
+ROPE = ["rope_cache_f32", "rope_f32", "rope_bf16", "rope_f16", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16",
+        "rope_copy_f32", "rope_copy_bf16", "rope_copy_f16"]
+COPY = {7, 8, 9}  # rope_copy_*: tensor 1 is the source, with x's heads (no head byte)
 
 
 def rope_seed(kernel, r=64, pairs=0, m=0, freq=0, n=70, first=3, explicit=True, tail=0, layout=0, k_layout=0,
               heads=4, k_heads=2, k_mode=0, specials=0, positions=None, axes=1, axis_map=None, axis_positions=None,
-              map_byte=1):
+              map_byte=1, k_raw=(40, 60)):
     """A RoPE call: the first byte 242 + kernel selects rope_one_input(); r = 2 (1 + byte % 48).
     axes > 1: a multi-axis spec (2 + byte % 3 axes) with axis_map (h bytes, taken mod axes; default i % axes)
     and, after axis 0's position bytes, per further axis a start byte (value - 100) and one byte per token
-    (< 100 the same position, < 200 the next; default: axis 1 fixed, axis 2 consecutive, axis 3 fixed)."""
+    (< 100 the same position, < 200 the next; default: axis 1 fixed, axis 2 consecutive, axis 3 fixed).
+    rope_copy_* (COPY): k_layout is the source's layout (k_raw its raw strides, byte % 80 - 4, with layout 3);
+    k_mode 0 puts the source after x, 1 makes it x itself (+ 4: x with another token stride), 2 + 4 o at
+    element o, 3 + 4 NULL."""
     out = bytearray([242 + kernel, r // 2 - 1, pairs, 0, 0, m])  # base 1e4, position_scale 1, attention byte
     if 150 <= m < 200:
         out.append(0)  # the first of the usual attention scales, 1.369
@@ -77,7 +82,9 @@ def rope_seed(kernel, r=64, pairs=0, m=0, freq=0, n=70, first=3, explicit=True, 
         out += bytes([0, 10 if k_mode != 1 else 0])  # cos stride h; sin stride the cos stride (sm < 128) or h + 1
     else:
         out += bytes([heads - 1, layout]) + (bytes([40, 60]) if layout % 5 == 3 else b"")  # small raw strides
-        if kernel >= 4:
+        if kernel in COPY:
+            out += bytes([k_layout]) + (bytes(k_raw) if k_layout % 5 == 3 else b"")
+        elif kernel >= 4:
             out += bytes([k_heads, k_layout]) + (bytes([40, 60]) if k_layout % 5 == 3 else b"")
     out.append(k_mode)
     out += struct.pack("<Q", 0x243F6A8885A308D3) + bytes([specials])
@@ -150,6 +157,14 @@ def main():
         seeds[f"{name}-axes2-vision"] = rope_seed(k, axes=2, r=40, n=30, axis_positions=[[100] + [150] * 30])
         seeds[f"{name}-axes4-bad-map"] = rope_seed(k, axes=4, r=8, n=4, axis_map=[0, 1, 9, 3], map_byte=8)
         seeds[f"{name}-axes2-pad-on-axis1"] = rope_seed(k, axes=2, r=8, n=4, axis_positions=[[100, 0, 0, 230, 0]])
+        if k in COPY:  # the source: [H,T,D], in place, x shifted, NULL, rows overlapping, a negative stride
+            seeds[f"{name}-src-htd-partial"] = rope_seed(k, k_layout=2, tail=3, n=20, pairs=1)
+            seeds[f"{name}-in-place"] = rope_seed(k, k_mode=1, n=20)
+            seeds[f"{name}-in-place-other-token-stride"] = rope_seed(k, k_mode=1 + 4, n=20)
+            seeds[f"{name}-src-overlaps-x"] = rope_seed(k, k_mode=2 + 4 * 3, n=5)
+            seeds[f"{name}-src-null"] = rope_seed(k, k_mode=3 + 4, n=5)
+            seeds[f"{name}-src-rows-overlap"] = rope_seed(k, k_layout=3, k_raw=(5, 4), n=30, r=16)  # strides 1, 0
+            seeds[f"{name}-src-negative-stride"] = rope_seed(k, k_layout=3, k_raw=(0, 60), n=5)  # token stride -4
     mixed = [("small", 3), ("sigma", 63968), ("integer", 999), ("near2p31", 0), ("near2p31", 1), ("tiny", 61),
              ("tiny", 119), ("special", 3), ("special", 5), ("special", 10), ("small", 250), ("sigma", 32)]
     for j, name in enumerate(TIMES):

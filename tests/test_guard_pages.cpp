@@ -209,8 +209,9 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
           rope.axes = axes;
           rope.axis = axis.data();
         }
-        // q (or cos) and k (or sin); the cache's rows are h wide with strides h + gap
-        const RopeTensor q{2, r + tail, variant % 3}, k{1, r + tail + 1, 2};
+        // q (or cos, or rope_copy_*'s x) and k (or sin, or the source rows of rope_copy_*, q's heads with
+        // other strides); the cache's rows are h wide with strides h + gap
+        const RopeTensor q{2, r + tail, variant % 3}, k{ref::is_copy(kernel) ? q.heads : 1, r + tail + 1, 2};
         const int64_t q_el = ref::is_cache(kernel) ? (n - 1) * (h + variant % 3) + h : q.elements(n, r);
         const int64_t k_el = ref::is_cache(kernel) ? (n - 1) * (h + 2) + h : k.elements(n, r);
         std::vector<int64_t> pos = {5, POSENC_PAD, 1000000};
@@ -236,12 +237,17 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
             c.k_token_stride = k.token_stride();
             c.k_head_stride = k.head_dim;
           }
+          if (ref::is_copy(kernel)) {
+            c.src_token_stride = k.token_stride();
+            c.src_head_stride = k.head_dim;
+          }
         }
         // the scalar path in ordinary memory is the reference
         std::vector<unsigned char> q_want = q_in, k_want = k_in;
         c.positions = explicit_positions ? pos.data() : nullptr;
         c.x = q_want.data();
         c.k = k_want.data();
+        c.src = k_in.data();  // rope_copy_*: read, never written (compared below)
         ref::on_path(POSENC_ISA_SCALAR, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
         for (bool at_end : {true, false}) {
           c.positions = explicit_positions ? move_next_to_guard(g.positions, pos.data(), pos.size(), at_end) : nullptr;
@@ -249,6 +255,7 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
           unsigned char *qp = g.out.place(q_in.size(), at_end), *kp = g.x.place(k_in.size(), at_end);
           c.x = qp;
           c.k = kp;
+          c.src = kp;
           for (posenc_isa isa : isas)
             for (bool parts : {false, true}) {  // the whole call, then its tokens one part each, the last first
               std::memcpy(qp, q_in.data(), q_in.size());
@@ -277,6 +284,6 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
         }
       }
   }
-  CHECK(calls == int64_t(7 * 33 * 6 * 2 * isas.size()));  // kernels, widths, variants, placements, paths
+  CHECK(calls == int64_t(ref::kRopeKernels * 33 * 6 * 2 * isas.size()));  // kernels, widths, variants, placements, paths
   CHECK(part_calls == calls);
 }

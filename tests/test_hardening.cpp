@@ -586,7 +586,7 @@ TEST_CASE("NaN and Inf inputs propagate as fmaf says, with posenc.h's NaN rule, 
     });
 }
 
-// ---- RoPE (posenc_rope_cache_f32, posenc_rope_*, posenc_rope_qk_*) -------------------------------------
+// ---- RoPE (posenc_rope_cache_f32, posenc_rope_*, posenc_rope_qk_*, posenc_rope_copy_*) -------------------
 
 namespace {
 
@@ -594,8 +594,8 @@ using ref::RopeCall;
 using ref::RopeKernel;
 
 // A successful call of one RoPE function on one canary-filled buffer (0x5C bytes: a small finite value in
-// float32, bfloat16 and binary16 alike) holding two tensors: q (or the cos rows) from element 0, k (or the
-// sin rows) after it. 70 tokens with a POSENC_PAD and a repeated run, as above; head_dim r + 3 (partial
+// float32, bfloat16 and binary16 alike) holding two tensors: q (or the cos rows, or rope_copy_*'s x) from
+// element 0, k (or the sin rows, or the source rows of rope_copy_*, [T,H,D] with a gap) after it. 70 tokens with a POSENC_PAD and a repeated run, as above; head_dim r + 3 (partial
 // rotary), token strides with a gap, explicit frequencies or base^(-2i/r).
 struct RopeFixture {
   static constexpr int64_t kRows = 70, kHeads = 3, kKHeads = 2, kFirst = 5;
@@ -627,7 +627,7 @@ struct RopeFixture {
 
   // room for q as a fused QKV buffer too (token stride (kHeads + 2 kKHeads) head_dim)
   static int64_t q_region(int64_t r) { return kRows * (kHeads + 2 * kKHeads) * (r + 3) + 8; }
-  static int64_t k_region(int64_t r) { return kRows * (kKHeads * (r + 3) + 2) + 8; }
+  static int64_t k_region(int64_t r) { return kRows * (kHeads * (r + 3) + 2) + 8; }
 
   RopeFixture(RopeKernel k, int64_t rotary_dim, bool explicit_freq, posenc_rope_pairs pairs)
       : kernel(k),
@@ -663,6 +663,12 @@ struct RopeFixture {
         call.k_heads = kKHeads;
         call.k_token_stride = kKHeads * d + 2;
         call.k_head_stride = d;
+      }
+      if (ref::is_copy(k)) {
+        call.src = call.k;
+        call.k = nullptr;
+        call.src_token_stride = kHeads * d + 2;
+        call.src_head_stride = d;
       }
     }
   }
@@ -702,6 +708,7 @@ bool rope_any(RopeKernel) { return true; }
 bool rope_cache(RopeKernel k) { return ref::is_cache(k); }
 bool rope_rows(RopeKernel k) { return !ref::is_cache(k); }  // rope_* and rope_qk_*
 bool rope_qk(RopeKernel k) { return ref::is_qk(k); }
+bool rope_copy(RopeKernel k) { return ref::is_copy(k); }
 
 void set_pairs(posenc_rope &r, int v) { std::memcpy(&r.pairs, &v, sizeof v); }
 
@@ -718,10 +725,12 @@ std::vector<RopeCase> rope_cases() {
     f.call.n = -1;
     f.call.rope = nullptr;
     f.call.x = f.call.k = nullptr;
+    f.call.src = nullptr;
   });
   add("n = 0 with every pointer NULL, garbage strides and head counts", POSENC_OK, rope_any, [](RopeFixture &f) {
     f.call = RopeCall{f.kernel};
     f.call.token_stride = f.call.head_stride = f.call.k_token_stride = f.call.k_head_stride = -5;
+    f.call.src_token_stride = f.call.src_head_stride = -5;
     f.call.heads = f.call.k_heads = -1;
   });
   add("n = 0 still validates a given rope", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
@@ -737,6 +746,12 @@ std::vector<RopeCase> rope_cases() {
   add("NULL comes before a bad rope", POSENC_ERR_NULL, rope_any, [](RopeFixture &f) {
     f.call.x = nullptr;
     f.rope.rotary_dim = 5;
+  });
+  add("src NULL", POSENC_ERR_NULL, rope_copy, [](RopeFixture &f) { f.call.src = nullptr; });
+  add("src NULL comes before a bad rope and a negative src stride", POSENC_ERR_NULL, rope_copy, [](RopeFixture &f) {
+    f.call.src = nullptr;
+    f.rope.rotary_dim = 5;
+    f.call.src_token_stride = -1;
   });
   // the spec
   for (int64_t r : {int64_t(0), int64_t(1), int64_t(3), int64_t(-2), kI64Min, (int64_t(1) << 62) + 1})
@@ -786,6 +801,47 @@ std::vector<RopeCase> rope_cases() {
     f.call.head_stride = f.call.n * f.r - 1;
   });
   add("k_head_stride = r - 1", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) { f.call.k_head_stride = f.r - 1; });
+  // rope_copy_*: negative source strides; source rows that meet x's rows without being them
+  add("src_token_stride = -1", POSENC_ERR_INVALID, rope_copy, [](RopeFixture &f) { f.call.src_token_stride = -1; });
+  add("src_head_stride = INT64_MIN", POSENC_ERR_INVALID, rope_copy,
+      [](RopeFixture &f) { f.call.src_head_stride = kI64Min; });
+  add("src_head_stride = -1 with heads 0 (strides are checked all the same)", POSENC_ERR_INVALID, rope_copy,
+      [](RopeFixture &f) {
+        f.call.heads = 0;
+        f.call.src_head_stride = -1;
+      });
+  add("a negative src stride comes before an overflow of x", POSENC_ERR_INVALID, rope_copy, [](RopeFixture &f) {
+    f.call.src_token_stride = -1;
+    f.call.token_stride = kI64Max / 4;
+  });
+  add("src = x + 1, the same strides", POSENC_ERR_INVALID, rope_copy, [](RopeFixture &f) {
+    f.call.src = static_cast<unsigned char *>(f.call.x) + f.es;
+    f.call.src_token_stride = f.call.token_stride;
+    f.call.src_head_stride = f.call.head_stride;
+  });
+  add("src = x with another token stride", POSENC_ERR_INVALID, rope_copy, [](RopeFixture &f) {
+    f.call.src = f.call.x;
+    f.call.src_head_stride = f.call.head_stride;
+    f.call.src_token_stride = f.call.token_stride + 1;
+  });
+  add("src = x + head_dim: source head j is x's head j + 1", POSENC_ERR_INVALID, rope_copy, [](RopeFixture &f) {
+    f.call.src = static_cast<unsigned char *>(f.call.x) + size_t(f.d) * f.es;
+    f.call.src_token_stride = f.call.token_stride;
+    f.call.src_head_stride = f.call.head_stride;
+  });
+  add("src rows in x's gaps, one element into x's next head", POSENC_ERR_INVALID, rope_copy, [](RopeFixture &f) {
+    f.call.src = static_cast<unsigned char *>(f.call.x) + size_t(f.d - f.r + 1) * f.es;
+    f.call.src_token_stride = f.call.token_stride;
+    f.call.src_head_stride = f.call.head_stride;
+  });
+  add("src's first element is x's last", POSENC_ERR_INVALID, rope_copy, [](RopeFixture &f) {
+    const int64_t last = ref::rope_extent(f.call.n, f.call.heads, f.call.token_stride, f.call.head_stride, f.r) - 1;
+    f.call.src = static_cast<unsigned char *>(f.call.x) + size_t(last) * f.es;
+  });
+  add("src overlapping x comes before a bad position", POSENC_ERR_INVALID, rope_copy, [](RopeFixture &f) {
+    f.call.src = static_cast<unsigned char *>(f.call.x) + f.es;
+    f.positions.back() = kI64Max;
+  });
   add("k_token_stride = 0", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) { f.call.k_token_stride = 0; });
   add("k = q", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) {
     f.call.k = f.call.x;
@@ -860,6 +916,22 @@ std::vector<RopeCase> rope_cases() {
   });
   add("k rows overflow", POSENC_ERR_OVERFLOW, rope_qk,
       [](RopeFixture &f) { f.call.k_token_stride = byte_overflow_stride(f.call.n, f.es); });
+  add("source rows overflow: src_token_stride INT64_MAX / 4", POSENC_ERR_OVERFLOW, rope_copy,
+      [](RopeFixture &f) { f.call.src_token_stride = kI64Max / 4; });
+  add("source rows fit int64 elements, their bytes do not", POSENC_ERR_OVERFLOW, rope_copy,
+      [](RopeFixture &f) { f.call.src_token_stride = byte_overflow_stride(f.call.n, f.es); });
+  add("source head rows overflow: src_head_stride INT64_MAX / 2", POSENC_ERR_OVERFLOW, rope_copy,
+      [](RopeFixture &f) { f.call.src_head_stride = kI64Max / 2; });
+  add("source rows that start at x and overflow: OVERFLOW, not an overlap", POSENC_ERR_OVERFLOW, rope_copy,
+      [](RopeFixture &f) {
+        f.call.src = f.call.x;
+        f.call.src_head_stride = f.call.head_stride;
+        f.call.src_token_stride = kI64Max / 4;
+      });
+  add("an overflow of the source comes before a bad position", POSENC_ERR_OVERFLOW, rope_copy, [](RopeFixture &f) {
+    f.call.src_token_stride = kI64Max / 4;
+    f.positions.front() = k2p31;
+  });
   add("sin rows overflow", POSENC_ERR_OVERFLOW, rope_cache,
       [](RopeFixture &f) { f.call.k_token_stride = byte_overflow_stride(f.call.n, f.es); });
   add("rotary_dim = 2^62: one row's bytes overflow", POSENC_ERR_OVERFLOW, rope_rows, [](RopeFixture &f) {
@@ -1147,6 +1219,51 @@ TEST_CASE("RoPE valid edge values succeed and write exactly the rows", "[hardeni
       {"q NULL with q_heads 0", [](RopeFixture &f) {
          if (ref::is_cache(f.kernel)) return;
          f.call.x = nullptr;
+         f.call.heads = 0;
+       }},
+      {"copy in place: src = x, the same strides", [](RopeFixture &f) {
+         if (!ref::is_copy(f.kernel)) return;
+         f.call.src = f.call.x;
+         f.call.src_token_stride = f.call.token_stride;
+         f.call.src_head_stride = f.call.head_stride;
+       }},
+      {"copy in place, one token: src = x, token strides that separate no rows differ", [](RopeFixture &f) {
+         if (!ref::is_copy(f.kernel)) return;
+         f.call.n = 1;
+         f.call.src = f.call.x;
+         f.call.src_token_stride = 5;
+         f.call.src_head_stride = f.call.head_stride;
+       }},
+      {"copy: every head from one source row (src_head_stride 0)", [](RopeFixture &f) {
+         if (ref::is_copy(f.kernel)) f.call.src_head_stride = 0;
+       }},
+      {"copy: one source row for every token (src_token_stride 0)", [](RopeFixture &f) {
+         if (ref::is_copy(f.kernel)) f.call.src_token_stride = 0;
+       }},
+      {"copy: source rows one element apart", [](RopeFixture &f) {
+         if (!ref::is_copy(f.kernel)) return;
+         f.call.src_token_stride = 1;
+         f.call.src_head_stride = 2;
+       }},
+      {"copy: source [H,T,D]", [](RopeFixture &f) {
+         if (!ref::is_copy(f.kernel)) return;
+         f.call.src_token_stride = f.d;
+         f.call.src_head_stride = RopeFixture::kRows * f.d;
+       }},
+      {"copy: source right after x's last element", [](RopeFixture &f) {
+         if (!ref::is_copy(f.kernel)) return;
+         const int64_t e = ref::rope_extent(f.call.n, f.call.heads, f.call.token_stride, f.call.head_stride, f.r);
+         f.call.src = static_cast<unsigned char *>(f.call.x) + size_t(e) * f.es;
+       }},
+      {"copy: source heads between x's heads (x head stride 2 D, src = x + D)", [](RopeFixture &f) {
+         if (!ref::is_copy(f.kernel)) return;
+         f.call.head_stride = f.call.src_head_stride = 2 * f.d;
+         f.call.token_stride = f.call.src_token_stride = RopeFixture::kHeads * 2 * f.d + 1;
+         f.call.src = static_cast<unsigned char *>(f.call.x) + size_t(f.d) * f.es;
+       }},
+      {"copy: src NULL with heads 0", [](RopeFixture &f) {
+         if (!ref::is_copy(f.kernel)) return;
+         f.call.src = nullptr;
          f.call.heads = 0;
        }},
       {"vLLM cos_sin_cache: sin_out = cos_out + h, strides r", [](RopeFixture &f) {

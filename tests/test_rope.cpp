@@ -9,7 +9,10 @@
 //    outside the rotated r elements of each row keeps its value;
 //  - any split of a call by tokens or heads, and rope_qk against rope on q then on k, give the same bytes;
 //    NaN and infinities in x give the same bits on every path;
-//  - golden digests: SHA-256 of MPFR's outputs for fixed calls, checked in, reproduced by every path.
+//  - golden digests: SHA-256 of MPFR's outputs for fixed calls, checked in, reproduced by every path;
+//  - rope_copy_* (out of place): the formula on the source rows' values, the NaN rule, elements from r on
+//    neither read nor written, PAD copying the r elements, the bytes of a copy rotated in place (source rows
+//    that overlap, src == x), the rotation goldens from a separate source.
 #include <catch2/catch.hpp>
 #include <mpfr.h>
 
@@ -546,15 +549,23 @@ std::vector<unsigned char> nan_results(const Rope &rope, const Rotation &c, Form
                                        const std::vector<unsigned char> &in) {
   std::vector<unsigned char> out = in;
   const int64_t h = rope.h();
+  const size_t es = ref::format_size(f);
   for (int64_t t = 0; t < c.n; ++t) {
-    if (position(c, t) == POSENC_PAD) continue;
+    if (position(c, t) == POSENC_PAD) {  // untouched, or (rope_copy_*) the source's values, NaN as they are
+      for (int64_t j = 0; c.copy && j < c.q.heads; ++j)
+        std::memcpy(&out[size_t(row_at(c.q, t, j)) * es], &in[size_t(source_row_at(c, c.q, t, j)) * es],
+                    es * size_t(2 * h));
+      continue;
+    }
     for (const Tensor *x : {&c.q, &c.k})
       for (int64_t j = 0; j < x->heads; ++j)
         for (int64_t i = 0; i < h; ++i) {
-          const int64_t row = x->offset + t * x->token_stride + j * x->head_stride;
-          const int64_t ix = row + (rope.r.pairs == POSENC_ROPE_HALVES ? i : 2 * i);
-          const int64_t iy = row + (rope.r.pairs == POSENC_ROPE_HALVES ? i + h : 2 * i + 1);
-          const float xv = ref::load(f, in.data(), ix), yv = ref::load(f, in.data(), iy);
+          // read from the source row (rope_copy_*) or the row itself, written to the row
+          const int64_t row = row_at(*x, t, j), from = source_row_at(c, *x, t, j);
+          const int64_t ox = rope.r.pairs == POSENC_ROPE_HALVES ? i : 2 * i;
+          const int64_t oy = rope.r.pairs == POSENC_ROPE_HALVES ? i + h : 2 * i + 1;
+          const int64_t ix = row + ox, iy = row + oy;
+          const float xv = ref::load(f, in.data(), from + ox), yv = ref::load(f, in.data(), from + oy);
           const uint32_t b = std::isnan(xv) ? ref::bits_of_float(xv) | 0x00400000u
                              : std::isnan(yv) ? ref::bits_of_float(yv) | 0x00400000u
                                               : 0x7FC00000u;
@@ -572,6 +583,46 @@ std::vector<unsigned char> nan_results(const Rope &rope, const Rotation &c, Form
   return out;
 }
 
+// The call on every path: the first (scalar) against the formula, and where the formula is NaN, the NaN
+// rule; the others against the first, bit for bit.
+void check_nan_rule(const Rope &rope, Exact &ex, const Rotation &c, uint64_t &seed) {
+  for (Format f : kFormats) {
+    const size_t es = ref::format_size(f);
+    std::vector<unsigned char> in(size_t(c.elements) * es);
+    fill(f, in, seed++, true);
+    const std::vector<unsigned char> formula = expected(rope, ex, c, f, in);
+    const std::vector<unsigned char> nan_rule = nan_results(rope, c, f, in);
+    std::vector<unsigned char> scalar;
+    int64_t nans = 0;
+    for (posenc_isa isa : ref::paths())
+      ref::on_path(isa, [&] {
+        std::vector<unsigned char> got = in;
+        REQUIRE(run(rope, c, f, got) == POSENC_OK);
+        INFO(rope.name << ", " << c.name << ", " << format_name(f) << " on " << posenc_isa_name(isa));
+        if (scalar.empty()) {
+          int64_t bad = 0;
+          for (int64_t e = 0; e < c.elements; ++e) {
+            const float w = ref::load(f, formula.data(), e), g = ref::load(f, got.data(), e);
+            if (std::isnan(w)) {
+              ++nans;
+              bad += !std::isnan(g) || std::memcmp(&got[size_t(e) * es], &nan_rule[size_t(e) * es], es) != 0;
+            } else {
+              bad += std::memcmp(&got[size_t(e) * es], &formula[size_t(e) * es], es) != 0;
+            }
+          }
+          CHECK(bad == 0);
+          scalar = got;
+        } else {
+          const int64_t e = first_difference(got, scalar, es);
+          if (e >= 0)
+            FAIL_CHECK("element " << e << ": " << element_text(f, got, e) << ", first path "
+                                  << element_text(f, scalar, e) << ", input " << element_text(f, in, e));
+        }
+      });
+    CHECK(nans > 10);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("NaN and infinities in x: the same bits on every path, the formula where it is not NaN", "[rope][nan]") {
@@ -585,42 +636,14 @@ TEST_CASE("NaN and infinities in x: the same bits on every path, the formula whe
     Rotation c{"NaN inputs", 0, thd(3, d), {}, false, false, 70, 0, packed(3, 70)};
     c.positions[0] = 0;
     c.elements = end_of(c.q, c.n, d);
-    for (Format f : kFormats) {
-      const size_t es = ref::format_size(f);
-      std::vector<unsigned char> in(size_t(c.elements) * es);
-      fill(f, in, seed++, true);
-      const std::vector<unsigned char> formula = expected(rope, ex, c, f, in);
-      const std::vector<unsigned char> nan_rule = nan_results(rope, c, f, in);
-      std::vector<unsigned char> scalar;
-      int64_t nans = 0;
-      for (posenc_isa isa : ref::paths())
-        ref::on_path(isa, [&] {
-          std::vector<unsigned char> got = in;
-          REQUIRE(run(rope, c, f, got) == POSENC_OK);
-          INFO(rope.name << " " << format_name(f) << " on " << posenc_isa_name(isa));
-          if (scalar.empty()) {
-            // the first path (scalar) against the formula, and where the formula is NaN, the NaN rule
-            int64_t bad = 0;
-            for (int64_t e = 0; e < c.elements; ++e) {
-              const float w = ref::load(f, formula.data(), e), g = ref::load(f, got.data(), e);
-              if (std::isnan(w)) {
-                ++nans;
-                bad += !std::isnan(g) || std::memcmp(&got[size_t(e) * es], &nan_rule[size_t(e) * es], es) != 0;
-              } else {
-                bad += std::memcmp(&got[size_t(e) * es], &formula[size_t(e) * es], es) != 0;
-              }
-            }
-            CHECK(bad == 0);
-            scalar = got;
-          } else {
-            const int64_t e = first_difference(got, scalar, es);
-            if (e >= 0)
-              FAIL_CHECK("element " << e << ": " << element_text(f, got, e) << ", first path "
-                                    << element_text(f, scalar, e) << ", input " << element_text(f, in, e));
-          }
-        });
-      CHECK(nans > 10);
-    }
+    check_nan_rule(rope, ex, c, seed);
+    // rope_copy_*: the same rule on the source's values, which the call does not change
+    Rotation cp = c;
+    cp.name = "NaN inputs, rope_copy_* from [H,T,D]";
+    cp.copy = true;
+    cp.src = htd(3, 70, d, 1, c.elements);
+    cp.elements = end_of(cp.src, cp.n, d);
+    check_nan_rule(rope, ex, cp, seed);
   }
 }
 
@@ -715,6 +738,253 @@ TEST_CASE("golden: every path of this build reproduces the hashes", "[rope][gold
         }
         INFO(g.name << " on " << posenc_isa_name(isa));
         CHECK(digest(got) == g.sha256);
+      }
+    });
+}
+
+// ---- (e) out of place: rope_copy_* -------------------------------------------------------------------
+// Each head row read from src and written rotated to x: the formula on the source's values (a POSENC_PAD
+// token copies its r elements), every other byte of the buffer kept, the source itself unchanged; the bytes
+// of a copy of src rotated in place; the goldens above.
+
+namespace {
+
+// Positions on `axes` axes, axis-major: axis 0 as given, axis 1 fixed, axis 2 consecutive, axis 3 fixed.
+std::vector<int64_t> on_axes(std::vector<int64_t> p0, int axes) {
+  const size_t n = p0.size();
+  for (int a = 1; a < axes; ++a)
+    for (size_t t = 0; t < n; ++t) p0.push_back(a == 2 ? 100 + int64_t(t) : 7 * a);
+  return p0;
+}
+
+// Copy calls of one spec (rotary width r, head_dim r + tail, `axes` axes): q is the destination, src the
+// rows read, in one buffer.
+std::vector<Rotation> copy_rotations(int64_t r, int64_t tail, int axes) {
+  const int64_t d = r + tail;
+  std::vector<Rotation> v;
+  const auto add = [&](Rotation c, Tensor src, int64_t elements) {
+    c.copy = true;
+    c.src = src;
+    c.elements = elements;
+    c.axes = axes;
+    if (!c.positions.empty()) c.positions = on_axes(c.positions, axes);
+    v.push_back(c);
+  };
+  {  // [T,H,D] from [T,H,D] with other strides, after it; first + t
+    const Rotation c{"[T,H,D] from [T,H,D] elsewhere, first + t = 1000", 0, thd(4, d, 1), {}, false, false, 70, 1000, {}};
+    const Tensor src = thd(4, d, 3, end_of(c.q, c.n, d) + 2);
+    add(c, src, end_of(src, c.n, d) + 1);
+  }
+  {  // [T,H,D] from [H,T,D] before it; packed sequences with repeats and PAD
+    const Tensor src = htd(3, 67, d, 5, 1);
+    const Rotation c{"[T,H,D] from [H,T,D], packed", 0, thd(3, d, 2, end_of(src, 67, d) + 3), {}, false, false, 67, 0,
+                     packed(9, 67)};
+    add(c, src, end_of(c.q, c.n, d));
+  }
+  {  // [H,T,D] with gaps from [T,H,D]; scattered, extreme, PAD
+    const Rotation c{"[H,T,D] from [T,H,D], scattered", 0, htd(2, 9, d, 4), {}, false, false, 9, 0,
+                     {k2p31 - 1, -(k2p31 - 1), 123456789, -5, 0, POSENC_PAD, 131072, 1 << 20, -77}};
+    const Tensor src = thd(2, d, 7, end_of(c.q, c.n, d));
+    add(c, src, end_of(src, c.n, d) + 2);
+  }
+  {  // source rows that overlap: every head of a token reads one row (head stride 0); a decode batch
+    Rotation c{"5 heads from one source row each (src head_stride 0), decode batch", 0, thd(5, d), {}, false, false,
+               9, 0, std::vector<int64_t>(9, 77777)};
+    c.positions[4] = POSENC_PAD;
+    const Tensor src{0, d + 1, 0, end_of(c.q, c.n, d)};
+    add(c, src, end_of(Tensor{1, d + 1, 0, src.offset}, c.n, d));
+  }
+  {  // source rows that overlap: tokens one element apart, heads three
+    const Rotation c{"2 heads from rows one element apart (src token_stride 1)", 0, thd(2, d, 1), {}, false, false, 66,
+                     -35, {}};
+    const Tensor src{0, 1, 3, end_of(c.q, c.n, d)};
+    add(c, src, src.offset + 65 + 3 + d);
+  }
+  {  // in place: src == x with the same strides
+    const Rotation c{"in place: src == x", 0, thd(3, d, 1, 2), {}, false, false, 70, 0, packed(5, 70)};
+    add(c, c.q, end_of(c.q, c.n, d));
+  }
+  {  // one row
+    const Rotation c{"one row at -2^31 + 1", 0, thd(1, d), {}, false, false, 1, -(k2p31 - 1), {}};
+    add(c, Tensor{1, 0, 0, d}, 2 * d);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("copy: rope_copy_* equals posenc.h's formula on MPFR's cos/sin, read from the source rows",
+          "[rope][copy]") {
+  std::vector<Rope> specs = {
+      make_rope("default r=128 base 5e5 halves", 128, POSENC_ROPE_HALVES, 5e5),
+      make_rope("r=64 interleaved, m 1.369, partial (tail 16)", 64, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 1.369),
+      make_rope("r=2 halves, odd tail 1", 2, POSENC_ROPE_HALVES, 1e4),
+      make_rope("r=6 interleaved", 6, POSENC_ROPE_INTERLEAVED, 10.0),
+      make_rope("r=130 halves, tail 3 (h = 65)", 130, POSENC_ROPE_HALVES, 1e4, 0.25, 0.7),
+      make_rope("explicit r=40 interleaved, m 3", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 3.0, odd_frequencies(20, 7)),
+      make_rope("3 axes r=48 halves (pair i on axis i % 3)", 48, POSENC_ROPE_HALVES, 1e4),
+      make_rope("2 axes r=40 interleaved, m 1.369", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 1.369),
+  };
+  for (int64_t i = 0; i < 24; ++i) specs[6].axis.push_back(uint8_t(i % 3));
+  specs[6].r.axes = 3;
+  for (int64_t i = 0; i < 20; ++i) specs[7].axis.push_back(uint8_t(i < 10 ? 0 : 1));
+  specs[7].r.axes = 2;
+  const int64_t tails[] = {0, 16, 1, 0, 3, 0, 5, 2};
+  uint64_t seed = 300;
+  int64_t checked = 0;
+  for (size_t s = 0; s < specs.size(); ++s) {
+    Exact ex(specs[s]);
+    for (const Rotation &c : copy_rotations(specs[s].r.rotary_dim, tails[s], specs[s].r.axes)) {
+      check_rotation(specs[s], ex, c, seed++);
+      ++checked;
+    }
+  }
+  CHECK(checked == 56);
+}
+
+TEST_CASE("copy: elements from r on are neither read nor written; PAD copies the token's r elements",
+          "[rope][copy]") {
+  // The destination starts as a sentinel; the source's elements past r hold values the call must not carry over.
+  for (posenc_rope_pairs pairs : {POSENC_ROPE_HALVES, POSENC_ROPE_INTERLEAVED}) {
+    Rope rope = make_rope("r=8", 8, pairs, 1e4);
+    const posenc_rope r = rope.get();
+    const int64_t d = 13, heads = 3, n = 4, dts = heads * d + 2;
+    const std::vector<int64_t> pos = {5, POSENC_PAD, 6, 7};
+    for (Format f : kFormats)
+      for (posenc_isa isa : ref::paths())
+        ref::on_path(isa, [&] {
+          const size_t es = ref::format_size(f);
+          std::vector<unsigned char> src(size_t(n * heads * d) * es), dst(size_t(n * dts) * es, 0x5C);
+          fill(f, src, 17, false);
+          const std::vector<unsigned char> src_before = src;
+          RopeCall c;
+          c.kernel = kernel_of(f, false, true);
+          c.rope = &r;
+          c.positions = pos.data();
+          c.n = n;
+          c.src = src.data();
+          c.src_token_stride = heads * d;
+          c.src_head_stride = d;
+          c.x = dst.data();
+          c.heads = heads;
+          c.token_stride = dts;
+          c.head_stride = d;
+          INFO(format_name(f) << (pairs == POSENC_ROPE_HALVES ? " halves" : " interleaved") << " on "
+                              << posenc_isa_name(isa));
+          REQUIRE(ref::invoke(c) == POSENC_OK);
+          CHECK(src == src_before);
+          int64_t sentinel_lost = 0, pad_wrong = 0, rotated_unwritten = 0;
+          for (int64_t t = 0; t < n; ++t)
+            for (int64_t e = 0; e < dts; ++e) {
+              const size_t k = size_t(t * dts + e) * es;
+              const bool sentinel = dst[k] == 0x5C && dst[k + es - 1] == 0x5C;
+              const int64_t j = e / d, col = e % d;
+              if (j >= heads || col >= 8) {
+                sentinel_lost += !sentinel;  // past r, and the gap after the last head
+              } else if (pos[size_t(t)] == POSENC_PAD) {
+                pad_wrong += std::memcmp(&dst[k], &src[size_t(t * heads * d + j * d + col) * es], es) != 0;
+              } else {
+                rotated_unwritten += sentinel;
+              }
+            }
+          CHECK(sentinel_lost == 0);
+          CHECK(pad_wrong == 0);
+          CHECK(rotated_unwritten == 0);
+        });
+  }
+}
+
+TEST_CASE("copy: the bytes of copying the source rows and rotating them in place, odd shapes", "[rope][copy]") {
+  uint64_t seed = 4000;
+  int64_t compared = 0;
+  for (int64_t r : {2, 6, 130})
+    for (posenc_rope_pairs pairs : {POSENC_ROPE_HALVES, POSENC_ROPE_INTERLEAVED}) {
+      const Rope rope = make_rope("r=" + std::to_string(r), r, pairs, 1e4, 1.0, r == 6 ? 1.369 : 1.0);
+      const int64_t d = r + 1 + r % 4;
+      for (int64_t heads = 1; heads <= 5; ++heads)
+        for (int layout = 0; layout < 5; ++layout) {
+          // 0: [T,H,D] from [T,H,D] with gaps; 1: [H,T,D] from [T,H,D]; 2: [T,H,D] from [H,T,D];
+          // 3: source rows overlapping (token stride 1, head stride 0 or 2); 4: in place (src == x)
+          const int64_t n = layout == 0 ? 67 : 19;
+          Rotation c{"layout " + std::to_string(layout), 0, layout == 1 ? htd(heads, n, d, 3) : thd(heads, d, 1),
+                     {}, false, false, n, -20, layout == 0 ? std::vector<int64_t>{} : packed(seed, n)};
+          c.copy = true;
+          const int64_t after = end_of(c.q, n, d) + 1;
+          c.src = layout == 2 ? htd(heads, n, d, 1, after)
+                  : layout == 3 ? Tensor{heads, 1, heads % 2 ? 0 : 2, after}
+                  : layout == 4 ? c.q
+                                : thd(heads, d, 5, after);
+          Tensor extent = c.src;
+          extent.heads = heads;
+          c.elements = std::max(end_of(c.q, n, d), layout == 4 ? int64_t(0) : end_of(extent, n, d));
+          Rotation in_place = c;
+          in_place.copy = false;
+          for (Format f : kFormats) {
+            const size_t es = ref::format_size(f);
+            std::vector<unsigned char> in(size_t(c.elements) * es);
+            fill(f, in, seed++, f != Format::kBF16);
+            std::vector<unsigned char> want = in;  // the source's r elements copied into x, then rotated there
+            for (int64_t t = 0; t < n; ++t)
+              for (int64_t j = 0; j < heads; ++j)
+                std::memmove(&want[size_t(row_at(c.q, t, j)) * es], &in[size_t(source_row_at(c, c.q, t, j)) * es],
+                             size_t(r) * es);
+            for (posenc_isa isa : ref::paths())
+              ref::on_path(isa, [&] {
+                std::vector<unsigned char> expect = want, got = in;
+                INFO("r " << r << (pairs == POSENC_ROPE_HALVES ? " halves" : " interleaved") << " heads " << heads
+                          << " " << c.name << " " << format_name(f) << " on " << posenc_isa_name(isa));
+                REQUIRE(run(rope, in_place, f, expect) == POSENC_OK);
+                REQUIRE(run(rope, c, f, got) == POSENC_OK);
+                const int64_t e = first_difference(got, expect, es);
+                if (e >= 0)
+                  FAIL_CHECK("element " << e << ": got " << element_text(f, got, e) << ", copy + in place "
+                                        << element_text(f, expect, e));
+                ++compared;
+              });
+          }
+        }
+    }
+  CHECK(compared >= 3 * 2 * 5 * 5 * 3);
+}
+
+TEST_CASE("golden: rope_copy_* from a separate source reproduces the rotation hashes", "[rope][golden][copy]") {
+  // The copy's bytes are by definition those of the in-place call on a copy of src, so the rotation goldens
+  // are its goldens too: x starts as the input with every rotated element a sentinel, src is the input.
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (const Golden &g : goldens()) {
+        if (g.cache) continue;
+        const Rotation c = golden_rotation(g);
+        const std::vector<unsigned char> src = golden_input(g);
+        std::vector<unsigned char> x = src;
+        const size_t es = ref::format_size(g.format);
+        const int64_t r = g.rope.r.rotary_dim;
+        for (const Tensor *t : {&c.q, &c.k})
+          for (int64_t tok = 0; tok < g.n; ++tok)
+            for (int64_t j = 0; j < t->heads; ++j)
+              std::memset(&x[size_t(row_at(*t, tok, j)) * es], 0x5C, size_t(r) * es);
+        for (const Tensor *t : {&c.q, &c.k}) {
+          Rotation one{g.name, c.elements, *t, {}, false, false, g.n, g.first, g.positions};
+          one.copy = true;
+          one.src = *t;
+          const posenc_rope rope = g.rope.get();
+          RopeCall call;
+          call.kernel = kernel_of(g.format, false, true);
+          call.rope = &rope;
+          call.positions = positions_of(one);
+          call.first = g.first;
+          call.n = g.n;
+          call.src = src.data() + size_t(t->offset) * es;
+          call.src_token_stride = t->token_stride;
+          call.src_head_stride = t->head_stride;
+          call.x = x.data() + size_t(t->offset) * es;
+          call.heads = t->heads;
+          call.token_stride = t->token_stride;
+          call.head_stride = t->head_stride;
+          REQUIRE(ref::invoke(call) == POSENC_OK);
+        }
+        INFO(g.name << " on " << posenc_isa_name(isa));
+        CHECK(digest(x) == g.sha256);
       }
     });
 }

@@ -392,6 +392,59 @@ TEST_CASE("RoPE refusals throw with the C status and write nothing", "[rope][cpp
   CHECK(thrown(cache, [&] { rp.cache(far, cos_sin); }) == POSENC_ERR_OUT_OF_RANGE);
 }
 
+TEST_CASE("apply_copy returns the bytes of posenc_rope_copy_*, and refuses what it refuses", "[rope][cpp][copy]") {
+  const int64_t T = 5, H = 3, D = 72;
+  const std::vector<int64_t> pos = {7, POSENC_PAD, -3, 131071, 1 << 20};
+  for (const posenc::rope &rp : {posenc::rope::llama3_1(32), posenc::rope::gpt_j_6b().with_attention_scale(1.25)}) {
+    const posenc_rope &c = rp.c_rope();
+    INFO("rotary_dim " << rp.rotary_dim());
+    // src [H, T, D] into x [T, H, D] (x starts as other values: its elements past r stay), and in place
+    const std::vector<float> s0 = activations(size_t(T * H * D)), x0 = activations(size_t(2 * T * H * D));
+    std::vector<float> a(x0.begin() + T * H * D, x0.end()), b = a;
+    rp.apply_copy(pos, posenc::heads_view<const float>::htd(s0.data(), H, T, D),
+                  posenc::heads_view<float>::thd(a.data(), T, H, D));
+    REQUIRE(posenc_rope_copy_f32(&c, pos.data(), 0, T, s0.data(), D, T * D, b.data(), H, H * D, D) == POSENC_OK);
+    CHECK(same_bytes(a, b));
+    CHECK(!same_bytes(a, std::vector<float>(x0.begin() + T * H * D, x0.end())));
+    std::vector<float> in_place = s0, rotated = s0;
+    const auto v = posenc::heads_view<float>::thd(in_place.data(), T, H, D);
+    rp.apply_copy(12, v, v);  // a view of float is a view of const float
+    rp.apply(12, posenc::heads_view<float>::thd(rotated.data(), T, H, D));
+    CHECK(same_bytes(in_place, rotated));
+    const std::vector<uint16_t> y0 = halves(size_t(T * H * D));
+    std::vector<uint16_t> u(y0.size(), 0x3C00), w = u;
+    rp.apply_copy_bf16(pos, posenc::heads_view<const uint16_t>::thd(y0.data(), T, H, D),
+                       posenc::heads_view<uint16_t>::htd(u.data(), H, T, D));
+    REQUIRE(posenc_rope_copy_bf16(&c, pos.data(), 0, T, y0.data(), H * D, D, w.data(), H, D, T * D) == POSENC_OK);
+    CHECK(same_bytes(u, w));
+    u.assign(y0.size(), 0x3C00), w = u;
+    rp.apply_copy_f16(9, posenc::heads_view<const uint16_t>::thd(y0.data(), T, H, D),
+                      posenc::heads_view<uint16_t>::thd(u.data(), T, H, D));
+    REQUIRE(posenc_rope_copy_f16(&c, nullptr, 9, T, y0.data(), H * D, D, w.data(), H, H * D, D) == POSENC_OK);
+    CHECK(same_bytes(u, w));
+  }
+  // shapes only the views know, then the C function's own checks
+  const posenc::rope rp(16);
+  std::vector<float> x = activations(size_t(T * H * D)), src = activations(size_t(T * H * D));
+  std::vector<uint16_t> y = halves(size_t(T * H * D));
+  const auto xv = posenc::heads_view<float>::thd(x.data(), T, H, 16);
+  const auto sv = posenc::heads_view<const float>::thd(src.data(), T, H, 16);
+  const auto yv = posenc::heads_view<uint16_t>::thd(y.data(), T, H, 16);
+  const posenc::heads_view<const float> short_src(src.data(), T, H, 8, H * 16, 16);  // rows of 8 < r 16
+  CHECK(thrown(x, [&] { rp.apply_copy(0, short_src, xv); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(x, [&] { rp.apply_copy(0, sv.subtokens(0, T - 1), xv); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(x, [&] { rp.apply_copy(0, posenc::heads_view<const float>::thd(src.data(), T, H - 1, 16), xv); }) ==
+        POSENC_ERR_INVALID);
+  const std::vector<int64_t> two = {0, 1}, far(size_t(T), int64_t(1) << 31);
+  CHECK(thrown(y, [&] { rp.apply_copy_bf16(two, yv, yv); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(x, [&] { rp.apply_copy(0, posenc::heads_view<const float>(nullptr, T, H, 16, H * 16, 16), xv); }) ==
+        POSENC_ERR_NULL);
+  CHECK(thrown(x, [&] { rp.apply_copy(0, posenc::heads_view<const float>(x.data() + 1, T, H, 16, H * 16, 16), xv); }) ==
+        POSENC_ERR_INVALID);  // source rows one element off x's
+  CHECK(thrown(y, [&] { rp.apply_copy_f16(far, yv, yv); }) ==
+        POSENC_ERR_OUT_OF_RANGE);
+}
+
 // ---- Multi-axis RoPE in the wrapper (issue 22) ---------------------------------------------------------
 
 namespace {

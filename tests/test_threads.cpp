@@ -144,7 +144,7 @@ std::vector<unsigned char> run_rope(const RopeSpec &spec, int variant, ref::Rope
   rope.freq = spec.freq.empty() ? nullptr : spec.freq.data();
   const int64_t r = rope.rotary_dim, d = r + 1 + variant % 2, n = kRows, heads = 2;
   const size_t es = ref::format_size(ref::rope_format(kernel));
-  const int64_t q_el = n * heads * d, k_el = n * d;
+  const int64_t q_el = n * heads * d, k_el = n * heads * d;  // k: one head, or the source rows of rope_copy_*
   std::vector<unsigned char> buf(size_t(q_el + k_el) * es);
   for (size_t e = 0; e < buf.size() / es; ++e) {
     const float v = float(int(e * 37 % 101) - 50) / 32.0f;
@@ -175,6 +175,9 @@ std::vector<unsigned char> run_rope(const RopeSpec &spec, int variant, ref::Rope
     c.k_heads = 1;
     c.k_token_stride = d;
     c.k_head_stride = d;
+    c.src = c.k;  // rope_copy_*: [H,T,D] source rows after x
+    c.src_token_stride = d;
+    c.src_head_stride = n * d;
   }
   *status = ref::invoke(c);
   return buf;
@@ -189,7 +192,9 @@ TEST_CASE("RoPE calls on many threads during first-use initialisation match one 
   std::vector<std::vector<posenc_status>> statuses(kWorkers);
   std::atomic<int> ready{0};
   std::atomic<bool> go{false}, done{false};
-  const auto kernel_of = [](int s, int round, int w) { return ref::kAllRopeKernels[(s + round + w) % 7]; };
+  const auto kernel_of = [](int s, int round, int w) {
+    return ref::kAllRopeKernels[(s + round + w) % ref::kRopeKernels];
+  };
   const auto spec_of = [](int w, int round, int j) { return (j * 7 + w * 13 + round) % kRopeSpecs; };
 
   std::vector<std::thread> threads;
@@ -316,8 +321,7 @@ TEST_CASE("the parts of one call on seven threads at once write the bytes of the
           for (int round = 0; round < 3; ++round) {
             std::vector<unsigned char> buf = rc.init;
             ref::RopeCall c = rc.call;
-            c.x = buf.data() + size_t(rc.q_off) * rc.es;
-            c.k = rc.k_null ? nullptr : buf.data() + size_t(rc.k_off) * rc.es;
+            rc.point(c, buf);
             c.part = true;
             std::vector<posenc_status> status(7, posenc_status(7));
             on_threads_at_once(7, [&](int p) {

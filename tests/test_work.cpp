@@ -218,6 +218,19 @@ TEST_CASE("every RoPE work writes the bytes of its wrapper call", "[work][rope]"
                                   [&](VH &b) { return r.apply_f16_work(pos, fq(b), fk(b)); }, rng);
           same_as_whole<uint16_t>(("apply_f16 k " + tag).c_str(), h0, [&](VH &b) { r.apply_f16(positions(0), fk(b)); },
                                   [&](VH &b) { return r.apply_f16_work(positions(0), fk(b)); }, rng);
+          // out of place: x (the q heads) from the k heads' values in the same buffer, and in place
+          auto src_of = [&](auto &b) {
+            using T = std::remove_reference_t<decltype(b[0])>;
+            return heads_view<const T>(b.data() + qh * D, n, qh, D, (qh + 2 * kh) * D, 0);  // every head from one row
+          };
+          same_as_whole<float>(("apply_copy " + tag).c_str(), f0, [&](VF &b) { r.apply_copy(pos, src_of(b), fq(b)); },
+                               [&](VF &b) { return r.apply_copy_work(pos, src_of(b), fq(b)); }, rng);
+          same_as_whole<uint16_t>(("apply_copy_bf16 " + tag).c_str(), h0,
+                                  [&](VH &b) { r.apply_copy_bf16(pos, src_of(b), fq(b)); },
+                                  [&](VH &b) { return r.apply_copy_bf16_work(pos, src_of(b), fq(b)); }, rng);
+          same_as_whole<uint16_t>(("apply_copy_f16 in place " + tag).c_str(), h0,
+                                  [&](VH &b) { r.apply_copy_f16(pos, fk(b), fk(b)); },
+                                  [&](VH &b) { return r.apply_copy_f16_work(pos, fk(b), fk(b)); }, rng);
           // the cache: separate tables and vLLM's cos_sin_cache
           const VF c0 = filled<float>(size_t(n * (D + 3)), 11);
           auto cos_rows = [&](VF &b) { return rows_view<float>(b.data(), n, h, h + 1); };
@@ -328,6 +341,10 @@ TEST_CASE("a builder refuses what the unsplit call refuses, with its status, and
         POSENC_ERR_INVALID);
   CHECK(refused(qk, [&] { posenc::rope(256).apply_work(positions(0), q); }) == POSENC_ERR_INVALID);  // head_dim 128 < r
   CHECK(refused(qk, [&] { r3.shift_work(positions(0), k); }) == POSENC_ERR_INVALID);  // a shift takes a list
+  CHECK(refused(qk, [&] { r3.apply_copy_work(positions::axis_major(p3, 3), k, k); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(refused(qk, [&] { r3.apply_copy_work(positions(0), heads_view<const float>(qk.data() + 1, n, 4, 128, 6 * 128, 128), q); }) ==
+        POSENC_ERR_INVALID);  // source rows one element off q's
+  CHECK(refused(qk, [&] { r3.apply_copy_work(positions(0), q.subtokens(0, n - 1), q); }) == POSENC_ERR_INVALID);
   CHECK(refused(qk, [&] { r3.cache_work(positions(k2p31 - n + 1), rows_view<float>(qk.data(), n, 128)); }) ==
         POSENC_ERR_OUT_OF_RANGE);
 }

@@ -767,6 +767,10 @@ class heads_view {
              int64_t head_stride) noexcept
       : data_(data), tokens_(tokens), heads_(heads), head_dim_(head_dim), token_stride_(token_stride),
         head_stride_(head_stride) {}
+  /** A view of T is also a view of const T (the source rows of rope::apply_copy). */
+  template <class U, class = std::enable_if_t<std::is_same<const U, T>::value>>
+  heads_view(const heads_view<U> &v) noexcept
+      : heads_view(v.data(), v.tokens(), v.heads(), v.head_dim(), v.token_stride(), v.head_stride()) {}
 
   /** [tokens, heads, head_dim], contiguous (HF after view(), vLLM, flashinfer, Meta's [B,S,H,D] with B*S tokens). */
   static heads_view thd(T *data, int64_t tokens, int64_t heads, int64_t head_dim) noexcept {
@@ -1156,6 +1160,28 @@ class rope {
                              q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
   }
 
+  /** posenc_rope_copy_f32, out of place in one pass: the first rotary_dim elements of every head row of src,
+   *  rotated, written to the same row of x (the bytes apply leaves in a copy of src); x's elements from
+   *  rotary_dim on are left as they are. src and x have the same tokens and heads; src's rows may overlap
+   *  each other, and meet x's only as the very same rows (src == x with the same strides: in place). */
+  void apply_copy(positions pos, heads_view<const float> src, heads_view<float> x) const {
+    expect_copy(pos, src, x);
+    check(posenc_rope_copy_f32(&c_, pos.list(), pos.first(), x.tokens(), src.data(), src.token_stride(),
+                               src.head_stride(), x.data(), x.heads(), x.token_stride(), x.head_stride()));
+  }
+  /** posenc_rope_copy_bf16: the same on bfloat16 rows. */
+  void apply_copy_bf16(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
+    expect_copy(pos, src, x);
+    check(posenc_rope_copy_bf16(&c_, pos.list(), pos.first(), x.tokens(), src.data(), src.token_stride(),
+                                src.head_stride(), x.data(), x.heads(), x.token_stride(), x.head_stride()));
+  }
+  /** posenc_rope_copy_f16: the same on IEEE binary16 rows. */
+  void apply_copy_f16(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
+    expect_copy(pos, src, x);
+    check(posenc_rope_copy_f16(&c_, pos.list(), pos.first(), x.tokens(), src.data(), src.token_stride(),
+                               src.head_stride(), x.data(), x.heads(), x.token_stride(), x.head_stride()));
+  }
+
   // ---- Context shift (llama.cpp's KV-cache shift) --------------------------------------------------------
   //
   // Keys cached after their rotation at positions p are moved to positions p + delta by rotating them once
@@ -1263,6 +1289,22 @@ class rope {
     return qk_work(c_, pos, q, k, &posenc_rope_qk_f16_part);
   }
 
+  /** apply_copy(pos, src, x) as a work of x.tokens() tokens. */
+  work apply_copy_work(positions pos, heads_view<const float> src, heads_view<float> x) const {
+    expect_copy(pos, src, x);
+    return copy_work(pos, src, x, &posenc_rope_copy_f32_part);
+  }
+  /** apply_copy_bf16 as a work. */
+  work apply_copy_bf16_work(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
+    expect_copy(pos, src, x);
+    return copy_work(pos, src, x, &posenc_rope_copy_bf16_part);
+  }
+  /** apply_copy_f16 as a work. */
+  work apply_copy_f16_work(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
+    expect_copy(pos, src, x);
+    return copy_work(pos, src, x, &posenc_rope_copy_f16_part);
+  }
+
   /** shift(delta, k) as a work of k.tokens() tokens. */
   work shift_work(positions delta, heads_view<float> k) const {
     expect_shift(delta, k);
@@ -1321,6 +1363,9 @@ class rope {
   template <class T>
   using qk_part = posenc_status (*)(const posenc_rope *, const int64_t *, int64_t, int64_t, T *, int64_t, int64_t,
                                     int64_t, T *, int64_t, int64_t, int64_t, int64_t, int64_t);
+  template <class T>
+  using copy_part = posenc_status (*)(const posenc_rope *, const int64_t *, int64_t, int64_t, const T *, int64_t,
+                                      int64_t, T *, int64_t, int64_t, int64_t, int64_t, int64_t);
   // What a token of a rotation costs (unit_cost): r values, and `heads` head rows of r elements of T read and
   // written in place.
   unit_cost rotation_cost(int64_t heads, size_t size) const noexcept {
@@ -1366,6 +1411,23 @@ class rope {
                                                    q.token_stride(), q.head_stride(), k.data(), k.heads(),
                                                    k.token_stride(), k.head_stride(), b, e);
                                      });
+  }
+  // A work of the rows of src rotated into x: the bytes of the in-place rotation (src read, x written).
+  template <class T>
+  work copy_work(const positions &pos, const heads_view<const T> &src, const heads_view<T> &x,
+                 copy_part<T> part) const {
+    return detail::work_access::make(x.tokens(), detail::kBlockGrain, rotation_cost(x.heads(), sizeof(T)),
+                                     [own = *this, pos, src, x, part](int64_t b, int64_t e) noexcept {
+                                       return part(&own.c_, pos.list(), pos.first(), x.tokens(), src.data(),
+                                                   src.token_stride(), src.head_stride(), x.data(), x.heads(),
+                                                   x.token_stride(), x.head_stride(), b, e);
+                                     });
+  }
+  // The shapes of a copy: both head rows hold r elements, and src has x's tokens and heads.
+  template <class T>
+  void expect_copy(const positions &pos, const heads_view<const T> &src, const heads_view<T> &x) const {
+    detail::expect_heads(x, c_, pos);
+    detail::expect(src.head_dim() >= c_.rotary_dim && src.tokens() == x.tokens() && src.heads() == x.heads());
   }
   template <class T>
   void expect_qk(const positions &pos, const heads_view<T> &q, const heads_view<T> &k) const {

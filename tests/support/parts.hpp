@@ -169,7 +169,8 @@ struct PeCall {
 
 using ref::RopeKernel;
 
-// One RoPE call with its inputs: q and k (or the cos and sin rows) in one buffer.
+// One RoPE call with its inputs: q and k (or the cos and sin rows, or rope_copy_*'s x and source rows) in
+// one buffer.
 struct RopeCallOf {
   RopeKernel kernel;
   size_t es;
@@ -179,12 +180,14 @@ struct RopeCallOf {
   posenc_rope rope;
   std::vector<int64_t> positions;
   std::vector<unsigned char> init;  // the buffer before the call
-  int64_t q_off = 0, k_off = 0;     // elements
+  int64_t q_off = 0, k_off = 0;     // elements; rope_copy_*: the source rows at k_off
   bool k_null = false;
+  bool src_is_x = false;            // rope_copy_* in place
   ref::RopeCall call;
 
   // layout: 0 [T,H,D] q then k, 1 fused QKV, 2 q in [H,T,D]; the cache: separate rows, or vLLM's
-  // cos_sin_cache (layout 1). axes 1 or 3.
+  // cos_sin_cache (layout 1); rope_copy_*: x as q, the source [T,H,D] after it (odd variants: every head
+  // from one source row), or in place (layout 1). axes 1 or 3.
   RopeCallOf(RopeKernel k, int64_t rotary_dim, int64_t tokens, int layout, int axes, int variant, std::mt19937_64 &rng)
       : kernel(k),
         es(ref::format_size(ref::rope_format(k))),
@@ -238,7 +241,19 @@ struct RopeCallOf {
       call.heads = qh;
       call.k_heads = kh;
       call.head_stride = call.k_head_stride = D;
-      if (layout == 1 && kh > 0) {  // fused QKV: q heads, k heads and v heads in one token stride
+      if (ref::is_copy(k)) {
+        if (layout == 2) {  // x as [H,T,D]
+          call.token_stride = D;
+          call.head_stride = n * D;
+        } else {
+          call.token_stride = qh * D + 1;
+        }
+        src_is_x = layout == 1;
+        call.src_token_stride = src_is_x ? call.token_stride : qh * D + 3;
+        call.src_head_stride = src_is_x ? call.head_stride : variant % 2 ? 0 : D;
+        k_off = ref::rope_extent(n, qh, call.token_stride, call.head_stride, r) + 1;
+        elements = k_off + ref::rope_extent(n, qh, call.src_token_stride, call.src_head_stride, r);
+      } else if (layout == 1 && kh > 0) {  // fused QKV: q heads, k heads and v heads in one token stride
         call.token_stride = call.k_token_stride = (qh + 2 * kh) * D;
         k_off = qh * D;
         elements = n * (qh + 2 * kh) * D;
@@ -268,11 +283,17 @@ struct RopeCallOf {
     }
   }
 
+  // The call's pointers into buf, a copy of init.
+  void point(ref::RopeCall &c, std::vector<unsigned char> &buf) const {
+    c.x = buf.data() + size_t(q_off) * es;
+    c.k = k_null ? nullptr : buf.data() + size_t(k_off) * es;
+    if (ref::is_copy(kernel)) c.src = src_is_x ? c.x : buf.data() + size_t(k_off) * es;
+  }
+
   std::vector<unsigned char> run(const Split *split, posenc_status *status) const {
     std::vector<unsigned char> buf = init;
     ref::RopeCall c = call;
-    c.x = buf.data() + size_t(q_off) * es;
-    c.k = k_null ? nullptr : buf.data() + size_t(k_off) * es;
+    point(c, buf);
     *status = POSENC_OK;
     if (!split) {
       *status = ref::invoke(c);

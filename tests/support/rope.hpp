@@ -82,45 +82,56 @@ inline void store(Format f, void *base, int64_t e, double v) {
   }
 }
 
-// Rotates the first 2h elements of one head row in place, with h cos and h sin values, as posenc.h
-// defines it: pair i is (i, i + h) for POSENC_ROPE_HALVES, (2i, 2i + 1) for POSENC_ROPE_INTERLEAVED.
-inline void rotate_row(Format f, posenc_rope_pairs pairs, int64_t h, const float *cos, const float *sin, void *row) {
+// Rotates the first 2h elements of the head row src into the row dst (in place: the same row), with h cos
+// and h sin values, as posenc.h defines it: pair i is (i, i + h) for POSENC_ROPE_HALVES, (2i, 2i + 1) for
+// POSENC_ROPE_INTERLEAVED. Each pair is read before it is written.
+inline void rotate_row(Format f, posenc_rope_pairs pairs, int64_t h, const float *cos, const float *sin,
+                       const void *src, void *dst) {
   for (int64_t i = 0; i < h; ++i) {
     const int64_t ix = pairs == POSENC_ROPE_HALVES ? i : 2 * i, iy = pairs == POSENC_ROPE_HALVES ? i + h : 2 * i + 1;
-    const Rotated r = rotate_exact(load(f, row, ix), load(f, row, iy), cos[i], sin[i]);
-    store(f, row, ix, r.x);
-    store(f, row, iy, r.y);
+    const Rotated r = rotate_exact(load(f, src, ix), load(f, src, iy), cos[i], sin[i]);
+    store(f, dst, ix, r.x);
+    store(f, dst, iy, r.y);
   }
+}
+inline void rotate_row(Format f, posenc_rope_pairs pairs, int64_t h, const float *cos, const float *sin, void *row) {
+  rotate_row(f, pairs, h, cos, sin, row, row);
 }
 
 // ---- one call of any RoPE function --------------------------------------------------------------------
 
-enum class RopeKernel { kCacheF32, kF32, kBF16, kF16, kQkF32, kQkBF16, kQkF16 };
+enum class RopeKernel { kCacheF32, kF32, kBF16, kF16, kQkF32, kQkBF16, kQkF16, kCopyF32, kCopyBF16, kCopyF16 };
 
-inline constexpr RopeKernel kAllRopeKernels[7] = {RopeKernel::kCacheF32, RopeKernel::kF32,   RopeKernel::kBF16,
-                                                  RopeKernel::kF16,      RopeKernel::kQkF32, RopeKernel::kQkBF16,
-                                                  RopeKernel::kQkF16};
+inline constexpr int kRopeKernels = 10;
+inline constexpr RopeKernel kAllRopeKernels[kRopeKernels] = {
+    RopeKernel::kCacheF32, RopeKernel::kF32,     RopeKernel::kBF16,      RopeKernel::kF16,
+    RopeKernel::kQkF32,    RopeKernel::kQkBF16,  RopeKernel::kQkF16,     RopeKernel::kCopyF32,
+    RopeKernel::kCopyBF16, RopeKernel::kCopyF16};
 
 inline const char *rope_name(RopeKernel k) {
-  static const char *const names[] = {"rope_cache_f32", "rope_f32",    "rope_bf16",  "rope_f16",
-                                      "rope_qk_f32",    "rope_qk_bf16", "rope_qk_f16"};
+  static const char *const names[] = {"rope_cache_f32", "rope_f32",      "rope_bf16",      "rope_f16",
+                                      "rope_qk_f32",    "rope_qk_bf16",  "rope_qk_f16",    "rope_copy_f32",
+                                      "rope_copy_bf16", "rope_copy_f16"};
   return names[int(k)];
 }
 inline bool is_cache(RopeKernel k) { return k == RopeKernel::kCacheF32; }
-inline bool is_qk(RopeKernel k) { return k >= RopeKernel::kQkF32; }
+inline bool is_qk(RopeKernel k) { return k >= RopeKernel::kQkF32 && k <= RopeKernel::kQkF16; }
+inline bool is_copy(RopeKernel k) { return k >= RopeKernel::kCopyF32; }
 inline Format rope_format(RopeKernel k) {
   switch (k) {
     case RopeKernel::kBF16:
-    case RopeKernel::kQkBF16: return Format::kBF16;
+    case RopeKernel::kQkBF16:
+    case RopeKernel::kCopyBF16: return Format::kBF16;
     case RopeKernel::kF16:
-    case RopeKernel::kQkF16: return Format::kF16;
+    case RopeKernel::kQkF16:
+    case RopeKernel::kCopyF16: return Format::kF16;
     default: return Format::kF32;
   }
 }
 
 // Every argument of every RoPE function. rope_* use x (heads, token_stride, head_stride); rope_qk_* use x
-// as q and k; rope_cache_f32 uses x as cos_out with token_stride as cos_stride, and k as sin_out with
-// k_token_stride as sin_stride.
+// as q and k; rope_copy_* read src (src_token_stride, src_head_stride) and write x; rope_cache_f32 uses x as
+// cos_out with token_stride as cos_stride, and k as sin_out with k_token_stride as sin_stride.
 struct RopeCall {
   RopeKernel kernel = RopeKernel::kF32;
   const posenc_rope *rope = nullptr;
@@ -130,6 +141,8 @@ struct RopeCall {
   int64_t heads = 0, token_stride = 0, head_stride = 0;
   void *k = nullptr;
   int64_t k_heads = 0, k_token_stride = 0, k_head_stride = 0;
+  const void *src = nullptr;
+  int64_t src_token_stride = 0, src_head_stride = 0;
   // part: the call goes through the function's _part twin with [begin, end) (posenc.h, "Parts of a call")
   bool part = false;
   int64_t begin = 0, end = 0;
@@ -138,7 +151,9 @@ struct RopeCall {
 inline posenc_status invoke_part(const RopeCall &c) {
   float *x32 = static_cast<float *>(c.x), *k32 = static_cast<float *>(c.k);
   uint16_t *x16 = static_cast<uint16_t *>(c.x), *k16 = static_cast<uint16_t *>(c.k);
-  const int64_t b = c.begin, e = c.end;
+  const float *s32 = static_cast<const float *>(c.src);
+  const uint16_t *s16 = static_cast<const uint16_t *>(c.src);
+  const int64_t b = c.begin, e = c.end, sts = c.src_token_stride, shs = c.src_head_stride;
   switch (c.kernel) {
     case RopeKernel::kCacheF32:
       return posenc_rope_cache_f32_part(c.rope, c.positions, c.first, c.n, x32, c.token_stride, k32, c.k_token_stride,
@@ -159,6 +174,15 @@ inline posenc_status invoke_part(const RopeCall &c) {
     case RopeKernel::kQkF16:
       return posenc_rope_qk_f16_part(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride,
                                      k16, c.k_heads, c.k_token_stride, c.k_head_stride, b, e);
+    case RopeKernel::kCopyF32:
+      return posenc_rope_copy_f32_part(c.rope, c.positions, c.first, c.n, s32, sts, shs, x32, c.heads, c.token_stride,
+                                       c.head_stride, b, e);
+    case RopeKernel::kCopyBF16:
+      return posenc_rope_copy_bf16_part(c.rope, c.positions, c.first, c.n, s16, sts, shs, x16, c.heads,
+                                        c.token_stride, c.head_stride, b, e);
+    case RopeKernel::kCopyF16:
+      return posenc_rope_copy_f16_part(c.rope, c.positions, c.first, c.n, s16, sts, shs, x16, c.heads, c.token_stride,
+                                       c.head_stride, b, e);
   }
   return posenc_status(7);
 }
@@ -167,6 +191,9 @@ inline posenc_status invoke(const RopeCall &c) {
   if (c.part) return invoke_part(c);
   float *x32 = static_cast<float *>(c.x), *k32 = static_cast<float *>(c.k);
   uint16_t *x16 = static_cast<uint16_t *>(c.x), *k16 = static_cast<uint16_t *>(c.k);
+  const float *s32 = static_cast<const float *>(c.src);
+  const uint16_t *s16 = static_cast<const uint16_t *>(c.src);
+  const int64_t sts = c.src_token_stride, shs = c.src_head_stride;
   switch (c.kernel) {
     case RopeKernel::kCacheF32:
       return posenc_rope_cache_f32(c.rope, c.positions, c.first, c.n, x32, c.token_stride, k32, c.k_token_stride);
@@ -185,6 +212,15 @@ inline posenc_status invoke(const RopeCall &c) {
     case RopeKernel::kQkF16:
       return posenc_rope_qk_f16(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride,
                                 k16, c.k_heads, c.k_token_stride, c.k_head_stride);
+    case RopeKernel::kCopyF32:
+      return posenc_rope_copy_f32(c.rope, c.positions, c.first, c.n, s32, sts, shs, x32, c.heads, c.token_stride,
+                                  c.head_stride);
+    case RopeKernel::kCopyBF16:
+      return posenc_rope_copy_bf16(c.rope, c.positions, c.first, c.n, s16, sts, shs, x16, c.heads, c.token_stride,
+                                   c.head_stride);
+    case RopeKernel::kCopyF16:
+      return posenc_rope_copy_f16(c.rope, c.positions, c.first, c.n, s16, sts, shs, x16, c.heads, c.token_stride,
+                                  c.head_stride);
   }
   return posenc_status(7);  // not a kernel: never equal to an expected status
 }

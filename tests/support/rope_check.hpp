@@ -191,7 +191,8 @@ struct Tensor {
 };
 
 // A rotation call: q (rope_*, or the q of rope_qk_*) and k (rope_qk_* only; k.heads == 0 with
-// k_null passes NULL) in one buffer of `elements` elements.
+// k_null passes NULL) in one buffer of `elements` elements. copy: rope_copy_*, q's rows read from the rows
+// of src (whose heads are q's) in the same buffer.
 struct Rotation {
   std::string name;
   int64_t elements;
@@ -200,6 +201,8 @@ struct Rotation {
   int64_t n, first;                  // positions first + t when `positions` is empty
   std::vector<int64_t> positions;    // axes * n values, axis-major
   int axes = 1;                      // the spec's axis count: positions on axis a at positions[a n + t]
+  bool copy = false;
+  Tensor src{};                      // copy: heads unused (q's), offset and strides
 };
 
 // Element values: mostly in [-4, 4), then zeros of both signs, large values (rotations past the float32 and
@@ -236,37 +239,49 @@ inline int64_t position(const Rotation &c, int64_t t, int a = 0) {
   return c.positions.empty() ? c.first + t : c.positions[size_t(a * c.n + t)];
 }
 
-// posenc.h's rotation with MPFR's cos and sin, on a copy of the buffer.
+// Element offset of row (t, j) of x, and of the row it is read from (copy: src's; else x's own).
+inline int64_t row_at(const Tensor &x, int64_t t, int64_t j) { return x.offset + t * x.token_stride + j * x.head_stride; }
+inline int64_t source_row_at(const Rotation &c, const Tensor &x, int64_t t, int64_t j) {
+  return c.copy ? c.src.offset + t * c.src.token_stride + j * c.src.head_stride : row_at(x, t, j);
+}
+
+// posenc.h's rotation with MPFR's cos and sin, on a copy of the buffer: each row rotated from the row it is
+// read from (itself, or src's for rope_copy_*, whose POSENC_PAD tokens copy their r elements unchanged).
 inline std::vector<unsigned char> expected(const Rope &rope, Exact &ex, const Rotation &c, Format f,
                                     const std::vector<unsigned char> &in) {
   std::vector<unsigned char> out = in;
   const size_t es = ref::format_size(f);
   const int64_t h = rope.h();
   for (int64_t t = 0; t < c.n; ++t) {
-    if (position(c, t) == POSENC_PAD) continue;
+    if (position(c, t) == POSENC_PAD) {
+      for (int64_t j = 0; c.copy && j < c.q.heads; ++j)
+        std::memcpy(out.data() + es * size_t(row_at(c.q, t, j)), in.data() + es * size_t(source_row_at(c, c.q, t, j)),
+                    es * size_t(2 * h));
+      continue;
+    }
     int64_t p[4] = {0, 0, 0, 0};
     for (int a = 0; a < c.axes; ++a) p[a] = position(c, t, a);
     const std::vector<float> row = ex.token(p);
     for (const Tensor *x : {&c.q, &c.k})
       for (int64_t j = 0; j < x->heads; ++j)
         ref::rotate_row(f, rope.r.pairs, h, row.data(), row.data() + h,
-                        out.data() + es * size_t(x->offset + t * x->token_stride + j * x->head_stride));
+                        in.data() + es * size_t(source_row_at(c, *x, t, j)), out.data() + es * size_t(row_at(*x, t, j)));
   }
   return out;
 }
 
-inline RopeKernel kernel_of(Format f, bool qk) {
-  if (f == Format::kF32) return qk ? RopeKernel::kQkF32 : RopeKernel::kF32;
-  if (f == Format::kBF16) return qk ? RopeKernel::kQkBF16 : RopeKernel::kBF16;
-  return qk ? RopeKernel::kQkF16 : RopeKernel::kF16;
+inline RopeKernel kernel_of(Format f, bool qk, bool copy = false) {
+  if (f == Format::kF32) return copy ? RopeKernel::kCopyF32 : qk ? RopeKernel::kQkF32 : RopeKernel::kF32;
+  if (f == Format::kBF16) return copy ? RopeKernel::kCopyBF16 : qk ? RopeKernel::kQkBF16 : RopeKernel::kBF16;
+  return copy ? RopeKernel::kCopyF16 : qk ? RopeKernel::kQkF16 : RopeKernel::kF16;
 }
 
-// The call on the library, in place on `buf`.
+// The call on the library on `buf` (in place, or from src's rows in it).
 inline posenc_status run(const Rope &rope, const Rotation &c, Format f, std::vector<unsigned char> &buf) {
   const posenc_rope r = rope.get();
   const size_t es = ref::format_size(f);
   RopeCall call;
-  call.kernel = kernel_of(f, c.qk);
+  call.kernel = kernel_of(f, c.qk, c.copy);
   call.rope = &r;
   call.positions = positions_of(c);
   call.first = c.first;
@@ -279,6 +294,11 @@ inline posenc_status run(const Rope &rope, const Rotation &c, Format f, std::vec
   call.k_heads = c.k.heads;
   call.k_token_stride = c.k.token_stride;
   call.k_head_stride = c.k.head_stride;
+  if (c.copy) {
+    call.src = buf.data() + es * size_t(c.src.offset);
+    call.src_token_stride = c.src.token_stride;
+    call.src_head_stride = c.src.head_stride;
+  }
   return ref::invoke(call);
 }
 
