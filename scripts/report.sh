@@ -3,7 +3,8 @@
 # path against its peers and bounds (Google Benchmark, JSON), measures accuracy against MPFR, draws the
 # charts and pictures of the encoding, writes report/ and prints report/summary.md. The steps are those of
 # bench/report/report.py, the same pipeline as an installed `posenc-bench --report DIR` (docs/tools.md).
-#   scripts/report.sh           full run (under ~10 minutes on 2 cores)
+#   scripts/report.sh           full run (~10 minutes on 2 cores, and ~7 more for the llama.cpp section; building
+#                               llama.cpp the first time adds ~6.5)
 #   scripts/report.sh --quick   small shapes, few repetitions (under 2 minutes): what CI runs
 #   scripts/report.sh --docs    full run, and also writes docs/benchmarks.md (+ its charts)
 # Exits non-zero when any step fails or the run is incomplete; it never judges the timings themselves.
@@ -81,6 +82,30 @@ elif ggml=$(bench/neon/build_ggml.sh "$neon/ggml" "$ggml_tarball" | tail -n 1); 
 else
   echo "report: the aarch64 ggml build failed; the NEON section goes without ggml" >&2
   args+=(--neon-ggml-note "its aarch64 build failed")
+fi
+# The llama.cpp section (issue 31, bench/report/llama_section.py): llama.cpp built as its release binaries are
+# (scripts/build_llama.sh, from the shared tarball beside the clone; ~6.5 minutes once, then reused), posenc's
+# backend built against its ggml (scripts/build_ggml_backend.sh) and the driver llama_check beside its libraries
+# (as scripts/test_llama.sh builds it); report.py's llama step writes the models and times them. The quick plan
+# (CI) builds none of it: the step says so.
+llama_tarball=../shared/peers/llama.cpp-0253fb21f.tar.xz
+if [ $mode = quick ]; then
+  args+=(--llama-note "the quick plan builds no llama.cpp (scripts/report.sh and --docs run this section)")
+elif [ ! -f "$llama_tarball" ]; then
+  args+=(--llama-note "no $llama_tarball beside the clone")
+elif llama=$(scripts/build_llama.sh | tail -n 1) &&
+     llama_backend=$(scripts/build_ggml_backend.sh "$(dirname "$llama")/src/ggml" "$llama" | tail -n 1); then
+  llama_src=$(dirname "$llama")/src
+  drv=$llama/bin/llama_check
+  # shellcheck disable=SC2016  # a literal $ORIGIN for the linker
+  c++ -std=c++17 -O2 -Wall -Wextra -I"$llama_src/include" -I"$llama_src/ggml/include" \
+      integrations/ggml/llama/llama_check.cpp -L"$llama/bin" -lllama -lggml -lggml-base -Wl,-rpath,'$ORIGIN' -o "$drv"
+  args+=(--llama-check "$drv" --llama-backend "$llama_backend" --llama-gguf-py "$llama_src/gguf-py"
+         --llama-models "$(dirname "$llama")/bench-models" --llama-version 0253fb21f
+         --llama-ggml-version "$(readlink -f "$llama/bin/libggml-base.so" | sed 's/.*libggml-base\.so\.//')")
+else
+  echo "report: the llama.cpp or backend build failed; no llama.cpp section" >&2
+  args+=(--llama-note "the llama.cpp or posenc backend build failed")
 fi
 [ $mode = quick ] && args+=(--quick)
 [ $mode = docs ] && args+=(--docs docs/benchmarks.md)

@@ -118,9 +118,9 @@ library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/posenc.hpp 
 expected=$( (echo "$library_files"; [ -z "$ggml_files" ] || echo "$ggml_files"
   printf '%s\n' bin/posenc bin/posenc-bench libexec/posenc/posenc-accuracy
   # the Python section's timer and originals (issues 16 and 25) come with the report scripts
-  # (and the NEON and ggml sections' renderers, issues 28 and 23, which make_report imports)
-  for f in bench_torch charts ggml_section machine make_report neon_section originals originals_timesteps pictures \
-           python_section report results summary targets; do echo "share/posenc/report/$f.py"; done
+  # (and the NEON, ggml and llama.cpp sections' renderers, issues 28, 23 and 31, which make_report imports)
+  for f in bench_torch charts ggml_section llama_section machine make_report neon_section originals originals_timesteps \
+           pictures python_section report results summary targets; do echo "share/posenc/report/$f.py"; done
   ) | sort)
 installed=$(cd "$prefix" && find . -type f | sed 's|^\./||' | sort)
 [ "$installed" = "$expected" ] || fail "installed files: got"$'\n'"$installed"$'\n'"expected"$'\n'"$expected"

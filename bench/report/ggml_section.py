@@ -17,7 +17,6 @@ op, target, met, first s, second s, spread), path being "<posenc ISA>, N thread(
 import json
 import os
 import statistics
-import sys
 
 from summary import fmt_ratio, fmt_time, table  # the report's own formats
 
@@ -50,10 +49,29 @@ TARGETS = [
      "qwen25vl_decode_mrope", "ggml", "posenc", ">=", 1.0, True),
 ]
 
+# Issue 31, item 5: ggml's own RoPE graph computed by posenc's backend (posenc/ggml-backend.h: what a program
+# gets from GGML_BACKEND_PATH, the node the scheduler hands over) against the same graph on ggml's CPU backend;
+# judged at prefill, the decode rows shown. Same tuple shape as TARGETS.
+BACKEND_TARGETS = [
+    ("Llama-2-7B prefill, NORMAL: ggml's graph on posenc's backend, faster than on ggml's CPU backend",
+     "llama2_prefill_normal", "ggml", "backend", ">=", 1.2, True),
+    ("Llama-2-7B prefill, NEOX: ggml's graph on posenc's backend", "llama2_prefill_neox", "ggml", "backend", ">=",
+     1.8, True),
+    ("Qwen2.5-VL-7B prefill, MROPE: ggml's graph on posenc's backend", "qwen25vl_prefill_mrope", "ggml", "backend",
+     ">=", 1.8, True),
+    ("Llama-2-7B decode step, NORMAL: ggml's graph on posenc's backend (no target)", "llama2_decode_normal", "ggml",
+     "backend", ">=", 1.0, False),
+    ("Llama-2-7B decode step, NEOX: ggml's graph on posenc's backend (no target)", "llama2_decode_neox", "ggml",
+     "backend", ">=", 1.0, False),
+    ("Qwen2.5-VL-7B decode step, MROPE: ggml's graph on posenc's backend (no target)", "qwen25vl_decode_mrope",
+     "ggml", "backend", ">=", 1.0, False),
+]
+
 # The bounds (no target): each operation's time over the copy's, for every shape.
 BOUNDS = [
     ("%s: ggml's rope vs the copy of the same bytes (the most an out-of-place rewrite could gain)", "ggml", "copy"),
     ("%s: posenc's operation vs the copy of the same bytes", "posenc", "copy"),
+    ("%s: ggml's graph on posenc's backend vs the copy of the same bytes", "backend", "copy"),
     ("%s: ggml's rope vs posenc's kernel alone, in place, outside a graph (what posenc's arithmetic allows)",
      "ggml", "kernel"),
 ]
@@ -99,17 +117,44 @@ def _row(title, run, a, b, op, target, binding, judged):
     return (title, _label(run), of_medians, paired, op, target, met, ma, mb, max(_spread(ta), _spread(tb)))
 
 
-def target_rows(data_or_path):
+def target_rows(data_or_path, which=None):
+    """The rows of TARGETS (issue 23, posenc's twin operations), or of BACKEND_TARGETS (issue 31: ggml's graph on
+    posenc's backend; only when the JSON has the backend's times) with which="backend"."""
     data = _data(data_or_path)
     judged = data.get("mode") == "full"
     rows = []
-    for title, config, a, b, op, target, binding in TARGETS:
-        runs = _runs(data, config)
+    for title, config, a, b, op, target, binding in (BACKEND_TARGETS if which == "backend" else TARGETS):
+        runs = [r for r in _runs(data, config) if which != "backend" or r.get("backend")]
         if not runs:
             rows.append((title, "-", None, None, op, target, None, None, None, 0.0))
         for run in runs:
             rows.append(_row(title, run, a, b, op, target, binding, judged))
     return rows
+
+
+def has_backend(data):
+    return any(r.get("backend") for r in data.get("speed", []))
+
+
+def backend_table(data):
+    """Issue 31's rows: ggml's time / the backend's, with the copy bound beside (ggml's time / the copy's in the
+    same rounds: what an operation that cost no more than the copy would reach)."""
+    judged = data.get("mode") == "full"
+    out = []
+    for title, config, a, b, op, target, binding in BACKEND_TARGETS:
+        runs = [r for r in _runs(data, config) if r.get("backend")]
+        if not runs:
+            out.append([title, "-", "-", "-", "%s %g" % (op, target) if binding else "-", "not measured", "-", "-",
+                        "-", "-", "-"])
+        for run in runs:
+            r = _row(title, run, a, b, op, target, binding, judged)
+            bound = _row("", run, "ggml", "copy", ">=", 1.0, False, False)
+            verdict = (_verdict(r[6]) if judged else "not judged (quick)") if binding else "no target"
+            out.append([title, r[1], fmt_ratio(r[3]), fmt_ratio(r[2]), "%s %g" % (op, target) if binding else "-",
+                        verdict, fmt_time(r[7]), fmt_time(r[8]), fmt_time(bound[8]), fmt_ratio(bound[3]),
+                        "%.0f%%" % (100 * r[9])])
+    return table(["target", "path, threads", "paired ggml / backend", "of medians", "wanted", "verdict", "ggml",
+                  "backend", "copy", "bound: ggml / copy", "spread"], out)
 
 
 def bound_rows(data):
@@ -188,7 +233,17 @@ def render(ggml_json_path):
                            loads="%s at the start, %s at the end" % (
                                " ".join("%.2f" % x for x in data.get("load_avg_start", [])) or "?",
                                " ".join("%.2f" % x for x in data.get("load_avg_end", [])) or "?")),
-             "### Issue 23's targets\n\n" + targets_table(data),
+             "### Issue 23's targets\n\n" + targets_table(data)]
+    if has_backend(data):
+        parts.append(
+            "### Issue 31's targets: ggml's RoPE graph on posenc's backend\n\nThe fifth variant: ggml's own "
+            "`ggml_rope_ext` / `ggml_rope_multi` graph (the one the first column times on ggml's CPU backend) "
+            "computed by posenc's backend (`libggml-posenc`, include/posenc/ggml-backend.h), as ggml's scheduler "
+            "hands a program's RoPE nodes to it; in the same rotated rounds. *Paired*: the median over the rounds "
+            "of ggml's time / the backend's. The bound beside is ggml's time over the copy's in the same rounds: "
+            "no out-of-place operation can beat ggml by more than that on the shape, so a target above it cannot "
+            "be met by any implementation.\n\n" + backend_table(data))
+    parts += [
              "### What bounds them\n\nEach operation's time over the copy's, in the same rounds: ggml's ratio is the "
              "speed-up an operation that cost no more than the copy would reach, so it bounds any target on the same "
              "shape; posenc's ratio is what its arithmetic (cos/sin per token, the rotation in double, each thread's "
@@ -221,34 +276,43 @@ def problems(ggml_json_path):
     if not data:
         return ["no ggml results (%s)" % ggml_json_path]
     found = ["ggml: target not measured: %s" % r[0] for r in target_rows(data) if r[3] is None]
+    if has_backend(data):
+        found += ["ggml: backend target not measured: %s" % r[0] for r in target_rows(data, "backend")
+                  if r[3] is None]
     acc = {(a["mode"], a["band"]) for a in data.get("accuracy", [])}
     found += ["ggml: no accuracy for %s at %s" % (m, b) for m in MODES for b in BANDS if (m, b) not in acc]
     return found
 
 
-def splice(report_text, section_text):
-    """The report with its ggml section replaced by section_text (inserted as make_report does if it has none):
-    the section of a new posenc-ggml-bench run into an existing report, without re-measuring the rest."""
-    i = report_text.find(SECTION)
+def splice(report_text, section_text, heading=SECTION):
+    """The report with its section under `heading` (this section's by default) replaced by section_text (inserted
+    as make_report does if it has none): the section of a new run into an existing report, without re-measuring
+    the rest."""
+    i = report_text.find(heading)
     if i < 0:
         import python_section
         return python_section.insert(report_text, section_text)
-    j = report_text.find("\n## ", i + len(SECTION))
+    j = report_text.find("\n## ", i + len(heading))
     rest = report_text[j:] if j >= 0 else ""
     return report_text[:i] + section_text.rstrip("\n") + "\n" + rest
 
 
-if __name__ == "__main__":
+def cli(render_fn, heading, what, json_help):
+    """The command line of a section module: print the section, or splice it into a report file."""
     import argparse
-    ap = argparse.ArgumentParser(description="Print the ggml section, or splice it into a report.")
-    ap.add_argument("json", help="posenc-ggml-bench's JSON")
+    ap = argparse.ArgumentParser(description="Print %s, or splice it into a report." % what)
+    ap.add_argument("json", help=json_help)
     ap.add_argument("--splice", metavar="REPORT.md", help="replace (or insert) the section in this report file")
     a = ap.parse_args()
-    text = render(a.json)
+    text = render_fn(a.json)
     if a.splice:
         with open(a.splice) as f:
             old = f.read()
         with open(a.splice, "w") as f:
-            f.write(splice(old, text))
+            f.write(splice(old, text, heading))
     else:
         print(text)
+
+
+if __name__ == "__main__":
+    cli(render, SECTION, "the ggml section", "posenc-ggml-bench's JSON")

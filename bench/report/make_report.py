@@ -2,6 +2,7 @@
 
     make_report.py --bench bench.json --accuracy accuracy.json --out report [--docs docs/benchmarks.md]
                    [--command TEXT] [--python python.json] [--neon neon.json] [--ggml ggml.json]
+                   [--llama llama.json]
 
 report.py runs it last (the pipeline of scripts/report.sh and posenc-bench --report). Exits non-zero when
 the run is incomplete (a case reported an error, a kernel or a posenc path has no case, the accuracy file is
@@ -20,6 +21,7 @@ except ImportError as e:  # matplotlib is not importable: the report without its
     charts = None
     CHARTS_MISSING = "Not drawn: matplotlib is not importable by %s (%s)." % (sys.executable, e)
 import ggml_section
+import llama_section
 import machine
 import neon_section
 import python_section
@@ -79,6 +81,7 @@ def main(argv):
     ap.add_argument("--python", help="bench/python/bench_torch.py's JSON: the report's Python section")
     ap.add_argument("--neon", help="bench/neon/counts.py's JSON: the report's NEON section (qemu-user counts)")
     ap.add_argument("--ggml", help="posenc-ggml-bench's JSON: the report's ggml section (in-graph RoPE)")
+    ap.add_argument("--llama", help="report.py's llama.json: the report's llama.cpp section (the whole model)")
     args = ap.parse_args(argv)
 
     context, cases, pairs = results.load(args.bench)
@@ -95,12 +98,14 @@ def main(argv):
     py_text, py_charts = python_section.render(args.python, args.out) if args.python else ("", [])
     neon_text, neon_charts = neon_section.render(args.neon, args.out) if args.neon else ("", [])
     ggml_text = ggml_section.render(args.ggml) if args.ggml else ""
+    llama_text = llama_section.render(args.llama) if args.llama else ""
 
     def render(chart_list, command):
         return python_section.insert(
             summary.render(context, groups, pairs, acc, machine.describe(context, acc), chart_list,
                            targets.simd_paths_of(groups), reps, command, None if charts else CHARTS_MISSING),
-            py_text + ("\n" + neon_text if neon_text else "") + ("\n" + ggml_text if ggml_text else ""))
+            py_text + ("\n" + neon_text if neon_text else "") + ("\n" + ggml_text if ggml_text else "")
+            + ("\n" + llama_text if llama_text else ""))
 
     text = render(measured + pictures, args.command)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
@@ -113,6 +118,7 @@ def main(argv):
     if args.neon:
         bad += neon_section.problems(args.neon, quick=(neon_section.load(args.neon) or {}).get("mode") == "quick")
     bad += ggml_section.problems(args.ggml) if args.ggml else []
+    bad += llama_section.problems(args.llama) if args.llama else []
     for p in bad:
         print("report: " + p, file=sys.stderr)
     return 1 if bad else 0

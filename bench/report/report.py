@@ -4,13 +4,16 @@ modules are installed in share/posenc/report). The same steps, the same report.
 
     report.py --out DIR --bench POSENC_BENCH --accuracy POSENC_ACCURACY [--posenc POSENC] [--quick]
               [--posenc-python BUILD] [--ggml-bench POSENC_GGML_BENCH] [--docs FILE] [--command TEXT]
+              [--llama-check LLAMA_CHECK --llama-backend LIBGGML_POSENC --llama-gguf-py DIR] [--llama-note TEXT]
 
 --quick: the quick plan (small shapes, 2 repetitions); --docs FILE: also the repository's copy of the
 summary (docs/benchmarks.md and its charts); --command: how the report says it was made. Without
 matplotlib (and NumPy) the report is written without charts or pictures, and says so. The Python section
 (the original PyTorch code against posenc.torch, bench/python/bench_torch.py) runs when torch and the posenc
 package are importable (--posenc-python BUILD: the extension of a meson build with -Dpython=enabled); the ggml
-section (posenc's RoPE operation against ggml's own, in a graph) when --ggml-bench names posenc-ggml-bench.
+section (posenc's RoPE operation against ggml's own, in a graph) when --ggml-bench names posenc-ggml-bench; the
+llama.cpp section (the whole model with posenc's backend over without, bench/report/llama_section.py) when
+--llama-check, --llama-backend and --llama-gguf-py name a llama.cpp build's driver, backend and gguf-py (full plan).
 
 The steps are STEPS below, in order. Each is a Step: `skip(run)` returns why it cannot run here (None: it
 runs), `run(run)` does the work in run.out and returns the arguments it adds to make_report.py. A step whose
@@ -163,6 +166,69 @@ def ggml_bench_skip(run):
     return None
 
 
+# integrations/ggml/llama/make_models.py in a source tree (an install has no llama.cpp step)
+LLAMA_MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "integrations", "ggml", "llama",
+                            "make_models.py")
+
+
+def _cpu_paths():
+    """posenc's x86 SIMD paths this CPU has (posenc_isa_available's conditions, from /proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), []))
+    except OSError:
+        return []
+    need = {"avx2": {"avx2", "fma", "f16c"}, "avx512": {"avx512f", "avx512cd", "avx512dq", "avx512bw", "avx512vl"}}
+    return [p for p, fl in need.items() if fl <= flags]
+
+
+def llama_bench(run):
+    """llama_check bench (integrations/ggml/llama/llama_check.cpp) on each benchmark model of make_models.py
+    --bench, one process per model and posenc SIMD path (POSENC_ISA is read once per process), gathered into
+    llama.json for bench/report/llama_section.py."""
+    import json
+    a = run.args
+    models_dir = a.llama_models or run.path("llama-models")
+    env = dict(os.environ, PYTHONPATH=a.llama_gguf_py)
+    made = subprocess.run([run.python, LLAMA_MODELS, models_dir, "--bench"], env=env, check=True,
+                          stdout=subprocess.PIPE, text=True).stdout.split()
+    data = {"command": a.command, "mode": "quick" if run.quick else "full", "llama_cpp": a.llama_version,
+            "ggml": a.llama_ggml_version, "cores": os.cpu_count(), "runs": [], "skipped": []}
+    paths = _cpu_paths()
+    data["skipped"] += ["posenc's %s path: this CPU lacks it" % p for p in ("avx2", "avx512") if p not in paths]
+    for model in made:
+        for isa in paths:
+            out = run.path("llama-%s-%s" % (os.path.basename(model).split(".")[0], isa))
+            env = {k: v for k, v in os.environ.items() if k != "GGML_BACKEND_PATH"}
+            env["POSENC_ISA"] = isa
+            print("-- %s, posenc %s" % (os.path.basename(model), isa), flush=True)
+            subprocess.run([a.llama_check, "bench", "--model", model, "--out", out, "--backend", a.llama_backend,
+                            "--rounds", str(a.llama_rounds)], env=env, check=True)
+            with open(os.path.join(out, "bench.json")) as f:
+                r = json.load(f)
+            r["isa"] = isa
+            data["runs"].append(r)
+    with open(run.path("llama.json"), "w") as f:
+        json.dump(data, f, indent=1)
+    return ["--llama", run.path("llama.json")]
+
+
+def llama_bench_skip(run):
+    a = run.args
+    if a.llama_note:
+        return a.llama_note
+    if not a.llama_check or not a.llama_backend or not a.llama_gguf_py:
+        return "no --llama-check, --llama-backend and --llama-gguf-py (scripts/report.sh builds llama.cpp, " \
+               "posenc's backend against it and the driver in its full and --docs modes)"
+    if run.quick:
+        return "the quick plan: a round of a 2048-token prompt takes seconds on 2 cores"
+    if not os.path.exists(LLAMA_MODELS):
+        return "no integrations/ggml/llama/make_models.py (not a source tree)"
+    if missing("numpy"):
+        return "numpy not importable by %s (make_models.py)" % run.python
+    return None
+
+
 STEPS = [
     Step("accuracy against MPFR", accuracy),
     Step(benchmarks_title, benchmarks),
@@ -172,6 +238,7 @@ STEPS = [
     Step("Python: the original PyTorch code against posenc.torch", python_bench, python_bench_skip),
     Step("NEON: guest instructions under qemu-aarch64", neon_counts, neon_counts_skip),
     Step("ggml: posenc's RoPE operation against ggml's in a graph", ggml_bench, ggml_bench_skip),
+    Step("llama.cpp: the whole model with posenc's backend over without", llama_bench, llama_bench_skip),
 ]
 
 
@@ -191,6 +258,15 @@ def main(argv):
     ap.add_argument("--neon-ggml", help="posenc-count-ggml (bench/neon/build_ggml.sh)")
     ap.add_argument("--neon-ggml-note", help="why there is no --neon-ggml")
     ap.add_argument("--ggml-bench", help="posenc-ggml-bench (integrations/ggml/: the ggml section)")
+    ap.add_argument("--llama-check", help="llama_check built against llama.cpp (integrations/ggml/llama/): the "
+                                           "llama.cpp section")
+    ap.add_argument("--llama-backend", help="libggml-posenc.so built against the same llama.cpp")
+    ap.add_argument("--llama-gguf-py", help="that llama.cpp's gguf-py (make_models.py writes the models with it)")
+    ap.add_argument("--llama-models", help="where the benchmark models are written (default OUT/llama-models)")
+    ap.add_argument("--llama-rounds", type=int, default=8, help="rounds per thread count (default 8)")
+    ap.add_argument("--llama-version", default="?", help="the llama.cpp commit, for the report")
+    ap.add_argument("--llama-ggml-version", default="?", help="its ggml version, for the report")
+    ap.add_argument("--llama-note", help="why there is no llama.cpp section (the step is skipped with it)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--docs")
     ap.add_argument("--command", default="scripts/report.sh")

@@ -7,6 +7,8 @@
 //               [--ctx N] [--seed S] [--n-prompt N] [--prompt-split N] [--n-decode N] [--n-far N]
 //               [--starts a,b,c] [--n-shift N] [--delta D] [--layer L] [--fa auto|on|off] [--attn-factor X]
 //               [--verbose]
+//   llama_check bench --model M.gguf --out DIR --backend libggml-posenc.so [--rounds R] [--thread-counts 1,2]
+//               [--n-prompt 2048] [--n-decode 64] [--ubatch 512] [--probe-decode N] [--kv f16|f32] [--fa ...]
 //
 //   prompt  random token ids (fixed seed) at positions 0 .. n_prompt-1 in two llama_decode calls (split at
 //           --prompt-split) with logits for every token, then n_decode single-token steps; dumps all logits.
@@ -17,6 +19,10 @@
 //           K-shift graph runs first: its RoPE nodes rotate views of the K cache in place), dumps the K-shift
 //           RoPE of layer L; then a fresh context decodes the same tokens at delta .. delta+n_shift-1 and dumps
 //           its "Kcur-L" RoPE (the keys before they are stored in the cache).
+//   bench   speed: llama.cpp with posenc's backend (context B) over without (context A) in one process, paired
+//           and alternated, prompt and decode steps timed apart; DIR/bench.json (the report's llama.cpp section,
+//           bench/report/llama_section.py; see "bench" below). GGML_BACKEND_PATH must be unset: the driver
+//           loads --backend itself once A exists. POSENC_ISA picks posenc's path for the whole process.
 //
 // --attn-factor sets llama_context_params.yarn_attn_factor, the factor every RoPE output is scaled by: 1+2^-23
 // (1.00000012) perturbs all of them by about one float32 ulp, which shows how far the logits move when RoPE
@@ -45,6 +51,7 @@
 #include "llama.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdarg>
@@ -123,6 +130,10 @@ struct Options {
     llama_flash_attn_type fa = LLAMA_FLASH_ATTN_TYPE_AUTO;
     float attn_factor = -1.0f;  // llama_context_params.yarn_attn_factor (negative: the model's)
     bool verbose = false;
+    // bench
+    std::string backend;                  // libggml-posenc.so, loaded after the vanilla context exists
+    int rounds = 6, n_ubatch = 512, probe_decode = 8;
+    std::vector<int64_t> thread_counts = {1, 2};
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -422,6 +433,23 @@ struct Run {
 
     explicit Run(State & s) : st(s) {}
 
+    // loads --model and draws n_tokens random token ids (fixed seed), special tokens (0, 1, 2) excluded
+    void load(int n_tokens) {
+        llama_model_params mp = llama_model_default_params();
+        model = llama_model_load_from_file(st.opt.model.c_str(), mp);
+        if (!model) {
+            die("cannot load %s", st.opt.model.c_str());
+        }
+        vocab = llama_model_get_vocab(model);
+        n_vocab = llama_vocab_n_tokens(vocab);
+        n_layer = llama_model_n_layer(model);
+        std::mt19937 rng(st.opt.seed);
+        std::uniform_int_distribution<int> dist(3, n_vocab - 1);
+        for (int i = 0; i < n_tokens; ++i) {
+            tokens.push_back(dist(rng));
+        }
+    }
+
     llama_context * new_context() {
         llama_context_params cp = llama_context_default_params();
         cp.n_ctx = st.opt.n_ctx;
@@ -620,11 +648,15 @@ std::vector<int64_t> parse_list(const char * s) {
 Options parse(int argc, char ** argv) {
     Options o;
     if (argc < 2) {
-        die("usage: llama_check prompt|far|shift --model M.gguf --out DIR [options] (see the source's header)");
+        die("usage: llama_check prompt|far|shift|bench --model M.gguf --out DIR [options] (see the source's header)");
     }
     o.cmd = argv[1];
-    if (o.cmd != "prompt" && o.cmd != "far" && o.cmd != "shift") {
+    if (o.cmd != "prompt" && o.cmd != "far" && o.cmd != "shift" && o.cmd != "bench") {
         die("unknown subcommand %s", o.cmd.c_str());
+    }
+    if (o.cmd == "bench") {
+        o.n_prompt = 2048;
+        o.n_decode = 64;
     }
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
@@ -662,6 +694,11 @@ Options parse(int argc, char ** argv) {
         }
         else if (a == "--attn-factor") o.attn_factor = std::strtof(val(), nullptr);
         else if (a == "--verbose") o.verbose = true;
+        else if (a == "--backend") o.backend = val();
+        else if (a == "--rounds") o.rounds = std::atoi(val());
+        else if (a == "--ubatch") o.n_ubatch = std::atoi(val());
+        else if (a == "--probe-decode") o.probe_decode = std::atoi(val());
+        else if (a == "--thread-counts") o.thread_counts = parse_list(val());
         else die("unknown option %s", a.c_str());
     }
     if (o.model.empty() || o.out.empty()) {
@@ -670,6 +707,15 @@ Options parse(int argc, char ** argv) {
     if (o.cmd == "far" && !o.eval_cb) {
         die("far needs the eval callback");
     }
+    if (o.cmd == "bench") {
+        if (o.backend.empty()) {
+            die("bench needs --backend libggml-posenc.so");
+        }
+        if (o.rounds < 1 || o.n_ubatch < 1 || o.n_prompt < 1 || o.n_decode < 1 || o.thread_counts.empty()) {
+            die("bench: --rounds, --ubatch, --n-prompt, --n-decode and --thread-counts must be positive");
+        }
+        return o;
+    }
     if (o.prompt_split <= 0 || o.prompt_split > o.n_prompt) {
         o.prompt_split = o.n_prompt;
     }
@@ -677,6 +723,358 @@ Options parse(int argc, char ** argv) {
         die("at most 512 tokens per batch (n_batch)");
     }
     return o;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// bench: llama.cpp with posenc's backend (B) over vanilla llama.cpp (A), paired, in one process
+//
+// ggml_backend_load_all() (llama_backend_init) runs with GGML_BACKEND_PATH unset, so the registry holds ggml's
+// CPU backend only when the model and context A are made; llama_init_from_model adds every ACCEL device the
+// registry has at that moment (src/llama-context.cpp, "add ACCEL backends"). Then ggml_backend_load(--backend)
+// registers posenc's device and context B is made: B's scheduler has it, A's does not. Both share the model's
+// weights. Each thread count (llama_set_n_threads on both) first runs the probes, then `rounds` rounds in the
+// order A,B then B,A: in each, both memories are cleared and each context decodes the prompt of n_prompt random
+// tokens in one llama_decode (n_batch = n_prompt, llama.cpp's default n_ubatch 512 unless --ubatch: 4 graphs for
+// 2048 tokens; logits of the last token only, as a user's prompt), A's and B's in the round's order; then the
+// n_decode single-token llama_decode calls of the two contexts, each timed, interleaved step by step (A B, B A,
+// A B, ...), so that the two series of steps share the host's drift and pair step by step.
+//
+// The probes are two more contexts (A' before the load, B' after it) made with GGML_SCHED_DEBUG=1, so that
+// the scheduler prints its splits (parsed from the log as in the other subcommands), and with an eval callback
+// that answers yes for every node: each node is then computed alone and synchronized, and the time from the
+// question about a ROPE node to its report is that node's own time on its backend (a one-node graph: for A's
+// ggml operation this includes the CPU backend's start of its threads, which inside A's whole graph it does
+// not pay; B's RoPE nodes are each a split of their own anyway, so this is what B pays in its timed runs). A
+// probe pass decodes one ubatch of the prompt (the shape of each of the timed prompt's graphs) and probe_decode
+// steps; 6 passes alternate A' and B', the first discarded, the fastest of the other 5 kept. The timed contexts have no callback and GGML_SCHED_DEBUG unset. posenc's counters (registry procedure
+// "posenc_ggml_backend_counts") are read around every timed phase: they must move during B's phases only.
+// POSENC_ISA (read by posenc at its first kernel call) selects posenc's SIMD path: one path per process.
+
+struct Probe {
+    using clock = std::chrono::steady_clock;
+    clock::time_point start;
+    bool open = false;
+    long nodes = 0;
+    double us = 0;
+};
+
+bool probe_cb(ggml_tensor * t, bool ask, void * ud) {
+    Probe & p = *(Probe *) ud;
+    if (t->op == GGML_OP_ROPE) {
+        if (ask) {
+            p.start = Probe::clock::now();
+            p.open = true;
+        } else if (p.open) {
+            p.us += std::chrono::duration<double, std::micro>(Probe::clock::now() - p.start).count();
+            p.nodes++;
+            p.open = false;
+        }
+    }
+    return true;  // every node alone
+}
+
+// "model name (family F, model M, stepping S)", as the report's machine table names the CPU
+std::string read_cpu_name() {
+    FILE * f = std::fopen("/proc/cpuinfo", "r");
+    if (!f) {
+        return "?";
+    }
+    std::map<std::string, std::string> kv;
+    char line[512];
+    while (std::fgets(line, sizeof line, f)) {
+        const char * c = std::strchr(line, ':');
+        if (!c) {
+            if (!kv.empty()) break;  // the first processor's block ends
+            continue;
+        }
+        std::string k(line, c - line), v(c + 1);
+        while (!k.empty() && (k.back() == ' ' || k.back() == '\t')) k.pop_back();
+        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.erase(0, 1);
+        while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+        kv.emplace(k, v);
+    }
+    std::fclose(f);
+    std::string name = kv.count("model name") ? kv["model name"] : "?";
+    if (kv.count("cpu family")) {
+        name += " (family " + kv["cpu family"] + ", model " + kv["model"] + ", stepping " + kv["stepping"] + ")";
+    }
+    return name;
+}
+
+std::string read_loadavg() {
+    double l[3] = {0, 0, 0};
+    if (FILE * f = std::fopen("/proc/loadavg", "r")) {
+        if (std::fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) != 3) l[0] = l[1] = l[2] = -1;
+        std::fclose(f);
+    }
+    return "[" + json_float(l[0]) + ", " + json_float(l[1]) + ", " + json_float(l[2]) + "]";
+}
+
+std::string meta(const llama_model * m, const std::string & key) {
+    char buf[256] = {0};
+    return llama_model_meta_val_str(m, key.c_str(), buf, sizeof buf) >= 0 ? std::string(buf) : std::string();
+}
+
+int count_splits(const std::string & graph) {
+    return graph.empty() ? 0 : (int) std::count(graph.begin(), graph.end(), ',') + 1;
+}
+
+int run_bench(State & st) {
+    const Options & opt = st.opt;
+    using clock = std::chrono::steady_clock;
+    auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+    if (std::getenv("GGML_BACKEND_PATH")) {
+        die("bench loads posenc's backend itself (--backend) after the vanilla context: unset GGML_BACKEND_PATH");
+    }
+    const std::string load_start = read_loadavg();
+    llama_log_set(log_cb, &st);
+    llama_backend_init();
+    if (ggml_backend_reg_by_name("posenc")) {
+        die("a registry named posenc was loaded by ggml_backend_load_all(): the vanilla context would have it");
+    }
+    Run run(st);
+    run.load(opt.n_prompt + opt.n_decode);
+
+    auto make = [&](bool probe, Probe * pr) {
+        if (probe) setenv("GGML_SCHED_DEBUG", "1", 1);
+        else unsetenv("GGML_SCHED_DEBUG");
+        llama_context_params cp = llama_context_default_params();
+        cp.n_ctx = opt.n_prompt + opt.n_decode;
+        cp.n_batch = std::max(opt.n_prompt, opt.n_ubatch);
+        cp.n_ubatch = opt.n_ubatch;
+        cp.n_seq_max = 1;
+        cp.n_threads = cp.n_threads_batch = (int) opt.thread_counts[0];
+        cp.type_k = cp.type_v = opt.kv;
+        cp.flash_attn_type = opt.fa;
+        cp.no_perf = false;  // llama_perf_context: how many graphs were reused
+        if (probe) {
+            cp.cb_eval = probe_cb;
+            cp.cb_eval_user_data = pr;
+        }
+        llama_context * ctx = llama_init_from_model(run.model, cp);
+        if (!ctx) {
+            die("llama_init_from_model failed");
+        }
+        unsetenv("GGML_SCHED_DEBUG");
+        return ctx;
+    };
+    Probe probe[2];
+    llama_context * ctx[2], * pctx[2];
+    ctx[0] = make(false, nullptr);
+    pctx[0] = make(true, &probe[0]);
+    ggml_backend_reg_t reg = ggml_backend_load(opt.backend.c_str());
+    if (!reg || std::strcmp(ggml_backend_reg_name(reg), "posenc") != 0) {
+        die("ggml_backend_load(%s) did not register posenc's backend", opt.backend.c_str());
+    }
+    st.posenc_counts = (counts_fn) ggml_backend_reg_get_proc_address(reg, "posenc_ggml_backend_counts");
+    if (!st.posenc_counts) {
+        die("posenc's registry has no procedure posenc_ggml_backend_counts");
+    }
+    const std::string device = ggml_backend_dev_description(ggml_backend_reg_dev_get(reg, 0));
+    ctx[1] = make(false, nullptr);
+    pctx[1] = make(true, &probe[1]);
+    const char * names[2] = {"A", "B"};
+
+    // tokens[first, first + n) at positions first.. in one llama_decode, logits of the last only
+    auto decode = [&](llama_context * c, int first, int n) { run.decode(c, first, n, first, false); };
+    auto counts_now = [&](uint64_t c[kCounts]) { posenc_read(st, c); };
+
+    std::ostringstream o;
+    char desc[256] = {0};
+    llama_model_desc(run.model, desc, sizeof desc);
+    const std::string arch = meta(run.model, "general.architecture");
+    o << "{\n  \"subcommand\": \"bench\",\n  \"model\": " << json_str(opt.model) << ",\n  \"model_desc\": "
+      << json_str(desc)
+      << ",\n  \"arch\": " << json_str(arch) << ", \"rope_type\": " << (int) llama_model_rope_type(run.model)
+      << ", \"n_layer\": " << run.n_layer << ", \"n_embd\": " << llama_model_n_embd(run.model)
+      << ", \"n_head\": " << llama_model_n_head(run.model) << ", \"n_head_kv\": " << llama_model_n_head_kv(run.model)
+      << ", \"head_dim\": " << json_str(meta(run.model, arch + ".attention.key_length")) << ", \"n_rot\": "
+      << json_str(meta(run.model, arch + ".rope.dimension_count")) << ", \"n_ff\": "
+      << json_str(meta(run.model, arch + ".feed_forward_length")) << ", \"n_vocab\": " << run.n_vocab
+      << ", \"n_params\": " << llama_model_n_params(run.model) << ", \"model_bytes\": " << llama_model_size(run.model)
+      << ",\n  \"rope_sections\": " << json_str(meta(run.model, arch + ".rope.dimension_sections"))
+      << ", \"rope_freq_base\": " << json_str(meta(run.model, arch + ".rope.freq_base"))
+      << ",\n  \"n_prompt\": " << opt.n_prompt << ", \"n_decode\": " << opt.n_decode << ", \"n_batch\": "
+      << std::max(opt.n_prompt, opt.n_ubatch) << ", \"n_ubatch\": " << opt.n_ubatch << ", \"n_ctx\": "
+      << llama_n_ctx(ctx[0]) << ", \"kv\": " << json_str(ggml_type_name(opt.kv)) << ", \"flash_attn\": "
+      << json_str(st.fa)
+      << ", \"rounds\": " << opt.rounds << ", \"seed\": " << opt.seed << ",\n  \"cpu\": " << json_str(read_cpu_name())
+      << ",\n  \"posenc_device\": " << json_str(device) << ", \"posenc_isa_env\": "
+      << json_str(std::getenv("POSENC_ISA") ? std::getenv("POSENC_ISA") : "") << ", \"backend\": "
+      << json_str(opt.backend)
+      << ",\n  \"load_avg_start\": " << load_start << ",\n  \"threads\": [\n";
+    std::fprintf(stderr, "llama_check bench %s: %s, posenc device %s, %d rounds\n", opt.model.c_str(), desc,
+                 device.c_str(), opt.rounds);
+
+    for (size_t ti = 0; ti < opt.thread_counts.size(); ++ti) {
+        const int nt = (int) opt.thread_counts[ti];
+        for (int v = 0; v < 2; ++v) {
+            llama_set_n_threads(ctx[v], nt, nt);
+            llama_set_n_threads(pctx[v], nt, nt);
+        }
+        // the probes: splits and RoPE node times (one ubatch of the prompt, then probe_decode steps)
+        o << "    {\"threads\": " << nt << ",\n     \"probe\": {";
+        // passes alternate A and B; the first touches the buffers and makes the tables; of the others, the
+        // fastest is kept (a one-node graph of a millisecond or less: what the host's other tenants add is noise)
+        constexpr int kPasses = 6;
+        const int n_pp = std::min(opt.n_ubatch, opt.n_prompt);
+        std::vector<double> us_prompt[2], us_decode[2];
+        long nodes_prompt[2] = {}, nodes_decode[2] = {};
+        uint64_t posenc_prompt[2] = {}, posenc_decode[2] = {};
+        std::string graph_prompt[2], graph_decode[2];
+        for (int pass = 0; pass < kPasses; ++pass) {
+            for (int v = 0; v < 2; ++v) {
+                llama_memory_clear(llama_get_memory(pctx[v]), true);
+                st.phases.clear();
+                st.phases.reserve(2);
+                probe[v] = Probe();
+                uint64_t c0[kCounts], c1[kCounts], c2[kCounts];
+                counts_now(c0);
+                {
+                    PhaseScope ps(st, "probe_prompt");
+                    decode(pctx[v], 0, n_pp);
+                }
+                const Probe pp = probe[v];
+                counts_now(c1);
+                probe[v] = Probe();
+                {
+                    PhaseScope ps(st, "probe_decode");
+                    for (int i = 0; i < opt.probe_decode; ++i) {
+                        decode(pctx[v], n_pp + i, 1);
+                    }
+                }
+                counts_now(c2);
+                const Probe pd = probe[v];
+                if (pass == 0) {
+                    continue;
+                }
+                us_prompt[v].push_back(pp.us);
+                us_decode[v].push_back(pd.us);
+                nodes_prompt[v] = pp.nodes;
+                nodes_decode[v] = pd.nodes;
+                posenc_prompt[v] = c1[0] - c0[0];
+                posenc_decode[v] = c2[0] - c1[0];
+                graph_prompt[v] = st.phases[0].split_graphs.empty() ? "" : st.phases[0].split_graphs.back();
+                graph_decode[v] = st.phases[1].split_graphs.empty() ? "" : st.phases[1].split_graphs.back();
+            }
+        }
+        auto list = [](const std::vector<double> & v) {
+            std::string r = "[";
+            for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + json_float(v[i]);
+            return r + "]";
+        };
+        for (int v = 0; v < 2; ++v) {
+            const std::string & gp = graph_prompt[v], & gd = graph_decode[v];
+            const double mp = *std::min_element(us_prompt[v].begin(), us_prompt[v].end());
+            const double md = *std::min_element(us_decode[v].begin(), us_decode[v].end());
+            o << (v ? ",\n               " : "") << json_str(names[v]) << ": {\"prompt_tokens\": " << n_pp
+              << ", \"splits_prompt\": " << count_splits(gp) << ", \"splits_decode\": " << count_splits(gd)
+              << ", \"split_graph_prompt\": " << json_str(gp) << ", \"split_graph_decode\": " << json_str(gd)
+              << ", \"rope_nodes_prompt\": " << nodes_prompt[v] << ", \"rope_us_prompt\": " << json_float(mp)
+              << ", \"rope_us_prompt_passes\": " << list(us_prompt[v]) << ", \"decode_steps\": " << opt.probe_decode
+              << ", \"rope_nodes_decode\": " << nodes_decode[v] << ", \"rope_us_decode\": " << json_float(md)
+              << ", \"rope_us_decode_passes\": " << list(us_decode[v]) << ", \"posenc_rope_prompt\": "
+              << posenc_prompt[v] << ", \"posenc_rope_decode\": " << posenc_decode[v] << "}";
+            std::fprintf(stderr, "  %d thread(s) probe %s: splits prompt %d decode %d [%s]; RoPE nodes %.1f us per "
+                         "ubatch (%ld), %.2f us per step (%ld), fastest of %d passes\n", nt, names[v], count_splits(gp),
+                         count_splits(gd), gd.c_str(), mp, nodes_prompt[v], md / opt.probe_decode, nodes_decode[v],
+                         kPasses - 1);
+        }
+        st.phases.clear();
+        o << "},\n     \"rounds\": [\n";
+        // warm-up: one ubatch and a few steps on each context (graphs allocated, pages touched)
+        for (int v = 0; v < 2; ++v) {
+            llama_memory_clear(llama_get_memory(ctx[v]), true);
+            decode(ctx[v], 0, std::min(opt.n_ubatch, opt.n_prompt));
+            for (int i = 0; i < 4; ++i) decode(ctx[v], std::min(opt.n_ubatch, opt.n_prompt) + i, 1);
+        }
+        uint64_t total[2][2][kCounts] = {};  // [variant][prompt, decode]
+        for (int r = 0; r < opt.rounds; ++r) {
+            // the prompts in the round's order, then the decode steps of the two contexts interleaved one by one
+            // (A B, B A, A B, ... from the round's order), so that the two step series share the host's drift
+            const int order[2] = {r % 2, 1 - r % 2};
+            double prompt_s[2];
+            std::vector<double> steps[2];
+            for (int k = 0; k < 2; ++k) {
+                const int v = order[k];
+                llama_memory_clear(llama_get_memory(ctx[v]), true);
+                uint64_t c0[kCounts], c1[kCounts];
+                counts_now(c0);
+                const auto t0 = clock::now();
+                decode(ctx[v], 0, opt.n_prompt);
+                prompt_s[v] = secs(t0, clock::now());
+                counts_now(c1);
+                for (int i = 0; i < kCounts; ++i) total[v][0][i] += c1[i] - c0[i];
+            }
+            for (int i = 0; i < opt.n_decode; ++i) {
+                for (int k = 0; k < 2; ++k) {
+                    const int v = order[(k + i) % 2];
+                    uint64_t c0[kCounts], c1[kCounts];
+                    counts_now(c0);
+                    const auto s0 = clock::now();
+                    decode(ctx[v], opt.n_prompt + i, 1);
+                    steps[v].push_back(secs(s0, clock::now()));
+                    counts_now(c1);
+                    for (int j = 0; j < kCounts; ++j) total[v][1][j] += c1[j] - c0[j];
+                }
+            }
+            std::string parts[2];
+            for (int v = 0; v < 2; ++v) {
+                double dsum = 0;
+                for (double x : steps[v]) dsum += x;
+                std::ostringstream p;
+                p << json_str(names[v]) << ": {\"prompt_s\": " << json_float(prompt_s[v]) << ", \"decode_s\": "
+                  << json_float(dsum) << ", \"steps_s\": [";
+                for (size_t i = 0; i < steps[v].size(); ++i) p << (i ? ", " : "") << json_float(steps[v][i]);
+                p << "]}";
+                parts[v] = p.str();
+                std::fprintf(stderr, "  %d thread(s) round %d %s: prompt %.3f s, decode %.3f ms/step\n", nt, r,
+                             names[v], prompt_s[v], 1e3 * dsum / opt.n_decode);
+            }
+            o << "       {\"order\": " << json_str(r % 2 ? "BA" : "AB") << ", " << parts[0] << ",\n        " << parts[1]
+              << "}" << (r + 1 < opt.rounds ? "," : "") << "\n";
+        }
+        o << "     ],\n     \"posenc_counts\": {";
+        for (int v = 0; v < 2; ++v) {
+            o << (v ? ", " : "") << json_str(names[v]) << ": {";
+            for (int ph = 0; ph < 2; ++ph) {
+                const uint64_t * c = total[v][ph];
+                o << (ph ? ", " : "") << json_str(ph ? "decode" : "prompt") << ": {\"rope\": " << c[0]
+                  << ", \"rope_back\": " << c[1] << ", \"timestep_embedding\": " << c[2] << ", \"graphs\": " << c[3]
+                  << ", \"cpu_fallback\": " << c[4] << "}";
+            }
+            o << "}";
+        }
+        o << "}}" << (ti + 1 < opt.thread_counts.size() ? "," : "") << "\n";
+        if (total[0][0][0] || total[0][1][0] || total[0][0][3] || total[0][1][3]) {
+            die("posenc's counters moved while context A ran: A has posenc's device");
+        }
+        if (!total[1][0][0] || !total[1][1][0]) {
+            die("posenc's counters did not move while context B ran: B computed no RoPE node on posenc's device");
+        }
+    }
+    o << "  ],\n  \"graphs_reused\": {\"A\": " << llama_perf_context(ctx[0]).n_reused << ", \"B\": "
+      << llama_perf_context(ctx[1]).n_reused << "}, \"decode_calls\": "
+      << (opt.rounds * opt.n_decode + 4) * (int) opt.thread_counts.size()
+      << ",\n  \"load_avg_end\": " << read_loadavg() << "\n}\n";
+    for (int v = 0; v < 2; ++v) {
+        llama_free(ctx[v]);
+        llama_free(pctx[v]);
+    }
+    llama_model_free(run.model);
+    llama_backend_free();
+    const std::string path = opt.out + "/bench.json";
+    FILE * f = std::fopen(path.c_str(), "w");
+    if (!f) {
+        die("cannot write %s", path.c_str());
+    }
+    std::fputs(o.str().c_str(), f);
+    std::fclose(f);
+    if (st.log) {
+        std::fclose(st.log);
+    }
+    std::fprintf(stderr, "llama_check bench: wrote %s\n", path.c_str());
+    return 0;
 }
 
 }  // namespace
@@ -689,6 +1087,9 @@ int main(int argc, char ** argv) {
         die("cannot create %s", opt.out.c_str());
     }
     st.log = std::fopen((opt.out + "/llama.log").c_str(), "w");
+    if (opt.cmd == "bench") {
+        return run_bench(st);
+    }
     // the scheduler prints its splits when it (re)allocates a graph; read once, in ggml_backend_sched_new
     setenv("GGML_SCHED_DEBUG", "1", 0);
     llama_log_set(log_cb, &st);
@@ -702,24 +1103,9 @@ int main(int argc, char ** argv) {
     }
 
     Run run(st);
-    llama_model_params mp = llama_model_default_params();
-    run.model = llama_model_load_from_file(opt.model.c_str(), mp);
-    if (!run.model) {
-        die("cannot load %s", opt.model.c_str());
-    }
-    run.vocab = llama_model_get_vocab(run.model);
-    run.n_vocab = llama_vocab_n_tokens(run.vocab);
-    run.n_layer = llama_model_n_layer(run.model);
+    run.load(std::max({opt.n_prompt + opt.n_decode, opt.n_far, opt.n_shift + 1}));
     const llama_rope_type rope_type = llama_model_rope_type(run.model);
     const bool mrope = rope_type == LLAMA_ROPE_TYPE_MROPE || rope_type == LLAMA_ROPE_TYPE_IMROPE;
-
-    // random token ids, special tokens (0, 1, 2) excluded
-    std::mt19937 rng(opt.seed);
-    std::uniform_int_distribution<int> dist(3, run.n_vocab - 1);
-    const int n_tok = std::max({opt.n_prompt + opt.n_decode, opt.n_far, opt.n_shift + 1});
-    for (int i = 0; i < n_tok; ++i) {
-        run.tokens.push_back(dist(rng));
-    }
 
     Dump dump{opt.out, {}};
     std::string extra;

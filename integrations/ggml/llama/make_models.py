@@ -13,7 +13,7 @@ is a hand-made SentencePiece ("llama") one: <unk>, <s>, </s>, the 256 byte token
 driver (llama_check.cpp) feeds token ids, so any vocabulary the loader accepts will do.
 
 Needs gguf-py from the llama.cpp tarball on PYTHONPATH and numpy (Debian: python3-numpy, python3-yaml).
-  make_models.py OUTDIR [--archs llama,qwen2,...] [--types f32,f16] [--bench] [shape options]
+  make_models.py OUTDIR [--archs llama,qwen2,...] [--types f32,f16,q8_0] [--bench] [shape options]
 Writes OUTDIR/<arch>-<type>.gguf (or <arch>-bench-<type>.gguf with --bench) and prints one path per line.
 """
 import argparse
@@ -87,7 +87,8 @@ def write_model(path, arch, wtype, a, rng):
     base = a.rope_base if a.rope_base else (1e6 if qwen else 10000.0)
     w = gguf.GGUFWriter(path, arch)
     w.add_name("posenc-test-%s" % arch)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if wtype == "f16" else gguf.LlamaFileType.ALL_F32)
+    w.add_file_type({"f16": gguf.LlamaFileType.MOSTLY_F16, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}.get(
+        wtype, gguf.LlamaFileType.ALL_F32))
     w.add_context_length(a.ctx)
     w.add_embedding_length(n_embd)
     w.add_block_count(n_layer)
@@ -122,32 +123,39 @@ def write_model(path, arch, wtype, a, rng):
         s = 1.0 / math.sqrt(cols) if scale is None else scale
         return (rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(s)).astype(wdt)
 
+    def add(name, t):
+        if wtype == "q8_0" and t.ndim == 2 and t.shape[1] % 32 == 0:
+            qt = gguf.GGMLQuantizationType.Q8_0
+            w.add_tensor(name, gguf.quants.quantize(t, qt), raw_dtype=qt)
+        else:
+            w.add_tensor(name, t)
+
     def vec(n, mean, sd):
         return (np.float32(mean) + rng.standard_normal(n, dtype=np.float32) * np.float32(sd)).astype(np.float32)
 
-    w.add_tensor("token_embd.weight", mat(n_vocab, n_embd, 1.0))
-    w.add_tensor("output_norm.weight", vec(n_embd, 1.0, 0.1))
-    w.add_tensor("output.weight", mat(n_vocab, n_embd))
+    add("token_embd.weight", mat(n_vocab, n_embd, 1.0))
+    add("output_norm.weight", vec(n_embd, 1.0, 0.1))
+    add("output.weight", mat(n_vocab, n_embd))
     if arch == "llama":
-        w.add_tensor("rope_freqs.weight", llama3_rope_factors(hd, base))
+        add("rope_freqs.weight", llama3_rope_factors(hd, base))
     for il in range(n_layer):
         p = "blk.%d." % il
-        w.add_tensor(p + "attn_norm.weight", vec(n_embd, 1.0, 0.1))
-        w.add_tensor(p + "attn_q.weight", mat(n_head * hd, n_embd))
-        w.add_tensor(p + "attn_k.weight", mat(n_kv * hd, n_embd))
-        w.add_tensor(p + "attn_v.weight", mat(n_kv * hd, n_embd))
+        add(p + "attn_norm.weight", vec(n_embd, 1.0, 0.1))
+        add(p + "attn_q.weight", mat(n_head * hd, n_embd))
+        add(p + "attn_k.weight", mat(n_kv * hd, n_embd))
+        add(p + "attn_v.weight", mat(n_kv * hd, n_embd))
         if arch in ("qwen2", "qwen2vl"):
-            w.add_tensor(p + "attn_q.bias", vec(n_head * hd, 0.0, 0.1))
-            w.add_tensor(p + "attn_k.bias", vec(n_kv * hd, 0.0, 0.1))
-            w.add_tensor(p + "attn_v.bias", vec(n_kv * hd, 0.0, 0.1))
+            add(p + "attn_q.bias", vec(n_head * hd, 0.0, 0.1))
+            add(p + "attn_k.bias", vec(n_kv * hd, 0.0, 0.1))
+            add(p + "attn_v.bias", vec(n_kv * hd, 0.0, 0.1))
         if arch == "qwen3vl":
-            w.add_tensor(p + "attn_q_norm.weight", vec(hd, 1.0, 0.1))
-            w.add_tensor(p + "attn_k_norm.weight", vec(hd, 1.0, 0.1))
-        w.add_tensor(p + "attn_output.weight", mat(n_embd, n_head * hd))
-        w.add_tensor(p + "ffn_norm.weight", vec(n_embd, 1.0, 0.1))
-        w.add_tensor(p + "ffn_gate.weight", mat(n_ff, n_embd))
-        w.add_tensor(p + "ffn_up.weight", mat(n_ff, n_embd))
-        w.add_tensor(p + "ffn_down.weight", mat(n_embd, n_ff))
+            add(p + "attn_q_norm.weight", vec(hd, 1.0, 0.1))
+            add(p + "attn_k_norm.weight", vec(hd, 1.0, 0.1))
+        add(p + "attn_output.weight", mat(n_embd, n_head * hd))
+        add(p + "ffn_norm.weight", vec(n_embd, 1.0, 0.1))
+        add(p + "ffn_gate.weight", mat(n_ff, n_embd))
+        add(p + "ffn_up.weight", mat(n_ff, n_embd))
+        add(p + "ffn_down.weight", mat(n_embd, n_ff))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -158,10 +166,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
     ap.add_argument("--archs", default=None, help="comma-separated subset of " + ",".join(ARCHS))
-    ap.add_argument("--types", default="f32,f16", help="comma-separated: f32, f16")
+    ap.add_argument("--types", default="f32,f16", help="comma-separated: f32, f16, q8_0")
     ap.add_argument("--bench", action="store_true",
-                    help="benchmark shapes: n_embd 4096, 32 heads x 128, 8 kv heads, 2 layers, n_ff 14336; "
-                         "archs llama,qwen2,qwen2vl, F16 (other options still override)")
+                    help="benchmark shapes (the report's llama.cpp section): the attention of Llama-3-8B for llama "
+                         "(n_embd 4096, 32 heads x 128, 8 kv heads) and of Qwen2-7B / Qwen2-VL-7B for qwen2, qwen2vl "
+                         "(n_embd 3584, 28 heads x 128, 4 kv heads), 1 layer, n_ff 1024, 512 tokens; archs "
+                         "llama,qwen2,qwen2vl, Q8_0 (other options still override)")
     ap.add_argument("--n-embd", type=int)
     ap.add_argument("--n-head", type=int)
     ap.add_argument("--n-head-kv", type=int)
@@ -174,26 +184,34 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     a = ap.parse_args()
     small = dict(n_embd=256, n_head=4, n_head_kv=2, head_dim=64, n_layer=2, n_ff=512, n_vocab=384, ctx=8192)
-    bench = dict(n_embd=4096, n_head=32, n_head_kv=8, head_dim=128, n_layer=2, n_ff=14336, n_vocab=512, ctx=8192)
-    for k, v in (bench if a.bench else small).items():
-        if getattr(a, k) is None:
-            setattr(a, k, v)
+    # the benchmark: real attention geometry (what RoPE rotates, what the scheduler splits around), the rest as
+    # small as keeps a round of a 2048-token prompt short on 2 cores (one layer: 4 x 1 + 1 splits at decode)
+    bench = dict(n_layer=1, n_ff=1024, n_vocab=512, ctx=8192)
+    geometry = {"llama": dict(n_embd=4096, n_head=32, n_head_kv=8, head_dim=128),                # Llama-3-8B
+                "qwen2": dict(n_embd=3584, n_head=28, n_head_kv=4, head_dim=128),                # Qwen2-7B
+                "qwen2vl": dict(n_embd=3584, n_head=28, n_head_kv=4, head_dim=128),              # Qwen2-VL-7B
+                "qwen3vl": dict(n_embd=4096, n_head=32, n_head_kv=8, head_dim=128)}              # Qwen3-VL-8B
     if a.archs is None:
         a.archs = "llama,qwen2,qwen2vl" if a.bench else ",".join(ARCHS)
     if a.bench and a.types == "f32,f16":
-        a.types = "f16"
+        a.types = "q8_0"
+    given = {k: getattr(a, k) for k in list(small) if getattr(a, k) is not None}
     archs = a.archs.split(",")
     types = a.types.split(",")
     for x in archs:
         if x not in ARCHS:
             sys.exit("make_models.py: unknown arch %s" % x)
     for t in types:
-        if t not in ("f32", "f16"):
+        if t not in ("f32", "f16", "q8_0"):
             sys.exit("make_models.py: unknown type %s" % t)
-    if a.head_dim % 2 or a.n_head % a.n_head_kv:
-        sys.exit("make_models.py: head_dim must be even and n_head a multiple of n_head_kv")
     os.makedirs(a.outdir, exist_ok=True)
     for arch in archs:
+        shape = dict(small, **bench, **geometry[arch]) if a.bench else dict(small)
+        shape.update(given)
+        for k, v in shape.items():
+            setattr(a, k, v)
+        if a.head_dim % 2 or a.n_head % a.n_head_kv:
+            sys.exit("make_models.py: head_dim must be even and n_head a multiple of n_head_kv")
         for t in types:
             # the same weights for F32 and F16 of one arch (F16 is their rounding), different per arch
             rng = np.random.default_rng([a.seed, ARCHS.index(arch)])
