@@ -108,6 +108,7 @@ struct RopeSinks {
     static constexpr bool kUseClear = false;
     static constexpr bool kAxes = true;
     static constexpr int64_t kPiece = 128;  // pairs of cos and sin held as doubles at once (2 KiB, 4 KiB dup)
+    static constexpr int64_t kCopyAhead = 2;  // tokens a rotation from a separate source prefetches ahead
     static_assert(kPiece % 8 == 0 && kChunk % kPiece == 0, "pieces tile a chunk in whole blocks");
     using Out = RopeSinks::Out;
 
@@ -169,10 +170,15 @@ struct RopeSinks {
           for (int64_t j = 0; j < t.heads; ++j) {
             T *row = base + token * t.token_stride + j * t.head_stride;
             const T *src = sbase + token * t.src_token_stride + j * t.src_head_stride;
-            // the same source row of the next token, which comes next in every layout but [H, T, D]
-            const int64_t ahead = token + 1 < job.n ? t.src_token_stride : 0;
-            if (!inter) rotate_halves<1>(src + j0 + p0, src + job.h + j0 + p0, row + j0 + p0, row + job.h + j0 + p0, pn, ahead);
-            else if constexpr (W > 1) rotate_interleaved(src + 2 * (j0 + p0), row + 2 * (j0 + p0), pn, ahead);
+            // the same source row of the next token, which comes next in every layout but [H, T, D]; from a
+            // separate source, two tokens ahead, and the destination's row too (tools/ab/rope.c: 7-12% off a
+            // Llama-2-7B NEOX prefill's one-pass rotation, 2048 x 32 x 128, on an AMD EPYC)
+            const bool apart = src != row;
+            const int64_t k = apart ? kCopyAhead : 1;
+            const int64_t ahead = token + k < job.n ? k * t.src_token_stride : 0;
+            const int64_t dahead = apart && token + kCopyAhead < job.n ? kCopyAhead * t.token_stride : 0;
+            if (!inter) rotate_halves<1>(src + j0 + p0, src + job.h + j0 + p0, row + j0 + p0, row + job.h + j0 + p0, pn, ahead, dahead);
+            else if constexpr (W > 1) rotate_interleaved(src + 2 * (j0 + p0), row + 2 * (j0 + p0), pn, ahead, dahead);
             else rotate_halves<2>(src + 2 * (j0 + p0), src + 2 * (j0 + p0) + 1, row + 2 * (j0 + p0), row + 2 * (j0 + p0) + 1, pn, ahead);
           }
         }
@@ -254,7 +260,7 @@ struct RopeSinks {
     // exact: 24 by 24 bits), then one to T. cd, sd: the piece's c and s. A source pair is read before its
     // destination is written, so a row rotated in place and a row rotated from a copy get the same bytes.
     template <int kStep>
-    void rotate_halves(const T *xs, const T *ys, T *xd, T *yd, int64_t n, int64_t ahead) const {
+    void rotate_halves(const T *xs, const T *ys, T *xd, T *yd, int64_t n, int64_t ahead, int64_t dahead = 0) const {
       const int64_t full = kStep == 1 ? n / W * W : n;  // kStep 2 only with W = 1
       int64_t i = 0;
       if constexpr (detail::Rotate8<S>::value && kStep == 1) {  // NEON: eight pairs a step (simd_neon.hpp)
@@ -271,6 +277,10 @@ struct RopeSinks {
         // and without it the loads of a prefill waited on L2 and L3 (1.3x the in-place pass's time)
         __builtin_prefetch(xs + kStep * i + ahead, 1, 3);
         __builtin_prefetch(ys + kStep * i + ahead, 1, 3);
+        if (dahead) {
+          __builtin_prefetch(xd + kStep * i + dahead, 1, 3);
+          __builtin_prefetch(yd + kStep * i + dahead, 1, 3);
+        }
         const D x = S::widen(load_t(xs + kStep * i)), y = S::widen(load_t(ys + kStep * i));
         const D c = S::load(cd + i), s = S::load(sd + i);
         // x c - y s: both products exact, one rounding of the sum; as x c + (-(y s)), the way IEEE
@@ -311,7 +321,7 @@ struct RopeSinks {
     // n interleaved pairs from src to dst (W > 1; in place, dst = src): W elements (W / 2 pairs) a vector,
     // v (x0 y0 x1 y1 ...) -> v cdup + swap(v) sdup with cdup = c0 c0 c1 c1 ..., sdup = -s0 s0 -s1 s1 ...: the
     // same two roundings as rotate_halves (y (-s) and x s exact, one fused rounding each).
-    void rotate_interleaved(const T *src, T *dst, int64_t n, int64_t ahead) const {
+    void rotate_interleaved(const T *src, T *dst, int64_t n, int64_t ahead, int64_t dahead = 0) const {
       const int64_t e = 2 * n, full = e / W * W;
       int64_t i = 0;
       if constexpr (detail::Rotate8<S>::value) {  // NEON: eight pairs (16 elements) a step (simd_neon.hpp)
@@ -325,6 +335,7 @@ struct RopeSinks {
       }
       for (; i < full; i += W) {
         __builtin_prefetch(src + i + ahead, 1, 3);  // as in rotate_halves
+        if (dahead) __builtin_prefetch(dst + i + dahead, 1, 3);
         pair_vector(src + i, dst + i, i);
       }
       if (full == e) return;

@@ -38,7 +38,7 @@ static double median(double *v, int n) {
 }
 
 // 0, or 1 after saying why on stderr.
-static int open_build(const char *path, struct build *b) {
+static inline int open_build(const char *path, struct build *b) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "%s\n", dlerror());
