@@ -577,3 +577,22 @@ def test_multi_axis_bad_input_leaves_tensors_untouched():
     with pytest.raises(ValueError, match=r"position_ids: expected \[3, \.\.\.\] for a rope of 3 axes"):
         pt.rope_cache(new.multi_rope, torch.zeros(5, dtype=torch.long))
     assert_bits(q, before, "untouched")
+
+
+def test_qwen3_vl_text_tokens_turn_every_pair():
+    """Text tokens at (t, t, t), as HF's get_rope_index gives them: every pair turns by t, pairs 61 and 62 (past
+    the height and width sets of [24, 20, 20]) included. llama.cpp's ggml turns those two by its fourth position
+    slot, 0 for text (docs/rope.md, "Qwen3-VL's leftover pairs"; the ggml side in test_ggml_exact.cpp)."""
+    orig, new = V.Qwen3VLTextRotaryEmbedding(cfg("qwen3_vl_8b")), pt.Qwen3VLTextRotaryEmbedding(cfg("qwen3_vl_8b"))
+    ts = [262144, 1000000, 12345]
+    pos = torch.tensor(ts).view(1, 1, -1).expand(3, 1, -1)
+    cn, sn = new(torch.zeros(1), pos)
+    co, so = orig(torch.zeros(1), pos)
+    for i, t in enumerate(ts):
+        for k in (60, 61, 62, 63):
+            angle = t * 5e6 ** (-2 * k / 128)  # the real angle, in double: its error (1e-16 rad) is far below
+            for got, what in ((sn, "posenc"), (so, "HF")):
+                assert abs(float(got[0, i, k]) - np.sin(angle)) <= 1e-6, f"{what}: sin of pair {k} at {t}"
+                assert float(got[0, i, k + 64]) == float(got[0, i, k])  # cat(freqs, freqs)
+            assert abs(float(cn[0, i, k]) - np.cos(angle)) <= 1e-7
+        assert float(sn[0, i, 61]) > 1e-3 and float(sn[0, i, 62]) > 1e-3  # turned, not left at 0

@@ -447,3 +447,47 @@ TEST_CASE("the builders: results, interned parameters, refusals through ggml's a
   }));
   ggml_free(ctx);
 }
+
+TEST_CASE("Qwen3-VL text tokens as llama.cpp writes them, (t, t, t, 0): pairs 61 and 62 are not rotated",
+          "[ggml][exact]") {
+  // llama.cpp's llm_graph_input_pos::set_input gives a text token of a 4-position model the positions
+  // (t, t, t, 0). With IMROPE sections [24, 20, 20, 0] ggml sends pairs 61 and 62 to the fourth slot (not
+  // temporal in its sector % 3 rule, past 3 x 20 for height and width), so they turn by 0 for every text token,
+  // where HF's apply_interleaved_mrope gives them the temporal position t (docs/rope.md). Twin and ggml agree
+  // on that: both leave those pairs' elements (61, 125 and 62, 126 of a NEOX-halves head of 128) unchanged, and
+  // rotate pairs 60 and 63 by t.
+  const int sections[4] = {24, 20, 20, 0};
+  const int64_t heads = 2, tokens = 4;
+  const int32_t ts[tokens] = {262144, 1000000, 12345, 2147483000};
+  ggml_init_params params = {size_t(8) << 20, nullptr, false};
+  ggml_context *ctx = ggml_init(params);
+  ggml_tensor *a = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 128, heads, tokens);
+  ggml_tensor *b = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 4 * tokens);
+  uint64_t s = 31;
+  for (int64_t i = 0; i < ggml_nelements(a); ++i) static_cast<float *>(a->data)[i] = uniform(s, -1.0f, 1.0f);
+  std::vector<int32_t> pos(size_t(4 * tokens));
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int ax = 0; ax < 4; ++ax) pos[size_t(ax * tokens + t)] = ax < 3 ? ts[t] : 0;
+  std::memcpy(b->data, pos.data(), pos.size() * 4);
+  int sec[4] = {sections[0], sections[1], sections[2], sections[3]};
+  ggml_tensor *twin = posenc_ggml_rope_multi(ctx, a, b, nullptr, 128, sec, I, 0, 5000000.0f, 1, 0, 1, 0, 0);
+  ggml_tensor *own = ggml_rope_multi(ctx, a, b, nullptr, 128, sec, I, 0, 5000000.0f, 1, 0, 1, 0, 0);
+  ggml_cgraph *gf = ggml_new_graph(ctx);
+  ggml_build_forward_expand(gf, twin);
+  ggml_build_forward_expand(gf, own);
+  REQUIRE(ggml_graph_compute_with_ctx(ctx, gf, 2) == GGML_STATUS_SUCCESS);
+  const Op op{I, 128, {24, 20, 20, 0}, 5000000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0};
+  REQUIRE(logical_bytes(twin) == expected(op, a, pos, {}));
+  const float *x = static_cast<const float *>(a->data);
+  const float *y = static_cast<const float *>(twin->data);
+  const float *g = static_cast<const float *>(own->data);
+  for (int64_t r = 0; r < heads * tokens; ++r) {
+    INFO("row " << r << ", position " << ts[r / heads]);
+    for (int64_t e : {61, 62, 125, 126}) {
+      CHECK(std::memcmp(&y[r * 128 + e], &x[r * 128 + e], 4) == 0);  // the twin: turned by 0
+      CHECK(std::memcmp(&g[r * 128 + e], &x[r * 128 + e], 4) == 0);  // ggml itself: the same
+    }
+    for (int64_t e : {60, 63, 124, 127}) CHECK(y[r * 128 + e] != x[r * 128 + e]);  // turned by t
+  }
+  ggml_free(ctx);
+}
