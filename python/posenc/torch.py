@@ -29,6 +29,7 @@ opposite angle: the same float cos, -sin).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple, Union
 
@@ -1197,15 +1198,27 @@ def _exact_angles_slow(positions: Tensor, freq: Any, base: float, den: int) -> T
     return torch.from_numpy(r)
 
 
+def _is_seqlen(x: Any) -> bool:
+    """v4's vision ``forward(seqlen)`` argument: an int, or an integer 0-dim tensor (``grid_thw[:, 1:].max()``)."""
+    if isinstance(x, Tensor):
+        if x.dim() != 0:
+            return False
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+            raise ValueError("seqlen: an integer, got a 0-dim %s tensor" % x.dtype)
+        return True
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
 class VisionRotaryEmbedding(nn.Module):
     """HF transformers' VisionRotaryEmbedding(dim, theta=10000.0), the 2-D RoPE of the Qwen2-VL, Qwen2.5-VL,
     Qwen3-VL and GLM-4V vision towers (built with dim = head_dim / 2; Qwen2_5_VisionRotaryEmbedding and
     Qwen3VLVisionRotaryEmbedding are the same). ``inv_freq`` (buffer, not persistent): the dim / 2 frequencies
     theta^(-2k/dim), each the float32 nearest the real value. ``forward`` is HF's own op on that buffer, so it
     costs what HF's does: ``forward(position_ids)`` with (row, col) ids [N, 2] returns the angle table
-    [N, dim] = [row * inv_freq | col * inv_freq] (float32 products, as HF), ``forward(seqlen)`` (an int, the v4
-    API) ``outer(arange(seqlen), inv_freq)``. ``exact_angles(position_ids)`` gives each angle as the float32
-    nearest the exact product p * theta^(-2k/dim) instead (slower: several float64 passes). HF takes cos / sin
+    [N, dim] = [row * inv_freq | col * inv_freq] (float32 products, as HF), ``forward(seqlen)`` (the v4 API:
+    an int or a 0-dim integer tensor, by position or keyword) ``outer(arange(seqlen), inv_freq)``.
+    ``exact_angles(position_ids)`` gives each angle as the float32 nearest the exact product
+    p * theta^(-2k/dim) instead (slower: several float64 passes). HF takes cos / sin
     of cat(table, table) in float32, so its values carry the angle's float32 rounding; ``cos_sin(position_ids)``
     gives them exactly (each [N, 2 dim] float32, the correctly rounded cos / sin of the exact angles), and
     ``apply_rotary(q, k, position_ids)`` rotates q and k [N, heads, 2 dim] in place, fused (autograd), as
@@ -1229,15 +1242,23 @@ class VisionRotaryEmbedding(nn.Module):
             raise ValueError("position_ids: expected (row, col) ids [N, 2], got %s" % list(pos.shape))
         return pos
 
-    @torch.no_grad()
-    def forward(self, position_ids: Union[int, Tensor]) -> Tensor:
-        """[N, dim] angles for (row, col) ids [N, 2], or [seqlen, dim / 2] for an int seqlen: HF's float32
-        products with posenc's inv_freq (HF's whole work is this one op; posenc hands it to the same op)."""
-        if isinstance(position_ids, int):
+    def forward(self, position_ids: Union[int, Tensor, None] = None, seqlen: Union[int, Tensor, None] = None) -> Tensor:
+        """[N, dim] angles for (row, col) ids [N, 2] (v5), or [seqlen, dim / 2] for a seqlen (v4's
+        ``forward(seqlen)``: an int, or the 0-dim tensor v4's towers pass, ``grid_thw[:, 1:].max()``; by
+        position or by the keyword ``seqlen``): HF's float32 products with posenc's inv_freq (HF's whole work is
+        this one op; posenc hands it to the same op, with no wrapper of its own around it)."""
+        if type(position_ids) is Tensor and position_ids.dim() == 2 and position_ids.size(1) == 2 and seqlen is None:
+            return (position_ids.unsqueeze(-1) * self.inv_freq).flatten(1)
+        if seqlen is not None:
+            if position_ids is not None:
+                raise TypeError("VisionRotaryEmbedding.forward: position_ids (v5) or seqlen (v4), not both")
+            position_ids = seqlen
+        if position_ids is None:
+            raise TypeError("VisionRotaryEmbedding.forward: missing position_ids (v5) or seqlen (v4)")
+        if _is_seqlen(position_ids):
             seq = torch.arange(position_ids, device=self.inv_freq.device, dtype=self.inv_freq.dtype)
             return torch.outer(seq, self.inv_freq)
-        if not isinstance(position_ids, Tensor) or position_ids.dim() != 2 or position_ids.size(1) != 2:
-            position_ids = self._ids(position_ids)  # a sequence converted, or a wrong shape refused by name
+        position_ids = self._ids(position_ids)  # a sequence converted, or a wrong shape refused by name
         return (position_ids.unsqueeze(-1) * self.inv_freq).flatten(1)
 
     @torch.no_grad()
@@ -1245,8 +1266,8 @@ class VisionRotaryEmbedding(nn.Module):
         """forward's table with each angle the float32 nearest the exact product p * theta^(-2k/dim) (the product
         in double, the rare one within 2^-50 of a float32 midpoint decided in decimal arithmetic)."""
         freq = self.rope.freq[: self.dim // 2]
-        if isinstance(position_ids, int):
-            return _exact_angles(torch.arange(position_ids), freq, self.theta, self.dim)
+        if _is_seqlen(position_ids):
+            return _exact_angles(torch.arange(int(position_ids)), freq, self.theta, self.dim)
         pos = self._ids(position_ids)
         return _exact_angles(pos, freq, self.theta, self.dim).flatten(1)
 

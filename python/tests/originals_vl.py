@@ -141,7 +141,7 @@ class VisionRotaryEmbedding(nn.Module):
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
     def forward(self, arg: Any) -> Tensor:
-        if isinstance(arg, int):
+        if not isinstance(arg, Tensor) or arg.dim() == 0:  # v4's seqlen: an int or a 0-dim tensor
             seq = torch.arange(arg, device=self.inv_freq.device, dtype=self.inv_freq.dtype)
             return torch.outer(seq, self.inv_freq)
         return (arg.unsqueeze(-1) * self.inv_freq).flatten(1)
@@ -164,7 +164,7 @@ def vision_pos_ids(grid_thw: Tensor, spatial_merge_size: int) -> Tensor:
 def rot_pos_emb(rotary: nn.Module, grid_thw: Tensor, spatial_merge_size: int) -> Tensor:
     """v4's rot_pos_emb: the table of positions 0 .. max(h, w) - 1 indexed by the ids, [N, dim]."""
     pos_ids = vision_pos_ids(grid_thw, spatial_merge_size)
-    max_grid_size = int(grid_thw[:, 1:].max())
+    max_grid_size = grid_thw[:, 1:].max()  # a 0-dim tensor, as v4 passes it
     rotary_pos_emb_full = rotary(max_grid_size)
     return rotary_pos_emb_full[pos_ids].flatten(1)
 

@@ -596,3 +596,27 @@ def test_qwen3_vl_text_tokens_turn_every_pair():
                 assert float(got[0, i, k + 64]) == float(got[0, i, k])  # cat(freqs, freqs)
             assert abs(float(cn[0, i, k]) - np.cos(angle)) <= 1e-7
         assert float(sn[0, i, 61]) > 1e-3 and float(sn[0, i, 62]) > 1e-3  # turned, not left at 0
+
+
+@pytest.mark.parametrize("dim", [40, 36])
+def test_vision_forward_takes_v4s_seqlen(dim):
+    """v4's towers call rotary_pos_emb(grid_thw[:, 1:].max()), a 0-dim int64 tensor; v4's forward is
+    forward(seqlen). posenc's module takes an int, a 0-dim integer tensor and the keyword, with v4's table."""
+    orig, new = V.VisionRotaryEmbedding(dim), pt.VisionRotaryEmbedding(dim)
+    grid = torch.tensor([[1, 8, 12], [2, 4, 6]])
+    n = grid[:, 1:].max()
+    assert n.dim() == 0
+    w32 = new.inv_freq.numpy()
+    want = np.arange(12, dtype=np.float32)[:, None] * w32[None, :]
+    for got, what in ((new(n), "0-dim tensor"), (new(seqlen=n), "seqlen=tensor"), (new(seqlen=12), "seqlen=12"),
+                      (new(np.int64(12)), "numpy int")):
+        assert got.shape == (12, dim // 2), what
+        assert_bits(got, want, what)  # RN32(p * inv_freq), as numpy's float32 product
+    assert_bits(orig(n), np.arange(12, dtype=np.float32)[:, None] * orig.inv_freq.numpy()[None, :], "v4's own")
+    assert_bits(new.exact_angles(n), new.exact_angles(12), "exact_angles(0-dim tensor)")
+    with pytest.raises(TypeError, match="not both"):
+        new(torch.zeros(3, 2, dtype=torch.long), seqlen=4)
+    with pytest.raises(TypeError, match="missing position_ids"):
+        new()
+    with pytest.raises(ValueError, match="seqlen: an integer, got a 0-dim torch.float32 tensor"):
+        new(torch.tensor(4.0))
