@@ -697,6 +697,26 @@ class RotaryEmbedding(nn.Module):
             raise ValueError("layer_type %r: this config's rope_parameters are per layer type; pass one of %s"
                              % (layer_type, sorted(self._states))) from None
 
+    def _module_config(self, config: Any) -> Any:
+        """config as this module's constructor reads it (the VL text rotaries rewrite theirs)."""
+        return config
+
+    def rope_init_fn(self, config: Any = None, device: Optional[torch.device] = None, seq_len: Optional[int] = None,
+                     layer_type: Optional[str] = None, **unused: Any) -> Tuple[Tensor, float]:
+        """transformers v4's ``self.rope_init_fn`` (``ROPE_INIT_FUNCTIONS[rope_type]``, called as
+        ``rope_init_fn(config, device, seq_len=...)`` by v4's dynamic update): ``(inv_freq, attention_scaling)``
+        for ``config`` (this module's when None or its own), at ``seq_len`` for the dynamic and longrope types;
+        inv_freq float32 on ``device``, each the float32 nearest posenc's correctly rounded frequency (the
+        values this module's ``inv_freq`` buffer holds), not HF's float32 evaluation."""
+        if unused:
+            raise TypeError("rope_init_fn: unexpected arguments %s" % sorted(unused))
+        if config is None or config is self.config:
+            plan = self._state(layer_type).plan
+        else:
+            plan = _resolve(self._module_config(config), layer_type)
+        rope = _init_rope(plan, seq_len)
+        return _float_table(_inv_freq(rope), device), rope.attention_scale
+
     @property
     def rope(self) -> Rope:
         """The posenc.Rope of the current frequencies (one set of parameters; rope_for(layer_type) otherwise)."""
@@ -1035,6 +1055,35 @@ class _MultiAxisRotary(RotaryEmbedding):
     def _section_of(self, section: Any) -> Optional[list]:
         return None if section is None else [int(s) for s in section]
 
+    def _module_config(self, config: Any) -> Any:
+        return _mrope_config(_text_config(config), self._default_theta)
+
+    @staticmethod
+    def compute_default_rope_parameters(config: Any = None, device: Optional[torch.device] = None,
+                                        seq_len: Optional[int] = None) -> Tuple[Tensor, float]:
+        """transformers v5's ``compute_default_rope_parameters`` of the VL text rotaries (Qwen2-VL, Qwen2.5-VL,
+        Qwen3-VL): ``(inv_freq, 1.0)`` with ``inv_freq[i] = rope_theta^(-2i / dim)`` for
+        ``dim = head_dim`` (else ``hidden_size // num_attention_heads``) and ``rope_theta`` from
+        ``config.rope_parameters`` (v5; a v4 config's top-level ``rope_theta`` too), float32 on ``device``:
+        the float32 nearest each real frequency, where HF's float32 evaluation can be an ulp off. As upstream,
+        no scaling, no partial rotary factor, seq_len unused."""
+        if config is None:
+            raise TypeError("compute_default_rope_parameters: a config is needed (its rope_theta and head_dim)")
+        params = _get(config, "rope_parameters") or {}
+        base = params.get("rope_theta") if isinstance(params, Mapping) else None
+        base = _get(config, "rope_theta") if base is None else base
+        if base is None:
+            raise ValueError("compute_default_rope_parameters: the config has no rope_theta (rope_parameters['rope_theta'] "
+                             "in v5, rope_theta in v4)")
+        dim = _get(config, "head_dim")
+        if not dim:
+            hidden, heads = _get(config, "hidden_size"), _get(config, "num_attention_heads")
+            if not hidden or not heads:
+                raise ValueError("compute_default_rope_parameters: the config has neither head_dim nor "
+                                 "hidden_size and num_attention_heads")
+            dim = int(hidden) // int(heads)
+        return _float_table(_inv_freq(Rope(int(dim), base=float(base))), device), 1.0
+
     @property
     def multi_rope(self) -> Rope:
         """The posenc.Rope of 3 axes for the current frequencies (posenc.rope_sections of self.rope)."""
@@ -1097,6 +1146,17 @@ class Qwen3VLTextRotaryEmbedding(_MultiAxisRotary):
     With HF's runtime update of dynamic / longrope frequencies (its dynamic_rope_update decorator)."""
 
     _default_theta = 5e5
+
+    def apply_interleaved_mrope(self, freqs: Tensor, mrope_section: Any) -> Tensor:
+        """transformers' Qwen3-VL helper, with its behaviour: freqs [3, batch, seq, head_dim / 2] (one row of
+        angles per axis) -> [batch, seq, head_dim / 2], frequency f from the height row when f % 3 == 1 and
+        f < 3 * mrope_section[1], from the width row when f % 3 == 2 and f < 3 * mrope_section[2], from the
+        temporal row otherwise. As upstream, the result is freqs[0], written in place."""
+        out = freqs[0]
+        for axis in (1, 2):
+            picked = slice(axis, 3 * int(mrope_section[axis]), 3)
+            out[..., picked] = freqs[axis, ..., picked]
+        return out
 
     def _section_of(self, section: Any) -> Optional[list]:
         section = [24, 20, 20] if section is None else [int(s) for s in section]

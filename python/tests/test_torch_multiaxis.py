@@ -620,3 +620,60 @@ def test_vision_forward_takes_v4s_seqlen(dim):
         new()
     with pytest.raises(ValueError, match="seqlen: an integer, got a 0-dim torch.float32 tensor"):
         new(torch.tensor(4.0))
+
+
+def test_upstream_members_compute_default_rope_parameters_and_interleave():
+    """v5's static compute_default_rope_parameters (Qwen2-VL, Qwen2.5-VL, Qwen3-VL text rotaries) and Qwen3-VL's
+    apply_interleaved_mrope, with upstream's signatures and behaviour: the frequencies each the float32 nearest
+    rope_theta^(-2i/dim) (MPFR), HF's float32 evaluation within an ulp; the interleave HF's own (re-typed)."""
+    v5 = {"head_dim": 128, "rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20]}}
+    for cls in (pt.Qwen2VLRotaryEmbedding, pt.Qwen3VLTextRotaryEmbedding):
+        inv, factor = cls.compute_default_rope_parameters(v5)
+        assert factor == 1.0 and inv.dtype == torch.float32 and inv.shape == (64,)
+        want = np.array([R.round_f32(R.inv_freq(5e6, 128, i)) for i in range(64)], dtype=np.float32)
+        assert_bits(inv, want, f"{cls.__name__}.compute_default_rope_parameters")
+        hf = 1.0 / (5e6 ** (torch.arange(0, 128, 2, dtype=torch.int64).float() / 128))
+        assert np.max(np.abs(hf.numpy().view(np.int32) - want.view(np.int32))) <= 1
+        assert_bits(cls(v5).inv_freq, inv, "the module's own buffer")
+        inst, _ = cls(v5).compute_default_rope_parameters(v5, None, None)  # called on an instance, positionally
+        assert_bits(inst, inv, "instance call")
+    v4 = {"hidden_size": 2048, "num_attention_heads": 16, "rope_theta": 1e6}  # no head_dim: 2048 // 16
+    assert pt.Qwen2VLRotaryEmbedding.compute_default_rope_parameters(v4)[0].shape == (64,)
+    with pytest.raises(ValueError, match="no rope_theta"):
+        pt.Qwen2VLRotaryEmbedding.compute_default_rope_parameters({"head_dim": 128})
+    with pytest.raises(ValueError, match="neither head_dim"):
+        pt.Qwen2VLRotaryEmbedding.compute_default_rope_parameters({"rope_theta": 1e4})
+
+    new = pt.Qwen3VLTextRotaryEmbedding(cfg("qwen3_vl_8b"))
+    torch.manual_seed(3)
+    for section in ([24, 20, 20], [12, 10, 10], [30, 30, 4]):
+        freqs = torch.randn(3, 2, 5, 64)
+        want = V.apply_interleaved_mrope(freqs.clone(), section)
+        f = freqs.clone()
+        got = new.apply_interleaved_mrope(f, section)
+        assert_bits(got, want, f"apply_interleaved_mrope {section}")
+        assert got.data_ptr() == f.data_ptr()  # freqs[0], written in place, as upstream
+
+
+def test_upstream_member_rope_init_fn():
+    """v4's rope_init_fn(config, device, seq_len=...): (inv_freq, attention_scaling) of the module's rope type,
+    the values of its inv_freq buffer, at seq_len for the dynamic type (what v4's dynamic update calls)."""
+    c = {"head_dim": 64, "max_position_embeddings": 4096, "rope_theta": 1e4,
+         "rope_scaling": {"rope_type": "dynamic", "factor": 2.0, "mrope_section": [12, 10, 10]}}
+    new = pt.Qwen3VLTextRotaryEmbedding(c)
+    inv, scale = new.rope_init_fn(new.config, None)
+    assert_bits(inv, new.inv_freq, "rope_init_fn at the start")
+    assert scale == new.attention_scaling
+    grown, _ = new.rope_init_fn(new.config, None, seq_len=9008)
+    want = posenc.rope_init(64, 1e4, {"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=4096,
+                            seq_len=9008)
+    assert_bits(grown, np.array(want.freq, dtype=np.float64).astype(np.float32), "rope_init_fn at seq_len 9008")
+    assert_bits(new.rope_init_fn(c)[0], inv, "the HF-style config itself, rewritten as the module reads it")
+    with pytest.raises(TypeError, match="unexpected arguments"):
+        new.rope_init_fn(c, None, bogus=1)
+    llama = pt.RotaryEmbedding({"head_dim": 128, "rope_theta": 5e5, "max_position_embeddings": 131072,
+                                "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})
+    inv, scale = llama.rope_init_fn(llama.config, torch.device("cpu"))
+    assert_bits(inv, llama.inv_freq, "llama3")
+    assert scale == llama.attention_scaling == 1.0
