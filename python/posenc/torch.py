@@ -1073,8 +1073,8 @@ class _MultiAxisRotary(RotaryEmbedding):
         base = params.get("rope_theta") if isinstance(params, Mapping) else None
         base = _get(config, "rope_theta") if base is None else base
         if base is None:
-            raise ValueError("compute_default_rope_parameters: the config has no rope_theta (rope_parameters['rope_theta'] "
-                             "in v5, rope_theta in v4)")
+            raise ValueError("compute_default_rope_parameters: the config has no rope_theta "
+                             "(rope_parameters['rope_theta'] in v5, rope_theta in v4)")
         dim = _get(config, "head_dim")
         if not dim:
             hidden, heads = _get(config, "hidden_size"), _get(config, "num_attention_heads")

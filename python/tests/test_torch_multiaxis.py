@@ -626,7 +626,8 @@ def test_upstream_members_compute_default_rope_parameters_and_interleave():
     """v5's static compute_default_rope_parameters (Qwen2-VL, Qwen2.5-VL, Qwen3-VL text rotaries) and Qwen3-VL's
     apply_interleaved_mrope, with upstream's signatures and behaviour: the frequencies each the float32 nearest
     rope_theta^(-2i/dim) (MPFR), HF's float32 evaluation within an ulp; the interleave HF's own (re-typed)."""
-    v5 = {"head_dim": 128, "rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20]}}
+    v5 = {"head_dim": 128,
+          "rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20]}}
     for cls in (pt.Qwen2VLRotaryEmbedding, pt.Qwen3VLTextRotaryEmbedding):
         inv, factor = cls.compute_default_rope_parameters(v5)
         assert factor == 1.0 and inv.dtype == torch.float32 and inv.shape == (64,)
