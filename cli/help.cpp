@@ -144,7 +144,9 @@ SCHEME
                              llama2, llama3.1, mistral-7b-v0.2, qwen2, qwen2-yarn (r = 128 by default;
                              --rotary-dim R for another head size), phi3-mini-128k (r = 96; longrope
                              factors chosen by --seq-len), deepseek-v2, deepseek-v3 (r = 64, yarn,
-                             interleaved), gpt-neox-20b (r = 24), gpt-j-6b (r = 64, interleaved)
+                             interleaved), gpt-neox-20b (r = 24), gpt-j-6b (r = 64, interleaved),
+                             gemma4-global (r = 512, base 1e6, proportional: 64 of 256 pairs rotate),
+                             gemma4-sliding (r = 256, base 1e4)
                            multi-axis, text (3 axes: temporal, height, width):
                              qwen2-vl, qwen2.5-vl (r = 128, base 1e6, chunked 16,24,24),
                              qwen3-vl (r = 128, base 5e6, interleaved 24,20,20),
@@ -155,9 +157,12 @@ SCHEME
                              llama4-vision (r = 88, vision 22,22, interleaved; axes column + 1, row + 1)
     --rotary-dim R         r: even, >= 2 (required without a preset)
     --base B               base of f_i (default 1e4; not with a preset)
-    --rope-type TYPE       default, linear, dynamic, yarn, llama3 or longrope (Hugging Face's rope_type),
-                           with its parameters (each only for the types that read it):
-    --factor F             linear, dynamic, yarn, llama3, longrope
+    --rope-type TYPE       default, linear, dynamic, yarn, llama3, longrope or proportional (Hugging Face's
+                           rope_type), with its parameters (each only for the types that read it):
+    --factor F             linear, dynamic, yarn, llama3, longrope, proportional (default 1)
+    --partial-rotary-factor P
+                           proportional: the share of the r/2 pairs that rotate, in (0, 1] (default 1;
+                           int(P r // 2) of them, the rest not rotated: Gemma 4)
     --original N           original_max_position_embeddings: dynamic, yarn, llama3, longrope
     --seq-len N            dynamic, longrope, phi3-mini-128k: the current sequence length (default: the
                            largest position + 1, as Hugging Face)

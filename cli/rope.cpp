@@ -26,10 +26,11 @@ const std::vector<std::string> kPresets = {"llama2",          "llama3.1",       
                                            "gpt-j-6b",        "qwen2-vl",          "qwen2.5-vl",
                                            "qwen3-vl",        "glm-4v",            "qwen2-vl-vision",
                                            "qwen2.5-vl-vision", "qwen3-vl-vision", "pixtral",
-                                           "llama4-vision"};
+                                           "llama4-vision",   "gemma4-global",     "gemma4-sliding"};
 // posenc_rope_layout's values, in order.
 const std::vector<std::string> kLayouts = {"chunked", "interleaved", "vision", "strided", "interleaved-4"};
-const std::vector<std::string> kTypes = {"default", "linear", "dynamic", "yarn", "llama3", "longrope"};
+const std::vector<std::string> kTypes = {"default", "linear", "dynamic", "yarn", "llama3", "longrope",
+                                         "proportional"};
 
 // A scaling parameter and the rope types that read it (posenc.h: posenc_rope_scaling).
 struct Param {
@@ -40,7 +41,8 @@ const std::vector<Param> &params() {
   using T = std::vector<posenc_rope_type>;
   static const std::vector<Param> p = {
       {"--factor", T{POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN,
-                     POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE}},
+                     POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_PROPORTIONAL}},
+      {"--partial-rotary-factor", T{POSENC_ROPE_TYPE_PROPORTIONAL}},
       {"--original", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
                        POSENC_ROPE_TYPE_LONGROPE}},
       {"--seq-len", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_LONGROPE}},
@@ -123,6 +125,7 @@ bool read_param(Args &a, RopeOptions &o) {
   else if (n == "--short-factor") o.short_factor = numbers(a.value(), n);
   else if (n == "--long-factor") o.long_factor = numbers(a.value(), n);
   else if (n == "--attention-factor") s.attention_factor = number(a.value(), n);
+  else if (n == "--partial-rotary-factor") s.partial_rotary_factor = number(a.value(), n);
   else return false;
   o.given.push_back(n);
   return true;
@@ -198,6 +201,8 @@ posenc::rope preset(const RopeOptions &o, int64_t seq_len) {
   if (p == "deepseek-v2") return posenc::rope::deepseek_v2();
   if (p == "deepseek-v3") return posenc::rope::deepseek_v3();
   if (p == "gpt-neox-20b") return posenc::rope::gpt_neox_20b();
+  if (p == "gemma4-global") return posenc::rope::gemma4_global();
+  if (p == "gemma4-sliding") return posenc::rope::gemma4_sliding();
   return posenc::rope::gpt_j_6b();
 }
 

@@ -160,6 +160,8 @@ struct Scheme {
   double lff = 0, hff = 0;
   // longrope
   const double *ext = nullptr;
+  // proportional: the pairs below it rotate (as linear), the others have frequency 0
+  int64_t rotated = 0;
   int lost = 48;  // for the frequencies
 
   struct Level {
@@ -223,7 +225,8 @@ struct Scheme {
     l.cur_i = i;
     const Num inv = l.cur;  // base^(-2i/r), exactly 1 for i = 0
     switch (type) {
-      case POSENC_ROPE_TYPE_LINEAR: return mp::mul(inv, l.inv_factor);
+      case POSENC_ROPE_TYPE_LINEAR:
+      case POSENC_ROPE_TYPE_PROPORTIONAL: return mp::mul(inv, l.inv_factor);
       case POSENC_ROPE_TYPE_YARN: {
         // f = inv ((1 - ramp) + ramp / factor), ramp = clamp((i - low) / (high - low), 0, 1)
         if (truncate) {
@@ -386,6 +389,7 @@ bool surely_in_range(const Scheme &s) {
   double top = std::fmax(0.0, -std::log2(s.base));  // base^(-2i/r) <= max(1, 1/base); a dynamic base' >= base
   switch (s.type) {
     case POSENC_ROPE_TYPE_LINEAR:
+    case POSENC_ROPE_TYPE_PROPORTIONAL:
     case POSENC_ROPE_TYPE_YARN:
     case POSENC_ROPE_TYPE_LLAMA3: top += std::fmax(0.0, -std::log2(s.factor)); break;
     case POSENC_ROPE_TYPE_LONGROPE: {
@@ -404,7 +408,7 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   if (rope == nullptr) return POSENC_ERR_NULL;
   Scheme s;
   s.type = scaling == nullptr ? int(POSENC_ROPE_TYPE_DEFAULT) : type_value(*scaling);
-  if (s.type < POSENC_ROPE_TYPE_DEFAULT || s.type > POSENC_ROPE_TYPE_LONGROPE) return POSENC_ERR_INVALID;
+  if (s.type < POSENC_ROPE_TYPE_DEFAULT || s.type > POSENC_ROPE_TYPE_PROPORTIONAL) return POSENC_ERR_INVALID;
   const bool explicit_freq =
       s.type != POSENC_ROPE_TYPE_DEFAULT && !(s.type == POSENC_ROPE_TYPE_LINEAR && freq == nullptr);
   if (explicit_freq && freq == nullptr) return POSENC_ERR_NULL;
@@ -456,6 +460,17 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
       s.lff = scaling->low_freq_factor;
       s.hff = scaling->high_freq_factor;
       break;
+    case POSENC_ROPE_TYPE_PROPORTIONAL: {
+      // HF's _compute_proportional_rope_parameters: int(p * head_dim // 2) pairs rotate at base^(-2i/r) /
+      // factor (the linear scheme's values), the others have frequency 0; factor and p default to 1.
+      const double f = scaling->factor == 0.0 ? 1.0 : scaling->factor;
+      const double p = scaling->partial_rotary_factor == 0.0 ? 1.0 : scaling->partial_rotary_factor;
+      if (!positive_finite(f) || !(1.0 / f < kMaxFrequency)) return POSENC_ERR_INVALID;
+      if (!(p > 0.0) || !(p <= 1.0)) return POSENC_ERR_INVALID;
+      s.factor = f;
+      s.rotated = int64_t(std::floor(p * double(rotary_dim) / 2.0));  // Python's p * r // 2: floor(fl(p r) / 2)
+      break;
+    }
     case POSENC_ROPE_TYPE_LONGROPE: {
       if (scaling->original_max_positions < 1 || scaling->seq_len < 0) return POSENC_ERR_INVALID;
       for (int64_t i = 0; i < s.h; ++i)
@@ -505,12 +520,13 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   if (s.type == POSENC_ROPE_TYPE_LLAMA3) amp += 16.0 * (s.hff + s.lff) / (s.hff - s.lff) * fr;
   s.lost = lost_bits(amp * 16.0 * double(s.h));
 
+  const int64_t nonzero = s.type == POSENC_ROPE_TYPE_PROPORTIONAL ? s.rotated : s.h;
   auto value = [&](int64_t i) { return round_verified([&](int k) { return s.freq(k, i); }, s.lost); };
   if (!surely_in_range(s))
-    for (int64_t i = 0; i < s.h; ++i)
+    for (int64_t i = 0; i < nonzero; ++i)
       if (!(value(i) < kMaxFrequency)) return POSENC_ERR_INVALID;
 
-  for (int64_t i = 0; i < s.h; ++i) freq[i] = value(i);
+  for (int64_t i = 0; i < s.h; ++i) freq[i] = i < nonzero ? value(i) : 0.0;
   posenc_rope out = posenc_rope_default(rotary_dim);
   out.base = base;
   out.freq = freq;

@@ -661,6 +661,18 @@ struct Golden {
   const char *sha256;
 };
 
+// posenc_rope_init's proportional frequencies (test_rope_init checks each against MPFR): the first
+// floor(p r / 2) pairs at base^(-2i/r), the others 0.
+std::vector<double> proportional_frequencies(int64_t r, double base, double p) {
+  posenc_rope_scaling s{};
+  s.type = POSENC_ROPE_TYPE_PROPORTIONAL;
+  s.partial_rotary_factor = p;
+  std::vector<double> f(size_t(r / 2));
+  posenc_rope rope;
+  REQUIRE(posenc_rope_init(&rope, r, base, &s, f.data()) == POSENC_OK);
+  return f;
+}
+
 const std::vector<Golden> &goldens() {
   static const std::vector<Golden> g = {
       {"cache r=128 base 5e5, scattered and extreme positions", make_rope("", 128, POSENC_ROPE_HALVES, 5e5), true,
@@ -674,6 +686,10 @@ const std::vector<Golden> &goldens() {
        false, Format::kBF16, 5, 0, {7, 7, POSENC_PAD, 2000000000, -3}, "398cbf3d5453afab8633722afa3aa90fb98ea5369e3ffd7f137cf5c317dd7d2d"},
       {"qk f16 halves r=32 base 5e5 m 3, packed", make_rope("", 32, POSENC_ROPE_HALVES, 5e5, 1.0, 3.0), false,
        Format::kF16, 40, 0, packed(8, 40), "f8bd4ba0db04892d7a5c3bc6bb3364272ca7c50cc1854a4242db23a928f4282e"},
+      {"qk bf16 halves r=64 proportional (Gemma 4's rule: 8 of 32 pairs), base 1e6",
+       make_rope("", 64, POSENC_ROPE_HALVES, 1e6, 1.0, 1.0, proportional_frequencies(64, 1e6, 0.25)), false,
+       Format::kBF16, 6, 0, {0, 1, 4095, 262143, 100000000, k2p31 - 1},
+       "5874dec3b70e16b182eb360d35f9592146cc8939a5cb52d8dd7d9cf86dbd98a9"},
   };
   return g;
 }

@@ -389,6 +389,59 @@ TEST_CASE("linear: inv_freq / factor, explicit (one rounding) or as position_sca
   WARN("linear: max " << w.ulp << " double ULP");
 }
 
+TEST_CASE("proportional: Gemma 4's global layers, the first floor(p r / 2) pairs at base^(-2i/r) / factor",
+          "[rope_init]") {
+  // HF v5 _compute_proportional_rope_parameters: rope_angles = int(p * head_dim // 2) pairs rotate at
+  // base^(-2i/head_dim) / factor, the other head_dim / 2 - rope_angles have frequency 0 (not rotated).
+  // Gemma 4: global_head_dim 512, rope_theta 1e6, partial_rotary_factor 0.25 (64 of 256 pairs), factor 1.
+  struct Case {
+    int64_t r;
+    double base, factor, p;
+    int64_t rotated;  // written out here, not computed from p
+  };
+  Worst w;
+  Big e(kPrec);
+  for (const Case &c : {Case{512, 1e6, 0.0, 0.25, 64}, Case{512, 1e6, 1.0, 0.25, 64}, Case{256, 1e4, 0.0, 0.0, 128},
+                        Case{128, 1e4, 8.0, 0.5, 32}, Case{96, 5e5, 2.5, 1.0 / 3.0, 16}, Case{64, 1e4, 1.0, 0.1, 3},
+                        Case{16, 1e4, 1.0, 0.01, 0}, Case{2, 1e4, 3.0, 1.0, 1}, Case{512, 1e6, 0.0, 0.7, 179},
+                        Case{100, 1e4, 1.0, 0.58, 28}}) {  // fl(0.58 * 100) = 57.99999999999999: 28, not 29
+    INFO("r " << c.r << " base " << c.base << " factor " << c.factor << " p " << c.p);
+    posenc_rope_scaling s = scaling_of(POSENC_ROPE_TYPE_PROPORTIONAL);
+    s.factor = c.factor;
+    s.partial_rotary_factor = c.p;
+    posenc_rope rope;
+    const std::vector<double> f = init_explicit(c.r, c.base, s, &rope);
+    CHECK(rope.attention_scale == 1.0);
+    for (int64_t i = 0; i < c.r / 2; ++i) {
+      if (i >= c.rotated) {
+        CHECK(f[size_t(i)] == 0.0);
+        CHECK(!std::signbit(f[size_t(i)]));
+        continue;
+      }
+      hf_linear(e, c.base, c.r, i, c.factor == 0.0 ? 1.0 : c.factor);
+      expect_value(f[size_t(i)], e, w, "proportional f", i);
+    }
+  }
+  WARN("proportional: max " << w.ulp << " double ULP");
+  // The rows: the pairs past the rotated ones keep their elements, bit for bit, at every position.
+  posenc_rope_scaling s = scaling_of(POSENC_ROPE_TYPE_PROPORTIONAL);
+  s.partial_rotary_factor = 0.25;
+  std::vector<double> f(256);
+  posenc_rope rope;
+  REQUIRE(posenc_rope_init(&rope, 512, 1e6, &s, f.data()) == POSENC_OK);
+  const int64_t pos[3] = {0, 123456789, 2147483647};
+  std::vector<float> x(3 * 512), y;
+  for (size_t k = 0; k < x.size(); ++k) x[k] = float(k % 97) / 7.0f - 6.0f;
+  y = x;
+  REQUIRE(posenc_rope_f32(&rope, pos, 0, 3, y.data(), 1, 512, 512) == POSENC_OK);
+  for (int t = 0; t < 3; ++t)
+    for (int i = 64; i < 256; ++i) {
+      CHECK(y[size_t(t * 512 + i)] == x[size_t(t * 512 + i)]);
+      CHECK(y[size_t(t * 512 + 256 + i)] == x[size_t(t * 512 + 256 + i)]);
+    }
+  CHECK(y[512 + 1] != x[512 + 1]);  // pair 1 at 123456789 turns
+}
+
 TEST_CASE("dynamic NTK: the base grows with the sequence length", "[rope_init]") {
   // Llama 2 geometry (r 128, rope_theta 1e4, max_position_embeddings 4096) with dynamic factor 2, as HF's
   // dynamic-NTK example; Qwen-style base 1e6, 32768 with factor 4; r = 64 and a small r = 4.
@@ -688,7 +741,8 @@ posenc_rope_scaling good(posenc_rope_type t) {
 
 TEST_CASE("bad input: the status, and rope and freq untouched", "[rope_init]") {
   const posenc_rope_type all[] = {POSENC_ROPE_TYPE_DEFAULT, POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC,
-                                  POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE};
+                                  POSENC_ROPE_TYPE_YARN,    POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE,
+                                  POSENC_ROPE_TYPE_PROPORTIONAL};
   // The good scalings work, so each refusal below is caused by the one field changed.
   for (posenc_rope_type t : all) {
     const posenc_rope_scaling s = good(t);
@@ -736,6 +790,18 @@ TEST_CASE("bad input: the status, and rope and freq untouched", "[rope_init]") {
         expect_refused(POSENC_ERR_INVALID, false, 128, 1e4, &s, false);
         if (t == POSENC_ROPE_TYPE_LINEAR) expect_refused(POSENC_ERR_INVALID, false, 128, 1e4, &s, true);
       }
+    }
+    // proportional: 0 is HF's default 1; the others as linear's, and p outside (0, 1]
+    for (double fac : {-1.0, HUGE_VAL, double(NAN), 0x1p-1000}) {
+      posenc_rope_scaling s = good(POSENC_ROPE_TYPE_PROPORTIONAL);
+      s.factor = fac;
+      expect_refused(POSENC_ERR_INVALID, false, 128, 1e4, &s, false);
+    }
+    for (double p : {-0.25, 1.0000000000000002, 2.0, HUGE_VAL, double(NAN)}) {
+      posenc_rope_scaling s = good(POSENC_ROPE_TYPE_PROPORTIONAL);
+      s.partial_rotary_factor = p;
+      INFO("p " << p);
+      expect_refused(POSENC_ERR_INVALID, false, 128, 1e4, &s, false);
     }
     // linear: 1/factor would be a frequency of 2^1000 or more
     posenc_rope_scaling s = good(POSENC_ROPE_TYPE_LINEAR);
@@ -840,7 +906,7 @@ TEST_CASE("bad input: the status, and rope and freq untouched", "[rope_init]") {
     CHECK(posenc_rope_init(&rope, 128, 1e4, &s, f.data()) == POSENC_OK);
   }
   SECTION("unknown type") {
-    for (int v : {6, -1, 100, INT32_MIN}) {
+    for (int v : {7, -1, 100, INT32_MIN}) {
       posenc_rope_scaling s = good(POSENC_ROPE_TYPE_YARN);
       std::memcpy(&s.type, &v, sizeof v);
       INFO("type " << v);

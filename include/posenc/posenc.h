@@ -184,14 +184,16 @@ typedef enum posenc_rope_type {
   POSENC_ROPE_TYPE_DYNAMIC = 2,
   POSENC_ROPE_TYPE_YARN = 3,
   POSENC_ROPE_TYPE_LLAMA3 = 4,
-  POSENC_ROPE_TYPE_LONGROPE = 5
+  POSENC_ROPE_TYPE_LONGROPE = 5,
+  POSENC_ROPE_TYPE_PROPORTIONAL = 6 /**< Gemma 4's full-attention layers: the first floor(p r / 2) pairs at
+                                         base^(-2i/r) / factor, the rest not rotated (frequency 0) */
 } posenc_rope_type;
 
 /** The parameters of a scaling (HF's rope_scaling / rope_parameters dict). Zero-initialise, then set what the
  *  scheme uses; a field a scheme does not read is ignored. */
 typedef struct posenc_rope_scaling {
   posenc_rope_type type;
-  double factor;                    /**< linear, dynamic, yarn, llama3, longrope */
+  double factor;                    /**< linear, dynamic, yarn, llama3, longrope; proportional (0 = 1) */
   int64_t original_max_positions;   /**< dynamic (max_position_embeddings), yarn, llama3, longrope */
   int64_t seq_len;                  /**< dynamic, longrope: the current sequence length (max position + 1) */
   double beta_fast, beta_slow;      /**< yarn: 32 and 1 when 0 */
@@ -200,6 +202,8 @@ typedef struct posenc_rope_scaling {
   double low_freq_factor, high_freq_factor; /**< llama3 */
   const double *short_factor, *long_factor; /**< longrope: r/2 each */
   double attention_factor;          /**< yarn, longrope: 0 = derived as HF does */
+  double partial_rotary_factor;     /**< proportional: p in (0, 1], the share of the r/2 pairs that rotate
+                                         (HF's int(p * head_dim // 2) of them); 0 = 1 */
 } posenc_rope_scaling;
 
 /** Fills *rope for rotary_dim and base under the scaling (NULL: default). Schemes whose frequencies are not

@@ -736,6 +736,7 @@ enum class rope_type : int {
   yarn = POSENC_ROPE_TYPE_YARN,
   llama3 = POSENC_ROPE_TYPE_LLAMA3,
   longrope = POSENC_ROPE_TYPE_LONGROPE,
+  proportional = POSENC_ROPE_TYPE_PROPORTIONAL,
 };
 
 /** posenc_rope_layout as a scoped enum, same values: how with_sections assigns pairs to axes. */
@@ -980,6 +981,18 @@ class rope {
   /** GPT-J 6B: rotary_dim 64 of head 256 (n_embd 4096 / 16 heads), interleaved (rotate_every_two), base 1e4
    *  (mesh-transformer-jax pe_rotary_dims 64; HF config.json rotary_dim 64). */
   static rope gpt_j_6b() { return init(64, 1.0e4, nullptr, posenc::rope_pairs::interleaved); }
+  /** Gemma 4's full-attention (global) layers: proportional RoPE over the whole global head of 512
+   *  (global_head_dim), base 1e6, partial_rotary_factor 0.25: pairs 0 .. 63 of 256 rotate at
+   *  1e6^(-2i/512), the other 192 do not rotate (HF v5 _compute_proportional_rope_parameters; config.json
+   *  rope_parameters.full_attention of the google/gemma-4 checkpoints). Halves, as HF's rotate_half; the
+   *  sliding layers are plain RoPE over head_dim 256, base 1e4: gemma4_sliding(). */
+  static rope gemma4_global() {
+    posenc_rope_scaling s = rope_scaling_of(rope_type::proportional);
+    s.partial_rotary_factor = 0.25;
+    return init(512, 1.0e6, s);
+  }
+  /** Gemma 4's sliding-window layers: head_dim 256, base 1e4, no scaling (rope_parameters.sliding_attention). */
+  static rope gemma4_sliding() { return init(256, 1.0e4); }
 
   // Multi-axis presets (posenc.h, "Multi-axis RoPE"; docs/rope.md). The text models take three positions
   // per token (temporal, height, width: HF's position_ids[0], [1], [2]; a text token has all three equal,

@@ -539,7 +539,25 @@ def _resolve(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
         scaling["factor"] = factor
     if original:
         scaling["original_max_position_embeddings"] = original
-    rotary_dim = int(_head_dim(config) * (1.0 if prf is None else prf))
+    if kind == "proportional":
+        if not _is_v5(config):
+            raise ValueError("rope_type 'proportional' (Gemma 4) is transformers v5's: give the config's "
+                             "rope_parameters, not rope_scaling")
+        # v5 _compute_proportional_rope_parameters: the whole head rotates, int(p * head_dim // 2) of its pairs
+        # with a frequency; Gemma 4's full-attention layers read global_head_dim (head_dim_key), and without
+        # it, as HF's `or`, hidden_size // num_attention_heads
+        key = "global_head_dim" if layer_type == "full_attention" else "head_dim"
+        hd = _get(config, key)
+        if not hd:
+            hidden, heads = _get(config, "hidden_size"), _get(config, "num_attention_heads")
+            if not hidden or not heads:
+                raise ValueError("rope_type 'proportional': the config has neither %s nor hidden_size and "
+                                 "num_attention_heads" % key)
+            hd = int(hidden) // int(heads)
+        scaling["partial_rotary_factor"] = 1.0 if prf is None else float(prf)
+        rotary_dim = int(hd)
+    else:
+        rotary_dim = int(_head_dim(config) * (1.0 if prf is None else prf))
     return {"format": "v5" if _is_v5(config) else "v4", "rope_type": kind, "rotary_dim": rotary_dim,
             "base": float(base), "scaling": scaling, "max_pos": max_pos, "original": original, "switch": switch}
 

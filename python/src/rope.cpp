@@ -160,7 +160,7 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
       type_name, "rope_type",
       {{"default", POSENC_ROPE_TYPE_DEFAULT}, {"linear", POSENC_ROPE_TYPE_LINEAR}, {"dynamic", POSENC_ROPE_TYPE_DYNAMIC},
        {"yarn", POSENC_ROPE_TYPE_YARN}, {"llama3", POSENC_ROPE_TYPE_LLAMA3}, {"longrope", POSENC_ROPE_TYPE_LONGROPE},
-       {"su", POSENC_ROPE_TYPE_LONGROPE}});
+       {"su", POSENC_ROPE_TYPE_LONGROPE}, {"proportional", POSENC_ROPE_TYPE_PROPORTIONAL}});
   const int64_t max_positions = max_pos.is_none() ? get<int64_t>(d, "max_position_embeddings", 0) : max_pos.cast<int64_t>();
   int64_t original = get<int64_t>(d, "original_max_position_embeddings", 0);
   if (!original && !original_max_pos.is_none()) original = original_max_pos.cast<int64_t>();
@@ -174,6 +174,9 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
   s.low_freq_factor = get<double>(d, "low_freq_factor", 0.0);
   s.high_freq_factor = get<double>(d, "high_freq_factor", 0.0);
   s.attention_factor = get<double>(d, "attention_factor", 0.0);
+  // proportional reads the share of pairs that rotate from the dict (HF v5 keeps it there for Gemma 4); for
+  // the other types partial_rotary_factor narrows rotary_dim, which the caller passes
+  if (s.type == POSENC_ROPE_TYPE_PROPORTIONAL) s.partial_rotary_factor = get<double>(d, "partial_rotary_factor", 0.0);
   switch (s.type) {
     case POSENC_ROPE_TYPE_DYNAMIC:
       // HF's dynamic NTK measures the length against max_position_embeddings
@@ -615,9 +618,11 @@ pixtral(), llama4_vision() (2 axes).)")
 
 posenc_rope_init: the Rope of an HF rope_type, each frequency and the attention factor the correctly rounded
 double of the formula's real value. scaling: HF's rope_scaling / rope_parameters dict ("rope_type" or the
-legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"); factor,
+legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"), proportional; factor,
 original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, truncate (default True),
-low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor); other keys are ignored.
+low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor, and for proportional
+partial_rotary_factor: rotary_dim is then the whole head, of which int(p * rotary_dim // 2) pairs rotate);
+other keys are ignored.
 The keywords give what HF reads from the model config outside the dict: max_position_embeddings (dynamic's
 reference length; yarn/longrope derive a missing factor from it as HF v5 does), the original length when the
 dict has none (Phi-3), and the current seq_len (dynamic, longrope; default: dynamic's reference length, and 0

@@ -31,7 +31,8 @@ from typing import Any, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
-__all__ = ["V5Config", "ROPE_INIT_FUNCTIONS", "LlamaRotaryEmbedding", "Gemma3RotaryEmbedding", "rotate_half",
+__all__ = ["V5Config", "ROPE_INIT_FUNCTIONS", "LlamaRotaryEmbedding", "Gemma3RotaryEmbedding",
+           "Gemma4TextRotaryEmbedding", "rotate_half",
            "apply_rotary_pos_emb"]
 
 
@@ -188,8 +189,26 @@ def _llama3(config: Any, device: Any = None, seq_len: Any = None, layer_type: Op
     return torch.where(medium, smoothed, inv_l), 1.0
 
 
+def _proportional(config: Any, device: Any = None, seq_len: Any = None, layer_type: Optional[str] = None,
+                  head_dim_key: str = "head_dim"):
+    """Gemma 4's: over the whole head (head_dim_key's value, else hidden / heads), the first
+    int(p * head_dim // 2) pairs at 1 / base^(2i / head_dim) in float32, zeros after, all divided by factor."""
+    rp = _params(config, layer_type)
+    head_dim = getattr(config, head_dim_key, None) or config.hidden_size // config.num_attention_heads
+    base = rp["rope_theta"]
+    factor = rp.get("factor", 1.0)
+    rotated = int(rp.get("partial_rotary_factor", 1.0) * head_dim // 2)
+    inv_freq = 1.0 / (base ** (torch.arange(0, 2 * rotated, 2, dtype=torch.int64).to(device=device,
+                                                                                   dtype=torch.float) / head_dim))
+    still = head_dim // 2 - rotated
+    if still > 0:
+        inv_freq = torch.cat((inv_freq, torch.zeros(still, dtype=torch.float32, device=device)), dim=0)
+    inv_freq /= factor
+    return inv_freq, 1.0
+
+
 ROPE_INIT_FUNCTIONS = {"linear": _linear, "dynamic": _dynamic, "yarn": _yarn, "longrope": _longrope,
-                       "llama3": _llama3}
+                       "llama3": _llama3, "proportional": _proportional}
 
 
 def _update(self: Any, position_ids: Tensor, device: Any, layer_type: Optional[str] = None) -> None:
@@ -259,6 +278,8 @@ class LlamaRotaryEmbedding(nn.Module):
 
 
 class Gemma3RotaryEmbedding(nn.Module):
+    _full_head_dim_key: Optional[str] = None  # Gemma 4 passes its own for proportional full-attention layers
+
     def __init__(self, config: Any, device: Any = None):
         super().__init__()
         self.max_seq_len_cached = config.max_position_embeddings
@@ -274,7 +295,10 @@ class Gemma3RotaryEmbedding(nn.Module):
             self.rope_type[lt] = rp["rope_type"]
             fn = self.compute_default_rope_parameters if rp["rope_type"] == "default" else \
                 ROPE_INIT_FUNCTIONS[rp["rope_type"]]
-            inv_freq, scaling = fn(config, device, layer_type=lt)
+            kwargs = {}
+            if self._full_head_dim_key and lt == "full_attention" and rp["rope_type"] == "proportional":
+                kwargs["head_dim_key"] = self._full_head_dim_key
+            inv_freq, scaling = fn(config, device, layer_type=lt, **kwargs)
             self.register_buffer(lt + "_inv_freq", inv_freq, persistent=False)
             self.register_buffer(lt + "_original_inv_freq", inv_freq.clone(), persistent=False)
             setattr(self, lt + "_attention_scaling", scaling)
@@ -293,6 +317,12 @@ class Gemma3RotaryEmbedding(nn.Module):
             _update(self, position_ids, x.device, layer_type)
         return _cos_sin(getattr(self, layer_type + "_inv_freq"), getattr(self, layer_type + "_attention_scaling"),
                         x, position_ids)
+
+
+class Gemma4TextRotaryEmbedding(Gemma3RotaryEmbedding):
+    """Gemma 3's per-layer-type rotary; a proportional full-attention layer's init gets
+    head_dim_key="global_head_dim" (its heads are global_head_dim wide, the sliding ones head_dim)."""
+    _full_head_dim_key = "global_head_dim"
 
 
 def rotate_half(x: Tensor) -> Tensor:

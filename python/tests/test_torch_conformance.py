@@ -116,6 +116,58 @@ def test_gemma3_v5_per_layer_type():
         new(x, SHORT, "chunked_attention")
 
 
+def gemma4_fields():
+    """A Gemma 4 text config (google/gemma-4 checkpoints' shape, v5 format): sliding layers with heads of 256
+    (default RoPE, theta 1e4), full-attention layers with heads of global_head_dim 512 and proportional RoPE
+    (theta 1e6, partial_rotary_factor 0.25)."""
+    return {"hidden_size": 2816, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256,
+            "global_head_dim": 512, "max_position_embeddings": 262144,
+            "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5,
+            "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_type": "proportional",
+                                                   "rope_theta": 1e6},
+                                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+
+
+def test_gemma4_v5_proportional_per_layer_type():
+    """Gemma 4: the full-attention layers' proportional RoPE over global_head_dim (64 of 256 pairs turn, 192
+    have frequency 0), the sliding layers' default RoPE over head_dim; HF's buffers, names and shapes; cos / sin
+    within HF's float32 error, exactly 1 / 0 on the still pairs; the exact spec is posenc's gemma4 preset."""
+    hf = V.Gemma4TextRotaryEmbedding(v5(**gemma4_fields()))
+    new = pt.RotaryEmbedding(gemma4_fields())
+    assert new.rope_type == hf.rope_type == {"full_attention": "proportional", "sliding_attention": "default"}
+    assert {n for n, _ in new.named_buffers()} == {n for n, _ in hf.named_buffers()}
+    full_new, full_hf = new.full_attention_inv_freq, hf.full_attention_inv_freq
+    assert full_new.shape == full_hf.shape == (256,)
+    assert torch.equal(full_new[64:], torch.zeros(192)) and torch.equal(full_hf[64:], torch.zeros(192))
+    same_freqs(full_new[:64], full_hf[:64], "full_attention, the turning pairs")
+    same_freqs(new.sliding_attention_inv_freq, hf.sliding_attention_inv_freq, "sliding_attention")
+    assert new.rope_for("full_attention") == posenc.rope_init(512, 1e6, {"rope_type": "proportional",
+                                                                          "partial_rotary_factor": 0.25})
+    assert new.rope_for("sliding_attention") == posenc.Rope(256, base=1e4)
+    x = torch.zeros(1)
+    far = torch.tensor([[0, 1, 4095, 262143]])
+    for lt, width in (("full_attention", 512), ("sliding_attention", 256)):
+        (co, so), (cn, sn) = hf(x, SHORT, lt), new(x, SHORT, lt)
+        assert cn.shape == co.shape == (1, 32, width)
+        close(cn, co, what=lt + " cos")
+        close(sn, so, what=lt + " sin")
+    cn, sn = new(x, far, "full_attention")
+    for half in (slice(64, 256), slice(320, 512)):
+        assert torch.equal(cn[..., half], torch.ones_like(cn[..., half]))
+        assert torch.equal(sn[..., half], torch.zeros_like(sn[..., half]))
+    q, k = torch.randn(1, 4, 4, 512), torch.randn(1, 2, 4, 512)
+    q0, k0 = q.clone(), k.clone()
+    new.apply_rotary(q, k, far, layer_type="full_attention")
+    assert torch.equal(q[..., 64:256], q0[..., 64:256]) and torch.equal(k[..., 320:], k0[..., 320:])
+    assert not torch.equal(q[..., 1:64], q0[..., 1:64])
+    # the v4 format has no proportional type: refused by name
+    v4 = dict(gemma4_fields(), partial_rotary_factor=0.25, rope_scaling={"rope_type": "proportional"})
+    v4.pop("rope_parameters")
+    v4.pop("layer_types")
+    with pytest.raises(ValueError, match="rope_type 'proportional'"):
+        pt.RotaryEmbedding(v4)
+
+
 def test_gemma3_v5_object_and_apply_rotary():
     """An HF-style config object (attributes) works as the dict does; apply_rotary takes layer_type."""
     obj = v5(**gemma3_fields())
@@ -272,7 +324,7 @@ def test_yarn_factor_per_format():
 def test_unknown_rope_type_and_bad_shapes_refused():
     base = {"head_dim": 64, "max_position_embeddings": 4096}
     with pytest.raises(ValueError, match="rope_type"):
-        pt.RotaryEmbedding(dict(base, rope_parameters={"rope_type": "proportional", "rope_theta": 1e4}))
+        pt.RotaryEmbedding(dict(base, rope_parameters={"rope_type": "xdrope", "rope_theta": 1e4}))
     with pytest.raises(ValueError, match="rope_parameters: expected a dict"):
         pt.RotaryEmbedding(dict(base, rope_parameters=[("rope_type", "default")]))
     with pytest.raises(ValueError, match="layer_type .full_attention.: this config has one set of RoPE parameters"):

@@ -491,3 +491,46 @@ TEST_CASE("Qwen3-VL text tokens as llama.cpp writes them, (t, t, t, 0): pairs 61
   }
   ggml_free(ctx);
 }
+
+TEST_CASE("Gemma 4's proportional layers as llama.cpp builds them: rope_freqs of 1e30 leave pairs still",
+          "[ggml][exact]") {
+  // llama.cpp's Gemma 4 graph (src/models/gemma4.cpp) rotates a full-attention layer's whole head of 512 as
+  // NEOX with freq_factors = the layer's rope_freqs: 1 on the 64 pairs that rotate and a huge factor (1e30)
+  // on the 192 that do not. The twin's exact result there is posenc's proportional spec (posenc_rope_init,
+  // partial_rotary_factor 0.25; the angles of the still pairs, under 3e-21, round away), byte for byte.
+  const int64_t heads = 2, tokens = 5, r = 512;
+  const int32_t pos[tokens] = {0, 7, 262143, 100000000, 2147483647};
+  ggml_init_params params = {size_t(16) << 20, nullptr, false};
+  ggml_context *ctx = ggml_init(params);
+  ggml_tensor *a = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, r, heads, tokens);
+  ggml_tensor *b = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, tokens);
+  ggml_tensor *c = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, r / 2);
+  uint64_t s = 41;
+  for (int64_t i = 0; i < ggml_nelements(a); ++i) static_cast<float *>(a->data)[i] = uniform(s, -1.0f, 1.0f);
+  std::memcpy(b->data, pos, sizeof pos);
+  for (int64_t i = 0; i < r / 2; ++i) static_cast<float *>(c->data)[i] = i < 64 ? 1.0f : 1e30f;
+  ggml_tensor *twin = posenc_ggml_rope_ext(ctx, a, b, c, int(r), X, 0, 1000000.0f, 1, 0, 1, 0, 0);
+  ggml_tensor *own = ggml_rope_ext(ctx, a, b, c, int(r), X, 0, 1000000.0f, 1, 0, 1, 0, 0);
+  ggml_cgraph *gf = ggml_new_graph(ctx);
+  ggml_build_forward_expand(gf, twin);
+  ggml_build_forward_expand(gf, own);
+  REQUIRE(ggml_graph_compute_with_ctx(ctx, gf, 2) == GGML_STATUS_SUCCESS);
+
+  posenc_rope_scaling sc{};
+  sc.type = POSENC_ROPE_TYPE_PROPORTIONAL;
+  sc.partial_rotary_factor = 0.25;
+  std::vector<double> f(size_t(r / 2));
+  posenc_rope rope;
+  REQUIRE(posenc_rope_init(&rope, r, 1e6, &sc, f.data()) == POSENC_OK);
+  std::vector<float> want(static_cast<const float *>(a->data), static_cast<const float *>(a->data) + ggml_nelements(a));
+  const int64_t p64[tokens] = {pos[0], pos[1], pos[2], pos[3], pos[4]};
+  REQUIRE(posenc_rope_f32(&rope, p64, 0, tokens, want.data(), heads, heads * r, r) == POSENC_OK);
+  REQUIRE(std::memcmp(twin->data, want.data(), want.size() * 4) == 0);
+  const float *x = static_cast<const float *>(a->data), *g = static_cast<const float *>(own->data);
+  for (int64_t row = 0; row < heads * tokens; ++row)
+    for (int64_t i = 64; i < r / 2; ++i) {  // ggml leaves them still too
+      CHECK(g[row * r + i] == x[row * r + i]);
+      CHECK(g[row * r + r / 2 + i] == x[row * r + r / 2 + i]);
+    }
+  ggml_free(ctx);
+}
