@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple, Union
 
@@ -398,6 +399,17 @@ class ScaledEmbeddingWithPE(nn.Module):
 # format decides. A shape neither version reads the same way raises ValueError naming the key.
 
 _SCALED = ("llama3", "yarn", "longrope")
+# The keys transformers' init function of each rope_type reads (besides those every type may carry, _EVERY).
+# Others, vLLM's "alpha" for dynamic or "short_mscale" for longrope among them, transformers ignores with a
+# warning ("Unrecognized keys"): so does RotaryEmbedding, where posenc.rope_init alone refuses vLLM's keys by
+# name (docs/rope.md, "The keys of a scaling dict").
+_HF_READS = {"default": (), "linear": ("factor",), "dynamic": ("factor",),
+             "yarn": ("factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"),
+             "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+             "longrope": ("factor", "short_factor", "long_factor", "attention_factor"),
+             "proportional": ("factor", "partial_rotary_factor")}
+_EVERY = ("rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved",
+          "max_position_embeddings", "original_max_position_embeddings", "seq_len", "truncate")
 _DEFAULT_THETA = 10000.0  # HF's RotaryEmbeddingConfigMixin.default_theta (v5) / LlamaConfig's rope_theta (v4)
 
 
@@ -533,6 +545,12 @@ def _resolve(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
                                  "original_max_position_embeddings needs it (transformers v4)")
         truncate = rs.get("truncate", True)
     scaling = {k: v for k, v in rs.items() if k not in ("type", "rope_theta", "partial_rotary_factor")}
+    if kind in _HF_READS:
+        ignored = sorted(k for k in scaling if k not in _HF_READS[kind] and k not in _EVERY)
+        if ignored:
+            warnings.warn("rope_parameters: keys that transformers' rope_type %r does not read: %s (ignored, as "
+                          "transformers ignores them with a warning)" % (kind, ", ".join(ignored)), stacklevel=4)
+            scaling = {k: v for k, v in scaling.items() if k not in ignored}
     scaling["rope_type"] = kind
     scaling["truncate"] = truncate
     if factor is not None:

@@ -138,8 +138,67 @@ template <class T> T get(const py::dict &d, const char *key, T fallback) {
   }
 }
 
+// The keys of a scaling dict (docs/rope.md, "The keys of a scaling dict"): those posenc's scheme of that
+// rope_type reads; those another runtime reads for the same rope_type to change the frequencies or the
+// magnitude, which posenc's scheme would silently not apply (refused, by name); those every scheme may meet
+// (read by the caller: the base, the rotary width, the axis layout, the lengths). Any other key gets a
+// warning, as HF's validation gives one.
+struct TypeKeys {
+  posenc_rope_type type;
+  std::vector<const char *> read, elsewhere;
+};
+const std::vector<TypeKeys> &type_keys() {
+  static const std::vector<TypeKeys> k = {
+      {POSENC_ROPE_TYPE_DEFAULT, {}, {}},
+      {POSENC_ROPE_TYPE_LINEAR, {"factor"}, {}},
+      // vLLM's get_rope: "alpha" selects DynamicNTKAlphaRotaryEmbedding (HunYuan), base * alpha^(r/(r-2))
+      {POSENC_ROPE_TYPE_DYNAMIC, {"factor"}, {"alpha"}},
+      // vLLM's YaRNScalingRotaryEmbedding: extrapolation_factor, attn_factor, apply_yarn_scaling
+      {POSENC_ROPE_TYPE_YARN,
+       {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"},
+       {"extrapolation_factor", "attn_factor", "apply_yarn_scaling"}},
+      {POSENC_ROPE_TYPE_LLAMA3, {"factor", "low_freq_factor", "high_freq_factor"}, {}},
+      // vLLM's Phi3LongRoPEScaledRotaryEmbedding: short_mscale, long_mscale
+      {POSENC_ROPE_TYPE_LONGROPE, {"factor", "short_factor", "long_factor", "attention_factor"},
+       {"short_mscale", "long_mscale"}},
+      {POSENC_ROPE_TYPE_PROPORTIONAL, {"factor", "partial_rotary_factor"}, {}},
+  };
+  return k;
+}
+const char *const kEveryScheme[] = {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section",
+                                    "mrope_interleaved", "max_position_embeddings",
+                                    "original_max_position_embeddings", "seq_len", "truncate"};
+
+void check_keys(const py::dict &d, posenc_rope_type type, const std::string &type_name) {
+  const TypeKeys *t = nullptr;
+  for (const TypeKeys &k : type_keys())
+    if (k.type == type) t = &k;
+  std::vector<std::string> unknown;
+  for (const auto &item : d) {
+    const std::string key = py::str(item.first);
+    auto in = [&](const std::vector<const char *> &v) {
+      return std::any_of(v.begin(), v.end(), [&](const char *k) { return key == k; });
+    };
+    if (in(t->read) || std::any_of(std::begin(kEveryScheme), std::end(kEveryScheme),
+                                   [&](const char *k) { return key == k; }))
+      continue;
+    if (in(t->elsewhere))
+      throw py::value_error("scaling[" + std::string(py::repr(item.first)) + "]: another runtime's " + type_name +
+                            " reads it to change the frequencies or the magnitude, and posenc's " + type_name +
+                            " does not (docs/rope.md, \"The keys of a scaling dict\")");
+    unknown.push_back(key);
+  }
+  if (unknown.empty()) return;
+  std::sort(unknown.begin(), unknown.end());
+  std::string msg = "scaling: keys that rope_type " + type_name + " does not read:";
+  for (const std::string &k : unknown) msg += " " + k;
+  msg += " (ignored, as Hugging Face ignores them with a warning)";
+  if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 2) != 0) throw py::error_already_set();
+}
+
 // posenc_rope_init from HF's rope_scaling / rope_parameters dict (docs/rope.md, "Scalings"): the keys of the
-// scheme are read, the others (rope_theta, partial_rotary_factor, ...) ignored.
+// scheme are read, the keys every scheme may meet are left to the caller, others refused or warned about
+// (check_keys).
 Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::handle pairs, py::handle max_pos,
                py::handle original_max_pos, py::handle seq_len) {
   const posenc_rope_pairs p = pairs_arg(pairs);
@@ -161,6 +220,7 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
       {{"default", POSENC_ROPE_TYPE_DEFAULT}, {"linear", POSENC_ROPE_TYPE_LINEAR}, {"dynamic", POSENC_ROPE_TYPE_DYNAMIC},
        {"yarn", POSENC_ROPE_TYPE_YARN}, {"llama3", POSENC_ROPE_TYPE_LLAMA3}, {"longrope", POSENC_ROPE_TYPE_LONGROPE},
        {"su", POSENC_ROPE_TYPE_LONGROPE}, {"proportional", POSENC_ROPE_TYPE_PROPORTIONAL}});
+  check_keys(d, s.type, std::string(py::str(type_name)));
   const int64_t max_positions = max_pos.is_none() ? get<int64_t>(d, "max_position_embeddings", 0) : max_pos.cast<int64_t>();
   int64_t original = get<int64_t>(d, "original_max_position_embeddings", 0);
   if (!original && !original_max_pos.is_none()) original = original_max_pos.cast<int64_t>();
@@ -621,8 +681,11 @@ double of the formula's real value. scaling: HF's rope_scaling / rope_parameters
 legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"), proportional; factor,
 original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, truncate (default True),
 low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor, and for proportional
-partial_rotary_factor: rotary_dim is then the whole head, of which int(p * rotary_dim // 2) pairs rotate);
-other keys are ignored.
+partial_rotary_factor: rotary_dim is then the whole head, of which int(p * rotary_dim // 2) pairs rotate).
+rope_theta, partial_rotary_factor, mrope_section, mrope_interleaved, the lengths and truncate may be in any
+dict (the caller applies them). A key another runtime reads for the same rope_type to change the frequencies
+(vLLM's dynamic "alpha", yarn "extrapolation_factor" / "attn_factor" / "apply_yarn_scaling", longrope
+"short_mscale" / "long_mscale") is a ValueError naming it; any other key a UserWarning, as HF warns.
 The keywords give what HF reads from the model config outside the dict: max_position_embeddings (dynamic's
 reference length; yarn/longrope derive a missing factor from it as HF v5 does), the original length when the
 dict has none (Phi-3), and the current seq_len (dynamic, longrope; default: dynamic's reference length, and 0

@@ -307,6 +307,34 @@ def test_every_path_reproduces_the_rope_golden_digests(isa, g):
 
 # ---- rope_init against HF's formulas ------------------------------------------------------------------------
 
+def test_rope_init_keys_other_runtimes_read_are_refused_others_warned():
+    """A key that another runtime reads for the same rope_type to change the frequencies (vLLM: HunYuan's
+    dynamic "alpha", yarn's "attn_factor", Phi-3.5-MoE's longrope "short_mscale") is refused by name: posenc's
+    scheme would silently compute other values. A key nobody reads for that type gets a warning, as HF's
+    validation gives; the keys every scheme may meet pass silently."""
+    ext = [1.0] * 32
+    refused = [({"rope_type": "dynamic", "factor": 2.0, "alpha": 1000.0}, "alpha"),
+               ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096, "attn_factor": 1.0},
+                "attn_factor"),
+               ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096,
+                 "extrapolation_factor": 0.5}, "extrapolation_factor"),
+               ({"rope_type": "longrope", "short_factor": ext, "long_factor": ext, "factor": 32.0,
+                 "original_max_position_embeddings": 4096, "short_mscale": 1.1}, "short_mscale")]
+    for scaling, key in refused:
+        with pytest.raises(ValueError, match=r"scaling\['%s'\]: another runtime's %s reads it" % (key, scaling["rope_type"])):
+            posenc.rope_init(64, 1e4, scaling)
+    with pytest.warns(UserWarning, match="rope_type dynamic does not read: bogus_key"):
+        r = posenc.rope_init(64, 1e4, {"rope_type": "dynamic", "factor": 2.0, "bogus_key": 1},
+                             max_position_embeddings=4096)
+    assert r == posenc.rope_init(64, 1e4, {"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=4096)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        posenc.rope_init(128, 1e6, {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 24, 24],
+                                    "partial_rotary_factor": 1.0, "truncate": True,
+                                    "original_max_position_embeddings": 32768, "max_position_embeddings": 32768})
+
+
 def check_freqs(rope, exact, what):
     got = rope.freq
     assert got is not None, what
@@ -317,7 +345,11 @@ def check_freqs(rope, exact, what):
 def test_rope_init_default():
     for base in (1e4, 1e6, 5e5):
         for scaling in (None, {"rope_type": "default"}, {"type": "default", "factor": 8.0}):
-            r = posenc.rope_init(128, base, scaling)
+            if scaling and "factor" in scaling:  # default reads no factor: ignored with a warning, as HF
+                with pytest.warns(UserWarning, match="rope_type default does not read: factor"):
+                    r = posenc.rope_init(128, base, scaling)
+            else:
+                r = posenc.rope_init(128, base, scaling)
             assert (r.rotary_dim, r.base, r.position_scale, r.attention_scale, r.freq) == (128, base, 1.0, 1.0, None)
             assert r.pairs == posenc.RopePairs.HALVES
     assert posenc.rope_init(64, 1e4, pairs="interleaved").pairs == posenc.RopePairs.INTERLEAVED

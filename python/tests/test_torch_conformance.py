@@ -168,6 +168,22 @@ def test_gemma4_v5_proportional_per_layer_type():
         pt.RotaryEmbedding(v4)
 
 
+def test_keys_transformers_ignores_are_ignored_with_a_warning():
+    """RotaryEmbedding follows transformers: a key its init function does not read (vLLM's "short_mscale" of
+    Phi-3.5-MoE, HunYuan's "alpha") is ignored with a warning, not applied and not refused."""
+    base = {"hidden_size": 3072, "num_attention_heads": 32, "max_position_embeddings": 131072,
+            "original_max_position_embeddings": 4096}
+    rs = {"rope_type": "longrope", "short_factor": SHORT48, "long_factor": LONG48, "rope_theta": 1e4}
+    plain = pt.RotaryEmbedding(dict(base, rope_parameters=dict(rs)))
+    with pytest.warns(UserWarning, match="does not read: long_mscale, short_mscale"):
+        phi35 = pt.RotaryEmbedding(dict(base, rope_parameters=dict(rs, short_mscale=1.1, long_mscale=1.2)))
+    assert phi35.rope == plain.rope and phi35.attention_scaling == plain.attention_scaling
+    with pytest.warns(UserWarning, match="does not read: alpha"):
+        pt.RotaryEmbedding({"head_dim": 128, "max_position_embeddings": 32768,
+                            "rope_parameters": {"rope_type": "dynamic", "factor": 1.0, "alpha": 1000.0,
+                                                "rope_theta": 1e4}})
+
+
 def test_gemma3_v5_object_and_apply_rotary():
     """An HF-style config object (attributes) works as the dict does; apply_rotary takes layer_type."""
     obj = v5(**gemma3_fields())
