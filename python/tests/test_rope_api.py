@@ -321,7 +321,8 @@ def test_rope_init_keys_other_runtimes_read_are_refused_others_warned():
                ({"rope_type": "longrope", "short_factor": ext, "long_factor": ext, "factor": 32.0,
                  "original_max_position_embeddings": 4096, "short_mscale": 1.1}, "short_mscale")]
     for scaling, key in refused:
-        with pytest.raises(ValueError, match=r"scaling\['%s'\]: another runtime's %s reads it" % (key, scaling["rope_type"])):
+        message = r"scaling\['%s'\]: another runtime's %s reads it" % (key, scaling["rope_type"])
+        with pytest.raises(ValueError, match=message):
             posenc.rope_init(64, 1e4, scaling)
     with pytest.warns(UserWarning, match="rope_type dynamic does not read: bogus_key"):
         r = posenc.rope_init(64, 1e4, {"rope_type": "dynamic", "factor": 2.0, "bogus_key": 1},
