@@ -166,6 +166,8 @@ SCHEME
     --original N           original_max_position_embeddings: dynamic, yarn, llama3, longrope
     --seq-len N            dynamic, longrope, phi3-mini-128k: the current sequence length (default: the
                            largest position + 1, as Hugging Face)
+    --alpha A              dynamic: vLLM's NTK alpha (HunYuan), base * A^(r/(r-2)); --factor, --original
+                           and --seq-len are then not read
     --beta-fast B          yarn (default 32)
     --beta-slow B          yarn (default 1)
     --mscale M             yarn (DeepSeek; default unset)

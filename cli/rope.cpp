@@ -46,6 +46,7 @@ const std::vector<Param> &params() {
       {"--original", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
                        POSENC_ROPE_TYPE_LONGROPE}},
       {"--seq-len", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_LONGROPE}},
+      {"--alpha", T{POSENC_ROPE_TYPE_DYNAMIC}},
       {"--beta-fast", T{POSENC_ROPE_TYPE_YARN}},
       {"--beta-slow", T{POSENC_ROPE_TYPE_YARN}},
       {"--mscale", T{POSENC_ROPE_TYPE_YARN}},
@@ -126,6 +127,7 @@ bool read_param(Args &a, RopeOptions &o) {
   else if (n == "--long-factor") o.long_factor = numbers(a.value(), n);
   else if (n == "--attention-factor") s.attention_factor = number(a.value(), n);
   else if (n == "--partial-rotary-factor") s.partial_rotary_factor = number(a.value(), n);
+  else if (n == "--alpha") s.alpha = number(a.value(), n);
   else return false;
   o.given.push_back(n);
   return true;

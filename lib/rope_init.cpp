@@ -149,8 +149,9 @@ struct Scheme {
   int64_t r = 0, h = 0;
   double base = 0, factor = 1;
   int64_t L0 = 0;
-  // dynamic: L = max(seq_len, L0)
+  // dynamic: L = max(seq_len, L0); or vLLM's NTK alpha (HunYuan), which replaces the length rule
   int64_t L = 0;
+  double alpha = 0;
   // yarn
   double beta_fast = 32, beta_slow = 1;
   bool truncate = true;
@@ -185,9 +186,14 @@ struct Scheme {
     const int n = kLimbs[k];
     l.G = mp::log(base, n);
     if (type == POSENC_ROPE_TYPE_DYNAMIC) {
-      // X = factor (L - L0) / L0 + 1 >= 1, then G = ln base + (r / (r - 2)) ln X
-      Num x = mp::mul(mp::from_double(factor, n), mp::from_i64(L - L0, n));
-      x = mp::add(mp::div_u64(x, uint64_t(L0)), one(n));
+      // X = factor (L - L0) / L0 + 1 >= 1 (or vLLM's alpha), then G = ln base + (r / (r - 2)) ln X
+      Num x;
+      if (alpha != 0.0) {
+        x = mp::from_double(alpha, n);
+      } else {
+        x = mp::mul(mp::from_double(factor, n), mp::from_i64(L - L0, n));
+        x = mp::add(mp::div_u64(x, uint64_t(L0)), one(n));
+      }
       const Num lx = mp::div_u64(mp::mul_u64(ln_num(x), uint64_t(h)), uint64_t(h - 1));
       l.G = mp::add(l.G, lx);
     }
@@ -398,6 +404,9 @@ bool surely_in_range(const Scheme &s) {
       top += m;
       break;
     }
+    case POSENC_ROPE_TYPE_DYNAMIC:  // base' = base X^(r/(r-2)), r/(r-2) <= 2; only alpha can make X < 1
+      if (s.alpha != 0.0) top += 2.0 * std::fmax(0.0, -std::log2(s.alpha));
+      break;
     default: break;
   }
   return top < 998.0;
@@ -430,6 +439,11 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
       break;
     case POSENC_ROPE_TYPE_DYNAMIC:
       if (s.r == 2) return POSENC_ERR_INVALID;  // base' has the exponent r / (r - 2)
+      if (scaling->alpha != 0.0) {  // base' = base alpha^(r / (r - 2)); factor and the lengths are not read
+        if (!positive_finite(scaling->alpha)) return POSENC_ERR_INVALID;
+        s.alpha = scaling->alpha;
+        break;
+      }
       if (!positive_finite(scaling->factor) || scaling->original_max_positions < 1 || scaling->seq_len < 0)
         return POSENC_ERR_INVALID;
       s.factor = scaling->factor;
@@ -492,7 +506,8 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
 
   // Plain base^(-2i/r): no explicit frequencies.
   const bool plain = s.type == POSENC_ROPE_TYPE_DEFAULT || (s.type == POSENC_ROPE_TYPE_LINEAR && freq == nullptr) ||
-                     (s.type == POSENC_ROPE_TYPE_DYNAMIC && s.L == L0);
+                     (s.type == POSENC_ROPE_TYPE_DYNAMIC && s.alpha == 0.0 && s.L == L0) ||
+                     (s.type == POSENC_ROPE_TYPE_DYNAMIC && s.alpha == 1.0);
   if (plain) {
     posenc_rope out = posenc_rope_default(rotary_dim);
     out.base = base;
@@ -505,7 +520,7 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   // to G's error; the blends lose what their cancellations and clamps can cost.
   double G = std::fabs(std::log(base));
   if (s.type == POSENC_ROPE_TYPE_DYNAMIC)
-    G += 2.0 * std::log1p(s.factor * (double(s.L - L0) / double(L0)));
+    G += s.alpha != 0.0 ? 2.0 * std::fabs(std::log(s.alpha)) : 2.0 * std::log1p(s.factor * (double(s.L - L0) / double(L0)));
   double amp = 1.0 + G;
   const double fr = s.factor + 1.0 / s.factor + 2.0;
   if (s.type == POSENC_ROPE_TYPE_YARN && !s.truncate) {

@@ -442,6 +442,63 @@ TEST_CASE("proportional: Gemma 4's global layers, the first floor(p r / 2) pairs
   CHECK(y[512 + 1] != x[512 + 1]);  // pair 1 at 123456789 turns
 }
 
+// vLLM's DynamicNTKAlphaRotaryEmbedding (HunYuan): base' = base * alpha ** (r / (r - 2)), 1 / base' ** (2i / r).
+void vllm_dynamic_alpha(mpfr_ptr out, double base, int64_t r, int64_t i, double alpha) {
+  Big x(kPrec), lnb(kPrec);
+  mpfr_set_d(x, alpha, MPFR_RNDN);
+  mpfr_log(x, x, MPFR_RNDN);
+  mpfr_mul_si(x, x, long(r), MPFR_RNDN);
+  mpfr_div_si(x, x, long(r - 2), MPFR_RNDN);
+  mpfr_set_d(lnb, base, MPFR_RNDN);
+  mpfr_log(lnb, lnb, MPFR_RNDN);
+  mpfr_add(lnb, lnb, x, MPFR_RNDN);  // ln base'
+  mpfr_mul_si(lnb, lnb, -2 * long(i), MPFR_RNDN);
+  mpfr_div_si(lnb, lnb, long(r), MPFR_RNDN);
+  mpfr_exp(out, lnb, MPFR_RNDN);
+}
+
+TEST_CASE("dynamic with alpha: vLLM's NTK alpha (HunYuan), the length rule replaced", "[rope_init]") {
+  // HunYuan's configs: rope_scaling {"type": "dynamic", "alpha": ...} (vLLM's get_rope picks
+  // DynamicNTKAlphaRotaryEmbedding whenever "alpha" is present, factor or not); alpha below 1 shrinks the base.
+  struct Case {
+    int64_t r;
+    double base, alpha;
+  };
+  Worst w;
+  Big e(kPrec);
+  for (const Case &c : {Case{128, 1e4, 1000.0}, Case{128, 1e4, 50.0}, Case{64, 5e5, 2.5}, Case{4, 1e4, 3.0},
+                        Case{128, 1e4, 0.25}, Case{128, 1e4, 1.0}}) {
+    for (int64_t seq : {int64_t(0), int64_t(1) << 20}) {  // the length is not read
+      posenc_rope_scaling s = scaling_of(POSENC_ROPE_TYPE_DYNAMIC);
+      s.alpha = c.alpha;
+      s.factor = 7.0;  // not read either
+      s.seq_len = seq;
+      INFO("r " << c.r << ", base " << c.base << ", alpha " << c.alpha << ", seq_len " << seq);
+      std::vector<double> f(size_t(c.r / 2), -7.0);
+      posenc_rope rope;
+      REQUIRE(posenc_rope_init(&rope, c.r, c.base, &s, f.data()) == POSENC_OK);
+      CHECK(rope.attention_scale == 1.0);
+      if (c.alpha == 1.0) {  // base' = base: the plain spec
+        CHECK(rope.freq == nullptr);
+        continue;
+      }
+      CHECK(rope.freq == f.data());
+      for (int64_t i = 0; i < c.r / 2; ++i) {
+        vllm_dynamic_alpha(e, c.base, c.r, i, c.alpha);
+        expect_value(f[size_t(i)], e, w, "dynamic alpha f", i);
+      }
+    }
+  }
+  WARN("dynamic alpha: max " << w.ulp << " double ULP");
+  for (double a : {-1.0, HUGE_VAL, double(NAN)}) {
+    posenc_rope_scaling s = scaling_of(POSENC_ROPE_TYPE_DYNAMIC);
+    s.alpha = a;
+    std::vector<double> f(64);
+    posenc_rope rope;
+    CHECK(posenc_rope_init(&rope, 128, 1e4, &s, f.data()) == POSENC_ERR_INVALID);
+  }
+}
+
 TEST_CASE("dynamic NTK: the base grows with the sequence length", "[rope_init]") {
   // Llama 2 geometry (r 128, rope_theta 1e4, max_position_embeddings 4096) with dynamic factor 2, as HF's
   // dynamic-NTK example; Qwen-style base 1e6, 32768 with factor 4; r = 64 and a small r = 4.

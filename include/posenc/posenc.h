@@ -204,6 +204,8 @@ typedef struct posenc_rope_scaling {
   double attention_factor;          /**< yarn, longrope: 0 = derived as HF does */
   double partial_rotary_factor;     /**< proportional: p in (0, 1], the share of the r/2 pairs that rotate
                                          (HF's int(p * head_dim // 2) of them); 0 = 1 */
+  double alpha;                     /**< dynamic: vLLM's NTK alpha (HunYuan), base' = base alpha^(r/(r-2)),
+                                         factor and the lengths then not read; 0 = unset */
 } posenc_rope_scaling;
 
 /** Fills *rope for rotary_dim and base under the scaling (NULL: default). Schemes whose frequencies are not

@@ -151,8 +151,8 @@ const std::vector<TypeKeys> &type_keys() {
   static const std::vector<TypeKeys> k = {
       {POSENC_ROPE_TYPE_DEFAULT, {}, {}},
       {POSENC_ROPE_TYPE_LINEAR, {"factor"}, {}},
-      // vLLM's get_rope: "alpha" selects DynamicNTKAlphaRotaryEmbedding (HunYuan), base * alpha^(r/(r-2))
-      {POSENC_ROPE_TYPE_DYNAMIC, {"factor"}, {"alpha"}},
+      // dynamic reads vLLM's "alpha" too (DynamicNTKAlphaRotaryEmbedding, HunYuan: base * alpha^(r/(r-2)))
+      {POSENC_ROPE_TYPE_DYNAMIC, {"factor", "alpha"}, {}},
       // vLLM's YaRNScalingRotaryEmbedding: extrapolation_factor, attn_factor, apply_yarn_scaling
       {POSENC_ROPE_TYPE_YARN,
        {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"},
@@ -237,6 +237,10 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
   // proportional reads the share of pairs that rotate from the dict (HF v5 keeps it there for Gemma 4); for
   // the other types partial_rotary_factor narrows rotary_dim, which the caller passes
   if (s.type == POSENC_ROPE_TYPE_PROPORTIONAL) s.partial_rotary_factor = get<double>(d, "partial_rotary_factor", 0.0);
+  if (s.type == POSENC_ROPE_TYPE_DYNAMIC && d.contains("alpha")) {  // vLLM: "alpha" wins over "factor"
+    s.alpha = get<double>(d, "alpha", 0.0);
+    if (!(s.alpha > 0.0)) throw py::value_error("scaling['alpha']: a positive number (vLLM's NTK alpha)");
+  }
   switch (s.type) {
     case POSENC_ROPE_TYPE_DYNAMIC:
       // HF's dynamic NTK measures the length against max_position_embeddings
@@ -680,11 +684,12 @@ posenc_rope_init: the Rope of an HF rope_type, each frequency and the attention 
 double of the formula's real value. scaling: HF's rope_scaling / rope_parameters dict ("rope_type" or the
 legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"), proportional; factor,
 original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, truncate (default True),
-low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor, and for proportional
+low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor, dynamic's "alpha" (vLLM's
+NTK alpha of HunYuan: base * alpha^(r/(r-2)), factor and lengths then unread), and for proportional
 partial_rotary_factor: rotary_dim is then the whole head, of which int(p * rotary_dim // 2) pairs rotate).
 rope_theta, partial_rotary_factor, mrope_section, mrope_interleaved, the lengths and truncate may be in any
 dict (the caller applies them). A key another runtime reads for the same rope_type to change the frequencies
-(vLLM's dynamic "alpha", yarn "extrapolation_factor" / "attn_factor" / "apply_yarn_scaling", longrope
+(vLLM's yarn "extrapolation_factor" / "attn_factor" / "apply_yarn_scaling", longrope
 "short_mscale" / "long_mscale") is a ValueError naming it; any other key a UserWarning, as HF warns.
 The keywords give what HF reads from the model config outside the dict: max_position_embeddings (dynamic's
 reference length; yarn/longrope derive a missing factor from it as HF v5 does), the original length when the

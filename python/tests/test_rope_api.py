@@ -308,13 +308,12 @@ def test_every_path_reproduces_the_rope_golden_digests(isa, g):
 # ---- rope_init against HF's formulas ------------------------------------------------------------------------
 
 def test_rope_init_keys_other_runtimes_read_are_refused_others_warned():
-    """A key that another runtime reads for the same rope_type to change the frequencies (vLLM: HunYuan's
-    dynamic "alpha", yarn's "attn_factor", Phi-3.5-MoE's longrope "short_mscale") is refused by name: posenc's
-    scheme would silently compute other values. A key nobody reads for that type gets a warning, as HF's
-    validation gives; the keys every scheme may meet pass silently."""
+    """A key that another runtime reads for the same rope_type to change the frequencies (vLLM: yarn's
+    "attn_factor", Phi-3.5-MoE's longrope "short_mscale") is refused by name: posenc's scheme would silently
+    compute other values. A key nobody reads for that type gets a warning, as HF's validation gives; the keys
+    every scheme may meet pass silently. HunYuan's dynamic "alpha" is read: vLLM's base * alpha^(r/(r-2))."""
     ext = [1.0] * 32
-    refused = [({"rope_type": "dynamic", "factor": 2.0, "alpha": 1000.0}, "alpha"),
-               ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096, "attn_factor": 1.0},
+    refused = [({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096, "attn_factor": 1.0},
                 "attn_factor"),
                ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096,
                  "extrapolation_factor": 0.5}, "extrapolation_factor"),
@@ -328,6 +327,14 @@ def test_rope_init_keys_other_runtimes_read_are_refused_others_warned():
         r = posenc.rope_init(64, 1e4, {"rope_type": "dynamic", "factor": 2.0, "bogus_key": 1},
                              max_position_embeddings=4096)
     assert r == posenc.rope_init(64, 1e4, {"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=4096)
+    hunyuan = posenc.rope_init(128, 1e4, {"rope_type": "dynamic", "factor": 2.0, "alpha": 1000.0},
+                               max_position_embeddings=32768, seq_len=10 ** 6)  # alpha wins, as in vLLM
+    with R.ctx(R.PREC):
+        lnb = R.gmpy2.log(R.mpfr(1e4)) + R.gmpy2.log(R.mpfr(1000.0)) * 128 / 126
+        want = [R.gmpy2.exp(lnb * (-2 * i) / 128) for i in range(64)]
+    check_freqs(hunyuan, want, "HunYuan's dynamic alpha 1000")
+    with pytest.raises(ValueError, match=r"scaling\['alpha'\]: a positive number"):
+        posenc.rope_init(128, 1e4, {"rope_type": "dynamic", "alpha": 0})
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")
