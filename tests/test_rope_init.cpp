@@ -97,18 +97,10 @@ void hf_linear(mpfr_ptr out, double base, int64_t r, int64_t i, double factor) {
   mpfr_div_d(out, out, factor, MPFR_RNDN);
 }
 
-// _compute_dynamic_ntk_parameters: L = max(seq_len, max_position_embeddings),
-// base' = base * ((factor * L / Lmax) - (factor - 1)) ** (dim / (dim - 2)), then 1 / base' ** (2i / dim).
-void hf_dynamic(mpfr_ptr out, double base, int64_t r, int64_t i, double factor, int64_t lmax, int64_t seq) {
-  const int64_t L = std::max(seq, lmax);
-  Big x(kPrec), fm1(kPrec), lnb(kPrec);
-  mpfr_set_d(x, factor, MPFR_RNDN);
-  mpfr_mul_si(x, x, long(L), MPFR_RNDN);
-  mpfr_div_si(x, x, long(lmax), MPFR_RNDN);
-  mpfr_set_d(fm1, factor, MPFR_RNDN);
-  mpfr_sub_ui(fm1, fm1, 1, MPFR_RNDN);
-  mpfr_sub(x, x, fm1, MPFR_RNDN);
-  mpfr_log(x, x, MPFR_RNDN);  // ln of the bracket, raised to r / (r - 2)
+// 1 / (base * X ** (r / (r - 2))) ** (2i / r) for X in x (overwritten): the dynamic schemes' frequencies.
+void ntk_power(mpfr_ptr out, double base, int64_t r, int64_t i, mpfr_ptr x) {
+  Big lnb(kPrec);
+  mpfr_log(x, x, MPFR_RNDN);  // ln X, raised to r / (r - 2)
   mpfr_mul_si(x, x, long(r), MPFR_RNDN);
   mpfr_div_si(x, x, long(r - 2), MPFR_RNDN);
   mpfr_set_d(lnb, base, MPFR_RNDN);
@@ -117,6 +109,20 @@ void hf_dynamic(mpfr_ptr out, double base, int64_t r, int64_t i, double factor, 
   mpfr_mul_si(lnb, lnb, -2 * long(i), MPFR_RNDN);
   mpfr_div_si(lnb, lnb, long(r), MPFR_RNDN);
   mpfr_exp(out, lnb, MPFR_RNDN);
+}
+
+// _compute_dynamic_ntk_parameters: L = max(seq_len, max_position_embeddings),
+// base' = base * ((factor * L / Lmax) - (factor - 1)) ** (dim / (dim - 2)), then 1 / base' ** (2i / dim).
+void hf_dynamic(mpfr_ptr out, double base, int64_t r, int64_t i, double factor, int64_t lmax, int64_t seq) {
+  const int64_t L = std::max(seq, lmax);
+  Big x(kPrec), fm1(kPrec);
+  mpfr_set_d(x, factor, MPFR_RNDN);
+  mpfr_mul_si(x, x, long(L), MPFR_RNDN);
+  mpfr_div_si(x, x, long(lmax), MPFR_RNDN);
+  mpfr_set_d(fm1, factor, MPFR_RNDN);
+  mpfr_sub_ui(fm1, fm1, 1, MPFR_RNDN);
+  mpfr_sub(x, x, fm1, MPFR_RNDN);
+  ntk_power(out, base, r, i, x);
 }
 
 // get_mscale(scale, mscale) = 1 if scale <= 1 else 0.1 * mscale * ln(scale) + 1 (0.1 the real 1/10).
@@ -444,17 +450,9 @@ TEST_CASE("proportional: Gemma 4's global layers, the first floor(p r / 2) pairs
 
 // vLLM's DynamicNTKAlphaRotaryEmbedding (HunYuan): base' = base * alpha ** (r / (r - 2)), 1 / base' ** (2i / r).
 void vllm_dynamic_alpha(mpfr_ptr out, double base, int64_t r, int64_t i, double alpha) {
-  Big x(kPrec), lnb(kPrec);
+  Big x(kPrec);
   mpfr_set_d(x, alpha, MPFR_RNDN);
-  mpfr_log(x, x, MPFR_RNDN);
-  mpfr_mul_si(x, x, long(r), MPFR_RNDN);
-  mpfr_div_si(x, x, long(r - 2), MPFR_RNDN);
-  mpfr_set_d(lnb, base, MPFR_RNDN);
-  mpfr_log(lnb, lnb, MPFR_RNDN);
-  mpfr_add(lnb, lnb, x, MPFR_RNDN);  // ln base'
-  mpfr_mul_si(lnb, lnb, -2 * long(i), MPFR_RNDN);
-  mpfr_div_si(lnb, lnb, long(r), MPFR_RNDN);
-  mpfr_exp(out, lnb, MPFR_RNDN);
+  ntk_power(out, base, r, i, x);
 }
 
 TEST_CASE("dynamic with alpha: vLLM's NTK alpha (HunYuan), the length rule replaced", "[rope_init]") {
