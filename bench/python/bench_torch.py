@@ -296,8 +296,30 @@ def llama_rotation(B, ro, seq, first):
     return qb, kb, q, k, pos, restore, original
 
 
+def vision_forward(B, n_ids=4096, dim=40):
+    """Issue 32: the vision towers' angle table (Qwen2-VL: dim = head_dim / 2 = 40). v5's forward(position_ids)
+    on (row, col) ids and v4's forward(seqlen) with the 0-dim tensor its towers pass; the originals are
+    upstream's modules as written (python/tests/originals_vl.py). Both do one PyTorch op on inv_freq, which
+    posenc.torch hands to the same op: what remains is each module's own Python."""
+    torch, pt, V = B.torch, B.pt, B.O_vl
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(0, 64, (n_ids, 2), generator=g)
+    seqlen = torch.tensor(64)
+    p = pt.VisionRotaryEmbedding(dim)
+    for kind, orig, arg, title in (
+            ("ids", V.VisionRotaryEmbeddingV5(dim), ids, "v5 forward(position_ids), %d (row, col) ids" % n_ids),
+            ("seqlen", V.VisionRotaryEmbeddingV4(dim), seqlen, "v4 forward(seqlen), a 0-dim tensor 64")):
+        B.run("vision_rope/%s" % kind, "vision_rope", "VisionRotaryEmbedding(%d): %s" % (dim, title),
+              {"dim": dim, "ids": n_ids if kind == "ids" else 64}, (n_ids if kind == "ids" else 64) * dim,
+              [("original", lambda o=orig, a=arg: o(a), None), ("posenc", lambda a=arg: p(a), None)],
+              {"original": ("HF VisionRotaryEmbedding.forward (%s)" % ("v5" if kind == "ids" else "v4"), "original"),
+               "posenc": ("posenc.torch VisionRotaryEmbedding.forward", "posenc")},
+              check=lambda o=orig, a=arg: {"max_abs_diff": max_diff(o(a), p(a))}, inner="auto")
+
+
 def big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position):
     tables(B, table_shapes)
+    vision_forward(B)
     tutorial_forward(B, fwd_shapes)
     fairseq_forward(B, fairseq_shapes)
     embedding(B, emb_shapes, vocab)
@@ -671,6 +693,12 @@ def main(argv):
     import posenc.torch as pt
     O = load_originals(args.originals)
     O_ts = load_originals(os.path.join(os.path.dirname(os.path.abspath(args.originals)), "originals_timesteps.py"))
+    # originals_vl imports originals by name: its folder on the path while it loads
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.originals)))
+    try:
+        O_vl = load_originals(os.path.join(os.path.dirname(os.path.abspath(args.originals)), "originals_vl.py"))
+    finally:
+        sys.path.pop(0)
     plan = Plan(args.quick)
     data = {"schema": SCHEMA, "mode": "quick" if args.quick else "full",
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -694,6 +722,8 @@ def main(argv):
     ts_shapes = [(1024, 320), (1024, 1280)]  # issue 25's batch, in both plans (milliseconds each)
 
     B = Bench(torch, pt, posenc, O, plan)
+
+    B.O_vl = O_vl
     reuse = allocator_reuse()
     B.alloc = "reuse" if reuse else "default"
     data["verdict_alloc"] = B.alloc

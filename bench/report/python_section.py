@@ -100,6 +100,10 @@ GROUPS = [
      "element."),
     ("rope_cos_sin", "HF-style cos/sin alone", "`forward(x, position_ids) -> (cos, sin)`, [1, seq, 128] each; per "
      "element of cos."),
+    ("vision_rope", "The vision towers' angle table (issue 32)", "`VisionRotaryEmbedding(40)` (Qwen2-VL's "
+     "tower: head_dim 80): v5's `forward(position_ids)` on (row, col) ids and v4's `forward(seqlen)` with the "
+     "0-dim tensor its towers pass. Upstream's work is one op on `inv_freq`, which posenc.torch hands to the "
+     "same op on its correctly rounded `inv_freq`: the difference is each module's own Python; per element."),
     ("decode", "A fairseq decode step", "`SinusoidalPositionalEmbedding(512, padding_idx=1)` with "
      "incremental_state: both index their precomputed table (posenc computes a row only past it); per element."),
     ("timesteps", "Timestep embeddings (issue 25)", "A batch of 1024 float32 timesteps in [0, 1000) (fractional, as "
@@ -289,6 +293,10 @@ ISSUE24 = [
     ("HF forward + apply_rotary_pos_emb, decode 1 token", "rope_hf/decode", "rope_hf/decode", "original", False),
     ("HF forward + apply vs posenc's fused apply_rotary, prefill 2048", "rope/prefill", "rope/prefill", "original",
      False),
+    ("VisionRotaryEmbedding(40) v5 forward, 4096 (row, col) ids", "vision_rope/ids", "vision_rope/ids", "original",
+     False),
+    ("VisionRotaryEmbedding(40) v4 forward(seqlen), a 0-dim tensor", "vision_rope/seqlen", "vision_rope/seqlen",
+     "original", False),
 ]
 
 

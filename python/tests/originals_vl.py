@@ -28,7 +28,8 @@ import originals as O
 
 __all__ = [
     "Qwen2VLRotaryEmbedding", "apply_multimodal_rotary_pos_emb", "Qwen3VLTextRotaryEmbedding",
-    "apply_interleaved_mrope", "VisionRotaryEmbedding", "vision_pos_ids", "rot_pos_emb",
+    "apply_interleaved_mrope", "VisionRotaryEmbedding", "VisionRotaryEmbeddingV4", "VisionRotaryEmbeddingV5",
+    "vision_pos_ids", "rot_pos_emb",
     "apply_rotary_pos_emb_vision", "get_vision_position_ids", "get_rope_index", "vl_configs",
 ]
 
@@ -145,6 +146,21 @@ class VisionRotaryEmbedding(nn.Module):
             seq = torch.arange(arg, device=self.inv_freq.device, dtype=self.inv_freq.dtype)
             return torch.outer(seq, self.inv_freq)
         return (arg.unsqueeze(-1) * self.inv_freq).flatten(1)
+
+
+class VisionRotaryEmbeddingV4(VisionRotaryEmbedding):
+    """v4's module alone, forward(seqlen) as upstream writes it (the benchmarks' original)."""
+
+    def forward(self, seqlen: Any) -> Tensor:
+        seq = torch.arange(seqlen, device=self.inv_freq.device, dtype=self.inv_freq.dtype)
+        return torch.outer(seq, self.inv_freq)
+
+
+class VisionRotaryEmbeddingV5(VisionRotaryEmbedding):
+    """v5's module alone, forward(position_ids) as upstream writes it (the benchmarks' original)."""
+
+    def forward(self, position_ids: Tensor) -> Tensor:
+        return (position_ids.unsqueeze(-1) * self.inv_freq).flatten(1)
 
 
 def vision_pos_ids(grid_thw: Tensor, spatial_merge_size: int) -> Tensor:
