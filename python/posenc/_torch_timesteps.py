@@ -9,9 +9,12 @@ correctly rounded sin / cos of the exact angle t * scale * w_i (docs/timesteps.m
   flux_timestep_embedding(t, dim, max_period=10000, time_factor=1000.0)    Flux's timestep_embedding
   timesteps(spec, t, *, dtype=torch.float32, out=None)                      any posenc.Spec, any shape of t
 
-Timesteps: a 1-D CPU tensor (as the originals require) of float64, float32, bfloat16, float16 or integers; every
-value is used as it is, converted exactly to double: a float64 timestep is not rounded to float32 first, as the
-originals' ``timesteps.float()`` does (pass ``timesteps.float()`` for that). |t| < 2^31, finite (NaN and
+Timesteps: a 1-D CPU tensor (as the originals require) of float64, float32, bfloat16, float16 or integers, taken
+as the original takes it before its sinusoid: diffusers' and DiT's ``timesteps[:, None].float()`` (a float64 or
+an integer above 2^24 rounded to float32), Flux's ``time_factor * t`` in t's dtype (bfloat16 timesteps: the
+product rounded to bfloat16) and then ``.float()``; from there every value is exact. ``exact_input=True``
+instead uses each timestep as given (converted exactly to double, Flux's product formed exactly inside the
+angle): the embedding of the real timestep rather than of what the model sees. |t| < 2^31, finite (NaN and
 infinities raise posenc.OutOfRange, an IndexError). Output: [N, dim], float32 (diffusers, DiT), or Flux's dtype
 (that of time_factor * t when it is a float tensor: bfloat16 in its pipelines), on the CPU. Differentiable in
 the timesteps (d sin(a) / dt = cos(a) * scale * w_i), as the originals are.
@@ -138,13 +141,21 @@ def _diffusers(embedding_dim, flip_sin_to_cos, downscale_freq_shift, scale, max_
     return _diffusers_spec(int(embedding_dim), bool(flip_sin_to_cos), den, float(scale), float(max_period))
 
 
+def _as_float32(t: Tensor, exact_input: bool) -> Tensor:
+    """The timesteps as diffusers' and DiT's ``t[:, None].float()`` see them (exact_input: as given)."""
+    return t if exact_input or t.dtype == torch.float32 else t.float()
+
+
 def get_timestep_embedding(timesteps: Tensor, embedding_dim: int, flip_sin_to_cos: bool = False,
-                           downscale_freq_shift: float = 1, scale: float = 1, max_period: int = 10000) -> Tensor:
+                           downscale_freq_shift: float = 1, scale: float = 1, max_period: int = 10000, *,
+                           exact_input: bool = False) -> Tensor:
     """diffusers' get_timestep_embedding, exact: [N, embedding_dim] float32 for N timesteps (a 1-D tensor, which
     may be fractional): sin | cos halves (cos | sin with flip_sin_to_cos) of t * scale * max_period^(-i / (half_dim -
-    downscale_freq_shift)), half_dim = embedding_dim // 2, a zero column for an odd embedding_dim."""
+    downscale_freq_shift)), half_dim = embedding_dim // 2, a zero column for an odd embedding_dim; t as
+    diffusers' ``timesteps.float()`` has it (exact_input=True: as given)."""
     spec = _diffusers(embedding_dim, flip_sin_to_cos, downscale_freq_shift, scale, max_period)
-    return _embed(spec, _check_timesteps(timesteps), int(embedding_dim), torch.float32)
+    t = _as_float32(_check_timesteps(timesteps), exact_input)
+    return _embed(spec, t, int(embedding_dim), torch.float32)
 
 
 class Timesteps(nn.Module):
@@ -154,18 +165,21 @@ class Timesteps(nn.Module):
     flip_sin_to_cos, downscale_freq_shift, scale) with max_period 10000: [N, num_channels] float32 (Stable
     Diffusion's UNet: Timesteps(320, True, 0)). A configuration get_timestep_embedding refuses is refused here."""
 
-    def __init__(self, num_channels: int, flip_sin_to_cos: bool, downscale_freq_shift: float, scale: int = 1):
+    def __init__(self, num_channels: int, flip_sin_to_cos: bool, downscale_freq_shift: float, scale: int = 1, *,
+                 exact_input: bool = False):
         super().__init__()
         self.num_channels = num_channels
         self.flip_sin_to_cos = flip_sin_to_cos
         self.downscale_freq_shift = downscale_freq_shift
         self.scale = scale
+        self.exact_input = bool(exact_input)  # posenc's: the timesteps as given, not as diffusers' float()
         _diffusers(num_channels, flip_sin_to_cos, downscale_freq_shift, scale, 10000)  # refused now, not at forward
 
     def forward(self, timesteps: Tensor) -> Tensor:
         """[N, num_channels] float32 for the 1-D timesteps."""
         return get_timestep_embedding(timesteps, self.num_channels, flip_sin_to_cos=self.flip_sin_to_cos,
-                                      downscale_freq_shift=self.downscale_freq_shift, scale=self.scale)
+                                      downscale_freq_shift=self.downscale_freq_shift, scale=self.scale,
+                                      exact_input=self.exact_input)
 
 
 # ---- DiT / latent diffusion, Flux -----------------------------------------------------------------------------
@@ -183,28 +197,34 @@ def _dit_spec(dim: int, max_period, time_factor) -> Optional[Spec]:
     return _flux_spec(dim, float(max_period), float(time_factor))
 
 
-def timestep_embedding(t: Tensor, dim: int, max_period: int = 10000) -> Tensor:
+def timestep_embedding(t: Tensor, dim: int, max_period: int = 10000, *, exact_input: bool = False) -> Tensor:
     """DiT's TimestepEmbedder.timestep_embedding (and latent diffusion's timestep_embedding, GLIDE's), exact:
     [N, dim] float32 for N timesteps (a 1-D tensor, which may be fractional): cos | sin halves of
     t * max_period^(-i / half), half = dim // 2, a zero column for an odd dim (none for dim 1, as DiT's code
-    cuts it from an empty embedding: [N, 0])."""
+    cuts it from an empty embedding: [N, 0]); t as DiT's ``t[:, None].float()`` has it (exact_input=True: as
+    given)."""
     d = _dim(dim, "dim")
     spec = _dit_spec(d, max_period, 1.0)
     # dim 1: DiT's zero column is cut from an empty embedding, [N, 0], and so is this
-    return _embed(spec, _check_timesteps(t, "t"), d if spec else 0, torch.float32)
+    return _embed(spec, _as_float32(_check_timesteps(t, "t"), exact_input), d if spec else 0, torch.float32)
 
 
-def flux_timestep_embedding(t: Tensor, dim: int, max_period: int = 10000, time_factor: float = 1000.0) -> Tensor:
-    """Flux's timestep_embedding (flux/modules/layers.py), exact: DiT's formula at time_factor * t, [N, dim],
-    returned in the dtype of time_factor * t when that is a float tensor (bfloat16 timesteps give bfloat16, as
-    Flux's ``embedding.to(t)``), float32 otherwise. posenc forms the angle t * time_factor * w_i exactly where
-    Flux rounds time_factor * t in t's dtype first."""
+def flux_timestep_embedding(t: Tensor, dim: int, max_period: int = 10000, time_factor: float = 1000.0, *,
+                            exact_input: bool = False) -> Tensor:
+    """Flux's timestep_embedding (flux/modules/layers.py), exact: DiT's formula at Flux's ``time_factor * t``,
+    [N, dim], returned in the dtype of time_factor * t when that is a float tensor (bfloat16 timesteps give
+    bfloat16, as Flux's ``embedding.to(t)``), float32 otherwise. As Flux, the product is formed in that dtype
+    (bfloat16 timesteps: 1000 t rounded to bfloat16, spacing 4 near 1000) and then taken as float32; from
+    there exact. exact_input=True forms t * time_factor * w_i exactly instead, from t as given."""
     d = _dim(dim, "dim")
     t = _check_timesteps(t, "t")
     scaled = torch.result_type(t, time_factor)
     dtype = scaled if scaled.is_floating_point else torch.float32
-    spec = _dit_spec(d, max_period, time_factor)
-    return _embed(spec, t, d if spec else 0, dtype)  # dim 1: [N, 0], as DiT's
+    if exact_input:
+        spec = _dit_spec(d, max_period, time_factor)
+        return _embed(spec, t, d if spec else 0, dtype)  # dim 1: [N, 0], as DiT's
+    spec = _dit_spec(d, max_period, 1.0)
+    return _embed(spec, (time_factor * t).float(), d if spec else 0, dtype)
 
 
 # ---- any spec ------------------------------------------------------------------------------------------------

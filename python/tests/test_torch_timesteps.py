@@ -68,8 +68,13 @@ def check_against_original(got, want, ts, scale, period, den, dim, flip_or_cos_f
 ], ids=["get_timestep_embedding", "Timesteps.__init__", "Timesteps.forward", "timestep_embedding",
         "flux_timestep_embedding"])
 def test_signatures_are_the_originals(ours, theirs):
+    """The originals' parameters, in order, with their defaults; posenc's one addition is the keyword-only
+    exact_input (default False: the timesteps as the original takes them) where the timesteps come in."""
     a, b = inspect.signature(ours), inspect.signature(theirs)
-    assert [(p.name, p.default, p.kind) for p in a.parameters.values()] == \
+    extra = [p for p in a.parameters.values() if p.name == "exact_input"]
+    if ours is not pt.Timesteps.forward:
+        assert [(p.kind, p.default) for p in extra] == [(inspect.Parameter.KEYWORD_ONLY, False)]
+    assert [(p.name, p.default, p.kind) for p in a.parameters.values() if p.name != "exact_input"] == \
         [(p.name, p.default, p.kind) for p in b.parameters.values()]
 
 
@@ -136,19 +141,30 @@ def test_flux_timestep_embedding_short_timesteps(isa, dim, tf):
     got, want = pt.flux_timestep_embedding(t, dim, time_factor=tf), O.flux_timestep_embedding(t, dim, time_factor=tf)
     assert got.dtype == want.dtype == torch.float32 and got.shape == want.shape
     check_against_original(got, want, t.double().numpy(), tf, 10000.0, dim // 2, dim, True, pre_scaled=True)
-    assert_bits(got, exact_rows(posenc.Spec.flux(dim, 10000.0, tf), t.double().numpy()), "exact")
+    # Flux's own input: time_factor * t rounded to float32, then exact from there
+    scaled = (tf * t).double().numpy()
+    assert_bits(got, exact_rows(posenc.Spec.flux(dim, 10000.0, 1.0), scaled), "exact at Flux's product")
+    exact = pt.flux_timestep_embedding(t, dim, time_factor=tf, exact_input=True)
+    assert_bits(exact, exact_rows(posenc.Spec.flux(dim, 10000.0, tf), t.double().numpy()), "exact_input")
 
 
 def test_long_timesteps_are_exact_where_the_originals_drift(isa):
     t = torch.tensor(LONG, dtype=torch.float64)
+    # as the originals take them: float32, where 2^31 - 1 becomes 2^31, past posenc's range (|t| < 2^31)
+    t_in = t[t.float().double().abs() < 2.0 ** 31]
     worst = {}
-    for name, ours, theirs, spec in [
-        ("diffusers", pt.get_timestep_embedding(t, 320, True, 0), O.get_timestep_embedding(t, 320, True, 0),
-         posenc.Spec.diffusers(320, True, 0.0)),
-        ("DiT", pt.timestep_embedding(t, 256), O.timestep_embedding(t, 256), posenc.Spec.dit(256)),
+    for name, ours, theirs, spec, default in [
+        ("diffusers", pt.get_timestep_embedding(t, 320, True, 0, exact_input=True),
+         O.get_timestep_embedding(t, 320, True, 0), posenc.Spec.diffusers(320, True, 0.0),
+         pt.get_timestep_embedding(t_in, 320, True, 0)),
+        ("DiT", pt.timestep_embedding(t, 256, exact_input=True), O.timestep_embedding(t, 256), posenc.Spec.dit(256),
+         pt.timestep_embedding(t_in, 256)),
     ]:
-        assert_bits(ours, exact_rows(spec, LONG), name)  # the float64 timesteps as given
+        assert_bits(ours, exact_rows(spec, LONG), name)  # exact_input: the float64 timesteps as given
+        assert_bits(default, exact_rows(spec, t_in.float().double().numpy()), name + ", as the original takes t")
         worst[name] = float((ours - theirs).abs().max())
+    with pytest.raises(posenc.OutOfRange):
+        pt.timestep_embedding(torch.tensor([2.0 ** 31 - 1], dtype=torch.float64), 256)  # float32: 2^31
     # the originals round t to float32 (2147483000.125 -> 2147483008) and form t * w in float32: far off
     assert worst["diffusers"] > 0.5 and worst["DiT"] > 0.5, worst
     # at timesteps that are float32 values, the originals' error is their angle's: bounded as derived, and large
@@ -160,14 +176,32 @@ def test_long_timesteps_are_exact_where_the_originals_drift(isa):
     assert float((got - want).abs().max()) > 1e-3
 
 
-def test_float64_timesteps_are_not_rounded_to_float32():
+def test_float64_timesteps_as_the_originals_take_them_or_as_given():
+    """By default a drop-in takes t as the original does (diffusers' and DiT's t.float(), Flux's time_factor * t
+    in t's dtype), then computes exactly; exact_input=True embeds the timesteps as given."""
     t = torch.tensor([999.0 + 2 ** -30, 0.1, 1e6 + 0.5 + 2 ** -20], dtype=torch.float64)
+    spec = posenc.Spec.diffusers(320, True, 0.0)
     got = pt.get_timestep_embedding(t, 320, True, 0)
-    assert_bits(got, exact_rows(posenc.Spec.diffusers(320, True, 0.0), t.numpy()), "float64 as given")
-    assert not torch.equal(got, pt.get_timestep_embedding(t.float(), 320, True, 0))
-    # .float() first gives the original's rounding of t
-    assert_bits(pt.get_timestep_embedding(t.float(), 320, True, 0),
-                exact_rows(posenc.Spec.diffusers(320, True, 0.0), t.float().double().numpy()), "float32 of it")
+    assert_bits(got, exact_rows(spec, t.float().double().numpy()), "float32 of it, as diffusers' t.float()")
+    assert torch.equal(got, pt.get_timestep_embedding(t.float(), 320, True, 0))
+    exact = pt.get_timestep_embedding(t, 320, True, 0, exact_input=True)
+    assert_bits(exact, exact_rows(spec, t.numpy()), "float64 as given")
+    assert not torch.equal(got, exact)
+    assert torch.equal(pt.Timesteps(320, True, 0, exact_input=True)(t), exact)
+    assert torch.equal(pt.Timesteps(320, True, 0)(t), got)
+    big = torch.tensor([2 ** 24 + 1, 7], dtype=torch.int64)  # an integer above 2^24: float32 rounds it, as DiT's
+    assert_bits(pt.timestep_embedding(big, 64), exact_rows(posenc.Spec.dit(64), [2.0 ** 24, 7.0]), "int64 > 2^24")
+    # Flux with bfloat16 timesteps: 1000 t in bfloat16 (spacing 4 near 1000), the value the model sees
+    tb = torch.tensor([0.6015625, 0.5, 0.0123], dtype=torch.bfloat16)  # 1000 t = 601.5625 -> 600 in bfloat16
+    flux = pt.flux_timestep_embedding(tb, 64)
+    seen = (1000.0 * tb).double().numpy()
+    assert_bits(flux, torch.from_numpy(exact_rows(posenc.Spec.flux(64, 10000.0, 1.0), seen)).to(torch.bfloat16),
+                "Flux's bfloat16 product")
+    real = tb.double().numpy() * 1000.0
+    assert np.max(np.abs(seen - real)) > 1.5  # what exact_input embeds instead: 1.5625 apart here
+    assert_bits(pt.flux_timestep_embedding(tb, 64, exact_input=True),
+                torch.from_numpy(exact_rows(posenc.Spec.flux(64), tb.double().numpy())).to(torch.bfloat16),
+                "Flux exact_input")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64,
@@ -186,10 +220,16 @@ def test_timestep_dtypes(dtype):
         assert ours.dtype == theirs.dtype == torch.float32
         assert ours.shape == theirs.shape
         assert_bits(ours, exact_rows(spec, exact_t), str(dtype))
-    # Flux: the dtype of time_factor * t when it is a float, else float32
-    ours, theirs = pt.flux_timestep_embedding(t, 64), O.flux_timestep_embedding(t, 64)
+    # Flux: the dtype of time_factor * t when it is a float, else float32; its input 1000 t formed in t's dtype
+    if dtype == torch.float16:  # 1000 t overflows float16 past 65.5: Flux's angles are inf there, posenc refuses
+        with pytest.raises(posenc.OutOfRange):
+            pt.flux_timestep_embedding(t, 64)
+        ours, theirs = pt.flux_timestep_embedding(t, 64, exact_input=True), O.flux_timestep_embedding(t, 64)
+        want = exact_rows(posenc.Spec.flux(64), exact_t)
+    else:
+        ours, theirs = pt.flux_timestep_embedding(t, 64), O.flux_timestep_embedding(t, 64)
+        want = exact_rows(posenc.Spec.flux(64, 10000.0, 1.0), (1000.0 * t).double().numpy())
     assert ours.dtype == theirs.dtype
-    want = exact_rows(posenc.Spec.flux(64), exact_t)
     if ours.dtype in (torch.float32, torch.float64):
         assert_bits(ours.float(), want, "flux " + str(dtype))
     else:  # bf16 / f16: the float32 value rounded once, as Flux's .to(t) rounds its float32 embedding
@@ -304,4 +344,6 @@ def test_refusals_name_the_problem():
     with pytest.raises(posenc.OutOfRange):
         pt.timestep_embedding(torch.tensor([2.0 ** 31], dtype=torch.float64), 8)
     with pytest.raises(posenc.InvalidArgument):  # a 2^52 frequency
+        pt.flux_timestep_embedding(t, 8, time_factor=2.0 ** 52, exact_input=True)
+    with pytest.raises(posenc.OutOfRange):  # Flux's product 2^52 t, past 2^31
         pt.flux_timestep_embedding(t, 8, time_factor=2.0 ** 52)
