@@ -253,6 +253,15 @@ std::vector<Case> cases() {
   add("learned table rows overflow", POSENC_ERR_OVERFLOW, learned,
       [](Fixture &f) { f.call.pos_stride = byte_overflow_stride(f.call.pos_rows, 4); });
   add("pos_rows = INT64_MAX", POSENC_ERR_OVERFLOW, learned, [](Fixture &f) { f.call.pos_rows = kI64Max; });
+  // (rows - 1) * stride near 2^126: its bytes would pass 2^127 (the fuzzer's find; UBSan checks the arithmetic)
+  add("rows and stride INT64_MAX: the extent's bytes past 2^127", POSENC_ERR_OVERFLOW, learned, [](Fixture &f) {
+    f.call.pos_rows = kI64Max;
+    f.call.pos_stride = kI64Max;
+  });
+  add("n and out_stride INT64_MAX", POSENC_ERR_OVERFLOW, any, [](Fixture &f) {
+    f.call.n = kI64Max;
+    f.call.out_stride = kI64Max;
+  });
   add("an overflow comes before a bad token and a bad position", POSENC_ERR_OVERFLOW, table_sources, [](Fixture &f) {
     f.call.vocab = kI64Max;
     f.tokens.back() = -1;
