@@ -461,6 +461,18 @@ def _rope_type(rs: Dict[str, Any]) -> str:
     return "longrope" if t == "su" else t
 
 
+def _head_dim_or(config: Any, key: str, what: str) -> int:
+    """HF's ``getattr(config, key, None) or hidden_size // num_attention_heads`` (v5's head_dim_key), or a
+    ValueError naming what asked when the config has neither."""
+    hd = _get(config, key)
+    if hd:
+        return int(hd)
+    hidden, heads = _get(config, "hidden_size"), _get(config, "num_attention_heads")
+    if not hidden or not heads:
+        raise ValueError("%s: the config has neither %s nor hidden_size and num_attention_heads" % (what, key))
+    return int(hidden) // int(heads)
+
+
 def _head_dim(config: Any) -> int:
     """HF's head_dim: config.head_dim, else hidden_size // num_attention_heads. DeepSeek's config classes set
     head_dim = qk_rope_head_dim (the rotary part of MLA's heads), which a config.json carries only as
@@ -565,15 +577,8 @@ def _resolve(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
         # with a frequency; Gemma 4's full-attention layers read global_head_dim (head_dim_key), and without
         # it, as HF's `or`, hidden_size // num_attention_heads
         key = "global_head_dim" if layer_type == "full_attention" else "head_dim"
-        hd = _get(config, key)
-        if not hd:
-            hidden, heads = _get(config, "hidden_size"), _get(config, "num_attention_heads")
-            if not hidden or not heads:
-                raise ValueError("rope_type 'proportional': the config has neither %s nor hidden_size and "
-                                 "num_attention_heads" % key)
-            hd = int(hidden) // int(heads)
         scaling["partial_rotary_factor"] = 1.0 if prf is None else float(prf)
-        rotary_dim = int(hd)
+        rotary_dim = _head_dim_or(config, key, "rope_type 'proportional'")
     else:
         rotary_dim = int(_head_dim(config) * (1.0 if prf is None else prf))
     return {"format": "v5" if _is_v5(config) else "v4", "rope_type": kind, "rotary_dim": rotary_dim,
@@ -1111,14 +1116,8 @@ class _MultiAxisRotary(RotaryEmbedding):
         if base is None:
             raise ValueError("compute_default_rope_parameters: the config has no rope_theta "
                              "(rope_parameters['rope_theta'] in v5, rope_theta in v4)")
-        dim = _get(config, "head_dim")
-        if not dim:
-            hidden, heads = _get(config, "hidden_size"), _get(config, "num_attention_heads")
-            if not hidden or not heads:
-                raise ValueError("compute_default_rope_parameters: the config has neither head_dim nor "
-                                 "hidden_size and num_attention_heads")
-            dim = int(hidden) // int(heads)
-        return _float_table(_inv_freq(Rope(int(dim), base=float(base))), device), 1.0
+        dim = _head_dim_or(config, "head_dim", "compute_default_rope_parameters")
+        return _float_table(_inv_freq(Rope(dim, base=float(base))), device), 1.0
 
     @property
     def multi_rope(self) -> Rope:
