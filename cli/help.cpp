@@ -158,20 +158,29 @@ SCHEME
     --rotary-dim R         r: even, >= 2 (required without a preset)
     --base B               base of f_i (default 1e4; not with a preset)
     --rope-type TYPE       default, linear, dynamic, yarn, llama3, longrope or proportional (Hugging Face's
-                           rope_type), with its parameters (each only for the types that read it):
-    --factor F             linear, dynamic, yarn, llama3, longrope, proportional (default 1)
+                           rope_type), or vLLM's ntk, deepseek_yarn, yarn_log, theta_scale (Grok's
+                           extra_method) or telechat3, with its parameters (each only for the types
+                           that read it):
+    --factor F             every type but default (proportional: default 1)
     --partial-rotary-factor P
                            proportional: the share of the r/2 pairs that rotate, in (0, 1] (default 1;
                            int(P r // 2) of them, the rest not rotated: Gemma 4)
-    --original N           original_max_position_embeddings: dynamic, yarn, llama3, longrope
+    --original N           original_max_position_embeddings: dynamic, yarn, llama3, longrope and vLLM's
+                           deepseek_yarn, yarn_log, theta_scale, telechat3
     --seq-len N            dynamic, longrope, phi3-mini-128k: the current sequence length (default: the
                            largest position + 1, as Hugging Face)
     --alpha A              dynamic: vLLM's NTK alpha (HunYuan), base * A^(r/(r-2)); --factor, --original
                            and --seq-len are then not read
-    --beta-fast B          yarn (default 32)
-    --beta-slow B          yarn (default 1)
-    --mscale M             yarn (DeepSeek; default unset)
-    --mscale-all-dim M     yarn (DeepSeek; default unset)
+    --beta-fast B          yarn, deepseek_yarn, yarn_log, telechat3 (default 32)
+    --beta-slow B          yarn, deepseek_yarn, yarn_log, telechat3 (default 1)
+    --mscale M             yarn (DeepSeek; default unset), deepseek_yarn (default 1, vLLM's)
+    --mscale-all-dim M     yarn (DeepSeek; default unset), deepseek_yarn (default 0, vLLM's)
+    --mixed-b B            ntk: vLLM's mixed NTK exponent (> 0; default unset: fixed NTK)
+    --extrapolation-factor E
+                           deepseek_yarn, yarn_log, telechat3: in (0, 1] (default 1)
+    --attn-factor A        deepseek_yarn, telechat3: multiplies the attention scale (default 1)
+    --short-mscale M, --long-mscale M
+                           longrope: vLLM's magnitude of each factor set (default: derived)
     --truncate 0|1         yarn (default 1, Hugging Face's)
     --low-freq-factor L    llama3
     --high-freq-factor H   llama3
@@ -181,8 +190,8 @@ SCHEME
     --sections LIST        multi-axis: up to 4 section sizes in pairs (e.g. 16,24,24: Hugging Face's
                            mrope_section); not with a preset
     --sections-layout L    how the sections assign pairs to axes: chunked (default), interleaved (Qwen3-VL),
-                           vision (the frequency index restarts per axis), strided (Pixtral) or
-                           interleaved-4 (ggml IMROPE)
+                           vision (the frequency index restarts per axis), strided (Pixtral),
+                           interleaved-4 (ggml IMROPE) or alternating (ERNIE-4.5-VL: t,h,w sections)
     --pairs P              halves or interleaved (does not change the cache; --show-spec shows it)
     --position-scale S     multiplies every position (default 1)
     --attention-scale M    m, overriding the scheme's

@@ -28,9 +28,11 @@ const std::vector<std::string> kPresets = {"llama2",          "llama3.1",       
                                            "qwen2.5-vl-vision", "qwen3-vl-vision", "pixtral",
                                            "llama4-vision",   "gemma4-global",     "gemma4-sliding"};
 // posenc_rope_layout's values, in order.
-const std::vector<std::string> kLayouts = {"chunked", "interleaved", "vision", "strided", "interleaved-4"};
-const std::vector<std::string> kTypes = {"default", "linear", "dynamic", "yarn", "llama3", "longrope",
-                                         "proportional"};
+const std::vector<std::string> kLayouts = {"chunked", "interleaved", "vision", "strided", "interleaved-4",
+                                           "alternating"};
+const std::vector<std::string> kTypes = {"default",      "linear", "dynamic",       "yarn",
+                                         "llama3",       "longrope", "proportional", "ntk",
+                                         "deepseek_yarn", "yarn_log", "theta_scale", "telechat3"};
 
 // A scaling parameter and the rope types that read it (posenc.h: posenc_rope_scaling).
 struct Param {
@@ -41,16 +43,27 @@ const std::vector<Param> &params() {
   using T = std::vector<posenc_rope_type>;
   static const std::vector<Param> p = {
       {"--factor", T{POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN,
-                     POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_PROPORTIONAL}},
+                     POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_PROPORTIONAL,
+                     POSENC_ROPE_TYPE_NTK, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
+                     POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3}},
       {"--partial-rotary-factor", T{POSENC_ROPE_TYPE_PROPORTIONAL}},
       {"--original", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
-                       POSENC_ROPE_TYPE_LONGROPE}},
+                       POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
+                       POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3}},
       {"--seq-len", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_LONGROPE}},
       {"--alpha", T{POSENC_ROPE_TYPE_DYNAMIC}},
-      {"--beta-fast", T{POSENC_ROPE_TYPE_YARN}},
-      {"--beta-slow", T{POSENC_ROPE_TYPE_YARN}},
-      {"--mscale", T{POSENC_ROPE_TYPE_YARN}},
-      {"--mscale-all-dim", T{POSENC_ROPE_TYPE_YARN}},
+      {"--beta-fast", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
+                        POSENC_ROPE_TYPE_TELECHAT3}},
+      {"--beta-slow", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
+                        POSENC_ROPE_TYPE_TELECHAT3}},
+      {"--mscale", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN}},
+      {"--mscale-all-dim", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN}},
+      {"--mixed-b", T{POSENC_ROPE_TYPE_NTK}},
+      {"--extrapolation-factor", T{POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
+                                   POSENC_ROPE_TYPE_TELECHAT3}},
+      {"--attn-factor", T{POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_TELECHAT3}},
+      {"--short-mscale", T{POSENC_ROPE_TYPE_LONGROPE}},
+      {"--long-mscale", T{POSENC_ROPE_TYPE_LONGROPE}},
       {"--truncate", T{POSENC_ROPE_TYPE_YARN}},
       {"--low-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}},
       {"--high-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}},
@@ -128,6 +141,11 @@ bool read_param(Args &a, RopeOptions &o) {
   else if (n == "--attention-factor") s.attention_factor = number(a.value(), n);
   else if (n == "--partial-rotary-factor") s.partial_rotary_factor = number(a.value(), n);
   else if (n == "--alpha") s.alpha = number(a.value(), n);
+  else if (n == "--mixed-b") s.mixed_b = number(a.value(), n);
+  else if (n == "--extrapolation-factor") s.extrapolation_factor = number(a.value(), n);
+  else if (n == "--attn-factor") s.attn_factor = number(a.value(), n);
+  else if (n == "--short-mscale") s.short_mscale = number(a.value(), n);
+  else if (n == "--long-mscale") s.long_mscale = number(a.value(), n);
   else return false;
   o.given.push_back(n);
   return true;

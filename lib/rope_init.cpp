@@ -163,6 +163,8 @@ struct Scheme {
   const double *ext = nullptr;
   // proportional: the pairs below it rotate (as linear), the others have frequency 0
   int64_t rotated = 0;
+  // vLLM's schemes: ntk's mixed_b (0: fixed NTK); the YaRN variants' extrapolation factor e in [0, 1]
+  double mixed_b = 0, ext_factor = 1;
   int lost = 48;  // for the frequencies
 
   struct Level {
@@ -172,6 +174,7 @@ struct Scheme {
     Num low, den;    // yarn without truncate: low and den = high - low (made positive, sign in den_neg)
     bool den_neg = false;
     Num c, lff, hff, band;  // llama3: c = L0 / (2 pi); band = hff - lff
+    Num ln_s, ntk_c, ln_h, b, ext;  // ntk: ln factor, factor^(-1/h), ln h, mixed_b; the YaRN variants' e
     // base^(-2i/r) for consecutive i as a chain of products by rho = exp(-G / h): one multiplication per
     // pair instead of an exp, i relative roundings more (lost counts log2(h) bits for them)
     Num rho, cur;
@@ -179,6 +182,20 @@ struct Scheme {
   } lv[kLevels];
 
   Num cd(int n, double beta) const;  // YaRN's correction dimension for beta, at n limbs
+
+  // The ramp of the floored / ceiled correction range: clamp((i - low) / (high - low), 0, 1), with HF's and
+  // vLLM's high + 0.001 when low == high.
+  Num ramp(int n, int64_t i) const {
+    if (equal_range) return i <= low_i ? mp::zero(n) : one(n);
+    int64_t num = i - low_i, den = high_i - low_i;
+    if (den < 0) {
+      num = -num;
+      den = -den;
+    }
+    if (num <= 0) return mp::zero(n);
+    if (num >= den) return one(n);
+    return mp::div_u64(mp::from_i64(num, n), uint64_t(den));
+  }
 
   Level &level(int k) {
     Level &l = lv[k];
@@ -196,6 +213,20 @@ struct Scheme {
       }
       const Num lx = mp::div_u64(mp::mul_u64(ln_num(x), uint64_t(h)), uint64_t(h - 1));
       l.G = mp::add(l.G, lx);
+    }
+    l.ln_s = mp::log(factor, n);
+    l.ext = mp::from_double(ext_factor, n);
+    if (type == POSENC_ROPE_TYPE_NTK && mixed_b == 0.0) {  // (base s)^(-2i/r) s^(-2/r)
+      l.G = mp::add(l.G, l.ln_s);
+      l.ntk_c = mp::exp(mp::neg(mp::div_u64(l.ln_s, uint64_t(h))));
+    }
+    if (type == POSENC_ROPE_TYPE_NTK && mixed_b != 0.0) {
+      l.ln_h = ln_num(mp::from_i64(h, n));
+      l.b = mp::from_double(mixed_b, n);
+    }
+    if (type == POSENC_ROPE_TYPE_THETA_SCALE) {  // ln base' = ln base ln(L0 s / 2 pi) / ln(L0 / 2 pi)
+      const Num d = mp::sub(ln_num(mp::from_i64(L0, n)), ln_num(mp::ldexp(mp::pi(n), 1)));
+      l.G = div(mp::mul(l.G, mp::add(d, l.ln_s)), d);
     }
     l.rho = mp::exp(mp::neg(mp::div_u64(l.G, uint64_t(h))));
     l.inv_factor = recip(mp::from_double(factor, n));
@@ -265,7 +296,24 @@ struct Scheme {
         return mp::mul(inv, mp::add(mp::mul(one_minus_s, l.inv_factor), s));
       }
       case POSENC_ROPE_TYPE_LONGROPE: return div(inv, mp::from_double(ext[i], n));
-      default: return inv;  // dynamic: the base is in G
+      case POSENC_ROPE_TYPE_NTK: {
+        if (mixed_b == 0.0) return mp::mul(inv, l.ntk_c);
+        // inv / lambda_i, lambda_i = exp(a (i + 1)^b) with a = ln s / h^b: s^(((i + 1) / h)^b)
+        const Num t = mp::exp(mp::mul(l.b, mp::sub(ln_num(mp::from_i64(i + 1, n)), l.ln_h)));
+        return mp::mul(inv, mp::exp(mp::neg(mp::mul(l.ln_s, t))));
+      }
+      case POSENC_ROPE_TYPE_DEEPSEEK_YARN:
+      case POSENC_ROPE_TYPE_TELECHAT3: {
+        // vLLM's blend: mask m = e (1 - ramp), f = inv ((1 - m) / s + m); e = 1 is HF's yarn
+        const Num m = mp::mul(mp::sub(one(n), ramp(n, i)), l.ext);
+        return mp::mul(inv, mp::add(mp::mul(mp::sub(one(n), m), l.inv_factor), m));
+      }
+      case POSENC_ROPE_TYPE_YARN_LOG: {
+        // exp(ln(inv) m + ln(inv / s) (1 - m)) = inv s^(-(1 - m))
+        const Num m = mp::mul(mp::sub(one(n), ramp(n, i)), l.ext);
+        return mp::mul(inv, mp::exp(mp::neg(mp::mul(mp::sub(one(n), m), l.ln_s))));
+      }
+      default: return inv;  // dynamic, theta_scale: the base is in G
     }
   }
 };
@@ -283,9 +331,9 @@ posenc_status explicit_attention(double a, double *out) {
   return POSENC_OK;
 }
 
-// 0.1 m ln f + 1 (HF's get_mscale for f > 1), at n limbs.
-Num mscale_num(int n, double f, double m) {
-  return mp::add(one(n), mp::div_u64(mp::mul(mp::log(f, n), mp::from_double(m, n)), 10));
+// m ln f / d + 1 (HF's get_mscale for f > 1 with d = 10; TeleChat3's 0.07 is m = 7, d = 100), at n limbs.
+Num mscale_num(int n, double f, double m, uint64_t d = 10) {
+  return mp::add(one(n), mp::div_u64(mp::mul(mp::log(f, n), mp::from_double(m, n)), d));
 }
 
 posenc_status yarn_attention(const posenc_rope_scaling &s, double factor, double *out) {
@@ -320,6 +368,26 @@ posenc_status yarn_attention(const posenc_rope_scaling &s, double factor, double
   }
   *out = round_verified([&](int k) { return mscale_num(kLimbs[k], factor, 1.0); }, lost_bits(64));
   return POSENC_OK;
+}
+
+// vLLM's YaRN variants: attn (m1 ln f / d1 + 1) / (m2 ln f / d2 + 1) for f > 1, attn for f <= 1.
+posenc_status vllm_attention(double f, double m1, uint64_t d1, double m2, uint64_t d2, double attn, double *out) {
+  if (!positive_finite(attn) || !std::isfinite(m1) || !std::isfinite(m2)) return POSENC_ERR_INVALID;
+  if (!(f > 1.0) || (m1 == m2 && d1 == d2)) return explicit_attention(attn, out);
+  // As in yarn_attention: the two factors never both vanish, and one below 2^-300 is far out of range.
+  const Num num6 = mscale_num(kLimbs[0], f, m1, d1), den6 = mscale_num(kLimbs[0], f, m2, d2);
+  if (num6.is_zero() || den6.is_zero() || mp::exponent(num6) < -300 || mp::exponent(den6) < -300)
+    return POSENC_ERR_INVALID;
+  const double lnf = std::log(f);
+  const double cond = (std::fabs(m1 * lnf / double(d1)) + 1) / std::fabs(mp::to_double(num6)) +
+                      (std::fabs(m2 * lnf / double(d2)) + 1) / std::fabs(mp::to_double(den6));
+  const double a = round_verified(
+      [&](int k) {
+        const int n = kLimbs[k];
+        return mp::mul(div(mscale_num(n, f, m1, d1), mscale_num(n, f, m2, d2)), mp::from_double(attn, n));
+      },
+      lost_bits(cond * 64));
+  return explicit_attention(a, out);
 }
 
 posenc_status longrope_attention(const posenc_rope_scaling &s, double *out) {
@@ -397,7 +465,16 @@ bool surely_in_range(const Scheme &s) {
     case POSENC_ROPE_TYPE_LINEAR:
     case POSENC_ROPE_TYPE_PROPORTIONAL:
     case POSENC_ROPE_TYPE_YARN:
-    case POSENC_ROPE_TYPE_LLAMA3: top += std::fmax(0.0, -std::log2(s.factor)); break;
+    case POSENC_ROPE_TYPE_LLAMA3:
+    case POSENC_ROPE_TYPE_DEEPSEEK_YARN:
+    case POSENC_ROPE_TYPE_YARN_LOG:
+    case POSENC_ROPE_TYPE_TELECHAT3: top += std::fmax(0.0, -std::log2(s.factor)); break;
+    case POSENC_ROPE_TYPE_NTK: top += 2.0 * std::fmax(0.0, -std::log2(s.factor)); break;  // s^(-(i+1)/h) <= 1/s
+    case POSENC_ROPE_TYPE_THETA_SCALE: {  // exp(-(i/h) G) <= max(1, exp(-G))
+      const double d = std::log(double(s.L0)) - std::log(2.0 * M_PI);
+      top += std::fmax(0.0, -std::log2(s.base) * (d + std::log(s.factor)) / d);
+      break;
+    }
     case POSENC_ROPE_TYPE_LONGROPE: {
       double m = 0;
       for (int64_t i = 0; i < s.h; ++i) m = std::fmax(m, -std::log2(s.ext[i]));
@@ -412,12 +489,23 @@ bool surely_in_range(const Scheme &s) {
   return top < 998.0;
 }
 
+// The parameters every YaRN scheme reads (factor, L0, the betas with HF's defaults), validated.
+bool yarn_params(const posenc_rope_scaling &sc, double base, Scheme *s, int64_t *L0) {
+  if (!positive_finite(sc.factor) || sc.original_max_positions < 1) return false;
+  if (base == 1.0) return false;  // ln(base) = 0 divides the correction dimensions
+  s->factor = sc.factor;
+  *L0 = sc.original_max_positions;
+  s->beta_fast = sc.beta_fast == 0.0 ? 32.0 : sc.beta_fast;
+  s->beta_slow = sc.beta_slow == 0.0 ? 1.0 : sc.beta_slow;
+  return positive_finite(s->beta_fast) && positive_finite(s->beta_slow) && s->beta_fast > s->beta_slow;
+}
+
 posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, const posenc_rope_scaling *scaling,
                         double *freq) {
   if (rope == nullptr) return POSENC_ERR_NULL;
   Scheme s;
   s.type = scaling == nullptr ? int(POSENC_ROPE_TYPE_DEFAULT) : type_value(*scaling);
-  if (s.type < POSENC_ROPE_TYPE_DEFAULT || s.type > POSENC_ROPE_TYPE_PROPORTIONAL) return POSENC_ERR_INVALID;
+  if (s.type < POSENC_ROPE_TYPE_DEFAULT || s.type > POSENC_ROPE_TYPE_TELECHAT3) return POSENC_ERR_INVALID;
   const bool explicit_freq =
       s.type != POSENC_ROPE_TYPE_DEFAULT && !(s.type == POSENC_ROPE_TYPE_LINEAR && freq == nullptr);
   if (explicit_freq && freq == nullptr) return POSENC_ERR_NULL;
@@ -451,14 +539,7 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
       s.L = scaling->seq_len > L0 ? scaling->seq_len : L0;
       break;
     case POSENC_ROPE_TYPE_YARN: {
-      if (!positive_finite(scaling->factor) || scaling->original_max_positions < 1) return POSENC_ERR_INVALID;
-      if (base == 1.0) return POSENC_ERR_INVALID;  // ln(base) = 0 divides the correction dimensions
-      s.factor = scaling->factor;
-      L0 = scaling->original_max_positions;
-      s.beta_fast = scaling->beta_fast == 0.0 ? 32.0 : scaling->beta_fast;
-      s.beta_slow = scaling->beta_slow == 0.0 ? 1.0 : scaling->beta_slow;
-      if (!positive_finite(s.beta_fast) || !positive_finite(s.beta_slow) || !(s.beta_fast > s.beta_slow))
-        return POSENC_ERR_INVALID;
+      if (!yarn_params(*scaling, base, &s, &L0)) return POSENC_ERR_INVALID;
       s.truncate = scaling->truncate != 0;
       const posenc_status st = yarn_attention(*scaling, s.factor, &attention);
       if (st != POSENC_OK) return st;
@@ -491,15 +572,58 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
         if (!positive_finite(scaling->short_factor[i]) || !positive_finite(scaling->long_factor[i]))
           return POSENC_ERR_INVALID;
       L0 = scaling->original_max_positions;
-      s.ext = scaling->seq_len > L0 ? scaling->long_factor : scaling->short_factor;
-      const posenc_status st = longrope_attention(*scaling, &attention);
+      const bool long_set = scaling->seq_len > L0;
+      s.ext = long_set ? scaling->long_factor : scaling->short_factor;
+      // vLLM's short_mscale / long_mscale: the chosen set's magnitude, when given, is the attention scale
+      const double ms = scaling->short_mscale, ml = scaling->long_mscale;
+      if (ms != 0.0 || ml != 0.0) {
+        double unused = 0;
+        if (scaling->attention_factor != 0.0) return POSENC_ERR_INVALID;  // two magnitudes for one scale
+        if ((ms != 0.0 && explicit_attention(ms, &unused) != POSENC_OK) ||
+            (ml != 0.0 && explicit_attention(ml, &unused) != POSENC_OK))
+          return POSENC_ERR_INVALID;
+      }
+      const double chosen = long_set ? ml : ms;
+      const posenc_status st =
+          chosen != 0.0 ? explicit_attention(chosen, &attention) : longrope_attention(*scaling, &attention);
       if (st != POSENC_OK) return st;
       break;
     }
+    case POSENC_ROPE_TYPE_NTK:
+      if (!positive_finite(scaling->factor)) return POSENC_ERR_INVALID;
+      if (scaling->mixed_b != 0.0 && !positive_finite(scaling->mixed_b)) return POSENC_ERR_INVALID;
+      s.factor = scaling->factor;
+      s.mixed_b = scaling->mixed_b;
+      break;
+    case POSENC_ROPE_TYPE_DEEPSEEK_YARN:
+    case POSENC_ROPE_TYPE_YARN_LOG:
+    case POSENC_ROPE_TYPE_TELECHAT3: {
+      // vLLM's YaRN variants: yarn's range, always floored / ceiled, the mask times e
+      if (!yarn_params(*scaling, base, &s, &L0)) return POSENC_ERR_INVALID;
+      s.truncate = true;
+      s.ext_factor = scaling->extrapolation_factor == 0.0 ? 1.0 : scaling->extrapolation_factor;
+      if (!(s.ext_factor > 0.0) || !(s.ext_factor <= 1.0)) return POSENC_ERR_INVALID;
+      const double attn = scaling->attn_factor == 0.0 ? 1.0 : scaling->attn_factor;
+      posenc_status st = POSENC_OK;
+      if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN)  // vLLM's defaults: mscale 1, mscale_all_dim 0
+        st = vllm_attention(s.factor, scaling->mscale == 0.0 ? 1.0 : scaling->mscale, 10, scaling->mscale_all_dim,
+                            10, attn, &attention);
+      else if (s.type == POSENC_ROPE_TYPE_TELECHAT3)  // 0.07 ln s + 1
+        st = vllm_attention(s.factor, 7.0, 100, 0.0, 1, attn, &attention);
+      if (st != POSENC_OK) return st;
+      break;
+    }
+    case POSENC_ROPE_TYPE_THETA_SCALE:
+      // Grok-1: ln(L0 / 2 pi) must be positive (L0 >= 7)
+      if (!positive_finite(scaling->factor) || scaling->original_max_positions < 7) return POSENC_ERR_INVALID;
+      s.factor = scaling->factor;
+      L0 = scaling->original_max_positions;
+      break;
     default: return POSENC_ERR_INVALID;
   }
   s.L0 = L0;
-  if (s.type == POSENC_ROPE_TYPE_YARN) {
+  if (s.type == POSENC_ROPE_TYPE_YARN || s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN ||
+      s.type == POSENC_ROPE_TYPE_YARN_LOG || s.type == POSENC_ROPE_TYPE_TELECHAT3) {
     const posenc_status st = yarn_range(s);
     if (st != POSENC_OK) return st;
   }
@@ -521,6 +645,11 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   double G = std::fabs(std::log(base));
   if (s.type == POSENC_ROPE_TYPE_DYNAMIC)
     G += s.alpha != 0.0 ? 2.0 * std::fabs(std::log(s.alpha)) : 2.0 * std::log1p(s.factor * (double(s.L - L0) / double(L0)));
+  if (s.type == POSENC_ROPE_TYPE_NTK) G += std::fabs(std::log(s.factor));
+  if (s.type == POSENC_ROPE_TYPE_THETA_SCALE) {
+    const double d = std::log(double(L0)) - std::log(2.0 * M_PI);
+    G = std::fabs(std::log(base) * (d + std::log(s.factor)) / d);
+  }
   double amp = 1.0 + G;
   const double fr = s.factor + 1.0 / s.factor + 2.0;
   if (s.type == POSENC_ROPE_TYPE_YARN && !s.truncate) {
@@ -533,6 +662,15 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
     amp += 0x1p16 * dcd * fr / span;  // span == 0 gives inf: best effort at the highest precision
   }
   if (s.type == POSENC_ROPE_TYPE_LLAMA3) amp += 16.0 * (s.hff + s.lff) / (s.hff - s.lff) * fr;
+  const double lns = std::fabs(std::log(s.factor));
+  if (s.type == POSENC_ROPE_TYPE_NTK)  // G + ln s; mixed: ln s ((i+1)/h)^b through two exps
+    amp += 4.0 * lns * (2.0 + s.mixed_b * (std::log(double(s.h)) + 1.0));
+  if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN || s.type == POSENC_ROPE_TYPE_TELECHAT3) amp += 4.0 * fr;  // convex
+  if (s.type == POSENC_ROPE_TYPE_YARN_LOG) amp += 4.0 * (lns + 1.0);
+  if (s.type == POSENC_ROPE_TYPE_THETA_SCALE) {  // the cancellation in ln(L0 / 2 pi) scales G's error
+    const double d = std::log(double(L0)) - std::log(2.0 * M_PI), num = d + std::log(s.factor);
+    amp += std::fabs(std::log(base)) * (std::log(double(L0)) + 4.0 + lns) * (1.0 + std::fabs(num / d)) / d;
+  }
   s.lost = lost_bits(amp * 16.0 * double(s.h));
 
   const int64_t nonzero = s.type == POSENC_ROPE_TYPE_PROPORTIONAL ? s.rotated : s.h;

@@ -39,7 +39,7 @@ int interleaved(const int64_t *sec, int64_t j, bool fourth) {
 posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layout, uint8_t *axis_out,
                             double *freq_out) {
   if (!rope || !sections || !axis_out) return POSENC_ERR_NULL;
-  if (layout < POSENC_SECTIONS_CHUNKED || layout > POSENC_SECTIONS_INTERLEAVED_4) return POSENC_ERR_INVALID;
+  if (layout < POSENC_SECTIONS_CHUNKED || layout > POSENC_SECTIONS_ALTERNATING) return POSENC_ERR_INVALID;
   const bool frequencies = layout == POSENC_SECTIONS_VISION || layout == POSENC_SECTIONS_STRIDED;
   if (frequencies && !freq_out) return POSENC_ERR_NULL;
   const int64_t r = rope->rotary_dim;
@@ -53,8 +53,10 @@ posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layo
     if (sections[a] > 0) last = a;
   }
   if (sum == 0 || sum > h) return POSENC_ERR_INVALID;
+  if (layout == POSENC_SECTIONS_ALTERNATING && (sections[1] != sections[2] || sections[3] != 0))
+    return POSENC_ERR_INVALID;
   int axes = last + 1;
-  if (layout == POSENC_SECTIONS_INTERLEAVED) axes = 3;
+  if (layout == POSENC_SECTIONS_INTERLEAVED || layout == POSENC_SECTIONS_ALTERNATING) axes = 3;
   if (layout == POSENC_SECTIONS_INTERLEAVED_4) axes = 4;
   if (frequencies && !(rope->base > 0.0 && std::isfinite(rope->base))) return POSENC_ERR_INVALID;
 
@@ -80,6 +82,8 @@ posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layo
     int a;
     if (layout == POSENC_SECTIONS_INTERLEAVED || layout == POSENC_SECTIONS_INTERLEAVED_4)
       a = interleaved(sections, j, layout == POSENC_SECTIONS_INTERLEAVED_4);
+    else if (layout == POSENC_SECTIONS_ALTERNATING)  // ERNIE-4.5-VL: h w h w ... then t
+      a = j < 2 * sections[1] ? 1 + int(j & 1) : 0;
     else
       a = chunked(sections, j).a;
     axis_out[i] = uint8_t(a);

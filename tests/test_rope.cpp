@@ -673,7 +673,43 @@ std::vector<double> proportional_frequencies(int64_t r, double base, double p) {
   return f;
 }
 
+// A posenc_rope_init scheme's frequencies and attention scale (test_rope_init checks each against MPFR).
+struct Scheme {
+  std::vector<double> freq;
+  double attention;
+};
+Scheme scheme(int64_t r, double base, posenc_rope_scaling s) {
+  Scheme out{std::vector<double>(size_t(r / 2)), 0.0};
+  posenc_rope rope;
+  REQUIRE(posenc_rope_init(&rope, r, base, &s, out.freq.data()) == POSENC_OK);
+  out.attention = rope.attention_scale;
+  return out;
+}
+posenc_rope_scaling vllm_scheme(posenc_rope_type t, double factor, int64_t original) {
+  posenc_rope_scaling s{};
+  s.type = t;
+  s.factor = factor;
+  s.original_max_positions = original;
+  return s;
+}
+Rope scheme_rope(int64_t r, posenc_rope_pairs pairs, double base, const Scheme &sc) {
+  return make_rope("", r, pairs, base, 1.0, sc.attention, sc.freq);
+}
+
 const std::vector<Golden> &goldens() {
+  static const Scheme ntk = [] {  // vLLM's mixed NTK, b = 0.625, factor 8
+    posenc_rope_scaling s = vllm_scheme(POSENC_ROPE_TYPE_NTK, 8.0, 0);
+    s.mixed_b = 0.625;
+    return scheme(128, 1e4, s);
+  }();
+  static const Scheme deepseek = [] {  // DeepSeek-V2 geometry, mscale alone (vLLM: 0.0707 ln 40 + 1)
+    posenc_rope_scaling s = vllm_scheme(POSENC_ROPE_TYPE_DEEPSEEK_YARN, 40.0, 4096);
+    s.mscale = 0.707;
+    return scheme(64, 1e4, s);
+  }();
+  static const Scheme yarn_log = scheme(128, 208533496.0, vllm_scheme(POSENC_ROPE_TYPE_YARN_LOG, 16.0, 8192));
+  static const Scheme theta = scheme(128, 208533496.0, vllm_scheme(POSENC_ROPE_TYPE_THETA_SCALE, 16.0, 8192));
+  static const Scheme telechat = scheme(128, 1e6, vllm_scheme(POSENC_ROPE_TYPE_TELECHAT3, 4.0, 32768));
   static const std::vector<Golden> g = {
       {"cache r=128 base 5e5, scattered and extreme positions", make_rope("", 128, POSENC_ROPE_HALVES, 5e5), true,
        Format::kF32, 8, 0, {0, 1, 4096, 131072, k2p31 - 1, -(k2p31 - 1), POSENC_PAD, 1234567}, "3b15244a606cfe5e98ca2b8461ddb9bc74cf09c9284f279a07999586941b3722"},
@@ -690,6 +726,19 @@ const std::vector<Golden> &goldens() {
        make_rope("", 64, POSENC_ROPE_HALVES, 1e6, 1.0, 1.0, proportional_frequencies(64, 1e6, 0.25)), false,
        Format::kBF16, 6, 0, {0, 1, 4095, 262143, 100000000, k2p31 - 1},
        "5874dec3b70e16b182eb360d35f9592146cc8939a5cb52d8dd7d9cf86dbd98a9"},
+      {"qk f32 halves r=128 vLLM ntk mixed_b 0.625 factor 8", scheme_rope(128, POSENC_ROPE_HALVES, 1e4, ntk), false,
+       Format::kF32, 5, 0, {0, 1, 32767, 1000000, k2p31 - 1}, "f6dd77d5b5afcb4ca2bdea77d64430cf92aeeeae6a60adb5bf015355b726afc3"},
+      {"qk bf16 interleaved r=64 vLLM deepseek_yarn factor 40, mscale 0.707 alone",
+       scheme_rope(64, POSENC_ROPE_INTERLEAVED, 1e4, deepseek), false, Format::kBF16, 5, 0,
+       {0, 5, 4096, 163840, 100000000}, "a2e34a4bf45f7ee2fa80fe32bbabd72987409ea66de7a9027b3058eb55cd3a0e"},
+      {"qk f32 halves r=128 Grok yarn_log base 208533496 factor 16", scheme_rope(128, POSENC_ROPE_HALVES, 208533496.0,
+                                                                                 yarn_log),
+       false, Format::kF32, 4, 0, {0, 8191, 131071, 1 << 30}, "2595c41564e9d2f77fcd2d1904ef0dddfa2c704c69823864bdc45d8c7fdb4687"},
+      {"cache r=128 Grok theta_scale base 208533496 factor 16", scheme_rope(128, POSENC_ROPE_HALVES, 208533496.0, theta),
+       true, Format::kF32, 4, 0, {0, 8191, 131071, 1 << 30}, "96d545360d88d6a7c15431f172dc52007e81ba112b82be43fac48566df0ea40e"},
+      {"qk f16 halves r=128 TeleChat3 factor 4 (attention 0.07 ln 4 + 1)",
+       scheme_rope(128, POSENC_ROPE_HALVES, 1e6, telechat), false, Format::kF16, 4, 0, {0, 32767, 131071, 1 << 24},
+       "9f3e3f5d747cc79fafa1edf6e100765e921d9bfa5a0944e3f612fe862cd9031d"},
   };
   return g;
 }

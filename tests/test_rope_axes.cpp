@@ -345,6 +345,20 @@ std::vector<ModelPair> hf_qwen3_vl(const std::vector<int64_t> &mrope_section, in
   return out;
 }
 
+// vLLM's Ernie4_5_VLRotaryEmbedding.forward_native (mrope_section [h, w, t], h == w): of the r/2 cos columns,
+// cos[..., :h + w:2] take positions[1] (height), cos[..., 1:h + w:2] positions[2] (width), interleaved back
+// as h w h w ...; cos[..., -t:] takes positions[0] (time). The frequencies stay base^(-2i/r).
+std::vector<ModelPair> vllm_ernie45_vl(const std::vector<int64_t> &mrope_section, int64_t r) {
+  const int64_t h = r / 2, hw = mrope_section[0] + mrope_section[1], t = mrope_section[2];
+  std::vector<int> axis(size_t(h), -1);
+  for (int64_t c = 0; c < hw; c += 2) axis[size_t(c)] = 1;
+  for (int64_t c = 1; c < hw; c += 2) axis[size_t(c)] = 2;
+  for (int64_t c = h - t; c < h; ++c) axis[size_t(c)] = 0;
+  std::vector<ModelPair> out;
+  for (int64_t i = 0; i < h; ++i) out.push_back(ModelPair{axis[size_t(i)], 2 * i, r});
+  return out;
+}
+
 // HF GLM-4V: apply_mrope(freqs, mrope_section) in the rotary (freqs split by the sections, chunk c takes axis
 // c % 3), then cos[..., :dim/2].repeat_interleave(2) on the rotary dim: channels 2i and 2i + 1 take frequency
 // i (rotate_half_llm pairs them), f_i = base^(-2i/dim).
@@ -501,6 +515,19 @@ TEST_CASE("sections: Qwen2-VL / Qwen2.5-VL, Qwen3-VL and GLM-4V text, as HF's co
     const int64_t s[4] = {8, 12, 12, 0};
     check_model("GLM-4V [8, 12, 12]", r, s, POSENC_SECTIONS_CHUNKED, hf_glm4v({8, 12, 12}, 64), pos, 300, 3);
   }
+  {  // ERNIE-4.5-VL (vLLM): head_dim 128, rope_theta 5e5, mrope_section [22, 22, 20] (h, w, t), GPT-J pairs;
+     // posenc's sections are by axis: [t, h, w] = [20, 22, 22]
+    posenc_rope r = posenc_rope_default(128);
+    r.base = 5e5;
+    r.pairs = POSENC_ROPE_INTERLEAVED;
+    const int64_t s[4] = {20, 22, 22, 0};
+    check_model("ERNIE-4.5-VL [22, 22, 20]", r, s, POSENC_SECTIONS_ALTERNATING, vllm_ernie45_vl({22, 22, 20}, 128),
+                pos, 300, 3);
+    posenc_rope r64 = posenc_rope_default(64);
+    const int64_t s2[4] = {8, 12, 12, 0};
+    check_model("alternating [8, 12, 12] halves", r64, s2, POSENC_SECTIONS_ALTERNATING, vllm_ernie45_vl({12, 12, 8}, 64),
+                pos, 300, 3);
+  }
   {  // Qwen2-VL-2B-like: head_dim 64 would split [8, 12, 12] in HF; also sections with a zero in the middle
     posenc_rope r = posenc_rope_default(64);
     const int64_t s[4] = {8, 0, 24, 0};
@@ -606,7 +633,10 @@ TEST_CASE("sections: bad arguments return their status and write nothing", "[rop
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_VISION, axis.data(), nullptr) == POSENC_ERR_NULL);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_STRIDED, axis.data(), nullptr) == POSENC_ERR_NULL);
   untouched();
-  CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(5), axis.data(), freq.data()) == POSENC_ERR_INVALID);
+  CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(6), axis.data(), freq.data()) == POSENC_ERR_INVALID);
+  const int64_t uneven[4] = {20, 22, 20, 0}, fourth[4] = {20, 22, 22, 0 + 1};  // ALTERNATING: h == w, 3 axes
+  CHECK(posenc_rope_sections(&r, uneven, POSENC_SECTIONS_ALTERNATING, axis.data(), freq.data()) == POSENC_ERR_INVALID);
+  CHECK(posenc_rope_sections(&r, fourth, POSENC_SECTIONS_ALTERNATING, axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(-1), axis.data(), freq.data()) == POSENC_ERR_INVALID);
   const int64_t negative[4] = {16, -1, 24, 0}, past[4] = {16, 24, 25, 0}, zero[4] = {0, 0, 0, 0};
   CHECK(posenc_rope_sections(&r, negative, POSENC_SECTIONS_CHUNKED, axis.data(), freq.data()) == POSENC_ERR_INVALID);

@@ -961,7 +961,7 @@ TEST_CASE("bad input: the status, and rope and freq untouched", "[rope_init]") {
     CHECK(posenc_rope_init(&rope, 128, 1e4, &s, f.data()) == POSENC_OK);
   }
   SECTION("unknown type") {
-    for (int v : {7, -1, 100, INT32_MIN}) {
+    for (int v : {12, -1, 100, INT32_MIN}) {
       posenc_rope_scaling s = good(POSENC_ROPE_TYPE_YARN);
       std::memcpy(&s.type, &v, sizeof v);
       INFO("type " << v);
@@ -981,4 +981,325 @@ TEST_CASE("determinism: the same call gives the same bits", "[rope_init]") {
   REQUIRE(posenc_rope_init(&rb, 128, 1e4, &s, b.data()) == POSENC_OK);
   CHECK(std::memcmp(a.data(), b.data(), 64 * sizeof(double)) == 0);
   CHECK(ra.attention_scale == rb.attention_scale);
+}
+
+// ---- vLLM's schemes (vllm/model_executor/layers/rotary_embedding/, read at vLLM main of 2026-11), re-typed
+// step by step in real arithmetic ----------------------------------------------------------------------------
+namespace {
+
+// NTKScalingRotaryEmbedding._compute_inv_freq: fixed, base * s then inv_freq / s ** (2 / r); mixed_b, the base
+// kept and inv_freq / exp(a * arange(1, r // 2 + 1) ** b), a = ln(s) / (r / 2) ** b.
+void vllm_ntk(mpfr_ptr out, double base, int64_t r, int64_t i, double s, double mixed_b) {
+  Big b(kPrec), t(kPrec), a(kPrec);
+  if (mixed_b == 0.0) {
+    mpfr_set_d(b, base, MPFR_RNDN);
+    mpfr_mul_d(b, b, s, MPFR_RNDN);  // base * scaling_factor, exact
+    mpfr_log(b, b, MPFR_RNDN);
+    mpfr_mul_si(b, b, -2 * long(i), MPFR_RNDN);
+    mpfr_div_si(b, b, long(r), MPFR_RNDN);
+    mpfr_exp(out, b, MPFR_RNDN);  // 1 / (base s) ** (2i / r)
+    mpfr_set_d(t, s, MPFR_RNDN);
+    mpfr_log(t, t, MPFR_RNDN);
+    mpfr_mul_si(t, t, -2, MPFR_RNDN);
+    mpfr_div_si(t, t, long(r), MPFR_RNDN);
+    mpfr_exp(t, t, MPFR_RNDN);  // 1 / s ** (2 / r)
+    mpfr_mul(out, out, t, MPFR_RNDN);
+    return;
+  }
+  inv_freq(out, base, r, i);
+  mpfr_set_d(a, s, MPFR_RNDN);
+  mpfr_log(a, a, MPFR_RNDN);
+  mpfr_set_si(t, long(r / 2), MPFR_RNDN);
+  mpfr_set_d(b, mixed_b, MPFR_RNDN);
+  mpfr_pow(t, t, b, MPFR_RNDN);
+  mpfr_div(a, a, t, MPFR_RNDN);  // a
+  mpfr_set_si(t, long(i + 1), MPFR_RNDN);
+  mpfr_pow(t, t, b, MPFR_RNDN);
+  mpfr_mul(t, t, a, MPFR_RNDN);
+  mpfr_exp(t, t, MPFR_RNDN);  // lambda_1_m
+  mpfr_div(out, out, t, MPFR_RNDN);
+}
+
+// The YaRN variants' mask: yarn_find_correction_range (floor / ceil, clamped to [0, r - 1]),
+// yarn_linear_ramp_mask(low, high, r // 2) with high + 0.001 when equal; mask = (1 - ramp) * e.
+void vllm_mask(mpfr_ptr out, double base, int64_t r, int64_t L0, double bf, double bs, double e, int64_t i) {
+  Yarn y{base, r, 1.0, L0, bf, bs, 0, 0, true, 0};
+  Big low(kPrec), high(kPrec);
+  hf_correction_dim(low, bf, y);
+  hf_correction_dim(high, bs, y);
+  mpfr_floor(low, low);
+  mpfr_ceil(high, high);
+  if (mpfr_cmp_ui(low, 0) < 0) mpfr_set_ui(low, 0, MPFR_RNDN);
+  if (mpfr_cmp_si(high, long(r - 1)) > 0) mpfr_set_si(high, long(r - 1), MPFR_RNDN);
+  if (mpfr_equal_p(low, high)) mpfr_add_d(high, high, 0.001, MPFR_RNDN);
+  Big span(kPrec);
+  mpfr_set_si(out, long(i), MPFR_RNDN);
+  mpfr_sub(out, out, low, MPFR_RNDN);
+  mpfr_sub(span, high, low, MPFR_RNDN);
+  mpfr_div(out, out, span, MPFR_RNDN);
+  if (mpfr_cmp_ui(out, 0) < 0) mpfr_set_ui(out, 0, MPFR_RNDN);
+  if (mpfr_cmp_ui(out, 1) > 0) mpfr_set_ui(out, 1, MPFR_RNDN);
+  mpfr_ui_sub(out, 1, out, MPFR_RNDN);
+  mpfr_mul_d(out, out, e, MPFR_RNDN);
+}
+
+struct VllmYarn {
+  double base;
+  int64_t r;
+  double factor;
+  int64_t L0;
+  double bf, bs, e;  // the defaults written out: 32, 1, 1
+};
+
+// DeepseekScalingRotaryEmbedding._compute_inv_freq (and YaRN's, e = 1): interpolation (1 - mask) +
+// extrapolation mask; Grok1ScalingRotaryEmbedding "yarn_log": exp(ln(extrapolation) mask + ln(interpolation)
+// (1 - mask)).
+void vllm_yarn_freq(mpfr_ptr out, const VllmYarn &y, int64_t i, bool log_blend) {
+  Big m(kPrec), extra(kPrec), inter(kPrec), om(kPrec);
+  vllm_mask(m, y.base, y.r, y.L0, y.bf, y.bs, y.e, i);
+  inv_freq(extra, y.base, y.r, i);
+  mpfr_div_d(inter, extra, y.factor, MPFR_RNDN);  // 1 / (scaling_factor * pos_freqs)
+  mpfr_ui_sub(om, 1, m, MPFR_RNDN);
+  if (log_blend) {
+    mpfr_log(extra, extra, MPFR_RNDN);
+    mpfr_log(inter, inter, MPFR_RNDN);
+    mpfr_mul(extra, extra, m, MPFR_RNDN);
+    mpfr_mul(inter, inter, om, MPFR_RNDN);
+    mpfr_add(out, extra, inter, MPFR_RNDN);
+    mpfr_exp(out, out, MPFR_RNDN);
+    return;
+  }
+  mpfr_mul(inter, inter, om, MPFR_RNDN);
+  mpfr_mul(extra, extra, m, MPFR_RNDN);
+  mpfr_add(out, inter, extra, MPFR_RNDN);
+}
+
+// yarn_get_mscale(scale, mscale) with coefficient c / d (0.1 = 1 / 10; TeleChat3's 0.07 = 7 / 100).
+void vllm_get_mscale(mpfr_ptr out, double scale, double mscale, long c, long d) {
+  if (scale <= 1.0) {
+    mpfr_set_ui(out, 1, MPFR_RNDN);
+    return;
+  }
+  mpfr_set_d(out, scale, MPFR_RNDN);
+  mpfr_log(out, out, MPFR_RNDN);
+  mpfr_mul_d(out, out, mscale, MPFR_RNDN);
+  mpfr_mul_si(out, out, c, MPFR_RNDN);
+  mpfr_div_si(out, out, d, MPFR_RNDN);
+  mpfr_add_ui(out, out, 1, MPFR_RNDN);
+}
+
+// Grok1ScalingRotaryEmbedding "theta_scale": base ** (ln(L0 s / 2 pi) / ln(L0 / 2 pi)) as the base.
+void grok_theta_scale(mpfr_ptr out, double base, int64_t r, int64_t i, double s, int64_t L0) {
+  Big num(kPrec), den(kPrec), tp(kPrec), g(kPrec);
+  mpfr_const_pi(tp, MPFR_RNDN);
+  mpfr_mul_ui(tp, tp, 2, MPFR_RNDN);
+  mpfr_set_si(num, long(L0), MPFR_RNDN);
+  mpfr_mul_d(num, num, s, MPFR_RNDN);
+  mpfr_div(num, num, tp, MPFR_RNDN);
+  mpfr_log(num, num, MPFR_RNDN);
+  mpfr_set_si(den, long(L0), MPFR_RNDN);
+  mpfr_div(den, den, tp, MPFR_RNDN);
+  mpfr_log(den, den, MPFR_RNDN);
+  mpfr_set_d(g, base, MPFR_RNDN);
+  mpfr_log(g, g, MPFR_RNDN);
+  mpfr_mul(g, g, num, MPFR_RNDN);
+  mpfr_div(g, g, den, MPFR_RNDN);  // ln of theta_scale_exponent
+  mpfr_mul_si(g, g, -2 * long(i), MPFR_RNDN);
+  mpfr_div_si(g, g, long(r), MPFR_RNDN);
+  mpfr_exp(out, g, MPFR_RNDN);
+}
+
+posenc_rope_scaling vllm_scaling(posenc_rope_type t, const VllmYarn &y) {
+  posenc_rope_scaling s = scaling_of(t);
+  s.factor = y.factor;
+  s.original_max_positions = y.L0;
+  s.beta_fast = y.bf == 32.0 ? 0.0 : y.bf;  // 0 is the default
+  s.beta_slow = y.bs == 1.0 ? 0.0 : y.bs;
+  s.extrapolation_factor = y.e == 1.0 ? 0.0 : y.e;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("ntk: vLLM's fixed and mixed NTK (NTKScalingRotaryEmbedding)", "[rope_init][vllm]") {
+  struct Case {
+    int64_t r;
+    double base, factor, mixed_b;
+  };
+  Worst w;
+  Big e(kPrec);
+  for (const Case &c : {Case{128, 1e4, 4.0, 0.0}, Case{128, 1e4, 8.0, 0.625}, Case{64, 5e5, 2.0, 1.0},
+                        Case{128, 1e6, 16.0, 2.5}, Case{4, 1e4, 3.0, 0.0}, Case{2, 1e4, 3.0, 0.5},
+                        Case{128, 1e4, 0.5, 0.0}, Case{96, 1e4, 0.25, 0.75}, Case{128, 1e4, 1.0, 0.0}}) {
+    posenc_rope_scaling s = scaling_of(POSENC_ROPE_TYPE_NTK);
+    s.factor = c.factor;
+    s.mixed_b = c.mixed_b;
+    INFO("r " << c.r << ", base " << c.base << ", factor " << c.factor << ", mixed_b " << c.mixed_b);
+    posenc_rope rope;
+    const std::vector<double> f = init_explicit(c.r, c.base, s, &rope);
+    CHECK(rope.attention_scale == 1.0);
+    for (int64_t i = 0; i < c.r / 2; ++i) {
+      vllm_ntk(e, c.base, c.r, i, c.factor, c.mixed_b);
+      expect_value(f[size_t(i)], e, w, "ntk f", i);
+    }
+  }
+  WARN("ntk: max " << w.ulp << " double ULP");
+  posenc_rope_scaling s = scaling_of(POSENC_ROPE_TYPE_NTK);
+  std::vector<double> f(64, -7.0);
+  posenc_rope rope;
+  CHECK(posenc_rope_init(&rope, 128, 1e4, &s, f.data()) == POSENC_ERR_INVALID);  // factor is required
+  s.factor = 2.0;
+  for (double b : {-1.0, double(NAN), HUGE_VAL}) {
+    s.mixed_b = b;
+    CHECK(posenc_rope_init(&rope, 128, 1e4, &s, f.data()) == POSENC_ERR_INVALID);
+  }
+  CHECK(f[0] == -7.0);
+}
+
+TEST_CASE("deepseek_yarn: vLLM's DeepseekScalingRotaryEmbedding, its mscale defaults and attn_factor",
+          "[rope_init][vllm]") {
+  // DeepSeek-V2 (r 64, base 1e4, factor 40, original 4096, mscale = mscale_all_dim = 0.707): attention 1;
+  // DeepSeek-V3 (both 1.0); a config with mscale alone (vLLM: 0.1 m ln s + 1 over get_mscale(s, 0) = 1);
+  // extrapolation_factor and attn_factor as the constructor takes them.
+  struct Case {
+    VllmYarn y;
+    double mscale, mscale_all_dim, attn;  // 0: unset (vLLM's 1, 0, 1)
+  };
+  Worst w;
+  Big e(kPrec), d(kPrec);
+  for (const Case &c : {Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 0.707, 0.707, 0},
+                        Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 1.0, 1.0, 0}, Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 0, 0, 0},
+                        Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 0.707, 0, 0},
+                        Case{{1e4, 128, 4.0, 32768, 64, 2, 0.5}, 0, 0.5, 1.25},
+                        Case{{5e5, 128, 0.5, 8192, 32, 1, 0.75}, 2.0, 0, 0.8}}) {
+    posenc_rope_scaling s = vllm_scaling(POSENC_ROPE_TYPE_DEEPSEEK_YARN, c.y);
+    s.mscale = c.mscale;
+    s.mscale_all_dim = c.mscale_all_dim;
+    s.attn_factor = c.attn;
+    s.truncate = 0;  // not read: vLLM always floors / ceils
+    INFO("factor " << c.y.factor << ", mscale " << c.mscale << "/" << c.mscale_all_dim << ", e " << c.y.e);
+    posenc_rope rope;
+    const std::vector<double> f = init_explicit(c.y.r, c.y.base, s, &rope);
+    for (int64_t i = 0; i < c.y.r / 2; ++i) {
+      vllm_yarn_freq(e, c.y, i, false);
+      expect_value(f[size_t(i)], e, w, "deepseek_yarn f", i);
+    }
+    vllm_get_mscale(e, c.y.factor, c.mscale == 0.0 ? 1.0 : c.mscale, 1, 10);
+    vllm_get_mscale(d, c.y.factor, c.mscale_all_dim, 1, 10);
+    mpfr_div(e, e, d, MPFR_RNDN);
+    mpfr_mul_d(e, e, c.attn == 0.0 ? 1.0 : c.attn, MPFR_RNDN);
+    expect_value(rope.attention_scale, e, w, "deepseek_yarn attention", 0);
+  }
+  WARN("deepseek_yarn: max " << w.ulp << " double ULP");
+  posenc_rope_scaling s = vllm_scaling(POSENC_ROPE_TYPE_DEEPSEEK_YARN, {1e4, 64, 40.0, 4096, 32, 1, 1});
+  std::vector<double> f(32, -7.0);
+  posenc_rope rope;
+  for (double x : {-0.5, 1.5, double(NAN)}) {
+    s.extrapolation_factor = x;
+    CHECK(posenc_rope_init(&rope, 64, 1e4, &s, f.data()) == POSENC_ERR_INVALID);
+  }
+  s.extrapolation_factor = 0;
+  s.attn_factor = -1.0;
+  CHECK(posenc_rope_init(&rope, 64, 1e4, &s, f.data()) == POSENC_ERR_INVALID);
+  CHECK(f[0] == -7.0);
+}
+
+TEST_CASE("yarn_log and theta_scale: Grok's extra_method (Grok1ScalingRotaryEmbedding)", "[rope_init][vllm]") {
+  // Grok-2's geometry (head 128, base 208533496, original 8192, factor 16) and others; the attention scale is
+  // 1: Grok1ScalingRotaryEmbedding computes an mscale and leaves it out of its cache.
+  Worst w;
+  Big e(kPrec);
+  for (const VllmYarn &y : {VllmYarn{208533496.0, 128, 16.0, 8192, 8, 1, 1}, VllmYarn{1e4, 128, 4.0, 4096, 32, 1, 1},
+                            VllmYarn{1e4, 64, 8.0, 2048, 32, 1, 0.5}, VllmYarn{5e5, 128, 0.5, 8192, 32, 2, 1}}) {
+    INFO("base " << y.base << ", factor " << y.factor << ", L0 " << y.L0 << ", e " << y.e);
+    posenc_rope_scaling s = vllm_scaling(POSENC_ROPE_TYPE_YARN_LOG, y);
+    posenc_rope rope;
+    std::vector<double> f = init_explicit(y.r, y.base, s, &rope);
+    CHECK(rope.attention_scale == 1.0);
+    for (int64_t i = 0; i < y.r / 2; ++i) {
+      vllm_yarn_freq(e, y, i, true);
+      expect_value(f[size_t(i)], e, w, "yarn_log f", i);
+    }
+    s = scaling_of(POSENC_ROPE_TYPE_THETA_SCALE);
+    s.factor = y.factor;
+    s.original_max_positions = y.L0;
+    f = init_explicit(y.r, y.base, s, &rope);
+    CHECK(rope.attention_scale == 1.0);
+    for (int64_t i = 0; i < y.r / 2; ++i) {
+      grok_theta_scale(e, y.base, y.r, i, y.factor, y.L0);
+      expect_value(f[size_t(i)], e, w, "theta_scale f", i);
+    }
+  }
+  // L0 = 7, the smallest with ln(L0 / 2 pi) > 0 (a large exponent), and a factor below 2 pi / L0 (base' < 1)
+  for (double factor : {2.0, 0.5}) {
+    posenc_rope_scaling s = scaling_of(POSENC_ROPE_TYPE_THETA_SCALE);
+    s.factor = factor;
+    s.original_max_positions = 7;
+    posenc_rope rope;
+    const std::vector<double> f = init_explicit(16, 1.5, s, &rope);
+    for (int64_t i = 0; i < 8; ++i) {
+      grok_theta_scale(e, 1.5, 16, i, factor, 7);
+      expect_value(f[size_t(i)], e, w, "theta_scale f (L0 7)", i);
+    }
+  }
+  WARN("yarn_log / theta_scale: max " << w.ulp << " double ULP");
+  posenc_rope_scaling s = scaling_of(POSENC_ROPE_TYPE_THETA_SCALE);
+  s.factor = 2.0;
+  s.original_max_positions = 6;  // ln(6 / 2 pi) < 0
+  std::vector<double> f(64, -7.0);
+  posenc_rope rope;
+  CHECK(posenc_rope_init(&rope, 128, 1e4, &s, f.data()) == POSENC_ERR_INVALID);
+  CHECK(f[0] == -7.0);
+}
+
+TEST_CASE("telechat3: YaRN's frequencies, attention (0.07 ln s + 1) attn_factor", "[rope_init][vllm]") {
+  Worst w;
+  Big e(kPrec);
+  for (const VllmYarn &y : {VllmYarn{1e6, 128, 4.0, 32768, 32, 1, 1}, VllmYarn{1e4, 128, 8.0, 8192, 32, 1, 1},
+                            VllmYarn{1e6, 128, 0.5, 32768, 32, 1, 1}}) {
+    for (double attn : {0.0, 1.5}) {
+      posenc_rope_scaling s = vllm_scaling(POSENC_ROPE_TYPE_TELECHAT3, y);
+      s.attn_factor = attn;
+      posenc_rope rope;
+      const std::vector<double> f = init_explicit(y.r, y.base, s, &rope);
+      for (int64_t i = 0; i < y.r / 2; ++i) {
+        vllm_yarn_freq(e, y, i, false);
+        expect_value(f[size_t(i)], e, w, "telechat3 f", i);
+      }
+      vllm_get_mscale(e, y.factor, 1.0, 7, 100);
+      mpfr_mul_d(e, e, attn == 0.0 ? 1.0 : attn, MPFR_RNDN);
+      expect_value(rope.attention_scale, e, w, "telechat3 attention", 0);
+    }
+  }
+  WARN("telechat3: max " << w.ulp << " double ULP");
+}
+
+TEST_CASE("longrope: vLLM's short_mscale / long_mscale (Phi-3.5-MoE)", "[rope_init][vllm]") {
+  // Phi-3.5-MoE-instruct: short_mscale 1.243163121016122, long_mscale 1.243163121016122 in its config; here
+  // two values, to see which set is chosen.
+  for (int64_t seq : {int64_t(0), int64_t(4096), int64_t(4097)}) {
+    posenc_rope_scaling s = scaling_of(POSENC_ROPE_TYPE_LONGROPE);
+    s.factor = 32.0;
+    s.original_max_positions = 4096;
+    s.seq_len = seq;
+    s.short_factor = kPhi35ShortFactor;
+    s.long_factor = kPhi35LongFactor;
+    s.short_mscale = 1.25;
+    s.long_mscale = 1.243163121016122;
+    posenc_rope rope;
+    init_explicit(96, 1e4, s, &rope);
+    CHECK(rope.attention_scale == (seq > 4096 ? 1.243163121016122 : 1.25));
+    s.short_mscale = 0;  // the short set without its magnitude: HF's sqrt(1 + ln f / ln L0)
+    init_explicit(96, 1e4, s, &rope);
+    Big e(kPrec);
+    hf_longrope_attention(e, 32.0, 4096);
+    if (seq <= 4096) CHECK(bits(rope.attention_scale) == bits(nearest_double(e)));
+    s.attention_factor = 1.1;  // two magnitudes for one scale
+    std::vector<double> f(48, -7.0);
+    CHECK(posenc_rope_init(&rope, 96, 1e4, &s, f.data()) == POSENC_ERR_INVALID);
+    s.attention_factor = 0;
+    s.long_mscale = -1.0;
+    CHECK(posenc_rope_init(&rope, 96, 1e4, &s, f.data()) == POSENC_ERR_INVALID);
+    CHECK(f[0] == -7.0);
+  }
 }

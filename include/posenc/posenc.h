@@ -185,8 +185,19 @@ typedef enum posenc_rope_type {
   POSENC_ROPE_TYPE_YARN = 3,
   POSENC_ROPE_TYPE_LLAMA3 = 4,
   POSENC_ROPE_TYPE_LONGROPE = 5,
-  POSENC_ROPE_TYPE_PROPORTIONAL = 6 /**< Gemma 4's full-attention layers: the first floor(p r / 2) pairs at
+  POSENC_ROPE_TYPE_PROPORTIONAL = 6, /**< Gemma 4's full-attention layers: the first floor(p r / 2) pairs at
                                          base^(-2i/r) / factor, the rest not rotated (frequency 0) */
+  /* The schemes vLLM names beyond HF's (docs/rope.md, "vLLM's schemes"); YaRN's correction range is always
+     floored / ceiled there, so these ignore `truncate`. */
+  POSENC_ROPE_TYPE_NTK = 7,           /**< vLLM "ntk": f_i = (base s)^(-2i/r) s^(-2/r); with mixed_b = b > 0,
+                                           f_i = base^(-2i/r) s^(-((i+1)/h)^b), h = r/2 */
+  POSENC_ROPE_TYPE_DEEPSEEK_YARN = 8, /**< vLLM "deepseek_yarn": YaRN with extrapolation_factor e, attention
+                                           attn_factor get_mscale(s, mscale) / get_mscale(s, mscale_all_dim) */
+  POSENC_ROPE_TYPE_YARN_LOG = 9,      /**< Grok-1 extra_method "yarn_log": f_i = base^(-2i/r) s^(-(1 - m_i)),
+                                           m_i = e (1 - ramp_i); attention 1 */
+  POSENC_ROPE_TYPE_THETA_SCALE = 10,  /**< Grok-1 extra_method "theta_scale": base' = base^(ln(L0 s / 2pi) /
+                                           ln(L0 / 2pi)); attention 1 */
+  POSENC_ROPE_TYPE_TELECHAT3 = 11     /**< TeleChat3: YaRN's frequencies, attention (0.07 ln s + 1) attn_factor */
 } posenc_rope_type;
 
 /** The parameters of a scaling (HF's rope_scaling / rope_parameters dict). Zero-initialise, then set what the
@@ -197,7 +208,8 @@ typedef struct posenc_rope_scaling {
   int64_t original_max_positions;   /**< dynamic (max_position_embeddings), yarn, llama3, longrope */
   int64_t seq_len;                  /**< dynamic, longrope: the current sequence length (max position + 1) */
   double beta_fast, beta_slow;      /**< yarn: 32 and 1 when 0 */
-  double mscale, mscale_all_dim;    /**< yarn (DeepSeek): 0 = unset */
+  double mscale, mscale_all_dim;    /**< yarn (DeepSeek): 0 = unset; deepseek_yarn: 0 = vLLM's defaults
+                                         (mscale 1, mscale_all_dim 0) */
   int truncate;                     /**< yarn: floor/ceil the correction range (HF's default is 1) */
   double low_freq_factor, high_freq_factor; /**< llama3 */
   const double *short_factor, *long_factor; /**< longrope: r/2 each */
@@ -206,6 +218,14 @@ typedef struct posenc_rope_scaling {
                                          (HF's int(p * head_dim // 2) of them); 0 = 1 */
   double alpha;                     /**< dynamic: vLLM's NTK alpha (HunYuan), base' = base alpha^(r/(r-2)),
                                          factor and the lengths then not read; 0 = unset */
+  double mixed_b;                   /**< ntk: vLLM's mixed_b, finite and > 0; 0 = unset (fixed NTK) */
+  double extrapolation_factor;      /**< deepseek_yarn, yarn_log, telechat3: e in [0, 1]; 0 = 1 (vLLM's
+                                         default; e = 0 itself is interpolation everywhere, not asked for) */
+  double attn_factor;               /**< deepseek_yarn, telechat3: vLLM's attn_factor, a multiplier of the
+                                         attention scale; 0 = 1 */
+  double short_mscale, long_mscale; /**< longrope: vLLM's magnitudes for the short / long factors (Phi-3.5-MoE);
+                                         the one of the chosen set, when non-zero, is the attention scale
+                                         (attention_factor must then be 0); 0 = unset */
 } posenc_rope_scaling;
 
 /** Fills *rope for rotary_dim and base under the scaling (NULL: default). Schemes whose frequencies are not
@@ -292,19 +312,23 @@ typedef enum posenc_rope_layout {
   POSENC_SECTIONS_STRIDED = 3,     /**< chunked, and section a takes every A-th frequency from a: for sector j
                                         in section a, f_i = base^(-2(A k + a)/r), k = j - c_a: Pixtral (A = 2:
                                         the even-index frequencies by the row, the odd-index ones by the column) */
-  POSENC_SECTIONS_INTERLEAVED_4 = 4 /**< as INTERLEAVED, but sector j goes to axis 0 only if j%3 == 0 and
+  POSENC_SECTIONS_INTERLEAVED_4 = 4, /**< as INTERLEAVED, but sector j goes to axis 0 only if j%3 == 0 and
                                         j < 3*s0, and every sector outside the three interleaved sets to axis 3:
                                         ggml IMROPE, whose 4th position slot takes them */
+  POSENC_SECTIONS_ALTERNATING = 5   /**< sectors j < 2*s1 alternate axis 1 (even j) and axis 2 (odd j), s1 == s2;
+                                        the s0 after them on axis 0: ERNIE-4.5-VL (vLLM's
+                                        Ernie4_5_VLRotaryEmbedding; its mrope_section [h, w, t] is [t, h, w] here) */
 } posenc_rope_layout;
 
 /** Sets rope->axes and rope->axis = axis_out (r/2 entries written) from sections[0..3] (pairs; unused ones 0).
- *  A is 3 for INTERLEAVED, 4 for INTERLEAVED_4, and otherwise one more than the index of the last non-zero
- *  section. VISION and STRIDED also write the r/2 frequencies into freq_out (each the double nearest the
+ *  A is 3 for INTERLEAVED and ALTERNATING, 4 for INTERLEAVED_4, and otherwise one more than the index of the
+ *  last non-zero section. VISION and STRIDED also write the r/2 frequencies into freq_out (each the double nearest the
  *  real value of base^(-e) for rope->base, as posenc_rope_init writes them) and set rope->freq = freq_out;
  *  the other layouts keep rope->freq (base^(-2i/r), or explicit frequencies from posenc_rope_init) and need no
  *  freq_out. Every other field of *rope is kept. NULL for a NULL rope, sections or axis_out (or freq_out where
  *  it is written); INVALID for an invalid rotary_dim (or base, where frequencies are written), an unknown
- *  layout, a negative section, a sum of 0 or past r/2. Nothing is written on error. */
+ *  layout, a negative section, a sum of 0 or past r/2 (ALTERNATING: also s1 != s2 or s3 != 0). Nothing is
+ *  written on error. */
 posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
                                    uint8_t *axis_out, double *freq_out);
 

@@ -737,6 +737,11 @@ enum class rope_type : int {
   llama3 = POSENC_ROPE_TYPE_LLAMA3,
   longrope = POSENC_ROPE_TYPE_LONGROPE,
   proportional = POSENC_ROPE_TYPE_PROPORTIONAL,
+  ntk = POSENC_ROPE_TYPE_NTK,                      /**< vLLM's names from here on */
+  deepseek_yarn = POSENC_ROPE_TYPE_DEEPSEEK_YARN,
+  yarn_log = POSENC_ROPE_TYPE_YARN_LOG,
+  theta_scale = POSENC_ROPE_TYPE_THETA_SCALE,
+  telechat3 = POSENC_ROPE_TYPE_TELECHAT3,
 };
 
 /** posenc_rope_layout as a scoped enum, same values: how with_sections assigns pairs to axes. */
@@ -745,7 +750,8 @@ enum class rope_layout : int {
   interleaved = POSENC_SECTIONS_INTERLEAVED,  /**< pair by pair, the rest on axis 0: Qwen3-VL */
   vision = POSENC_SECTIONS_VISION,            /**< chunked, the frequency index restarting per section: vision towers */
   strided = POSENC_SECTIONS_STRIDED,          /**< chunked, section a taking every A-th frequency from a: Pixtral */
-  interleaved_4 = POSENC_SECTIONS_INTERLEAVED_4 /**< as interleaved, the rest on a 4th axis: ggml IMROPE */
+  interleaved_4 = POSENC_SECTIONS_INTERLEAVED_4, /**< as interleaved, the rest on a 4th axis: ggml IMROPE */
+  alternating = POSENC_SECTIONS_ALTERNATING      /**< h w h w ... then t: ERNIE-4.5-VL */
 };
 
 /** A zero-initialised posenc_rope_scaling of that type, the starting point the C header asks for; set the

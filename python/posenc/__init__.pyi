@@ -39,6 +39,7 @@ class RopeLayout(IntEnum):
     VISION: int
     STRIDED: int
     INTERLEAVED_4: int
+    ALTERNATING: int
 
 class Isa(IntEnum):
     SCALAR: int
@@ -58,7 +59,7 @@ class Unsupported(Error, RuntimeError): ...  # ERR_UNSUPPORTED
 
 LayoutLike = Union[Layout, str, int]
 PairsLike = Union[RopePairs, str, int]
-RopeLayoutLike = Union[RopeLayout, str, int]  # "chunked" | "interleaved" | "vision" | "strided" | "interleaved_4"
+RopeLayoutLike = Union[RopeLayout, str, int]  # "chunked" | "interleaved" | "vision" | "strided" | "interleaved_4" | "alternating"
 IsaLike = Union[Isa, str, int]
 
 class Spec:

@@ -557,6 +557,9 @@ def _resolve(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
                                  "original_max_position_embeddings needs it (transformers v4)")
         truncate = rs.get("truncate", True)
     scaling = {k: v for k, v in rs.items() if k not in ("type", "rope_theta", "partial_rotary_factor")}
+    if kind not in _HF_READS:  # transformers' ROPE_INIT_FUNCTIONS has no such key (vLLM's names among them)
+        raise ValueError("rope_type %r: not one of transformers' rope types (%s); posenc.rope_init takes vLLM's "
+                         "schemes" % (kind, ", ".join(sorted(_HF_READS))))
     if kind in _HF_READS:
         ignored = sorted(k for k in scaling if k not in _HF_READS[kind] and k not in _EVERY)
         if ignored:

@@ -36,7 +36,8 @@ posenc_rope_layout layout_arg(py::handle obj) {
                                                       {"interleaved", POSENC_SECTIONS_INTERLEAVED},
                                                       {"vision", POSENC_SECTIONS_VISION},
                                                       {"strided", POSENC_SECTIONS_STRIDED},
-                                                      {"interleaved_4", POSENC_SECTIONS_INTERLEAVED_4}});
+                                                      {"interleaved_4", POSENC_SECTIONS_INTERLEAVED_4},
+                                                      {"alternating", POSENC_SECTIONS_ALTERNATING}});
 }
 
 // Any error of the spec itself, raised where the spec is made rather than at its first use.
@@ -158,15 +159,28 @@ const std::vector<TypeKeys> &type_keys() {
        {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"},
        {"extrapolation_factor", "attn_factor", "apply_yarn_scaling"}},
       {POSENC_ROPE_TYPE_LLAMA3, {"factor", "low_freq_factor", "high_freq_factor"}, {}},
-      // vLLM's Phi3LongRoPEScaledRotaryEmbedding: short_mscale, long_mscale
-      {POSENC_ROPE_TYPE_LONGROPE, {"factor", "short_factor", "long_factor", "attention_factor"},
-       {"short_mscale", "long_mscale"}},
+      // vLLM's Phi3LongRoPEScaledRotaryEmbedding's short_mscale, long_mscale too
+      {POSENC_ROPE_TYPE_LONGROPE,
+       {"factor", "short_factor", "long_factor", "attention_factor", "short_mscale", "long_mscale"}, {}},
       {POSENC_ROPE_TYPE_PROPORTIONAL, {"factor", "partial_rotary_factor"}, {}},
+      // vLLM's schemes, as get_rope (and Grok's Grok1ScalingRotaryEmbedding(**rope_scaling)) pass the keys
+      {POSENC_ROPE_TYPE_NTK, {"factor", "mixed_b"}, {}},
+      {POSENC_ROPE_TYPE_DEEPSEEK_YARN,
+       {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "extrapolation_factor", "attn_factor"}, {}},
+      // Grok: attn_factor is taken and not applied (its mscale is left out of the cache); theta_scale takes the
+      // YaRN keys and reads none of them
+      {POSENC_ROPE_TYPE_YARN_LOG,
+       {"factor", "scaling_factor", "extra_method", "beta_fast", "beta_slow", "extrapolation_factor", "attn_factor"},
+       {}},
+      {POSENC_ROPE_TYPE_THETA_SCALE,
+       {"factor", "scaling_factor", "extra_method", "beta_fast", "beta_slow", "extrapolation_factor", "attn_factor"},
+       {}},
+      {POSENC_ROPE_TYPE_TELECHAT3, {"factor", "beta_fast", "beta_slow", "extrapolation_factor", "attn_factor"}, {}},
   };
   return k;
 }
 const char *const kEveryScheme[] = {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section",
-                                    "mrope_interleaved", "max_position_embeddings",
+                                    "mrope_interleaved", "xdrope_section", "max_position_embeddings",
                                     "original_max_position_embeddings", "seq_len", "truncate"};
 
 void check_keys(const py::dict &d, posenc_rope_type type, const std::string &type_name) {
@@ -215,11 +229,23 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
                          : d.contains("type")    ? py::object(d["type"])
                                                  : py::object(py::str("default"));
   posenc_rope_scaling s{};
+  // Grok's rope_scaling names its scheme by extra_method (Grok1ScalingRotaryEmbedding; "yarn_log" by default)
+  const bool grok = py::isinstance<py::str>(type_name) && std::string(py::str(type_name)) == "grok1";
+  if (grok) type_name = d.contains("extra_method") ? py::object(d["extra_method"]) : py::object(py::str("yarn_log"));
   s.type = enum_arg<posenc_rope_type>(
-      type_name, "rope_type",
+      type_name, grok ? "extra_method" : "rope_type",
       {{"default", POSENC_ROPE_TYPE_DEFAULT}, {"linear", POSENC_ROPE_TYPE_LINEAR}, {"dynamic", POSENC_ROPE_TYPE_DYNAMIC},
        {"yarn", POSENC_ROPE_TYPE_YARN}, {"llama3", POSENC_ROPE_TYPE_LLAMA3}, {"longrope", POSENC_ROPE_TYPE_LONGROPE},
-       {"su", POSENC_ROPE_TYPE_LONGROPE}, {"proportional", POSENC_ROPE_TYPE_PROPORTIONAL}});
+       {"su", POSENC_ROPE_TYPE_LONGROPE}, {"proportional", POSENC_ROPE_TYPE_PROPORTIONAL},
+       {"ntk", POSENC_ROPE_TYPE_NTK}, {"deepseek_yarn", POSENC_ROPE_TYPE_DEEPSEEK_YARN},
+       {"deepseek_llama_scaling", POSENC_ROPE_TYPE_DEEPSEEK_YARN}, {"yarn_log", POSENC_ROPE_TYPE_YARN_LOG},
+       {"theta_scale", POSENC_ROPE_TYPE_THETA_SCALE}, {"telechat3", POSENC_ROPE_TYPE_TELECHAT3},
+       {"xdrope", POSENC_ROPE_TYPE_DYNAMIC}});
+  if (grok && s.type != POSENC_ROPE_TYPE_YARN_LOG && s.type != POSENC_ROPE_TYPE_THETA_SCALE)
+    throw py::value_error("scaling['extra_method']: " + std::string(py::repr(type_name)) +
+                          " is not a Grok scheme posenc has (yarn_log, theta_scale)");
+  const bool xdrope = std::string(py::str(type_name)) == "xdrope";
+  if (xdrope && !d.contains("alpha")) throw py::value_error("scaling: xdrope needs 'alpha' (vLLM's XDRotaryEmbedding)");
   check_keys(d, s.type, std::string(py::str(type_name)));
   const int64_t max_positions = max_pos.is_none() ? get<int64_t>(d, "max_position_embeddings", 0) : max_pos.cast<int64_t>();
   int64_t original = get<int64_t>(d, "original_max_position_embeddings", 0);
@@ -234,6 +260,35 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
   s.low_freq_factor = get<double>(d, "low_freq_factor", 0.0);
   s.high_freq_factor = get<double>(d, "high_freq_factor", 0.0);
   s.attention_factor = get<double>(d, "attention_factor", 0.0);
+  if (s.type == POSENC_ROPE_TYPE_YARN_LOG || s.type == POSENC_ROPE_TYPE_THETA_SCALE) {
+    if (d.contains("scaling_factor")) s.factor = get<double>(d, "scaling_factor", 0.0);  // Grok's name for it
+  }
+  if (s.type == POSENC_ROPE_TYPE_NTK && d.contains("mixed_b") && !d["mixed_b"].is_none()) {
+    s.mixed_b = get<double>(d, "mixed_b", 0.0);
+    if (!(s.mixed_b > 0.0)) throw py::value_error("scaling['mixed_b']: a positive number (vLLM's mixed NTK)");
+  }
+  if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN || s.type == POSENC_ROPE_TYPE_YARN_LOG ||
+      s.type == POSENC_ROPE_TYPE_TELECHAT3) {
+    s.extrapolation_factor = get<double>(d, "extrapolation_factor", 0.0);
+    if (d.contains("extrapolation_factor") && !(s.extrapolation_factor > 0.0))
+      throw py::value_error("scaling['extrapolation_factor']: in (0, 1] for posenc's " +
+                            std::string(py::str(type_name)));
+    if (d.contains("truncate") && !get<bool>(d, "truncate", true))
+      throw py::value_error("scaling['truncate']: vLLM's " + std::string(py::str(type_name)) +
+                            " always floors / ceils the correction range; truncate false is not a scheme of it");
+  }
+  if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN || s.type == POSENC_ROPE_TYPE_TELECHAT3) {
+    s.attn_factor = get<double>(d, "attn_factor", 0.0);
+    if (d.contains("attn_factor") && !(s.attn_factor > 0.0))
+      throw py::value_error("scaling['attn_factor']: a positive number");
+    if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN && d.contains("mscale") && s.mscale == 0.0)
+      throw py::value_error("scaling['mscale']: 0 is not a scheme posenc has for deepseek_yarn (its scaling reads "
+                            "0 as vLLM's default 1)");
+  }
+  if (s.type == POSENC_ROPE_TYPE_LONGROPE) {
+    s.short_mscale = get<double>(d, "short_mscale", 0.0);
+    s.long_mscale = get<double>(d, "long_mscale", 0.0);
+  }
   // proportional reads the share of pairs that rotate from the dict (HF v5 keeps it there for Gemma 4); for
   // the other types partial_rotary_factor narrows rotary_dim, which the caller passes
   if (s.type == POSENC_ROPE_TYPE_PROPORTIONAL) s.partial_rotary_factor = get<double>(d, "partial_rotary_factor", 0.0);
@@ -562,7 +617,8 @@ void bind_rope(py::module_ &m) {
       .value("INTERLEAVED", POSENC_SECTIONS_INTERLEAVED)
       .value("VISION", POSENC_SECTIONS_VISION)
       .value("STRIDED", POSENC_SECTIONS_STRIDED)
-      .value("INTERLEAVED_4", POSENC_SECTIONS_INTERLEAVED_4);
+      .value("INTERLEAVED_4", POSENC_SECTIONS_INTERLEAVED_4)
+      .value("ALTERNATING", POSENC_SECTIONS_ALTERNATING);
 
   py::class_<Rope>(m, "Rope", R"(A RoPE spec (posenc_rope) that owns its explicit frequencies and axis map. Immutable.
 
@@ -682,15 +738,17 @@ pixtral(), llama4_vision() (2 axes).)")
 
 posenc_rope_init: the Rope of an HF rope_type, each frequency and the attention factor the correctly rounded
 double of the formula's real value. scaling: HF's rope_scaling / rope_parameters dict ("rope_type" or the
-legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"), proportional; factor,
+legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"), proportional, and vLLM's ntk,
+deepseek_yarn (or deepseek_llama_scaling), grok1 (with extra_method yarn_log or theta_scale, or those two
+names), telechat3, xdrope (dynamic alpha; the caller applies xdrope_section): docs/rope.md; factor,
 original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, truncate (default True),
 low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor, dynamic's "alpha" (vLLM's
 NTK alpha of HunYuan: base * alpha^(r/(r-2)), factor and lengths then unread), and for proportional
 partial_rotary_factor: rotary_dim is then the whole head, of which int(p * rotary_dim // 2) pairs rotate).
 rope_theta, partial_rotary_factor, mrope_section, mrope_interleaved, the lengths and truncate may be in any
 dict (the caller applies them). A key another runtime reads for the same rope_type to change the frequencies
-(vLLM's yarn "extrapolation_factor" / "attn_factor" / "apply_yarn_scaling", longrope
-"short_mscale" / "long_mscale") is a ValueError naming it; any other key a UserWarning, as HF warns.
+(vLLM's yarn "extrapolation_factor" / "attn_factor" / "apply_yarn_scaling") is a ValueError naming it;
+any other key a UserWarning, as HF warns. longrope reads vLLM's "short_mscale" / "long_mscale".
 The keywords give what HF reads from the model config outside the dict: max_position_embeddings (dynamic's
 reference length; yarn/longrope derive a missing factor from it as HF v5 does), the original length when the
 dict has none (Phi-3), and the current seq_len (dynamic, longrope; default: dynamic's reference length, and 0
@@ -706,7 +764,9 @@ below r/2 repeats, ggml's rule). layout (a posenc.RopeLayout or its name):
   "vision"        chunked, the frequency index restarting in each section (base^(-2k/h)): ViT 2-D RoPE
   "strided"       chunked, section a taking every A-th frequency from a: Pixtral
   "interleaved_4" as interleaved, but axis 0 only for j%3 == 0 and j < 3 s0, the rest on axis 3: ggml IMROPE
-A is 3 for interleaved, 4 for interleaved_4, else one more than the last non-zero section. "vision" and
+  "alternating"   sectors j < 2 s1 on axis 1 (even j) and 2 (odd j), s1 == s2, then s0 on axis 0: ERNIE-4.5-VL
+                  (its mrope_section [h, w, t] is sections [t, h, w])
+A is 3 for interleaved and alternating, 4 for interleaved_4, else one more than the last non-zero section. "vision" and
 "strided" replace the frequencies (each the double nearest the real value, from rope.base); the others keep
 rope's (a scaled spec keeps its scaled frequencies). Every other field is kept. posenc.InvalidArgument for a
 negative section, a sum of 0 or past r/2, or an unknown layout value.)");

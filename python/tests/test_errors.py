@@ -139,8 +139,8 @@ def test_invalid_rope_init_base_one_for_yarn():
 
 
 def test_rope_init_argument_errors_of_the_binding():
-    with pytest.raises(ValueError, match="rope_type: unknown name 'ntk'"):
-        posenc.rope_init(8, 1e4, {"rope_type": "ntk"})
+    with pytest.raises(ValueError, match="rope_type: unknown name 'mllama4'"):
+        posenc.rope_init(8, 1e4, {"rope_type": "mllama4"})
     with pytest.raises(ValueError, match="longrope needs short_factor and long_factor"):
         posenc.rope_init(8, 1e4, {"rope_type": "longrope", "factor": 2.0})
     with pytest.raises(ValueError, match=r"short_factor: expected rotary_dim / 2 = 4 values, got 2"):

@@ -309,16 +309,14 @@ def test_every_path_reproduces_the_rope_golden_digests(isa, g):
 
 def test_rope_init_keys_other_runtimes_read_are_refused_others_warned():
     """A key that another runtime reads for the same rope_type to change the frequencies (vLLM: yarn's
-    "attn_factor", Phi-3.5-MoE's longrope "short_mscale") is refused by name: posenc's scheme would silently
-    compute other values. A key nobody reads for that type gets a warning, as HF's validation gives; the keys
+    "attn_factor" / "extrapolation_factor"; posenc's deepseek_yarn reads them) is refused by name: posenc's
+    scheme would silently compute other values. A key nobody reads for that type gets a warning, as HF's validation gives; the keys
     every scheme may meet pass silently. HunYuan's dynamic "alpha" is read: vLLM's base * alpha^(r/(r-2))."""
     ext = [1.0] * 32
     refused = [({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096, "attn_factor": 1.0},
                 "attn_factor"),
                ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096,
-                 "extrapolation_factor": 0.5}, "extrapolation_factor"),
-               ({"rope_type": "longrope", "short_factor": ext, "long_factor": ext, "factor": 32.0,
-                 "original_max_position_embeddings": 4096, "short_mscale": 1.1}, "short_mscale")]
+                 "extrapolation_factor": 0.5}, "extrapolation_factor")]
     for scaling, key in refused:
         message = r"scaling\['%s'\]: another runtime's %s reads it" % (key, scaling["rope_type"])
         with pytest.raises(ValueError, match=message):

@@ -1,0 +1,187 @@
+"""posenc.rope_init's vLLM schemes and rope_sections' ERNIE-4.5-VL layout, against vLLM's code re-typed in real
+arithmetic (gmpy2 at 400 bits) from vllm/model_executor/layers/rotary_embedding/ (vLLM main, 2026-11):
+ntk_scaling_rope.py, deepseek_scaling_rope.py, grok1_scaling_rope.py, telechat3_scaling_rope.py, xdrope.py,
+phi3_long_rope_scaled_rope.py, ernie45_vl_rope.py. The dicts are those get_rope (or Grok's model, which passes
+its rope_scaling to Grok1ScalingRotaryEmbedding) reads."""
+import numpy as np
+import pytest
+
+import posenc
+import mpfr_ref as R
+from mpfr_ref import gmpy2, mpfr
+
+
+def check_freqs(rope, exact, what):
+    got = rope.freq
+    assert got is not None, what
+    want = R.nearest_doubles(exact)
+    assert got.tobytes() == want.tobytes(), f"{what}: first difference at {int(np.argmax(got != want))}"
+
+
+def nearest(x):
+    return float(R.nearest_doubles([x])[0])
+
+
+def ntk(base, r, s, mixed_b=None):
+    """NTKScalingRotaryEmbedding._compute_inv_freq."""
+    with R.ctx(R.PREC):
+        if mixed_b is None:
+            b = mpfr(base) * mpfr(s)
+            return [gmpy2.exp(gmpy2.log(b) * (-2 * i) / r) / gmpy2.exp(gmpy2.log(mpfr(s)) * 2 / r)
+                    for i in range(r // 2)]
+        a = gmpy2.log(mpfr(s)) / mpfr(r // 2) ** mpfr(mixed_b)
+        return [R.inv_freq(base, r, i) / gmpy2.exp(a * mpfr(i + 1) ** mpfr(mixed_b)) for i in range(r // 2)]
+
+
+def vllm_mask(base, r, original, e=1.0, bf=32.0, bs=1.0):
+    """yarn_find_correction_range (floor / ceil, clamped) and (1 - yarn_linear_ramp_mask) * e."""
+    with R.ctx(R.PREC):
+        def dim(rot):
+            return r * gmpy2.log(mpfr(original) / (mpfr(rot) * 2 * gmpy2.const_pi())) / (2 * gmpy2.log(mpfr(base)))
+        low, high = max(gmpy2.floor(dim(bf)), mpfr(0)), min(gmpy2.ceil(dim(bs)), mpfr(r - 1))
+        if low == high:
+            high = high + mpfr(0.001)
+        return [(1 - min(max((mpfr(j) - low) / (high - low), mpfr(0)), mpfr(1))) * mpfr(e) for j in range(r // 2)]
+
+
+def yarn_blend(base, r, s, original, e=1.0, log=False):
+    """DeepseekScalingRotaryEmbedding._compute_inv_freq; Grok's "yarn_log"."""
+    with R.ctx(R.PREC):
+        out = []
+        for j, m in enumerate(vllm_mask(base, r, original, e)):
+            extra = R.inv_freq(base, r, j)
+            inter = extra / mpfr(s)
+            if log:
+                out.append(gmpy2.exp(gmpy2.log(extra) * m + gmpy2.log(inter) * (1 - m)))
+            else:
+                out.append(inter * (1 - m) + extra * m)
+        return out
+
+
+def get_mscale(s, m=1.0, coef=(1, 10)):
+    with R.ctx(R.PREC):
+        return mpfr(1) if s <= 1 else coef[0] * mpfr(m) * gmpy2.log(mpfr(s)) / coef[1] + 1
+
+
+def test_ntk_fixed_and_mixed():
+    for s, b in ((4.0, None), (8.0, 0.625), (16.0, 2.5), (0.5, None)):
+        scaling = {"rope_type": "ntk", "factor": s, "mixed_b": b}
+        r = posenc.rope_init(128, 1e4, scaling)
+        check_freqs(r, ntk(1e4, 128, s, b), f"ntk {scaling}")
+        assert r.attention_scale == 1.0
+    with pytest.raises(ValueError, match=r"scaling\['mixed_b'\]"):
+        posenc.rope_init(128, 1e4, {"rope_type": "ntk", "factor": 2.0, "mixed_b": -1.0})
+
+
+def test_deepseek_yarn_as_vllm_applies_it():
+    """vLLM's DeepSeek: mscale defaults to 1 and mscale_all_dim to 0, so a config giving mscale alone gets
+    0.1 m ln s + 1 (HF ignores a lone mscale); attn_factor multiplies; extrapolation_factor scales the mask."""
+    base, r, s, L0 = 1e4, 64, 40.0, 4096
+    for extra, e in (({"mscale": 0.707, "mscale_all_dim": 0.707}, 1.0), ({"mscale": 0.707}, 1.0), ({}, 1.0),
+                     ({"attn_factor": 1.25, "extrapolation_factor": 0.5, "mscale_all_dim": 0.5}, 0.5)):
+        scaling = {"rope_type": "deepseek_yarn", "factor": s, "original_max_position_embeddings": L0, **extra}
+        rope = posenc.rope_init(r, base, scaling)
+        check_freqs(rope, yarn_blend(base, r, s, L0, e), f"deepseek_yarn {extra}")
+        with R.ctx(R.PREC):
+            att = get_mscale(s, extra.get("mscale", 1.0)) / get_mscale(s, extra.get("mscale_all_dim", 0.0))
+            att = att * mpfr(extra.get("attn_factor", 1.0))
+        assert rope.attention_scale == nearest(att), extra
+    alias = posenc.rope_init(r, base, {"rope_type": "deepseek_llama_scaling", "factor": s,
+                                       "original_max_position_embeddings": L0})
+    assert alias == posenc.rope_init(r, base, {"rope_type": "deepseek_yarn", "factor": s,
+                                               "original_max_position_embeddings": L0})
+    with pytest.raises(ValueError, match=r"scaling\['truncate'\]"):
+        posenc.rope_init(r, base, {"rope_type": "deepseek_yarn", "factor": s, "original_max_position_embeddings": L0,
+                                   "truncate": False})
+
+
+def test_grok_extra_methods():
+    """Grok's rope_scaling (Grok1ScalingRotaryEmbedding(**rope_scaling)): scaling_factor, max_position_embeddings
+    (the original length), extra_method; the mscale it computes is left out of the cache (attention 1)."""
+    base, r = 208533496.0, 128
+    grok = {"rope_type": "grok1", "scaling_factor": 16.0, "max_position_embeddings": 8192}
+    rope = posenc.rope_init(r, base, grok)  # extra_method defaults to yarn_log
+    check_freqs(rope, yarn_blend(base, r, 16.0, 8192, log=True), "grok yarn_log")
+    assert rope.attention_scale == 1.0
+    rope = posenc.rope_init(r, base, {**grok, "extra_method": "theta_scale", "beta_fast": 8})
+    with R.ctx(R.PREC):
+        two_pi = 2 * gmpy2.const_pi()
+        g = gmpy2.log(mpfr(base)) * gmpy2.log(mpfr(8192) * 16 / two_pi) / gmpy2.log(mpfr(8192) / two_pi)
+        want = [gmpy2.exp(g * (-2 * i) / r) for i in range(r // 2)]
+    check_freqs(rope, want, "grok theta_scale")
+    assert posenc.rope_init(r, base, {"rope_type": "theta_scale", "factor": 16.0,
+                                      "original_max_position_embeddings": 8192}) == rope
+    for method in ("yarn", "original", "bogus"):
+        with pytest.raises(ValueError, match="extra_method"):
+            posenc.rope_init(r, base, {**grok, "extra_method": method})
+
+
+def test_telechat3():
+    base, r, s, L0 = 1e6, 128, 4.0, 32768
+    for attn in (None, 1.5):
+        scaling = {"rope_type": "telechat3", "factor": s, "original_max_position_embeddings": L0}
+        if attn:
+            scaling["attn_factor"] = attn
+        rope = posenc.rope_init(r, base, scaling)
+        check_freqs(rope, yarn_blend(base, r, s, L0), "telechat3")
+        with R.ctx(R.PREC):
+            want = get_mscale(s, 1.0, (7, 100)) * mpfr(attn or 1.0)  # 0.07 ln s + 1
+        assert rope.attention_scale == nearest(want)
+
+
+def test_xdrope_hunyuan_vl():
+    """vLLM's XDRotaryEmbedding: DynamicNTKAlpha frequencies, xdrope_section split as chunked sections (4 axes:
+    the section k takes positions[k])."""
+    scaling = {"rope_type": "xdrope", "alpha": 1000.0, "xdrope_section": [16, 16, 16, 16]}
+    rope = posenc.rope_sections(posenc.rope_init(128, 1e4, scaling), scaling["xdrope_section"], "chunked")
+    with R.ctx(R.PREC):
+        lnb = gmpy2.log(mpfr(1e4)) + gmpy2.log(mpfr(1000.0)) * 128 / 126
+        check_freqs(rope, [gmpy2.exp(lnb * (-2 * i) / 128) for i in range(64)], "xdrope")
+    assert rope.axes == 4
+    assert list(rope.axis) == [k for k in range(4) for _ in range(16)]
+    with pytest.raises(ValueError, match="xdrope needs 'alpha'"):
+        posenc.rope_init(128, 1e4, {"rope_type": "xdrope", "xdrope_section": [16, 16, 16, 16]})
+
+
+def test_longrope_vllm_mscales():
+    ext_s, ext_l = [1.0 + i / 64 for i in range(48)], [2.0 + i / 8 for i in range(48)]
+    base = {"rope_type": "longrope", "short_factor": ext_s, "long_factor": ext_l, "factor": 32.0,
+            "original_max_position_embeddings": 4096, "short_mscale": 1.25, "long_mscale": 1.243163121016122}
+    assert posenc.rope_init(96, 1e4, base, seq_len=100).attention_scale == 1.25
+    assert posenc.rope_init(96, 1e4, base, seq_len=5000).attention_scale == 1.243163121016122
+    with pytest.raises(posenc.InvalidArgument):
+        posenc.rope_init(96, 1e4, {**base, "attention_factor": 1.1})
+
+
+def vllm_ernie_axis(section, h):
+    """Ernie4_5_VLRotaryEmbedding: cos[..., :hw:2] from positions[1], cos[..., 1:hw:2] from positions[2],
+    cos[..., -t:] from positions[0]."""
+    sh, sw, st = section
+    axis = [None] * h
+    for c in range(0, sh + sw, 2):
+        axis[c] = 1
+    for c in range(1, sh + sw, 2):
+        axis[c] = 2
+    for c in range(h - st, h):
+        axis[c] = 0
+    return axis
+
+
+def test_ernie45_vl_alternating_layout():
+    """ERNIE-4.5-VL (head 128, GPT-J pairs, mrope_section [22, 22, 20] as h, w, t): posenc's sections are by
+    axis, [t, h, w]. The axis map is vLLM's, and q/k rotated by posenc equal the exact rotation on that map."""
+    base = posenc.rope_init(128, 5e5, pairs="interleaved")
+    rope = posenc.rope_sections(base, [20, 22, 22], "alternating")
+    assert rope.axes == 3
+    assert list(rope.axis) == vllm_ernie_axis([22, 22, 20], 64)
+    ref = R.AxesRef(R.RopeRef.of(base), 3, vllm_ernie_axis([22, 22, 20], 64))
+    rng = np.random.default_rng(45)
+    T = 12
+    pos = np.stack([np.arange(T), rng.integers(0, 40, T), rng.integers(0, 40, T)]).astype(np.int64)
+    q = rng.standard_normal((T, 4, 128)).astype(np.float32)
+    k = rng.standard_normal((T, 2, 128)).astype(np.float32)
+    want_q, want_k = R.rotate_tokens_axes(q, pos, ref, "f32"), R.rotate_tokens_axes(k, pos, ref, "f32")
+    posenc.rope_qk(rope, q, k, positions=pos)
+    assert q.tobytes() == want_q.tobytes() and k.tobytes() == want_k.tobytes()
+    with pytest.raises(posenc.InvalidArgument):
+        posenc.rope_sections(base, [20, 22, 20], "alternating")  # h != w
