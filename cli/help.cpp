@@ -155,6 +155,10 @@ SCHEME
                              qwen2-vl-vision, qwen2.5-vl-vision (r = 80, vision 20,20),
                              qwen3-vl-vision (r = 72, vision 18,18), pixtral (r = 64, strided 16,16),
                              llama4-vision (r = 88, vision 22,22, interleaved; axes column + 1, row + 1)
+                           diffusion transformers (3 axes, per-axis frequencies, interleaved pairs):
+                             flux, qwen-image (r = 128, base 1e4, per-axis 8,28,28), wan (r = 128,
+                             22,21,21), hunyuan-video (r = 128, base 256, 8,28,28), cogvideox (r = 64,
+                             8,12,12)
     --rotary-dim R         r: even, >= 2 (required without a preset)
     --base B               base of f_i (default 1e4; not with a preset)
     --rope-type TYPE       default, linear, dynamic, yarn, llama3, longrope or proportional (Hugging Face's
@@ -191,7 +195,8 @@ SCHEME
                            mrope_section); not with a preset
     --sections-layout L    how the sections assign pairs to axes: chunked (default), interleaved (Qwen3-VL),
                            vision (the frequency index restarts per axis), strided (Pixtral),
-                           interleaved-4 (ggml IMROPE) or alternating (ERNIE-4.5-VL: t,h,w sections)
+                           interleaved-4 (ggml IMROPE), alternating (ERNIE-4.5-VL: t,h,w sections) or
+                           per-axis (each axis at its own width's frequencies: Flux, Wan)
     --pairs P              halves or interleaved (does not change the cache; --show-spec shows it)
     --position-scale S     multiplies every position (default 1)
     --attention-scale M    m, overriding the scheme's

@@ -26,10 +26,12 @@ const std::vector<std::string> kPresets = {"llama2",          "llama3.1",       
                                            "gpt-j-6b",        "qwen2-vl",          "qwen2.5-vl",
                                            "qwen3-vl",        "glm-4v",            "qwen2-vl-vision",
                                            "qwen2.5-vl-vision", "qwen3-vl-vision", "pixtral",
-                                           "llama4-vision",   "gemma4-global",     "gemma4-sliding"};
+                                           "llama4-vision",   "gemma4-global",     "gemma4-sliding",
+                                           "flux",            "wan",               "hunyuan-video",
+                                           "cogvideox",       "qwen-image"};
 // posenc_rope_layout's values, in order.
 const std::vector<std::string> kLayouts = {"chunked", "interleaved", "vision", "strided", "interleaved-4",
-                                           "alternating"};
+                                           "alternating", "per-axis"};
 const std::vector<std::string> kTypes = {"default",      "linear", "dynamic",       "yarn",
                                          "llama3",       "longrope", "proportional", "ntk",
                                          "deepseek_yarn", "yarn_log", "theta_scale", "telechat3"};
@@ -223,6 +225,11 @@ posenc::rope preset(const RopeOptions &o, int64_t seq_len) {
   if (p == "gpt-neox-20b") return posenc::rope::gpt_neox_20b();
   if (p == "gemma4-global") return posenc::rope::gemma4_global();
   if (p == "gemma4-sliding") return posenc::rope::gemma4_sliding();
+  if (p == "flux") return posenc::rope::flux();
+  if (p == "wan") return posenc::rope::wan();
+  if (p == "hunyuan-video") return posenc::rope::hunyuan_video();
+  if (p == "cogvideox") return posenc::rope::cogvideox();
+  if (p == "qwen-image") return posenc::rope::qwen_image();
   return posenc::rope::gpt_j_6b();
 }
 

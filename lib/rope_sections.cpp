@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "abi.hpp"
 #include "posenc/posenc.h"
@@ -39,8 +40,9 @@ int interleaved(const int64_t *sec, int64_t j, bool fourth) {
 posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layout, uint8_t *axis_out,
                             double *freq_out) {
   if (!rope || !sections || !axis_out) return POSENC_ERR_NULL;
-  if (layout < POSENC_SECTIONS_CHUNKED || layout > POSENC_SECTIONS_ALTERNATING) return POSENC_ERR_INVALID;
-  const bool frequencies = layout == POSENC_SECTIONS_VISION || layout == POSENC_SECTIONS_STRIDED;
+  if (layout < POSENC_SECTIONS_CHUNKED || layout > POSENC_SECTIONS_PER_AXIS) return POSENC_ERR_INVALID;
+  const bool frequencies =
+      layout == POSENC_SECTIONS_VISION || layout == POSENC_SECTIONS_STRIDED || layout == POSENC_SECTIONS_PER_AXIS;
   if (frequencies && !freq_out) return POSENC_ERR_NULL;
   const int64_t r = rope->rotary_dim;
   if (r < 2 || r % 2 != 0) return POSENC_ERR_INVALID;
@@ -61,20 +63,32 @@ posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layo
   if (frequencies && !(rope->base > 0.0 && std::isfinite(rope->base))) return POSENC_ERR_INVALID;
 
   // The frequencies base^(-index/h): index 2k (VISION) or A k + a (STRIDED) for the pair's place k in its
-  // section a. rope_powers checks their range before it writes any.
+  // section a; PER_AXIS's base^(-k/s_a) is base^(-(k L/s_a)/L) over the common denominator L = lcm(s_a).
+  // rope_powers checks their range before it writes any.
   if (frequencies) {
+    int64_t den = h;
+    if (layout == POSENC_SECTIONS_PER_AXIS) {
+      den = 1;
+      for (int a = 0; a < kSections; ++a) {
+        if (sections[a] == 0) continue;
+        int64_t x = den, y = sections[a];
+        while (y != 0) x = std::exchange(y, x % y);   // gcd
+        if (den / x > (int64_t(1) << 40) / sections[a]) return POSENC_ERR_INVALID;  // lcm past 2^40
+        den = den / x * sections[a];
+      }
+    }
     struct Ctx {
       const int64_t *sections;
-      int64_t sum;
-      int axes;
-      bool vision;
-    } ctx{sections, sum, axes, layout == POSENC_SECTIONS_VISION};
+      int64_t sum, den;
+      int axes, layout;
+    } ctx{sections, sum, den, axes, layout};
     auto index = [](const void *p, int64_t i) {
       const Ctx &c = *static_cast<const Ctx *>(p);
       const Place pl = chunked(c.sections, i % c.sum);
-      return c.vision ? 2 * pl.k : int64_t(c.axes) * pl.k + pl.a;
+      if (c.layout == POSENC_SECTIONS_PER_AXIS) return pl.k * (c.den / c.sections[pl.a]);
+      return c.layout == POSENC_SECTIONS_VISION ? 2 * pl.k : int64_t(c.axes) * pl.k + pl.a;
     };
-    const posenc_status st = rope_powers(r, rope->base, h, PowerIndex{index, &ctx}, freq_out);
+    const posenc_status st = rope_powers(2 * den, rope->base, h, PowerIndex{index, &ctx}, freq_out);
     if (st != POSENC_OK) return st;
   }
   for (int64_t i = 0; i < h; ++i) {

@@ -20,6 +20,7 @@
 
 #include "support/paths.hpp"
 #include "support/reference.hpp"
+#include "posenc/posenc.hpp"
 #include "support/rope.hpp"
 #include "support/rope_check.hpp"
 #include "support/sha256.hpp"
@@ -359,6 +360,34 @@ std::vector<ModelPair> vllm_ernie45_vl(const std::vector<int64_t> &mrope_section
   return out;
 }
 
+// diffusers' per-axis RoPE (get_1d_rotary_pos_embed(axes_dim[a], ids[:, a], theta) for each axis, cat along
+// the last dim, repeat_interleave_real): axis a's pair k turns at theta^(-2k/d_a), the axes one after another.
+std::vector<ModelPair> diffusers_per_axis(const std::vector<int64_t> &axes_dim) {
+  std::vector<ModelPair> out;
+  for (size_t a = 0; a < axes_dim.size(); ++a)
+    for (int64_t k = 0; k < axes_dim[a] / 2; ++k) out.push_back(ModelPair{int(a), 2 * k, axes_dim[a]});
+  return out;
+}
+
+// A diffusion grid: frames x rows x columns, row-major, frame-major (diffusers' meshgrid "ij" and
+// flatten), rows and columns from `from` (Qwen-Image's centred -(h - h/2) ..), with `text` tokens first at
+// 0 on every axis (Flux's txt_ids).
+std::vector<int64_t> grid_positions(int64_t text, int64_t frames, int64_t rows, int64_t cols, int64_t from) {
+  std::vector<int64_t> p[3];
+  for (int64_t t = 0; t < text; ++t)
+    for (auto &v : p) v.push_back(0);
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t y = 0; y < rows; ++y)
+      for (int64_t x = 0; x < cols; ++x) {
+        p[0].push_back(f);
+        p[1].push_back(from + y);
+        p[2].push_back(from + x);
+      }
+  std::vector<int64_t> out;
+  for (auto &v : p) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
 // HF GLM-4V: apply_mrope(freqs, mrope_section) in the rotary (freqs split by the sections, chunk c takes axis
 // c % 3), then cos[..., :dim/2].repeat_interleave(2) on the rotary dim: channels 2i and 2i + 1 take frequency
 // i (rotate_half_llm pairs them), f_i = base^(-2i/dim).
@@ -535,6 +564,57 @@ TEST_CASE("sections: Qwen2-VL / Qwen2.5-VL, Qwen3-VL and GLM-4V text, as HF's co
   }
 }
 
+TEST_CASE("sections: diffusion transformers' per-axis frequencies (Flux, Wan, HunyuanVideo, CogVideoX, Qwen-Image)",
+          "[rope][axes][models]") {
+  // diffusers 0.40.0.dev0 (58eb52c0): FluxPosEmbed (16, 56, 56) theta 1e4; WanRotaryPosEmbed head 128: t 44,
+  // h = w = 2 (128 // 6) = 42; HunyuanVideoRotaryPosEmbed (16, 56, 56) theta 256; get_3d_rotary_pos_embed
+  // head 64: 64 // 4, 64 // 8 * 3 twice; QwenEmbedRope (16, 56, 56), centred rows and columns. Adjacent pairs.
+  struct Model {
+    const char *name;
+    std::vector<int64_t> axes_dim;
+    double theta;
+    std::vector<int64_t> positions;
+    int64_t n;
+    posenc::rope preset;
+  };
+  const std::vector<Model> models = {
+      {"Flux", {16, 56, 56}, 1e4, grid_positions(7, 1, 8, 9, 0), 7 + 72, posenc::rope::flux()},
+      {"Wan 2.x", {44, 42, 42}, 1e4, grid_positions(0, 3, 5, 6, 0), 90, posenc::rope::wan()},
+      {"HunyuanVideo", {16, 56, 56}, 256.0, grid_positions(0, 2, 6, 7, 0), 84, posenc::rope::hunyuan_video()},
+      {"CogVideoX (slice)", {16, 24, 24}, 1e4, grid_positions(0, 2, 6, 7, 0), 84, posenc::rope::cogvideox()},
+      {"Qwen-Image", {16, 56, 56}, 1e4, grid_positions(0, 1, 9, 8, -5), 72, posenc::rope::qwen_image()},
+  };
+  for (const Model &m : models) {
+    int64_t r = 0, s[4] = {0, 0, 0, 0};
+    for (size_t a = 0; a < m.axes_dim.size(); ++a) {
+      r += m.axes_dim[a];
+      s[a] = m.axes_dim[a] / 2;
+    }
+    posenc_rope base = posenc_rope_default(r);
+    base.base = m.theta;
+    base.pairs = POSENC_ROPE_INTERLEAVED;
+    check_model(m.name, base, s, POSENC_SECTIONS_PER_AXIS, diffusers_per_axis(m.axes_dim), m.positions, m.n, 3);
+    // the C++ preset is that spec
+    std::vector<uint8_t> axis(size_t(r / 2));
+    std::vector<double> freq(size_t(r / 2));
+    REQUIRE(posenc_rope_sections(&base, s, POSENC_SECTIONS_PER_AXIS, axis.data(), freq.data()) == POSENC_OK);
+    INFO(m.name << " preset");
+    CHECK(m.preset.c_rope().base == m.theta);
+    CHECK(m.preset.pairs() == posenc::rope_pairs::interleaved);
+    CHECK(std::vector<uint8_t>(m.preset.axis().begin(), m.preset.axis().end()) == axis);
+    CHECK(std::vector<double>(m.preset.freq().begin(), m.preset.freq().end()) == freq);
+  }
+  // Equal sections are the VISION layout's frequencies (base^(-2k/h) = base^(-k/s))
+  posenc_rope a = posenc_rope_default(80), b = a;
+  const int64_t two[4] = {20, 20, 0, 0};
+  std::vector<uint8_t> axa(40), axb(40);
+  std::vector<double> fa(40), fb(40);
+  REQUIRE(posenc_rope_sections(&a, two, POSENC_SECTIONS_PER_AXIS, axa.data(), fa.data()) == POSENC_OK);
+  REQUIRE(posenc_rope_sections(&b, two, POSENC_SECTIONS_VISION, axb.data(), fb.data()) == POSENC_OK);
+  CHECK(fa == fb);
+  CHECK(axa == axb);
+}
+
 TEST_CASE("sections: the vision towers (Qwen2-VL ViT, Llama 4, Pixtral) as their code assigns them", "[rope][axes][models]") {
   const std::vector<int64_t> pos = vl_positions(6, 200, 2);
   {  // Qwen2-VL ViT: head_dim 80 (1280 / 16), theta 1e4, [row | col]
@@ -633,7 +713,8 @@ TEST_CASE("sections: bad arguments return their status and write nothing", "[rop
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_VISION, axis.data(), nullptr) == POSENC_ERR_NULL);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_STRIDED, axis.data(), nullptr) == POSENC_ERR_NULL);
   untouched();
-  CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(6), axis.data(), freq.data()) == POSENC_ERR_INVALID);
+  CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(7), axis.data(), freq.data()) == POSENC_ERR_INVALID);
+  CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_PER_AXIS, axis.data(), nullptr) == POSENC_ERR_NULL);
   const int64_t uneven[4] = {20, 22, 20, 0}, fourth[4] = {20, 22, 22, 0 + 1};  // ALTERNATING: h == w, 3 axes
   CHECK(posenc_rope_sections(&r, uneven, POSENC_SECTIONS_ALTERNATING, axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, fourth, POSENC_SECTIONS_ALTERNATING, axis.data(), freq.data()) == POSENC_ERR_INVALID);

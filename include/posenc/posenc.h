@@ -315,19 +315,23 @@ typedef enum posenc_rope_layout {
   POSENC_SECTIONS_INTERLEAVED_4 = 4, /**< as INTERLEAVED, but sector j goes to axis 0 only if j%3 == 0 and
                                         j < 3*s0, and every sector outside the three interleaved sets to axis 3:
                                         ggml IMROPE, whose 4th position slot takes them */
-  POSENC_SECTIONS_ALTERNATING = 5   /**< sectors j < 2*s1 alternate axis 1 (even j) and axis 2 (odd j), s1 == s2;
+  POSENC_SECTIONS_ALTERNATING = 5,  /**< sectors j < 2*s1 alternate axis 1 (even j) and axis 2 (odd j), s1 == s2;
                                         the s0 after them on axis 0: ERNIE-4.5-VL (vLLM's
                                         Ernie4_5_VLRotaryEmbedding; its mrope_section [h, w, t] is [t, h, w] here) */
+  POSENC_SECTIONS_PER_AXIS = 6      /**< chunked, and each section rotates at its own width's frequencies: for
+                                        sector j in section a, f_i = base^(-k/s_a), k = j - c_a (an axis of
+                                        2 s_a dimensions, theta^(-2k/d_a)): Flux, Wan, HunyuanVideo,
+                                        CogVideoX, Qwen-Image (diffusers' per-axis get_1d_rotary_pos_embed) */
 } posenc_rope_layout;
 
 /** Sets rope->axes and rope->axis = axis_out (r/2 entries written) from sections[0..3] (pairs; unused ones 0).
  *  A is 3 for INTERLEAVED and ALTERNATING, 4 for INTERLEAVED_4, and otherwise one more than the index of the
- *  last non-zero section. VISION and STRIDED also write the r/2 frequencies into freq_out (each the double nearest the
+ *  last non-zero section. VISION, STRIDED and PER_AXIS also write the r/2 frequencies into freq_out (each the double nearest the
  *  real value of base^(-e) for rope->base, as posenc_rope_init writes them) and set rope->freq = freq_out;
  *  the other layouts keep rope->freq (base^(-2i/r), or explicit frequencies from posenc_rope_init) and need no
  *  freq_out. Every other field of *rope is kept. NULL for a NULL rope, sections or axis_out (or freq_out where
  *  it is written); INVALID for an invalid rotary_dim (or base, where frequencies are written), an unknown
- *  layout, a negative section, a sum of 0 or past r/2 (ALTERNATING: also s1 != s2 or s3 != 0). Nothing is
+ *  layout, a negative section, a sum of 0 or past r/2 (ALTERNATING: also s1 != s2 or s3 != 0; PER_AXIS: lcm(s_a) past 2^40). Nothing is
  *  written on error. */
 posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
                                    uint8_t *axis_out, double *freq_out);

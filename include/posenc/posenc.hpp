@@ -751,7 +751,8 @@ enum class rope_layout : int {
   vision = POSENC_SECTIONS_VISION,            /**< chunked, the frequency index restarting per section: vision towers */
   strided = POSENC_SECTIONS_STRIDED,          /**< chunked, section a taking every A-th frequency from a: Pixtral */
   interleaved_4 = POSENC_SECTIONS_INTERLEAVED_4, /**< as interleaved, the rest on a 4th axis: ggml IMROPE */
-  alternating = POSENC_SECTIONS_ALTERNATING      /**< h w h w ... then t: ERNIE-4.5-VL */
+  alternating = POSENC_SECTIONS_ALTERNATING,     /**< h w h w ... then t: ERNIE-4.5-VL */
+  per_axis = POSENC_SECTIONS_PER_AXIS            /**< chunked, each axis at its own width: Flux, Wan, .. */
 };
 
 /** A zero-initialised posenc_rope_scaling of that type, the starting point the C header asks for; set the
@@ -1060,6 +1061,33 @@ class rope {
                                                                                   rope_layout::vision);
   }
 
+  // Diffusion transformers (diffusers 0.40.0.dev0, 58eb52c0): per-axis frequencies (PER_AXIS: an axis of d
+  // dimensions at theta^(-2k/d)), adjacent pairs (apply_rotary_emb's use_real_unbind_dim=-1, Wan's
+  // unflatten(-1, (-1, 2)), Qwen-Image's view_as_complex): INTERLEAVED. Axis 0 first in each (frame or the
+  // ids' first column), then height, width.
+
+  /** Flux (FluxPosEmbed(theta=10000, axes_dim=(16, 56, 56)), head 128): ids (text 0, image row, column) on
+   *  axes 0, 1, 2; the text tokens' ids are 0 (angle 0). */
+  static rope flux() { return diffusion(128, 1.0e4, {8, 28, 28, 0}); }
+  /** Wan 2.x (WanRotaryPosEmbed, head 128): t = 128 - 2 * 2 (128 // 6) = 44 dimensions, h = w = 42,
+   *  theta 1e4; positions frame, row, column (integer indices). Another head size: wan(head_dim). */
+  static rope wan(int64_t head_dim = 128) {
+    const int64_t hw = 2 * (head_dim / 6);
+    return diffusion(head_dim, 1.0e4, {(head_dim - 2 * hw) / 2, hw / 2, hw / 2, 0});
+  }
+  /** HunyuanVideo (HunyuanVideoRotaryPosEmbed, rope_axes_dim (16, 56, 56), rope_theta 256, head 128). */
+  static rope hunyuan_video() { return diffusion(128, 256.0, {8, 28, 28, 0}); }
+  /** CogVideoX (get_3d_rotary_pos_embed(attention_head_dim 64)): t = 64 // 4 = 16 dimensions, h = w =
+   *  64 // 8 * 3 = 24, theta 1e4; the 1.5 models' "slice" grids are integers, 1.0's "linspace" grids are
+   *  not (real-valued positions: not yet). Another head size: cogvideox(head_dim). */
+  static rope cogvideox(int64_t head_dim = 64) {
+    return diffusion(head_dim, 1.0e4, {head_dim / 8, head_dim / 8 * 3 / 2, head_dim / 8 * 3 / 2, 0});
+  }
+  /** Qwen-Image (QwenEmbedRope(theta=10000, axes_dim=(16, 56, 56), scale_rope=True), head 128): frame,
+   *  then centred row and column positions (-(h - h/2) .. h/2 - 1), text tokens on all three axes at
+   *  max(h/2, w/2) + t. */
+  static rope qwen_image() { return diffusion(128, 1.0e4, {8, 28, 28, 0}); }
+
   int64_t rotary_dim() const noexcept { return c_.rotary_dim; }
   posenc::rope_pairs pairs() const noexcept { return posenc::rope_pairs(c_.pairs); }
   double base() const noexcept { return c_.base; }
@@ -1084,18 +1112,19 @@ class rope {
   rope with_position_scale(double v) const { rope t = *this; t.c_.position_scale = v; return t; }
   rope with_attention_scale(double v) const { rope t = *this; t.c_.attention_scale = v; return t; }
   /** posenc_rope_sections: a copy whose pairs are assigned to axes from the section sizes (in pairs; unused
-   *  ones 0: HF's three-entry mrope_section, or two for a vision tower) under the layout. vision and strided
-   *  also replace the frequencies by their own, from base; the other layouts keep them (a yarn or llama3
+   *  ones 0: HF's three-entry mrope_section, or two for a vision tower) under the layout. vision, strided and
+   *  per_axis also replace the frequencies by their own, from base; the other layouts keep them (a yarn or llama3
    *  spec keeps its scaled frequencies). The copy owns its map. Throws posenc::error with the C status:
    *  POSENC_ERR_INVALID for a negative section, a sum of 0 or past rotary_dim / 2, an unknown layout, an
-   *  invalid rotary_dim, or (vision, strided) an invalid base. */
+   *  invalid rotary_dim, or (vision, strided, per_axis) an invalid base. */
   rope with_sections(const std::array<int64_t, 4> &sections, rope_layout layout) const {
     rope t = *this;
     const int64_t h = c_.rotary_dim >= 2 ? c_.rotary_dim / 2 : 0;
     // Never an empty buffer: the C call reports NULL before INVALID, and an invalid rotary_dim is INVALID.
     std::vector<uint8_t> axis(size_t(h > 0 ? h : 1));
     std::vector<double> freq;
-    if (layout == rope_layout::vision || layout == rope_layout::strided) freq.resize(axis.size());
+    if (layout == rope_layout::vision || layout == rope_layout::strided || layout == rope_layout::per_axis)
+      freq.resize(axis.size());
     posenc_rope c = t.c_;
     check(posenc_rope_sections(&c, sections.data(), posenc_rope_layout(layout), axis.data(),
                                freq.empty() ? nullptr : freq.data()));
@@ -1359,6 +1388,10 @@ class rope {
   friend bool operator!=(const rope &a, const rope &b) noexcept { return !(a == b); }
 
  private:
+  static rope diffusion(int64_t head_dim, double theta, std::array<int64_t, 4> sections) {
+    return init(head_dim, theta, nullptr, posenc::rope_pairs::interleaved).with_sections(sections,
+                                                                                       rope_layout::per_axis);
+  }
   static rope deepseek_yarn(double mscale, double mscale_all_dim) {
     posenc_rope_scaling s = rope_scaling_of(rope_type::yarn);
     s.factor = 40.0;

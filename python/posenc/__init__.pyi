@@ -40,6 +40,7 @@ class RopeLayout(IntEnum):
     STRIDED: int
     INTERLEAVED_4: int
     ALTERNATING: int
+    PER_AXIS: int
 
 class Isa(IntEnum):
     SCALAR: int
@@ -59,7 +60,7 @@ class Unsupported(Error, RuntimeError): ...  # ERR_UNSUPPORTED
 
 LayoutLike = Union[Layout, str, int]
 PairsLike = Union[RopePairs, str, int]
-RopeLayoutLike = Union[RopeLayout, str, int]  # "chunked" | "interleaved" | "vision" | "strided" | "interleaved_4" | "alternating"
+RopeLayoutLike = Union[RopeLayout, str, int]  # "chunked" | "interleaved" | "vision" | "strided" | "interleaved_4" | "alternating" | "per_axis"
 IsaLike = Union[Isa, str, int]
 
 class Spec:

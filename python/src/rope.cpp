@@ -37,7 +37,8 @@ posenc_rope_layout layout_arg(py::handle obj) {
                                                       {"vision", POSENC_SECTIONS_VISION},
                                                       {"strided", POSENC_SECTIONS_STRIDED},
                                                       {"interleaved_4", POSENC_SECTIONS_INTERLEAVED_4},
-                                                      {"alternating", POSENC_SECTIONS_ALTERNATING}});
+                                                      {"alternating", POSENC_SECTIONS_ALTERNATING},
+                                                      {"per_axis", POSENC_SECTIONS_PER_AXIS}});
 }
 
 // Any error of the spec itself, raised where the spec is made rather than at its first use.
@@ -618,7 +619,8 @@ void bind_rope(py::module_ &m) {
       .value("VISION", POSENC_SECTIONS_VISION)
       .value("STRIDED", POSENC_SECTIONS_STRIDED)
       .value("INTERLEAVED_4", POSENC_SECTIONS_INTERLEAVED_4)
-      .value("ALTERNATING", POSENC_SECTIONS_ALTERNATING);
+      .value("ALTERNATING", POSENC_SECTIONS_ALTERNATING)
+      .value("PER_AXIS", POSENC_SECTIONS_PER_AXIS);
 
   py::class_<Rope>(m, "Rope", R"(A RoPE spec (posenc_rope) that owns its explicit frequencies and axis map. Immutable.
 
@@ -766,8 +768,10 @@ below r/2 repeats, ggml's rule). layout (a posenc.RopeLayout or its name):
   "interleaved_4" as interleaved, but axis 0 only for j%3 == 0 and j < 3 s0, the rest on axis 3: ggml IMROPE
   "alternating"   sectors j < 2 s1 on axis 1 (even j) and 2 (odd j), s1 == s2, then s0 on axis 0: ERNIE-4.5-VL
                   (its mrope_section [h, w, t] is sections [t, h, w])
-A is 3 for interleaved and alternating, 4 for interleaved_4, else one more than the last non-zero section. "vision" and
-"strided" replace the frequencies (each the double nearest the real value, from rope.base); the others keep
+  "per_axis"      chunked, section a at its own width's frequencies base^(-k/s_a): Flux, Wan, HunyuanVideo,
+                  CogVideoX, Qwen-Image (diffusers' get_1d_rotary_pos_embed per axis)
+A is 3 for interleaved and alternating, 4 for interleaved_4, else one more than the last non-zero section. "vision",
+"strided" and "per_axis" replace the frequencies (each the double nearest the real value, from rope.base); the others keep
 rope's (a scaled spec keeps its scaled frequencies). Every other field is kept. posenc.InvalidArgument for a
 negative section, a sum of 0 or past r/2, or an unknown layout value.)");
   m.def("_repeat_rope_qk", &repeat_rope_qk, "rope"_a, "q"_a, "k"_a, "positions"_a, "heads_first"_a, "repeat"_a,

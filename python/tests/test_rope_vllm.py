@@ -1,8 +1,9 @@
 """posenc.rope_init's vLLM schemes and rope_sections' ERNIE-4.5-VL layout, against vLLM's code re-typed in real
-arithmetic (gmpy2 at 400 bits) from vllm/model_executor/layers/rotary_embedding/ (vLLM main, 2026-11):
-ntk_scaling_rope.py, deepseek_scaling_rope.py, grok1_scaling_rope.py, telechat3_scaling_rope.py, xdrope.py,
-phi3_long_rope_scaled_rope.py, ernie45_vl_rope.py. The dicts are those get_rope (or Grok's model, which passes
-its rope_scaling to Grok1ScalingRotaryEmbedding) reads."""
+arithmetic (gmpy2 at 400 bits), read at vLLM main (2026-11) under vllm/model_executor/layers/rotary_embedding/:
+vLLM's ntk_scaling_rope.py, vLLM's deepseek_scaling_rope.py, vLLM's grok1_scaling_rope.py,
+vLLM's telechat3_scaling_rope.py, vLLM's xdrope.py, vLLM's phi3_long_rope_scaled_rope.py,
+vLLM's ernie45_vl_rope.py. The dicts are those get_rope (or Grok's model, which passes its rope_scaling to
+Grok1ScalingRotaryEmbedding) reads."""
 import numpy as np
 import pytest
 
