@@ -317,9 +317,58 @@ def vision_forward(B, n_ids=4096, dim=40):
               check=lambda o=orig, a=arg: {"max_abs_diff": max_diff(o(a), p(a))}, inner="auto")
 
 
+def diffusion_rope(B):
+    """Issue 33: diffusers' per-axis RoPE tables (python/tests/originals_diffusers.py). FluxPosEmbed on a 1024 x 1024
+    image (64 x 64 latent patches + 512 text tokens): diffusers' float64 CPU path, its float32 path (MPS / NPU),
+    posenc.torch's (exact); WanRotaryPosEmbed's construction (3 x 1024 positions of 128 dimensions) and its
+    forward on an 81-frame 480p latent (21 x 30 x 52 patches), which slices the tables on both sides."""
+    torch, pt, D = B.torch, B.pt, B.O_diff
+    ids = torch.zeros(512 + 64 * 64, 3)
+    ids[512:, 1] = torch.arange(64).repeat_interleave(64).float()
+    ids[512:, 2] = torch.arange(64).repeat(64).float()
+    f64, f32 = D.DiffusersFluxPosEmbed(10000, [16, 56, 56]), D.DiffusersFluxPosEmbed(10000, [16, 56, 56], torch.float32)
+    mine = pt.FluxPosEmbed(10000, [16, 56, 56])
+
+    def ulps(a, b):
+        a, b = a.double(), b.double()
+        unit = torch.clamp(torch.maximum(a.abs(), b.abs()), min=2.0 ** -126) * 2.0 ** -23
+        return float(((a - b).abs() / unit).max())
+
+    def check():
+        c, s = mine(ids)
+        c64, s64 = f64(ids)
+        c32, s32 = f32(ids)
+        return {"max_abs_diff": max_diff(c64, c), "ulps_float64_path": max(ulps(c64, c), ulps(s64, s)),
+                "ulps_float32_path": max(ulps(c32, c), ulps(s32, s))}
+
+    B.run("diffusion_rope/flux", "diffusion_rope", "FluxPosEmbed(10000, (16, 56, 56)), 4608 ids (1024 x 1024)",
+          {"ids": 4608, "dim": 128}, 4608 * 128,
+          [("original", lambda: f64(ids), None), ("original_f32", lambda: f32(ids), None),
+           ("posenc", lambda: mine(ids), None)],
+          {"original": ("diffusers FluxPosEmbed, float64 (CPU)", "original"),
+           "original_f32": ("diffusers FluxPosEmbed, float32 (MPS/NPU path)", "original"),
+           "posenc": ("posenc.torch FluxPosEmbed", "posenc")}, check=check, inner="auto")
+    x = torch.zeros(1, 16, 21, 60, 104)
+    w64, wp = D.DiffusersWanRotaryPosEmbed(128, (1, 2, 2), 1024), pt.WanRotaryPosEmbed(128, (1, 2, 2), 1024)
+    B.run("diffusion_rope/wan_init", "diffusion_rope", "WanRotaryPosEmbed(128, (1, 2, 2), 1024): the tables",
+          {"positions": 1024, "dim": 128}, 1024 * 128,
+          [("original", lambda: D.DiffusersWanRotaryPosEmbed(128, (1, 2, 2), 1024), None),
+           ("posenc", lambda: pt.WanRotaryPosEmbed(128, (1, 2, 2), 1024), None)],
+          {"original": ("diffusers WanRotaryPosEmbed(), float64", "original"),
+           "posenc": ("posenc.torch WanRotaryPosEmbed()", "posenc")},
+          check=lambda: {"max_abs_diff": max_diff(w64.freqs_cos, wp.freqs_cos)}, inner="auto")
+    B.run("diffusion_rope/wan", "diffusion_rope", "WanRotaryPosEmbed forward, 81 frames 480p (32760 patches)",
+          {"tokens": 32760, "dim": 128}, 32760 * 128,
+          [("original", lambda: w64(x), None), ("posenc", lambda: wp(x), None)],
+          {"original": ("diffusers WanRotaryPosEmbed.forward", "original"),
+           "posenc": ("posenc.torch WanRotaryPosEmbed.forward", "posenc")},
+          check=lambda: {"max_abs_diff": max_diff(w64(x)[0], wp(x)[0])}, inner="auto")
+
+
 def big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position):
     tables(B, table_shapes)
     vision_forward(B)
+    diffusion_rope(B)
     tutorial_forward(B, fwd_shapes)
     fairseq_forward(B, fairseq_shapes)
     embedding(B, emb_shapes, vocab)
@@ -697,6 +746,8 @@ def main(argv):
     sys.path.insert(0, os.path.dirname(os.path.abspath(args.originals)))
     try:
         O_vl = load_originals(os.path.join(os.path.dirname(os.path.abspath(args.originals)), "originals_vl.py"))
+        O_diff = load_originals(os.path.join(os.path.dirname(os.path.abspath(args.originals)),
+                                             "originals_diffusers.py"))
     finally:
         sys.path.pop(0)
     plan = Plan(args.quick)
@@ -724,6 +775,7 @@ def main(argv):
     B = Bench(torch, pt, posenc, O, plan)
 
     B.O_vl = O_vl
+    B.O_diff = O_diff
     reuse = allocator_reuse()
     B.alloc = "reuse" if reuse else "default"
     data["verdict_alloc"] = B.alloc

@@ -104,6 +104,10 @@ GROUPS = [
      "tower: head_dim 80): v5's `forward(position_ids)` on (row, col) ids and v4's `forward(seqlen)` with the "
      "0-dim tensor its towers pass. Upstream's work is one op on `inv_freq`, which posenc.torch hands to the "
      "same op on its correctly rounded `inv_freq`: the difference is each module's own Python; per element."),
+    ("diffusion_rope", "Diffusion transformers' RoPE tables (issue 33)", "diffusers' `FluxPosEmbed` on a "
+     "1024 x 1024 image (4608 ids; its float64 CPU path and its float32 path, against posenc.torch's exact one) "
+     "and `WanRotaryPosEmbed` (building its tables; its forward on an 81-frame 480p latent, which slices them "
+     "on both sides); per element."),
     ("decode", "A fairseq decode step", "`SinusoidalPositionalEmbedding(512, padding_idx=1)` with "
      "incremental_state: both index their precomputed table (posenc computes a row only past it); per element."),
     ("timesteps", "Timestep embeddings (issue 25)", "A batch of 1024 float32 timesteps in [0, 1000) (fractional, as "
@@ -297,6 +301,12 @@ ISSUE24 = [
      False),
     ("VisionRotaryEmbedding(40) v4 forward(seqlen), a 0-dim tensor", "vision_rope/seqlen", "vision_rope/seqlen",
      "original", False),
+    ("FluxPosEmbed, 1024 x 1024 (diffusers float64)", "diffusion_rope/flux", "diffusion_rope/flux", "original",
+     False),
+    ("FluxPosEmbed, 1024 x 1024 (diffusers float32)", "diffusion_rope/flux", "diffusion_rope/flux", "original_f32",
+     False),
+    ("WanRotaryPosEmbed(), the tables", "diffusion_rope/wan_init", "diffusion_rope/wan_init", "original", False),
+    ("WanRotaryPosEmbed forward, 81 frames 480p", "diffusion_rope/wan", "diffusion_rope/wan", "original", False),
 ]
 
 

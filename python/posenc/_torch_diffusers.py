@@ -1,0 +1,204 @@
+"""posenc.torch, the rotary embeddings of diffusers' image and video transformers: drop-ins with diffusers'
+signatures, defaults, attributes, output shapes and dtypes (diffusers 0.40.0.dev0, 58eb52c0; docs/python.md).
+Re-exported by posenc.torch.
+
+  get_1d_rotary_pos_embed(dim, pos, theta=10000.0, use_real=False, linear_factor=1.0, ntk_factor=1.0,
+                          repeat_interleave_real=True, freqs_dtype=torch.float32)    models/embeddings.py
+  FluxPosEmbed(theta, axes_dim)             forward(ids) -> (freqs_cos, freqs_sin)   transformer_flux.py
+  WanRotaryPosEmbed(attention_head_dim, patch_size, max_seq_len, theta=10000.0)
+                                  forward(hidden_states) -> (freqs_cos, freqs_sin)   diffusers transformer_wan.py
+
+Positions are taken as diffusers takes them (FluxPosEmbed: ``ids.float()``; get_1d_rotary_pos_embed: an int n is
+``arange(n)``, an array or tensor its values as given; Wan: the integer frame, row and column indices). The
+frequencies are exact: axis a of d_a dimensions turns pair k at theta^(-2k/d_a), with diffusers' ``theta *
+ntk_factor`` (a double product, as diffusers forms it) and ``/ linear_factor``. Where every position is an
+integer (|p| < 2^31: Flux's and Wan's grids, CogVideoX 1.5's), each cos / sin is the correctly rounded float32
+of the exact angle, the same bits on every path. Fractional positions (CogVideoX 1.0's linspace grids, LTX's
+scaled ones) take the double path: the angle p * f in double from the double nearest f, its cos / sin in double,
+then rounded to float32, which is diffusers' own float64 computation (not the correctly rounded guarantee:
+the angle's error is about |p f| 2^-53). The float32 ``freqs_dtype`` of diffusers (its path on MPS, and
+HunyuanVideo's) is not reproduced: posenc computes as the float64 path would, exactly.
+
+What differs from diffusers: only the values (diffusers' float32 paths are off by up to |p f| 2^-24, its float64
+path by an ulp of float32 where the double angle rounds across); ``use_real=False`` with a float64
+``freqs_dtype`` returns complex128 from the double path, as diffusers does.
+"""
+from __future__ import annotations
+
+import sys
+from typing import List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from . import _posenc as _p
+from ._posenc import Rope
+
+__all__ = ["get_1d_rotary_pos_embed", "FluxPosEmbed", "WanRotaryPosEmbed"]
+
+
+def _per_axis_rope(dims: Sequence[int], theta: float) -> Rope:
+    """The posenc spec of diffusers' per-axis RoPE: axes of dims[a] dimensions (even), each at theta^(-2k/d_a),
+    adjacent pairs (diffusers' repeat_interleave layout), the axes one after another."""
+    for d in dims:
+        if int(d) != d or d < 2 or d % 2:
+            raise ValueError("dim: %r is not a positive even width (diffusers asserts dim %% 2 == 0)" % (d,))
+    if len(dims) > 4:
+        raise ValueError("axes_dim: posenc takes up to 4 axes, got %d" % len(dims))
+    base = _p.Rope(int(sum(dims)), pairs="interleaved", base=float(theta))
+    return _p.rope_sections(base, [int(d) // 2 for d in dims], "per_axis")
+
+
+def _integer_positions(pos: Tensor) -> Optional[Tensor]:
+    """pos as int64 when every value is an integer of magnitude below 2^31, else None (the double path)."""
+    if not pos.is_floating_point():
+        p = pos.long()
+        return p if bool((p.abs() < 2 ** 31).all()) else None
+    if not bool(torch.isfinite(pos).all()):
+        raise ValueError("positions: not finite")
+    p64 = pos.double()
+    if bool((p64 == torch.floor(p64)).all()) and bool((p64.abs() < 2 ** 31).all()):
+        return p64.long()
+    return None
+
+
+def _cos_sin(rope: Rope, pos: Tensor) -> Tuple[Tensor, Tensor]:
+    """(cos, sin), each [n, r/2] float32, for positions [A, n] (A = rope.axes; [n] for one axis): the exact cache
+    for integer positions, else the double path."""
+    h = rope.rotary_dim // 2
+    n = pos.shape[-1]
+    ints = _integer_positions(pos)
+    if ints is not None:
+        cos, sin = torch.empty(n, h), torch.empty(n, h)
+        if n:
+            _p.rope_cache(rope, positions=ints.reshape(rope.axes, n) if rope.axes > 1 else ints.reshape(n),
+                          out=(cos, sin))
+        return cos, sin
+    ang = _double_angles(rope, pos)
+    return torch.cos(ang).float(), torch.sin(ang).float()
+
+
+def _double_angles(rope: Rope, pos: Tensor) -> Tensor:
+    """p * f in double, [n, r/2]: pair i at its axis's position."""
+    freq = torch.tensor(list(rope.freq) if rope.freq is not None else
+                        [rope.base ** (-2.0 * i / rope.rotary_dim) for i in range(rope.rotary_dim // 2)],
+                        dtype=torch.float64) * rope.position_scale
+    p = pos.double().reshape(rope.axes, -1)
+    if rope.axes > 1:
+        axis = torch.tensor(list(rope.axis), dtype=torch.long)
+        return p[axis].t() * freq  # [n, h]: pair i takes p[axis[i]]
+    return torch.outer(p[0], freq)
+
+
+def get_1d_rotary_pos_embed(dim: int, pos: Union[np.ndarray, int, Tensor], theta: float = 10000.0,
+                            use_real: bool = False, linear_factor: float = 1.0, ntk_factor: float = 1.0,
+                            repeat_interleave_real: bool = True,
+                            freqs_dtype: torch.dtype = torch.float32) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    """diffusers' get_1d_rotary_pos_embed: use_real and repeat_interleave_real: (cos, sin) [S, dim] float32,
+    c0 c0 c1 c1 ..; use_real alone: [cos, cos] halves; else complex [S, dim/2] (complex64, or complex128 for a
+    float64 freqs_dtype, from the double path)."""
+    assert dim % 2 == 0
+    if isinstance(pos, int):
+        pos = torch.arange(pos)
+    if isinstance(pos, np.ndarray):
+        pos = torch.from_numpy(pos)
+    if not isinstance(pos, Tensor):
+        pos = torch.as_tensor(pos)
+    device = pos.device
+    theta = theta * ntk_factor  # as diffusers forms it: a double product
+    if linear_factor != 1.0:  # theta^(-2k/dim) / linear_factor, each the double nearest the exact quotient
+        rope = _p.rope_init(dim, float(theta), {"rope_type": "linear", "factor": float(linear_factor)},
+                            pairs="interleaved")
+    else:
+        rope = _per_axis_rope([dim], theta)
+    flat = pos.reshape(-1)
+    if not use_real:
+        if freqs_dtype == torch.float64:
+            ang = _double_angles(rope, flat.cpu())
+            out = torch.polar(torch.ones_like(ang), ang)
+        else:
+            cos, sin = _cos_sin(rope, flat.cpu())
+            out = torch.complex(cos, sin)
+        return out.to(device)
+    cos, sin = _cos_sin(rope, flat.cpu())
+    if repeat_interleave_real:
+        cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
+    else:
+        cos, sin = torch.cat([cos, cos], dim=-1), torch.cat([sin, sin], dim=-1)
+    return cos.to(device), sin.to(device)
+
+
+class FluxPosEmbed(nn.Module):
+    """diffusers' FluxPosEmbed(theta, axes_dim): forward(ids [S, A]) -> (freqs_cos, freqs_sin), each
+    [S, sum(axes_dim)] float32 on ids' device, axis a's block repeat-interleaved; ids.float() as diffusers
+    takes them (Flux's image ids are integers: exact). No parameters or buffers, as the original."""
+
+    def __init__(self, theta: int, axes_dim: List[int]):
+        super().__init__()
+        self.theta = theta
+        self.axes_dim = axes_dim
+        self._rope = _per_axis_rope(list(axes_dim), float(theta))
+
+    def forward(self, ids: Tensor) -> Tuple[Tensor, Tensor]:
+        """(freqs_cos, freqs_sin) of ids [S, A] (or [1, S, A]), each [S, sum(axes_dim)] float32 on ids' device."""
+        if ids.ndim == 3:  # diffusers: 3-D ids are deprecated and read as ids[0]
+            ids = ids[0]
+        n_axes = ids.shape[-1]
+        if n_axes != len(self.axes_dim):
+            raise ValueError("ids: %d columns for %d axes (axes_dim %s)" % (n_axes, len(self.axes_dim),
+                                                                          list(self.axes_dim)))
+        pos = ids.float().cpu()
+        cos, sin = _cos_sin(self._rope, pos.t())
+        cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
+        return cos.to(ids.device), sin.to(ids.device)
+
+
+class WanRotaryPosEmbed(nn.Module):
+    """diffusers' WanRotaryPosEmbed(attention_head_dim, patch_size, max_seq_len, theta=10000.0): t_dim, h_dim,
+    w_dim and the non-persistent buffers freqs_cos / freqs_sin ([max_seq_len, head_dim] float32: positions
+    0 .. max_seq_len - 1 of each axis, repeat-interleaved), here exact; forward(hidden_states [B, C, F, H, W])
+    -> (freqs_cos, freqs_sin), each [1, F/p_t * H/p_h * W/p_w, 1, head_dim], frame-major."""
+
+    def __init__(self, attention_head_dim: int, patch_size: Tuple[int, int, int], max_seq_len: int,
+                 theta: float = 10000.0):
+        super().__init__()
+        self.attention_head_dim = attention_head_dim
+        self.patch_size = patch_size
+        self.max_seq_len = max_seq_len
+        h_dim = w_dim = 2 * (attention_head_dim // 6)
+        t_dim = attention_head_dim - h_dim - w_dim
+        self.t_dim, self.h_dim, self.w_dim = t_dim, h_dim, w_dim
+        cos, sin = [], []
+        for d in (t_dim, h_dim, w_dim):
+            c, s = get_1d_rotary_pos_embed(d, max_seq_len, theta, use_real=True, repeat_interleave_real=True)
+            cos.append(c)
+            sin.append(s)
+        self.register_buffer("freqs_cos", torch.cat(cos, dim=1), persistent=False)
+        self.register_buffer("freqs_sin", torch.cat(sin, dim=1), persistent=False)
+
+    def forward(self, hidden_states: Tensor) -> Tuple[Tensor, Tensor]:
+        """(freqs_cos, freqs_sin) of the latent [B, C, F, H, W]'s patches, each [1, F H W / (p_t p_h p_w), 1,
+        head_dim], frame-major."""
+        _, _, num_frames, height, width = hidden_states.shape
+        p_t, p_h, p_w = self.patch_size
+        ppf, pph, ppw = num_frames // p_t, height // p_h, width // p_w
+        if max(ppf, pph, ppw) > self.max_seq_len:
+            raise ValueError("hidden_states: %d x %d x %d patches, past max_seq_len %d (diffusers' tables end there)"
+                             % (ppf, pph, ppw, self.max_seq_len))
+        split = [self.t_dim, self.h_dim, self.w_dim]
+        out = []
+        for table in (self.freqs_cos, self.freqs_sin):
+            f, h, w = table.split(split, dim=1)
+            f = f[:ppf].view(ppf, 1, 1, -1).expand(ppf, pph, ppw, -1)
+            h = h[:pph].view(1, pph, 1, -1).expand(ppf, pph, ppw, -1)
+            w = w[:ppw].view(1, 1, ppw, -1).expand(ppf, pph, ppw, -1)
+            out.append(torch.cat([f, h, w], dim=-1).reshape(1, ppf * pph * ppw, 1, -1))
+        return out[0], out[1]
+
+
+# posenc.torch's ``from ._torch_diffusers import *`` takes the names above; they join its __all__ here.
+_parent = sys.modules.get(__name__.rsplit(".", 1)[0] + ".torch")
+if _parent is not None and isinstance(getattr(_parent, "__all__", None), list):
+    _parent.__all__.extend(n for n in __all__ if n not in _parent.__all__)
+del _parent

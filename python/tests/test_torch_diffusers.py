@@ -1,0 +1,136 @@
+"""posenc.torch's diffusers drop-ins (get_1d_rotary_pos_embed, FluxPosEmbed, WanRotaryPosEmbed) against
+diffusers' code re-typed in originals_diffusers.py (diffusers 0.40.0.dev0, 58eb52c0): the same shapes, dtypes and layouts; at integer positions every value is the correctly rounded
+float32 of the exact angle (gmpy2 reference built from frequencies computed here, not by posenc), which
+diffusers' float64 path agrees with to one float32 ulp; at fractional positions posenc's double path is
+diffusers' float64 path."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import posenc.torch as pt  # noqa: E402
+import mpfr_ref as R  # noqa: E402
+from mpfr_ref import gmpy2, mpfr  # noqa: E402
+from originals_diffusers import DiffusersFluxPosEmbed, DiffusersWanRotaryPosEmbed, diffusers_get_1d  # noqa: E402
+
+
+# ---- the exact reference -----------------------------------------------------------------------------------
+
+def exact_tables(axes_dim, theta, positions):
+    """(cos, sin) [n, sum(axes_dim)/2] float32: pair k of axis a at theta^(-2k/d_a) (the double nearest, computed
+    here in gmpy2), correctly rounded cos / sin of p * f at the token's position on that axis."""
+    freq, axis = [], []
+    with R.ctx(R.PREC):
+        for a, d in enumerate(axes_dim):
+            for k in range(d // 2):
+                freq.append(float(gmpy2.exp(gmpy2.log(mpfr(theta)) * (-2 * k) / d)))
+                axis.append(a)
+    ref = R.RopeRef(2 * len(freq), theta, 1.0, freq, 1.0, 1)
+    pos = np.asarray(positions, dtype=np.int64).reshape(len(axes_dim), -1)
+    n = pos.shape[1]
+    cos = np.zeros((n, len(freq)), np.float32)
+    sin = np.zeros((n, len(freq)), np.float32)
+    for t in range(n):
+        for i, a in enumerate(axis):
+            cos[t, i], sin[t, i] = ref.pair(i, int(pos[a, t]))
+    return torch.from_numpy(cos), torch.from_numpy(sin)
+
+
+def ulps(a, b):
+    """Largest distance in float32 ulps (of the larger magnitude, floored at 2^-149) between two tables."""
+    a, b = a.double(), b.double()
+    unit = torch.clamp(torch.maximum(a.abs(), b.abs()), min=2.0 ** -126) * 2.0 ** -23
+    return float(((a - b).abs() / unit).max())
+
+
+def flux_ids(text, rows, cols, first=0.0):
+    txt = torch.zeros(text, 3)
+    img = torch.zeros(rows, cols, 3)
+    img[..., 0] = first
+    img[..., 1] = img[..., 1] + torch.arange(rows)[:, None]
+    img[..., 2] = img[..., 2] + torch.arange(cols)[None, :]
+    return torch.cat((txt, img.reshape(rows * cols, 3)), dim=0)
+
+
+def test_flux_pos_embed_exact_and_as_diffusers():
+    ids = flux_ids(5, 12, 10, first=1.0)  # Flux Kontext's reference image has 1 in the first column
+    mine, theirs = pt.FluxPosEmbed(10000, [16, 56, 56]), DiffusersFluxPosEmbed(10000, [16, 56, 56])
+    assert (mine.theta, mine.axes_dim) == (10000, [16, 56, 56])
+    assert list(mine.state_dict()) == list(theirs.state_dict()) == []
+    c, s = mine(ids)
+    dc, ds = theirs(ids)
+    assert c.shape == dc.shape == (125, 128) and c.dtype == dc.dtype == torch.float32
+    ec, es = exact_tables([16, 56, 56], 10000.0, ids.t().long())
+    assert torch.equal(c, ec.repeat_interleave(2, dim=1)) and torch.equal(s, es.repeat_interleave(2, dim=1))
+    assert ulps(c, dc) <= 1 and ulps(s, ds) <= 1
+    c3, _ = mine(ids[None])  # 3-D ids: diffusers reads ids[0]
+    assert torch.equal(c3, c)
+
+
+def test_flux_at_1024_is_where_diffusers_float32_path_loses():
+    """Flux's 1024 x 1024 image: 64 x 64 latent patches and 512 text tokens. diffusers' float64 path (CPU)
+    agrees with the exact values to 1 ulp; its float32 path (MPS) is off by far more at the large angles."""
+    ids = flux_ids(512, 64, 64)
+    c, s = pt.FluxPosEmbed(10000, [16, 56, 56])(ids)
+    rows = [0, 511, 512, 600, 4607]
+    ec, es = exact_tables([16, 56, 56], 10000.0, ids[rows].t().long())
+    assert torch.equal(c[rows], ec.repeat_interleave(2, dim=1))
+    assert torch.equal(s[rows], es.repeat_interleave(2, dim=1))
+    dc, ds = DiffusersFluxPosEmbed(10000, [16, 56, 56])(ids)
+    assert ulps(c, dc) <= 1 and ulps(s, ds) <= 1
+
+
+def test_get_1d_rotary_pos_embed_layouts_and_values():
+    """Shapes and dtypes as diffusers' for each flag; values within 1 float32 ulp of diffusers' float64 path
+    (its float32 path, the default freqs_dtype, is off by up to 167 ulps here: 2^-24 |p f| at p up to 300)."""
+    for kwargs in ({}, {"use_real": True}, {"use_real": True, "repeat_interleave_real": False},
+                   {"use_real": True, "linear_factor": 2.0}, {"use_real": True, "ntk_factor": 3.0},
+                   {"freqs_dtype": torch.float64}, {"use_real": True, "freqs_dtype": torch.float64}):
+        for pos in (37, np.arange(5, 40, 3), torch.arange(100, 300, 7)):
+            mine = pt.get_1d_rotary_pos_embed(32, pos, 10000.0, **kwargs)
+            theirs = diffusers_get_1d(32, pos, 10000.0, **kwargs)
+            precise = diffusers_get_1d(32, pos, 10000.0, **dict(kwargs, freqs_dtype=torch.float64))
+            if isinstance(mine, tuple):
+                assert all(m.shape == t.shape and m.dtype == t.dtype for m, t in zip(mine, theirs)), kwargs
+                assert max(ulps(m, t) for m, t in zip(mine, precise)) <= 1, kwargs
+            else:
+                assert mine.shape == theirs.shape and mine.dtype == theirs.dtype, kwargs
+                if mine.dtype == torch.complex64:
+                    assert ulps(mine.real, precise.real) <= 1 and ulps(mine.imag, precise.imag) <= 1, kwargs
+                else:  # complex128: the double path is diffusers' float64 computation
+                    assert float((mine - theirs).abs().max()) <= 2 ** -40, kwargs
+    # the exact values, at integer positions, with ntk_factor's double product as the base
+    cos, sin = pt.get_1d_rotary_pos_embed(24, torch.tensor([0, 1, 99, 4095, 2 ** 20]), 10000.0, use_real=True,
+                                          ntk_factor=3.0, repeat_interleave_real=False)
+    ec, es = exact_tables([24], 10000.0 * 3.0, [[0, 1, 99, 4095, 2 ** 20]])
+    assert torch.equal(cos[:, :12], ec) and torch.equal(cos[:, 12:], ec) and torch.equal(sin[:, :12], es)
+
+
+def test_get_1d_fractional_positions_take_the_double_path():
+    """CogVideoX 1.0's linspace grids: fractional float32 positions; posenc's values are diffusers' float64
+    path's (the double angle, rounded once)."""
+    grid = torch.linspace(0, 30 * (45 - 1) / 45, 45, dtype=torch.float32)
+    mine = pt.get_1d_rotary_pos_embed(24, grid, use_real=True)
+    theirs = diffusers_get_1d(24, grid, use_real=True, freqs_dtype=torch.float64)
+    assert ulps(mine[0], theirs[0]) <= 1 and ulps(mine[1], theirs[1]) <= 1
+    with pytest.raises(ValueError, match="not finite"):
+        pt.get_1d_rotary_pos_embed(8, torch.tensor([1.5, float("nan")]), use_real=True)
+
+
+def test_wan_rotary_pos_embed():
+    mine, theirs = pt.WanRotaryPosEmbed(128, (1, 2, 2), 1024), DiffusersWanRotaryPosEmbed(128, (1, 2, 2), 1024)
+    assert (mine.t_dim, mine.h_dim, mine.w_dim) == (theirs.t_dim, theirs.h_dim, theirs.w_dim) == (44, 42, 42)
+    assert list(mine.state_dict()) == list(theirs.state_dict()) == []
+    assert mine.freqs_cos.shape == theirs.freqs_cos.shape == (1024, 128)
+    assert ulps(mine.freqs_cos, theirs.freqs_cos) <= 1 and ulps(mine.freqs_sin, theirs.freqs_sin) <= 1
+    x = torch.zeros(1, 16, 21, 60, 104)  # Wan 480p, 81 frames: 21 latent frames of 60 x 104, patches 1 x 2 x 2
+    c, s = mine(x)
+    dc, ds = theirs(x)
+    assert c.shape == dc.shape == (1, 21 * 30 * 52, 1, 128) and c.dtype == torch.float32
+    assert ulps(c, dc) <= 1 and ulps(s, ds) <= 1
+    tokens = [0, 1, 52, 30 * 52, 21 * 30 * 52 - 1]
+    pos = [[t // (30 * 52) for t in tokens], [t // 52 % 30 for t in tokens], [t % 52 for t in tokens]]
+    ec, es = exact_tables([44, 42, 42], 10000.0, pos)
+    assert torch.equal(c[0, tokens, 0], ec.repeat_interleave(2, dim=1))
+    assert torch.equal(s[0, tokens, 0], es.repeat_interleave(2, dim=1))
+    with pytest.raises(ValueError, match="max_seq_len"):
+        pt.WanRotaryPosEmbed(128, (1, 2, 2), 16)(torch.zeros(1, 16, 1, 40, 40))
