@@ -4,9 +4,14 @@ Re-exported by posenc.torch.
 
   get_1d_rotary_pos_embed(dim, pos, theta=10000.0, use_real=False, linear_factor=1.0, ntk_factor=1.0,
                           repeat_interleave_real=True, freqs_dtype=torch.float32)    models/embeddings.py
-  FluxPosEmbed(theta, axes_dim)             forward(ids) -> (freqs_cos, freqs_sin)   transformer_flux.py
+  get_2d_rotary_pos_embed(embed_dim, crops_coords, grid_size, use_real=True, device=None, output_type="np")
+  get_3d_rotary_pos_embed(embed_dim, crops_coords, grid_size, temporal_size, theta=10000, use_real=True,
+                          grid_type="linspace", max_size=None, device=None)         (CogVideoX)
+  FluxPosEmbed(theta, axes_dim)             forward(ids) -> (freqs_cos, freqs_sin)   diffusers transformer_flux.py
   WanRotaryPosEmbed(attention_head_dim, patch_size, max_seq_len, theta=10000.0)
                                   forward(hidden_states) -> (freqs_cos, freqs_sin)   diffusers transformer_wan.py
+  HunyuanVideoRotaryPosEmbed(patch_size, patch_size_t, rope_dim, theta=256.0)
+                                  forward(hidden_states) -> (freqs_cos, freqs_sin)
 
 Positions are taken as diffusers takes them (FluxPosEmbed: ``ids.float()``; get_1d_rotary_pos_embed: an int n is
 ``arange(n)``, an array or tensor its values as given; Wan: the integer frame, row and column indices). The
@@ -35,7 +40,8 @@ from torch import Tensor, nn
 from . import _posenc as _p
 from ._posenc import Rope
 
-__all__ = ["get_1d_rotary_pos_embed", "FluxPosEmbed", "WanRotaryPosEmbed"]
+__all__ = ["get_1d_rotary_pos_embed", "get_2d_rotary_pos_embed", "get_3d_rotary_pos_embed", "FluxPosEmbed",
+           "WanRotaryPosEmbed", "HunyuanVideoRotaryPosEmbed"]
 
 
 def _per_axis_rope(dims: Sequence[int], theta: float) -> Rope:
@@ -129,6 +135,72 @@ def get_1d_rotary_pos_embed(dim: int, pos: Union[np.ndarray, int, Tensor], theta
     return cos.to(device), sin.to(device)
 
 
+def _linspace_grid(start: float, stop: float, size: int, device: Optional[torch.device]) -> Tensor:
+    """diffusers' grid: torch.linspace(start, stop * (size - 1) / size, size) in float32 (np.linspace's
+    endpoint=False)."""
+    return torch.linspace(start, stop * (size - 1) / size, size, device=device, dtype=torch.float32)
+
+
+def get_2d_rotary_pos_embed(embed_dim: int, crops_coords, grid_size, use_real: bool = True,
+                            device: Optional[torch.device] = None, output_type: str = "np"):
+    """diffusers' get_2d_rotary_pos_embed (HunyuanDiT): grids over the crop, w first in the meshgrid (grid[0] holds
+    the columns), the first embed_dim // 2 channels from grid[0], the rest from grid[1]; (cos, sin) [H W,
+    embed_dim] float32, or complex [H W, embed_dim / 2]. output_type "np" builds the grids with numpy's
+    float32 linspace (endpoint=False), as diffusers' deprecated path does."""
+    start, stop = crops_coords
+    if output_type == "np":
+        grid_h = np.linspace(start[0], stop[0], grid_size[0], endpoint=False, dtype=np.float32)
+        grid_w = np.linspace(start[1], stop[1], grid_size[1], endpoint=False, dtype=np.float32)
+        grid = np.stack(np.meshgrid(grid_w, grid_h), axis=0)
+        grid = torch.from_numpy(grid.reshape([2, 1, *grid.shape[1:]]))
+    else:
+        grid_h = _linspace_grid(start[0], stop[0], grid_size[0], device)
+        grid_w = _linspace_grid(start[1], stop[1], grid_size[1], device)
+        grid = torch.stack(torch.meshgrid(grid_w, grid_h, indexing="xy"), dim=0)
+        grid = grid.reshape([2, 1, *grid.shape[1:]])
+    assert embed_dim % 4 == 0
+    emb_h = get_1d_rotary_pos_embed(embed_dim // 2, grid[0].reshape(-1), use_real=use_real)
+    emb_w = get_1d_rotary_pos_embed(embed_dim // 2, grid[1].reshape(-1), use_real=use_real)
+    if use_real:
+        return torch.cat([emb_h[0], emb_w[0]], dim=1), torch.cat([emb_h[1], emb_w[1]], dim=1)
+    return torch.cat([emb_h, emb_w], dim=1)
+
+
+def get_3d_rotary_pos_embed(embed_dim: int, crops_coords, grid_size, temporal_size: int, theta: int = 10000,
+                            use_real: bool = True, grid_type: str = "linspace", max_size=None,
+                            device: Optional[torch.device] = None) -> Tuple[Tensor, Tensor]:
+    """diffusers' get_3d_rotary_pos_embed (CogVideoX): axes of embed_dim // 4 (time) and embed_dim // 8 * 3 (height,
+    width) channels; "linspace" grids over the crop (1.0: fractional) or "slice" grids (1.5: integers); (cos,
+    sin) [T H W, embed_dim'] float32, time-major, each axis's block repeat-interleaved."""
+    if use_real is not True:
+        raise ValueError(" `use_real = False` is not currently supported for get_3d_rotary_pos_embed")
+    grid_size_h, grid_size_w = grid_size
+    if grid_type == "linspace":
+        start, stop = crops_coords
+        grid_h = _linspace_grid(start[0], stop[0], grid_size_h, device)
+        grid_w = _linspace_grid(start[1], stop[1], grid_size_w, device)
+        grid_t = _linspace_grid(0, temporal_size, temporal_size, device)
+    elif grid_type == "slice":
+        max_h, max_w = max_size
+        grid_h = torch.arange(grid_size_h, device=device, dtype=torch.float32)  # diffusers: arange(max_h)[:h]
+        grid_w = torch.arange(grid_size_w, device=device, dtype=torch.float32)
+        grid_t = torch.arange(temporal_size, device=device, dtype=torch.float32)
+        if grid_size_h > max_h or grid_size_w > max_w:
+            raise ValueError("grid_size %s past max_size %s" % (tuple(grid_size), tuple(max_size)))
+    else:
+        raise ValueError("Invalid value passed for `grid_type`.")
+    dims = (embed_dim // 4, embed_dim // 8 * 3, embed_dim // 8 * 3)
+    tables = [get_1d_rotary_pos_embed(d, g, theta=theta, use_real=True) for d, g in zip(dims, (grid_t, grid_h, grid_w))]
+    shape = (temporal_size, grid_size_h, grid_size_w)
+    out = []
+    for k in range(2):  # cos, then sin: each axis's rows broadcast over the others
+        t, h, w = (tab[k] for tab in tables)
+        parts = [t[:, None, None, :].expand(*shape, -1), h[None, :, None, :].expand(*shape, -1),
+                 w[None, None, :, :].expand(*shape, -1)]
+        out.append(torch.cat(parts, dim=-1).view(temporal_size * grid_size_h * grid_size_w, -1))
+    return out[0], out[1]
+
+
 class FluxPosEmbed(nn.Module):
     """diffusers' FluxPosEmbed(theta, axes_dim): forward(ids [S, A]) -> (freqs_cos, freqs_sin), each
     [S, sum(axes_dim)] float32 on ids' device, axis a's block repeat-interleaved; ids.float() as diffusers
@@ -195,6 +267,30 @@ class WanRotaryPosEmbed(nn.Module):
             w = w[:ppw].view(1, 1, ppw, -1).expand(ppf, pph, ppw, -1)
             out.append(torch.cat([f, h, w], dim=-1).reshape(1, ppf * pph * ppw, 1, -1))
         return out[0], out[1]
+
+
+class HunyuanVideoRotaryPosEmbed(nn.Module):
+    """diffusers' HunyuanVideoRotaryPosEmbed(patch_size, patch_size_t, rope_dim, theta=256.0): forward(hidden_states
+    [B, C, F, H, W]) -> (freqs_cos, freqs_sin), each [F' H' W', sum(rope_dim)] float32 over the patches' integer
+    (frame, row, column) grid, time-major, each axis's block repeat-interleaved; exact where diffusers computes
+    the frequencies and angles in float32."""
+
+    def __init__(self, patch_size: int, patch_size_t: int, rope_dim: List[int], theta: float = 256.0) -> None:
+        super().__init__()
+        self.patch_size = patch_size
+        self.patch_size_t = patch_size_t
+        self.rope_dim = rope_dim
+        self.theta = theta
+        self._rope = _per_axis_rope(list(rope_dim), float(theta))
+
+    def forward(self, hidden_states: Tensor) -> Tuple[Tensor, Tensor]:
+        """(freqs_cos, freqs_sin) of the latent's patch grid, on hidden_states' device."""
+        _, _, num_frames, height, width = hidden_states.shape
+        sizes = [num_frames // self.patch_size_t, height // self.patch_size, width // self.patch_size]
+        grid = torch.stack(torch.meshgrid(*[torch.arange(n) for n in sizes], indexing="ij"), dim=0).reshape(3, -1)
+        cos, sin = _cos_sin(self._rope, grid)
+        cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
+        return cos.to(hidden_states.device), sin.to(hidden_states.device)
 
 
 # posenc.torch's ``from ._torch_diffusers import *`` takes the names above; they join its __all__ here.

@@ -79,3 +79,94 @@ class DiffusersWanRotaryPosEmbed(torch.nn.Module):
               freqs_sin[2][:ppw].view(1, 1, ppw, -1).expand(ppf, pph, ppw, -1)]
         return (torch.cat(fc, dim=-1).reshape(1, ppf * pph * ppw, 1, -1),
                 torch.cat(fs, dim=-1).reshape(1, ppf * pph * ppw, 1, -1))
+
+
+def diffusers_get_2d_from_grid(embed_dim, grid, use_real=False, freqs_dtype=torch.float32):
+    assert embed_dim % 4 == 0
+    emb_h = diffusers_get_1d(embed_dim // 2, grid[0].reshape(-1), use_real=use_real, freqs_dtype=freqs_dtype)
+    emb_w = diffusers_get_1d(embed_dim // 2, grid[1].reshape(-1), use_real=use_real, freqs_dtype=freqs_dtype)
+    if use_real:
+        return torch.cat([emb_h[0], emb_w[0]], dim=1), torch.cat([emb_h[1], emb_w[1]], dim=1)
+    return torch.cat([emb_h, emb_w], dim=1)
+
+
+def diffusers_get_2d(embed_dim, crops_coords, grid_size, use_real=True, device=None, output_type="np",
+                     freqs_dtype=torch.float32):
+    """get_2d_rotary_pos_embed; freqs_dtype (diffusers: get_1d's default float32) selectable for the tests."""
+    if output_type == "np":  # _get_2d_rotary_pos_embed_np
+        start, stop = crops_coords
+        grid_h = np.linspace(start[0], stop[0], grid_size[0], endpoint=False, dtype=np.float32)
+        grid_w = np.linspace(start[1], stop[1], grid_size[1], endpoint=False, dtype=np.float32)
+        grid = np.meshgrid(grid_w, grid_h)
+        grid = np.stack(grid, axis=0)
+        grid = grid.reshape([2, 1, *grid.shape[1:]])
+        return diffusers_get_2d_from_grid(embed_dim, grid, use_real=use_real, freqs_dtype=freqs_dtype)
+    start, stop = crops_coords
+    grid_h = torch.linspace(start[0], stop[0] * (grid_size[0] - 1) / grid_size[0], grid_size[0], device=device,
+                            dtype=torch.float32)
+    grid_w = torch.linspace(start[1], stop[1] * (grid_size[1] - 1) / grid_size[1], grid_size[1], device=device,
+                            dtype=torch.float32)
+    grid = torch.meshgrid(grid_w, grid_h, indexing="xy")
+    grid = torch.stack(grid, dim=0)
+    grid = grid.reshape([2, 1, *grid.shape[1:]])
+    return diffusers_get_2d_from_grid(embed_dim, grid, use_real=use_real, freqs_dtype=freqs_dtype)
+
+
+def diffusers_get_3d(embed_dim, crops_coords, grid_size, temporal_size, theta=10000, use_real=True,
+                     grid_type="linspace", max_size=None, device=None, freqs_dtype=torch.float32):
+    """get_3d_rotary_pos_embed; freqs_dtype (diffusers: get_1d's default float32) selectable for the tests."""
+    if grid_type == "linspace":
+        start, stop = crops_coords
+        grid_size_h, grid_size_w = grid_size
+        grid_h = torch.linspace(start[0], stop[0] * (grid_size_h - 1) / grid_size_h, grid_size_h, device=device,
+                                dtype=torch.float32)
+        grid_w = torch.linspace(start[1], stop[1] * (grid_size_w - 1) / grid_size_w, grid_size_w, device=device,
+                                dtype=torch.float32)
+        grid_t = torch.linspace(0, temporal_size * (temporal_size - 1) / temporal_size, temporal_size, device=device,
+                                dtype=torch.float32)
+    else:
+        max_h, max_w = max_size
+        grid_size_h, grid_size_w = grid_size
+        grid_h = torch.arange(max_h, device=device, dtype=torch.float32)
+        grid_w = torch.arange(max_w, device=device, dtype=torch.float32)
+        grid_t = torch.arange(temporal_size, device=device, dtype=torch.float32)
+    dim_t, dim_h, dim_w = embed_dim // 4, embed_dim // 8 * 3, embed_dim // 8 * 3
+    t_cos, t_sin = diffusers_get_1d(dim_t, grid_t, theta=theta, use_real=True, freqs_dtype=freqs_dtype)
+    h_cos, h_sin = diffusers_get_1d(dim_h, grid_h, theta=theta, use_real=True, freqs_dtype=freqs_dtype)
+    w_cos, w_sin = diffusers_get_1d(dim_w, grid_w, theta=theta, use_real=True, freqs_dtype=freqs_dtype)
+    if grid_type == "slice":
+        t_cos, t_sin = t_cos[:temporal_size], t_sin[:temporal_size]
+        h_cos, h_sin = h_cos[:grid_size_h], h_sin[:grid_size_h]
+        w_cos, w_sin = w_cos[:grid_size_w], w_sin[:grid_size_w]
+
+    def combine(ft, fh, fw):
+        ft = ft[:, None, None, :].expand(-1, grid_size_h, grid_size_w, -1)
+        fh = fh[None, :, None, :].expand(temporal_size, -1, grid_size_w, -1)
+        fw = fw[None, None, :, :].expand(temporal_size, grid_size_h, -1, -1)
+        return torch.cat([ft, fh, fw], dim=-1).view(temporal_size * grid_size_h * grid_size_w, -1)
+
+    return combine(t_cos, h_cos, w_cos), combine(t_sin, h_sin, w_sin)
+
+
+class DiffusersHunyuanVideoRotaryPosEmbed(torch.nn.Module):
+    def __init__(self, patch_size, patch_size_t, rope_dim, theta=256.0, freqs_dtype=torch.float32):
+        super().__init__()
+        self.patch_size = patch_size
+        self.patch_size_t = patch_size_t
+        self.rope_dim = rope_dim
+        self.theta = theta
+        self.freqs_dtype = freqs_dtype  # diffusers: get_1d's default float32
+
+    def forward(self, hidden_states):
+        batch_size, num_channels, num_frames, height, width = hidden_states.shape
+        rope_sizes = [num_frames // self.patch_size_t, height // self.patch_size, width // self.patch_size]
+        axes_grids = []
+        for i in range(3):
+            axes_grids.append(torch.arange(0, rope_sizes[i], device=hidden_states.device, dtype=torch.float32))
+        grid = torch.meshgrid(*axes_grids, indexing="ij")
+        grid = torch.stack(grid, dim=0)
+        freqs = []
+        for i in range(3):
+            freqs.append(diffusers_get_1d(self.rope_dim[i], grid[i].reshape(-1), self.theta, use_real=True,
+                                          freqs_dtype=self.freqs_dtype))
+        return torch.cat([f[0] for f in freqs], dim=1), torch.cat([f[1] for f in freqs], dim=1)

@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 import posenc.torch as pt  # noqa: E402
 import mpfr_ref as R  # noqa: E402
 from mpfr_ref import gmpy2, mpfr  # noqa: E402
+import originals_diffusers as D  # noqa: E402
 from originals_diffusers import DiffusersFluxPosEmbed, DiffusersWanRotaryPosEmbed, diffusers_get_1d  # noqa: E402
 
 
@@ -134,3 +135,59 @@ def test_wan_rotary_pos_embed():
     assert torch.equal(s[0, tokens, 0], es.repeat_interleave(2, dim=1))
     with pytest.raises(ValueError, match="max_seq_len"):
         pt.WanRotaryPosEmbed(128, (1, 2, 2), 16)(torch.zeros(1, 16, 1, 40, 40))
+
+
+def test_get_2d_rotary_pos_embed_both_grid_paths():
+    """HunyuanDiT's 2-D RoPE: numpy's and torch's grids over a crop (fractional), as diffusers builds them."""
+    for output_type in ("np", "pt"):
+        for use_real in (True, False):
+            args = (88, ((0, 0), (32, 32)), (32, 32))
+            mine = pt.get_2d_rotary_pos_embed(*args, use_real=use_real, output_type=output_type)
+            theirs = D.diffusers_get_2d(*args, use_real=use_real, output_type=output_type)
+            precise = D.diffusers_get_2d(*args, use_real=use_real, output_type=output_type, freqs_dtype=torch.float64)
+            if use_real:
+                assert [m.shape for m in mine] == [t.shape for t in theirs] and mine[0].dtype == theirs[0].dtype
+                assert max(ulps(m, t) for m, t in zip(mine, precise)) <= 1
+            else:
+                assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+                assert ulps(mine.real, precise.real) <= 1 and ulps(mine.imag, precise.imag) <= 1
+    # a crop whose grid is fractional: posenc is diffusers' float64 path
+    c, _ = pt.get_2d_rotary_pos_embed(88, ((0, 0), (45, 40)), (32, 32), output_type="pt")
+    assert c.shape == (1024, 88)
+
+
+def test_get_3d_rotary_pos_embed_cogvideox():
+    """CogVideoX 1.0 (linspace over a crop: fractional) and 1.5 (slice: integers, exact); diffusers' float32
+    frequencies are off, its float64 path agrees to 1 ulp."""
+    for kwargs in ({"crops_coords": ((0, 0), (30, 45)), "grid_size": (30, 45), "temporal_size": 13},
+                   {"crops_coords": ((0, 0), (32, 48)), "grid_size": (30, 45), "temporal_size": 13},
+                   {"crops_coords": None, "grid_size": (30, 45), "temporal_size": 13, "grid_type": "slice",
+                    "max_size": (30, 45)}):
+        c, s = pt.get_3d_rotary_pos_embed(64, **kwargs)
+        dc, ds = D.diffusers_get_3d(64, **kwargs)
+        pc, ps = D.diffusers_get_3d(64, freqs_dtype=torch.float64, **kwargs)
+        assert c.shape == dc.shape == (13 * 30 * 45, 64) and c.dtype == dc.dtype == torch.float32
+        assert ulps(c, pc) <= 1 and ulps(s, ps) <= 1, kwargs
+    c, s = pt.get_3d_rotary_pos_embed(64, None, (30, 45), 13, grid_type="slice", max_size=(30, 45))
+    tokens = [0, 44, 45 * 30, 13 * 30 * 45 - 1]
+    pos = [[t // 1350 for t in tokens], [t // 45 % 30 for t in tokens], [t % 45 for t in tokens]]
+    ec, es = exact_tables([16, 24, 24], 10000.0, pos)
+    assert torch.equal(c[tokens], ec.repeat_interleave(2, dim=1)) and torch.equal(s[tokens], es.repeat_interleave(2, dim=1))
+
+
+def test_hunyuan_video_rotary_pos_embed():
+    mine = pt.HunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56])
+    theirs = D.DiffusersHunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56])
+    precise = D.DiffusersHunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56], freqs_dtype=torch.float64)
+    assert (mine.patch_size, mine.patch_size_t, mine.rope_dim, mine.theta) == (2, 1, [16, 56, 56], 256.0)
+    assert list(mine.state_dict()) == list(theirs.state_dict()) == []
+    x = torch.zeros(1, 16, 9, 40, 60)  # 9 latent frames of 20 x 30 patches
+    c, s = mine(x)
+    dc, ds = theirs(x)
+    pc, ps = precise(x)
+    assert c.shape == dc.shape == (9 * 20 * 30, 128) and c.dtype == dc.dtype
+    assert ulps(c, pc) <= 1 and ulps(s, ps) <= 1
+    tokens = [0, 29, 600, 9 * 600 - 1]
+    pos = [[t // 600 for t in tokens], [t // 30 % 20 for t in tokens], [t % 30 for t in tokens]]
+    ec, es = exact_tables([16, 56, 56], 256.0, pos)
+    assert torch.equal(c[tokens], ec.repeat_interleave(2, dim=1)) and torch.equal(s[tokens], es.repeat_interleave(2, dim=1))
