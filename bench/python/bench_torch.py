@@ -365,10 +365,36 @@ def diffusion_rope(B):
           check=lambda: {"max_abs_diff": max_diff(w64(x)[0], wp(x)[0])}, inner="auto")
 
 
+def video_rope(B):
+    """Issue 33: the video transformers' tables, diffusers' (as it runs: float32 frequencies and angles) against
+    posenc.torch's: CogVideoX's get_3d_rotary_pos_embed on a 13 x 30 x 45 "slice" grid (1.5), HunyuanVideo's
+    module on 9 latent frames of 20 x 30 patches, LTX-Video's module (dim 2048) on 7 x 8 x 12 patches."""
+    torch, pt, D = B.torch, B.pt, B.O_diff
+    cases = [
+        ("cogvideox", "get_3d_rotary_pos_embed(64), 13 x 30 x 45 slice grid", 17550 * 64,
+         lambda: D.diffusers_get_3d(64, None, (30, 45), 13, grid_type="slice", max_size=(30, 45)),
+         lambda: pt.get_3d_rotary_pos_embed(64, None, (30, 45), 13, grid_type="slice", max_size=(30, 45))),
+    ]
+    hv, hp = D.DiffusersHunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56]), pt.HunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56])
+    xh = torch.zeros(1, 16, 9, 40, 60)
+    cases.append(("hunyuan_video", "HunyuanVideoRotaryPosEmbed, 9 x 20 x 30 patches", 5400 * 128,
+                  lambda: hv(xh), lambda: hp(xh)))
+    lv, lp = D.DiffusersLTXVideoRotaryPosEmbed(2048), pt.LTXVideoRotaryPosEmbed(2048)
+    xl, scale = torch.zeros(1, 672, 16), (torch.tensor(8 / 25.0), 32, 32)
+    cases.append(("ltx", "LTXVideoRotaryPosEmbed(2048), 7 x 8 x 12 patches", 672 * 2048,
+                  lambda: lv(xl, 7, 8, 12, scale), lambda: lp(xl, 7, 8, 12, scale)))
+    for name, title, elements, orig, mine in cases:
+        B.run("diffusion_rope/%s" % name, "diffusion_rope", title, {"elements": elements}, elements,
+              [("original", orig, None), ("posenc", mine, None)],
+              {"original": ("diffusers (float32 frequencies)", "original"), "posenc": ("posenc.torch", "posenc")},
+              check=lambda o=orig, m=mine: {"max_abs_diff": max_diff(o()[0], m()[0])}, inner="auto")
+
+
 def big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position):
     tables(B, table_shapes)
     vision_forward(B)
     diffusion_rope(B)
+    video_rope(B)
     tutorial_forward(B, fwd_shapes)
     fairseq_forward(B, fairseq_shapes)
     embedding(B, emb_shapes, vocab)

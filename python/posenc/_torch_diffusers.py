@@ -12,6 +12,10 @@ Re-exported by posenc.torch.
                                   forward(hidden_states) -> (freqs_cos, freqs_sin)   diffusers transformer_wan.py
   HunyuanVideoRotaryPosEmbed(patch_size, patch_size_t, rope_dim, theta=256.0)
                                   forward(hidden_states) -> (freqs_cos, freqs_sin)
+  LTXVideoRotaryPosEmbed(dim, base_num_frames=20, base_height=2048, base_width=2048, patch_size=1,
+                         patch_size_t=1, theta=10000.0)
+                                  forward(hidden_states, num_frames, height, width, rope_interpolation_scale,
+                                          video_coords) -> (cos, sin)           diffusers transformer_ltx.py
 
 Positions are taken as diffusers takes them (FluxPosEmbed: ``ids.float()``; get_1d_rotary_pos_embed: an int n is
 ``arange(n)``, an array or tensor its values as given; Wan: the integer frame, row and column indices). The
@@ -30,6 +34,8 @@ path by an ulp of float32 where the double angle rounds across); ``use_real=Fals
 """
 from __future__ import annotations
 
+import functools
+import math
 import sys
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -41,7 +47,16 @@ from . import _posenc as _p
 from ._posenc import Rope
 
 __all__ = ["get_1d_rotary_pos_embed", "get_2d_rotary_pos_embed", "get_3d_rotary_pos_embed", "FluxPosEmbed",
-           "WanRotaryPosEmbed", "HunyuanVideoRotaryPosEmbed"]
+           "WanRotaryPosEmbed", "HunyuanVideoRotaryPosEmbed", "LTXVideoRotaryPosEmbed"]
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_rope(dims: Tuple[int, ...], theta: float, linear_factor: float) -> Rope:
+    """The spec of _per_axis_rope (or one axis / linear_factor), built once per key: the exact frequencies cost
+    more than a small table."""
+    if linear_factor != 1.0:  # theta^(-2k/dim) / linear_factor, each the double nearest the exact quotient
+        return _p.rope_init(dims[0], theta, {"rope_type": "linear", "factor": linear_factor}, pairs="interleaved")
+    return _per_axis_rope(dims, theta)
 
 
 def _per_axis_rope(dims: Sequence[int], theta: float) -> Rope:
@@ -57,15 +72,17 @@ def _per_axis_rope(dims: Sequence[int], theta: float) -> Rope:
 
 
 def _integer_positions(pos: Tensor) -> Optional[Tensor]:
-    """pos as int64 when every value is an integer of magnitude below 2^31, else None (the double path)."""
+    """pos as int64 when every value is an integer of magnitude below 2^31, else None (the double path); a
+    position that is not finite raises ValueError."""
     if not pos.is_floating_point():
         p = pos.long()
-        return p if bool((p.abs() < 2 ** 31).all()) else None
-    if not bool(torch.isfinite(pos).all()):
-        raise ValueError("positions: not finite")
+        return p if p.numel() == 0 or int(p.abs().max()) < 2 ** 31 else None
     p64 = pos.double()
-    if bool((p64 == torch.floor(p64)).all()) and bool((p64.abs() < 2 ** 31).all()):
-        return p64.long()
+    r = torch.round(p64)
+    if torch.equal(p64, r) and (r.numel() == 0 or float(r.abs().max()) < 2 ** 31):  # NaN is never equal
+        return r.long()
+    if not bool(torch.isfinite(p64).all()):
+        raise ValueError("positions: not finite")
     return None
 
 
@@ -113,11 +130,7 @@ def get_1d_rotary_pos_embed(dim: int, pos: Union[np.ndarray, int, Tensor], theta
         pos = torch.as_tensor(pos)
     device = pos.device
     theta = theta * ntk_factor  # as diffusers forms it: a double product
-    if linear_factor != 1.0:  # theta^(-2k/dim) / linear_factor, each the double nearest the exact quotient
-        rope = _p.rope_init(dim, float(theta), {"rope_type": "linear", "factor": float(linear_factor)},
-                            pairs="interleaved")
-    else:
-        rope = _per_axis_rope([dim], theta)
+    rope = _cached_rope((int(dim),), float(theta), float(linear_factor))
     flat = pos.reshape(-1)
     if not use_real:
         if freqs_dtype == torch.float64:
@@ -290,6 +303,89 @@ class HunyuanVideoRotaryPosEmbed(nn.Module):
         grid = torch.stack(torch.meshgrid(*[torch.arange(n) for n in sizes], indexing="ij"), dim=0).reshape(3, -1)
         cos, sin = _cos_sin(self._rope, grid)
         cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
+        return cos.to(hidden_states.device), sin.to(hidden_states.device)
+
+
+class LTXVideoRotaryPosEmbed(nn.Module):
+    """diffusers' LTXVideoRotaryPosEmbed: pair (k, a) of the dim // 6 frequencies f_k = theta^(k / (n - 1)) pi / 2
+    (rising from pi / 2) and the three axes a turns by f_k (2 g_a - 1), g the token's grid coordinate as diffusers
+    makes it (float32: the patch indices times rope_interpolation_scale times the patch size over the base size,
+    or video_coords over the base sizes); (cos, sin) [B, S, dim] float32, each pair repeat-interleaved, the
+    dim % 6 padding (cos 1, sin 0) in front. Real-valued positions: the double path (f_k, 2 g - 1 and their
+    product in double, cos / sin in double, rounded to float32), where diffusers forms everything in float32."""
+
+    def __init__(self, dim: int, base_num_frames: int = 20, base_height: int = 2048, base_width: int = 2048,
+                 patch_size: int = 1, patch_size_t: int = 1, theta: float = 10000.0) -> None:
+        super().__init__()
+        self.dim = dim
+        self.base_num_frames = base_num_frames
+        self.base_height = base_height
+        self.base_width = base_width
+        self.patch_size = patch_size
+        self.patch_size_t = patch_size_t
+        self.theta = theta
+
+    def _prepare_video_coords(self, batch_size: int, num_frames: int, height: int, width: int,
+                              rope_interpolation_scale, device) -> Tensor:
+        # diffusers' grid, in float32 as it computes it: the input of the rotation
+        grid = torch.stack(torch.meshgrid(torch.arange(num_frames, dtype=torch.float32, device=device),
+                                          torch.arange(height, dtype=torch.float32, device=device),
+                                          torch.arange(width, dtype=torch.float32, device=device), indexing="ij"),
+                           dim=0)
+        grid = grid.unsqueeze(0).repeat(batch_size, 1, 1, 1, 1)
+        if rope_interpolation_scale is not None:
+            grid[:, 0:1] = grid[:, 0:1] * rope_interpolation_scale[0] * self.patch_size_t / self.base_num_frames
+            grid[:, 1:2] = grid[:, 1:2] * rope_interpolation_scale[1] * self.patch_size / self.base_height
+            grid[:, 2:3] = grid[:, 2:3] * rope_interpolation_scale[2] * self.patch_size / self.base_width
+        return grid.flatten(2, 4).transpose(1, 2)
+
+    def forward(self, hidden_states: Tensor, num_frames: Optional[int] = None, height: Optional[int] = None,
+                width: Optional[int] = None, rope_interpolation_scale=None,
+                video_coords: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        """(cos, sin) of the video's grid (or of video_coords [B, 3, S]), each [B, S, dim] float32."""
+        batch_size = hidden_states.size(0)
+        n = self.dim // 6
+        theta = float(self.theta)
+        freqs = torch.tensor([theta ** (k / (n - 1)) if n > 1 else 1.0 for k in range(n)], dtype=torch.float64)
+        freqs = freqs * (math.pi / 2.0)
+        if video_coords is None:
+            # The grid is separable: each axis's coordinates are its 1-D arange under the same float32 operations
+            # as diffusers' meshgrid (elementwise, so the same values); cos / sin per axis value, then gathered.
+            axes = []
+            for a, (size, patch, base) in enumerate(((num_frames, self.patch_size_t, self.base_num_frames),
+                                                     (height, self.patch_size, self.base_height),
+                                                     (width, self.patch_size, self.base_width))):
+                g = torch.arange(size, dtype=torch.float32)
+                if rope_interpolation_scale is not None:
+                    g = g * rope_interpolation_scale[a] * patch / base
+                ang = g.cpu().double().unsqueeze(-1) * 2 - 1
+                ang = ang * freqs  # [size, n]
+                axes.append((torch.cos(ang).float(), torch.sin(ang).float()))
+            shape = (num_frames, height, width, n)
+            out = []
+            for k in range(2):
+                f, h, w = (t[k] for t in axes)
+                table = torch.stack([f[:, None, None, :].expand(shape), h[None, :, None, :].expand(shape),
+                                     w[None, None, :, :].expand(shape)], dim=-1)  # [F, H, W, n, 3]
+                table = table.reshape(1, num_frames * height * width, 3 * n).repeat_interleave(2, dim=-1)
+                out.append(table.expand(batch_size, -1, -1))
+            cos, sin = out
+            pad = self.dim % 6
+            if pad:
+                cos = torch.cat([torch.ones(batch_size, cos.shape[1], pad), cos], dim=-1)
+                sin = torch.cat([torch.zeros(batch_size, sin.shape[1], pad), sin], dim=-1)
+            return cos.contiguous().to(hidden_states.device), sin.contiguous().to(hidden_states.device)
+        else:
+            grid = torch.stack([video_coords[:, 0] / self.base_num_frames, video_coords[:, 1] / self.base_height,
+                                video_coords[:, 2] / self.base_width], dim=-1)
+        ang = freqs * (grid.cpu().double().unsqueeze(-1) * 2 - 1)  # [B, S, 3, n], exact 2 g - 1
+        ang = ang.transpose(-1, -2).flatten(2)  # [B, S, 3 n]: per frequency, the three axes
+        cos = torch.cos(ang).float().repeat_interleave(2, dim=-1)
+        sin = torch.sin(ang).float().repeat_interleave(2, dim=-1)
+        pad = self.dim % 6
+        if pad:
+            cos = torch.cat([torch.ones_like(cos[:, :, :pad]), cos], dim=-1)
+            sin = torch.cat([torch.zeros_like(sin[:, :, :pad]), sin], dim=-1)
         return cos.to(hidden_states.device), sin.to(hidden_states.device)
 
 

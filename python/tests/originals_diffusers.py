@@ -3,6 +3,8 @@ models/embeddings.py's get_1d_rotary_pos_embed, the Flux transformer's FluxPosEm
 WanRotaryPosEmbed) as those files write them; FluxPosEmbed takes the freqs_dtype diffusers picks for the device
 (float64 on the CPU, float32 on MPS / NPU), here a constructor argument. Used by test_torch_diffusers.py and
 bench/python/bench_torch.py."""
+import math
+
 import numpy as np
 import torch
 
@@ -170,3 +172,60 @@ class DiffusersHunyuanVideoRotaryPosEmbed(torch.nn.Module):
             freqs.append(diffusers_get_1d(self.rope_dim[i], grid[i].reshape(-1), self.theta, use_real=True,
                                           freqs_dtype=self.freqs_dtype))
         return torch.cat([f[0] for f in freqs], dim=1), torch.cat([f[1] for f in freqs], dim=1)
+
+
+class DiffusersLTXVideoRotaryPosEmbed(torch.nn.Module):
+    """LTXVideoRotaryPosEmbed (transformer_ltx.py); dtype (diffusers: float32 throughout) selectable for the
+    tests."""
+
+    def __init__(self, dim, base_num_frames=20, base_height=2048, base_width=2048, patch_size=1, patch_size_t=1,
+                 theta=10000.0, dtype=torch.float32):
+        super().__init__()
+        self.dim = dim
+        self.base_num_frames = base_num_frames
+        self.base_height = base_height
+        self.base_width = base_width
+        self.patch_size = patch_size
+        self.patch_size_t = patch_size_t
+        self.theta = theta
+        self.dtype = dtype
+
+    def _prepare_video_coords(self, batch_size, num_frames, height, width, rope_interpolation_scale, device):
+        grid_h = torch.arange(height, dtype=torch.float32, device=device)
+        grid_w = torch.arange(width, dtype=torch.float32, device=device)
+        grid_f = torch.arange(num_frames, dtype=torch.float32, device=device)
+        grid = torch.meshgrid(grid_f, grid_h, grid_w, indexing="ij")
+        grid = torch.stack(grid, dim=0)
+        grid = grid.unsqueeze(0).repeat(batch_size, 1, 1, 1, 1)
+        if rope_interpolation_scale is not None:
+            grid[:, 0:1] = grid[:, 0:1] * rope_interpolation_scale[0] * self.patch_size_t / self.base_num_frames
+            grid[:, 1:2] = grid[:, 1:2] * rope_interpolation_scale[1] * self.patch_size / self.base_height
+            grid[:, 2:3] = grid[:, 2:3] * rope_interpolation_scale[2] * self.patch_size / self.base_width
+        grid = grid.flatten(2, 4).transpose(1, 2)
+        return grid
+
+    def forward(self, hidden_states, num_frames=None, height=None, width=None, rope_interpolation_scale=None,
+                video_coords=None):
+        batch_size = hidden_states.size(0)
+        if video_coords is None:
+            grid = self._prepare_video_coords(batch_size, num_frames, height, width,
+                                              rope_interpolation_scale=rope_interpolation_scale,
+                                              device=hidden_states.device)
+        else:
+            grid = torch.stack([video_coords[:, 0] / self.base_num_frames, video_coords[:, 1] / self.base_height,
+                                video_coords[:, 2] / self.base_width], dim=-1)
+        start = 1.0
+        end = self.theta
+        freqs = self.theta ** torch.linspace(math.log(start, self.theta), math.log(end, self.theta), self.dim // 6,
+                                             device=hidden_states.device, dtype=self.dtype)
+        freqs = freqs * math.pi / 2.0
+        freqs = freqs * (grid.to(self.dtype).unsqueeze(-1) * 2 - 1)
+        freqs = freqs.transpose(-1, -2).flatten(2)
+        cos_freqs = freqs.cos().repeat_interleave(2, dim=-1)
+        sin_freqs = freqs.sin().repeat_interleave(2, dim=-1)
+        if self.dim % 6 != 0:
+            cos_padding = torch.ones_like(cos_freqs[:, :, : self.dim % 6])
+            sin_padding = torch.zeros_like(cos_freqs[:, :, : self.dim % 6])
+            cos_freqs = torch.cat([cos_padding, cos_freqs], dim=-1)
+            sin_freqs = torch.cat([sin_padding, sin_freqs], dim=-1)
+        return cos_freqs.float(), sin_freqs.float()

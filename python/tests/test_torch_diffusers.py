@@ -191,3 +191,29 @@ def test_hunyuan_video_rotary_pos_embed():
     pos = [[t // 600 for t in tokens], [t // 30 % 20 for t in tokens], [t % 30 for t in tokens]]
     ec, es = exact_tables([16, 56, 56], 256.0, pos)
     assert torch.equal(c[tokens], ec.repeat_interleave(2, dim=1)) and torch.equal(s[tokens], es.repeat_interleave(2, dim=1))
+
+
+def test_ltx_video_rotary_pos_embed():
+    """LTX-Video: rising frequencies theta^(k / (n - 1)) pi / 2 at real-valued coordinates (2 g - 1); posenc's
+    double path against diffusers' computation in float64 (1 ulp) and in float32 (as diffusers runs it: far
+    off at the large frequencies)."""
+    kwargs = dict(base_num_frames=20, base_height=2048, base_width=2048, patch_size=1, patch_size_t=1, theta=10000.0)
+    for dim in (2048, 2050):  # LTX's inner_dim; one with the dim % 6 padding
+        mine = pt.LTXVideoRotaryPosEmbed(dim, **kwargs)
+        f32 = D.DiffusersLTXVideoRotaryPosEmbed(dim, **kwargs)
+        f64 = D.DiffusersLTXVideoRotaryPosEmbed(dim, dtype=torch.float64, **kwargs)
+        x = torch.zeros(2, 7 * 8 * 12, 16)
+        scale = (torch.tensor(8 / 25.0), 32, 32)  # the pipeline's (temporal compression / frame rate, 32, 32)
+        args = (x, 7, 8, 12, scale)
+        c, s = mine(*args)
+        dc, ds = f32(*args)
+        pc, ps = f64(*args)
+        assert c.shape == dc.shape == (2, 672, dim) and c.dtype == dc.dtype == torch.float32
+        assert ulps(c, pc) <= 1 and ulps(s, ps) <= 1
+        assert ulps(c, dc) > 1  # diffusers' float32 angles
+        coords = torch.rand(2, 3, 50) * torch.tensor([20.0, 2048, 2048])[None, :, None]
+        c, s = mine(x, video_coords=coords)
+        pc, ps = f64(x, video_coords=coords)
+        assert c.shape == (2, 50, dim) and ulps(c, pc) <= 1 and ulps(s, ps) <= 1
+        if dim % 6:
+            assert bool((c[..., : dim % 6] == 1).all()) and bool((s[..., : dim % 6] == 0).all())
