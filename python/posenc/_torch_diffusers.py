@@ -325,19 +325,21 @@ class LTXVideoRotaryPosEmbed(nn.Module):
         self.patch_size_t = patch_size_t
         self.theta = theta
 
+    def _axis_coords(self, a: int, size: int, rope_interpolation_scale, device=None) -> Tensor:
+        """Axis a's coordinates as diffusers' grid holds them: arange(size) in float32 times the scale's entry,
+        the patch size, over the base size (elementwise float32 operations: the meshgrid's values)."""
+        patch, base = ((self.patch_size_t, self.base_num_frames), (self.patch_size, self.base_height),
+                       (self.patch_size, self.base_width))[a]
+        g = torch.arange(size, dtype=torch.float32, device=device)
+        return g if rope_interpolation_scale is None else g * rope_interpolation_scale[a] * patch / base
+
     def _prepare_video_coords(self, batch_size: int, num_frames: int, height: int, width: int,
                               rope_interpolation_scale, device) -> Tensor:
-        # diffusers' grid, in float32 as it computes it: the input of the rotation
-        grid = torch.stack(torch.meshgrid(torch.arange(num_frames, dtype=torch.float32, device=device),
-                                          torch.arange(height, dtype=torch.float32, device=device),
-                                          torch.arange(width, dtype=torch.float32, device=device), indexing="ij"),
-                           dim=0)
-        grid = grid.unsqueeze(0).repeat(batch_size, 1, 1, 1, 1)
-        if rope_interpolation_scale is not None:
-            grid[:, 0:1] = grid[:, 0:1] * rope_interpolation_scale[0] * self.patch_size_t / self.base_num_frames
-            grid[:, 1:2] = grid[:, 1:2] * rope_interpolation_scale[1] * self.patch_size / self.base_height
-            grid[:, 2:3] = grid[:, 2:3] * rope_interpolation_scale[2] * self.patch_size / self.base_width
-        return grid.flatten(2, 4).transpose(1, 2)
+        """diffusers' [B, F H W, 3] grid of coordinates."""
+        axes = [self._axis_coords(a, n, rope_interpolation_scale, device)
+                for a, n in enumerate((num_frames, height, width))]
+        grid = torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=0)
+        return grid.reshape(3, -1).t().unsqueeze(0).expand(batch_size, -1, -1)
 
     def forward(self, hidden_states: Tensor, num_frames: Optional[int] = None, height: Optional[int] = None,
                 width: Optional[int] = None, rope_interpolation_scale=None,
@@ -352,14 +354,9 @@ class LTXVideoRotaryPosEmbed(nn.Module):
             # The grid is separable: each axis's coordinates are its 1-D arange under the same float32 operations
             # as diffusers' meshgrid (elementwise, so the same values); cos / sin per axis value, then gathered.
             axes = []
-            for a, (size, patch, base) in enumerate(((num_frames, self.patch_size_t, self.base_num_frames),
-                                                     (height, self.patch_size, self.base_height),
-                                                     (width, self.patch_size, self.base_width))):
-                g = torch.arange(size, dtype=torch.float32)
-                if rope_interpolation_scale is not None:
-                    g = g * rope_interpolation_scale[a] * patch / base
-                ang = g.cpu().double().unsqueeze(-1) * 2 - 1
-                ang = ang * freqs  # [size, n]
+            for a, size in enumerate((num_frames, height, width)):
+                g = self._axis_coords(a, size, rope_interpolation_scale)
+                ang = (g.cpu().double().unsqueeze(-1) * 2 - 1) * freqs  # [size, n], 2 g - 1 exact
                 axes.append((torch.cos(ang).float(), torch.sin(ang).float()))
             shape = (num_frames, height, width, n)
             out = []
