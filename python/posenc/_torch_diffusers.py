@@ -51,7 +51,7 @@ __all__ = ["get_1d_rotary_pos_embed", "get_2d_rotary_pos_embed", "get_3d_rotary_
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_rope(dims: Tuple[int, ...], theta: float, linear_factor: float) -> Rope:
+def _cached_rope(dims: Tuple[int, ...], theta: float, linear_factor: float = 1.0) -> Rope:
     """The spec of _per_axis_rope (or one axis / linear_factor), built once per key: the exact frequencies cost
     more than a small table."""
     if linear_factor != 1.0:  # theta^(-2k/dim) / linear_factor, each the double nearest the exact quotient
@@ -102,14 +102,30 @@ def _cos_sin(rope: Rope, pos: Tensor) -> Tuple[Tensor, Tensor]:
     return torch.cos(ang).float(), torch.sin(ang).float()
 
 
+_DOUBLE_TABLES: dict = {}
+
+
+def _double_tables(rope: Rope) -> Tuple[Tensor, Optional[Tensor]]:
+    """The double path's per-pair frequencies (times position_scale) and axis index of a spec, kept per spec
+    object (the specs themselves are built once: _cached_rope, the modules' constructors)."""
+    key = id(rope)
+    got = _DOUBLE_TABLES.get(key)
+    if got is None or got[0] is not rope:
+        freq = torch.tensor(list(rope.freq) if rope.freq is not None else
+                            [rope.base ** (-2.0 * i / rope.rotary_dim) for i in range(rope.rotary_dim // 2)],
+                            dtype=torch.float64) * rope.position_scale
+        axis = torch.tensor(list(rope.axis), dtype=torch.long) if rope.axes > 1 else None
+        if len(_DOUBLE_TABLES) > 256:
+            _DOUBLE_TABLES.clear()
+        got = _DOUBLE_TABLES[key] = (rope, freq, axis)
+    return got[1], got[2]
+
+
 def _double_angles(rope: Rope, pos: Tensor) -> Tensor:
     """p * f in double, [n, r/2]: pair i at its axis's position."""
-    freq = torch.tensor(list(rope.freq) if rope.freq is not None else
-                        [rope.base ** (-2.0 * i / rope.rotary_dim) for i in range(rope.rotary_dim // 2)],
-                        dtype=torch.float64) * rope.position_scale
+    freq, axis = _double_tables(rope)
     p = pos.double().reshape(rope.axes, -1)
-    if rope.axes > 1:
-        axis = torch.tensor(list(rope.axis), dtype=torch.long)
+    if axis is not None:
         return p[axis].t() * freq  # [n, h]: pair i takes p[axis[i]]
     return torch.outer(p[0], freq)
 
@@ -203,14 +219,21 @@ def get_3d_rotary_pos_embed(embed_dim: int, crops_coords, grid_size, temporal_si
     else:
         raise ValueError("Invalid value passed for `grid_type`.")
     dims = (embed_dim // 4, embed_dim // 8 * 3, embed_dim // 8 * 3)
-    tables = [get_1d_rotary_pos_embed(d, g, theta=theta, use_real=True) for d, g in zip(dims, (grid_t, grid_h, grid_w))]
-    shape = (temporal_size, grid_size_h, grid_size_w)
-    out = []
-    for k in range(2):  # cos, then sin: each axis's rows broadcast over the others
-        t, h, w = (tab[k] for tab in tables)
-        parts = [t[:, None, None, :].expand(*shape, -1), h[None, :, None, :].expand(*shape, -1),
-                 w[None, None, :, :].expand(*shape, -1)]
-        out.append(torch.cat(parts, dim=-1).view(temporal_size * grid_size_h * grid_size_w, -1))
+    # One cache call for the three axes' 1-D tables: rows 0 .. m - 1 hold axis a's grid (its last value repeated
+    # past its length), the per-axis spec gives each pair its axis's position.
+    grids = (grid_t, grid_h, grid_w)
+    m = max(g.numel() for g in grids)
+    pos = torch.zeros(3, m)  # rows past an axis's length: position 0, unused
+    for a, g in enumerate(grids):
+        pos[a, : g.numel()] = g
+    both = torch.stack(_cos_sin(_cached_rope(dims, float(theta), 1.0), pos))  # [2, m, 32]: cos, sin
+    # each axis's rows broadcast over the others, its pairs repeat-interleaved; cos and sin in one pass
+    t, h, w = (part[:, : g.numel()].repeat_interleave(2, dim=2)
+               for part, g in zip(both.split([d // 2 for d in dims], dim=2), grids))
+    shape = (2, temporal_size, grid_size_h, grid_size_w)
+    out = torch.cat([t[:, :, None, None, :].expand(*shape, -1), h[:, None, :, None, :].expand(*shape, -1),
+                     w[:, None, None, :, :].expand(*shape, -1)], dim=-1)
+    out = out.view(2, temporal_size * grid_size_h * grid_size_w, -1).to(device or "cpu")
     return out[0], out[1]
 
 
@@ -259,8 +282,10 @@ class WanRotaryPosEmbed(nn.Module):
             c, s = get_1d_rotary_pos_embed(d, max_seq_len, theta, use_real=True, repeat_interleave_real=True)
             cos.append(c)
             sin.append(s)
-        self.register_buffer("freqs_cos", torch.cat(cos, dim=1), persistent=False)
-        self.register_buffer("freqs_sin", torch.cat(sin, dim=1), persistent=False)
+        # one storage for both tables (forward slices them in one pass); the buffers are its two halves
+        self._both = torch.stack([torch.cat(cos, dim=1), torch.cat(sin, dim=1)])
+        self.register_buffer("freqs_cos", self._both[0], persistent=False)
+        self.register_buffer("freqs_sin", self._both[1], persistent=False)
 
     def forward(self, hidden_states: Tensor) -> Tuple[Tensor, Tensor]:
         """(freqs_cos, freqs_sin) of the latent [B, C, F, H, W]'s patches, each [1, F H W / (p_t p_h p_w), 1,
@@ -271,14 +296,14 @@ class WanRotaryPosEmbed(nn.Module):
         if max(ppf, pph, ppw) > self.max_seq_len:
             raise ValueError("hidden_states: %d x %d x %d patches, past max_seq_len %d (diffusers' tables end there)"
                              % (ppf, pph, ppw, self.max_seq_len))
-        split = [self.t_dim, self.h_dim, self.w_dim]
-        out = []
-        for table in (self.freqs_cos, self.freqs_sin):
-            f, h, w = table.split(split, dim=1)
-            f = f[:ppf].view(ppf, 1, 1, -1).expand(ppf, pph, ppw, -1)
-            h = h[:pph].view(1, pph, 1, -1).expand(ppf, pph, ppw, -1)
-            w = w[:ppw].view(1, 1, ppw, -1).expand(ppf, pph, ppw, -1)
-            out.append(torch.cat([f, h, w], dim=-1).reshape(1, ppf * pph * ppw, 1, -1))
+        both = self._both
+        if both.data_ptr() != self.freqs_cos.data_ptr() or both[1].data_ptr() != self.freqs_sin.data_ptr():
+            both = torch.stack([self.freqs_cos, self.freqs_sin])  # moved or replaced buffers: not one storage
+        f, h, w = both.split([self.t_dim, self.h_dim, self.w_dim], dim=2)
+        shape = (2, ppf, pph, ppw)
+        out = torch.cat([f[:, :ppf, None, None, :].expand(*shape, -1), h[:, None, :pph, None, :].expand(*shape, -1),
+                         w[:, None, None, :ppw, :].expand(*shape, -1)], dim=-1)
+        out = out.reshape(2, 1, ppf * pph * ppw, 1, -1)
         return out[0], out[1]
 
 

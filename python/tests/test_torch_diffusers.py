@@ -36,10 +36,10 @@ def exact_tables(axes_dim, theta, positions):
     return torch.from_numpy(cos), torch.from_numpy(sin)
 
 
-def ulps(a, b):
-    """Largest distance in float32 ulps (of the larger magnitude, floored at 2^-149) between two tables."""
+def ulps(a, b, floor=2.0 ** -126):
+    """Largest distance in float32 ulps of the larger magnitude (floored at `floor`) between two tables."""
     a, b = a.double(), b.double()
-    unit = torch.clamp(torch.maximum(a.abs(), b.abs()), min=2.0 ** -126) * 2.0 ** -23
+    unit = torch.clamp(torch.maximum(a.abs(), b.abs()), min=floor) * 2.0 ** -23
     return float(((a - b).abs() / unit).max())
 
 
@@ -209,11 +209,14 @@ def test_ltx_video_rotary_pos_embed():
         dc, ds = f32(*args)
         pc, ps = f64(*args)
         assert c.shape == dc.shape == (2, 672, dim) and c.dtype == dc.dtype == torch.float32
-        assert ulps(c, pc) <= 1 and ulps(s, ps) <= 1
+        assert ulps(c, pc, 2.0 ** -12) <= 1 and ulps(s, ps, 2.0 ** -12) <= 1
         assert ulps(c, dc) > 1  # diffusers' float32 angles
-        coords = torch.rand(2, 3, 50) * torch.tensor([20.0, 2048, 2048])[None, :, None]
+        g = torch.Generator().manual_seed(dim)
+        coords = torch.rand(2, 3, 50, generator=g) * torch.tensor([20.0, 2048, 2048])[None, :, None]
         c, s = mine(x, video_coords=coords)
         pc, ps = f64(x, video_coords=coords)
-        assert c.shape == (2, 50, dim) and ulps(c, pc) <= 1 and ulps(s, ps) <= 1
+        # two double evaluations of angles up to 1.6e4 rad (frequencies rounded differently): 1 ulp, but near a
+        # zero of cos or sin the absolute error (~1e-12) counts, hence the floor
+        assert c.shape == (2, 50, dim) and ulps(c, pc, 2.0 ** -12) <= 1 and ulps(s, ps, 2.0 ** -12) <= 1
         if dim % 6:
             assert bool((c[..., : dim % 6] == 1).all()) and bool((s[..., : dim % 6] == 0).all())
