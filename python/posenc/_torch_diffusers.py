@@ -12,6 +12,9 @@ Re-exported by posenc.torch.
                                   forward(hidden_states) -> (freqs_cos, freqs_sin)   diffusers transformer_wan.py
   HunyuanVideoRotaryPosEmbed(patch_size, patch_size_t, rope_dim, theta=256.0)
                                   forward(hidden_states) -> (freqs_cos, freqs_sin)
+  QwenEmbedRope(theta, axes_dim, scale_rope=False)
+                                  forward(video_fhw, device=None, max_txt_seq_len=None) -> (vid_freqs, txt_freqs)
+                                                                     diffusers transformer_qwenimage.py
   LTXVideoRotaryPosEmbed(dim, base_num_frames=20, base_height=2048, base_width=2048, patch_size=1,
                          patch_size_t=1, theta=10000.0)
                                   forward(hidden_states, num_frames, height, width, rope_interpolation_scale,
@@ -47,7 +50,7 @@ from . import _posenc as _p
 from ._posenc import Rope
 
 __all__ = ["get_1d_rotary_pos_embed", "get_2d_rotary_pos_embed", "get_3d_rotary_pos_embed", "FluxPosEmbed",
-           "WanRotaryPosEmbed", "HunyuanVideoRotaryPosEmbed", "LTXVideoRotaryPosEmbed"]
+           "WanRotaryPosEmbed", "HunyuanVideoRotaryPosEmbed", "LTXVideoRotaryPosEmbed", "QwenEmbedRope"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -409,6 +412,96 @@ class LTXVideoRotaryPosEmbed(nn.Module):
             cos = torch.cat([torch.ones_like(cos[:, :, :pad]), cos], dim=-1)
             sin = torch.cat([torch.zeros_like(sin[:, :, :pad]), sin], dim=-1)
         return cos.to(hidden_states.device), sin.to(hidden_states.device)
+
+
+class QwenEmbedRope(nn.Module):
+    """diffusers' QwenEmbedRope(theta, axes_dim, scale_rope=False) (Qwen-Image): the attributes pos_freqs and
+    neg_freqs (complex64 [4096, sum(axes_dim) / 2]: positions 0 .. 4095 and -4096 .. -1 on every axis, each
+    axis at its own width's frequencies), here exact; forward(video_fhw, device, max_txt_seq_len) ->
+    (vid_freqs [F H W, ...], txt_freqs [max_txt_seq_len, ...]): frames idx .., rows and columns from 0, or
+    centred (-(n - n // 2) .. n // 2 - 1) with scale_rope, text on every axis from the largest image index."""
+
+    _TABLE = 4096
+
+    def __init__(self, theta: int, axes_dim: List[int], scale_rope: bool = False):
+        super().__init__()
+        self.theta = theta
+        self.axes_dim = axes_dim
+        self.scale_rope = scale_rope
+        self._rope = _per_axis_rope(list(axes_dim), float(theta))
+        n = self._TABLE
+        both = torch.arange(-n, n).expand(len(axes_dim), -1)  # -4096 .. 4095 on every axis
+        cos, sin = _cos_sin(self._rope, both)
+        table = torch.complex(cos, sin)
+        self.neg_freqs, self.pos_freqs = table[:n], table[n:]
+        self._device_freqs: dict = {}
+
+    def rope_params(self, index: Tensor, dim: int, theta: float = 10000) -> Tensor:
+        """complex64 [len(index), dim / 2]: the exact e^(i p theta^(-2k/dim)) of each index p (integers)."""
+        assert dim % 2 == 0
+        return get_1d_rotary_pos_embed(dim, index, theta)
+
+    def _get_device_freqs(self, device: Optional[torch.device]) -> Tuple[Tensor, Tensor]:
+        """pos_freqs and neg_freqs on device (once per device; Neuron: the angles, as diffusers sends them)."""
+        got = self._device_freqs.get(device)
+        if got is None:
+            pos, neg = self.pos_freqs, self.neg_freqs
+            if device is not None and torch.device(device).type == "neuron":
+                pos, neg = torch.angle(pos), torch.angle(neg)
+            got = self._device_freqs[device] = (pos.to(device), neg.to(device))
+        return got
+
+    def _axis_rows(self, table_pos: Tensor, table_neg: Tensor, positions: range) -> Tensor:
+        """Rows of one axis's columns at the positions (negative ones from neg_freqs)."""
+        if positions.start < -self._TABLE or positions.stop > self._TABLE:
+            raise ValueError("QwenEmbedRope: positions %d .. %d past its tables' %d" % (
+                positions.start, positions.stop - 1, self._TABLE))
+        parts = []
+        if positions.start < 0:
+            parts.append(table_neg[self._TABLE + positions.start: self._TABLE + min(positions.stop, 0)])
+        if positions.stop > 0:
+            parts.append(table_pos[max(positions.start, 0): positions.stop])
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
+
+    @functools.lru_cache(maxsize=128)
+    def _compute_video_freqs(self, frame: int, height: int, width: int, idx: int = 0,
+                             device: Optional[torch.device] = None) -> Tensor:
+        """The image's [frame height width, sum(axes_dim) / 2] table."""
+        pos, neg = self._get_device_freqs(device) if device is not None else (self.pos_freqs, self.neg_freqs)
+        cols = [d // 2 for d in self.axes_dim]
+        pos_axes, neg_axes = pos.split(cols, dim=1), neg.split(cols, dim=1)
+
+        def span(n):
+            return range(-(n - n // 2), n // 2) if self.scale_rope else range(0, n)
+
+        f = self._axis_rows(pos_axes[0], neg_axes[0], range(idx, idx + frame))
+        h = self._axis_rows(pos_axes[1], neg_axes[1], span(height))
+        w = self._axis_rows(pos_axes[2], neg_axes[2], span(width))
+        shape = (frame, height, width)
+        out = torch.cat([f[:, None, None, :].expand(*shape, -1), h[None, :, None, :].expand(*shape, -1),
+                         w[None, None, :, :].expand(*shape, -1)], dim=-1)
+        return out.reshape(frame * height * width, -1).contiguous()
+
+    def forward(self, video_fhw, device: Optional[torch.device] = None,
+                max_txt_seq_len: Union[int, Tensor, None] = None) -> Tuple[Tensor, Tensor]:
+        """(vid_freqs, txt_freqs) of the images of video_fhw ((frame, height, width), a list of them, or a batch's
+        list whose first entry is used, as diffusers does)."""
+        if max_txt_seq_len is None:
+            raise ValueError("`max_txt_seq_len` must be provided.")
+        if isinstance(video_fhw, list):
+            video_fhw = video_fhw[0]
+        if not isinstance(video_fhw, list):
+            video_fhw = [video_fhw]
+        vid, top = [], 0
+        for idx, (frame, height, width) in enumerate(video_fhw):
+            vid.append(self._compute_video_freqs(frame, height, width, idx, device))
+            top = max(height // 2, width // 2, top) if self.scale_rope else max(height, width, top)
+        pos, _ = self._get_device_freqs(device)
+        txt = int(max_txt_seq_len)
+        if top + txt > self._TABLE:
+            raise ValueError("QwenEmbedRope: text positions %d .. %d past its tables' %d" % (top, top + txt - 1,
+                                                                                             self._TABLE))
+        return torch.cat(vid, dim=0), pos[top: top + txt, ...]
 
 
 # posenc.torch's ``from ._torch_diffusers import *`` takes the names above; they join its __all__ here.

@@ -229,3 +229,58 @@ class DiffusersLTXVideoRotaryPosEmbed(torch.nn.Module):
             cos_freqs = torch.cat([cos_padding, cos_freqs], dim=-1)
             sin_freqs = torch.cat([sin_padding, sin_freqs], dim=-1)
         return cos_freqs.float(), sin_freqs.float()
+
+
+class DiffusersQwenEmbedRope(torch.nn.Module):
+    """QwenEmbedRope (transformer_qwenimage.py) without its lru caches and device bookkeeping; dtype (diffusers:
+    float32 frequencies) selectable for the tests."""
+
+    def __init__(self, theta, axes_dim, scale_rope=False, dtype=torch.float32):
+        super().__init__()
+        self.theta = theta
+        self.axes_dim = axes_dim
+        self.dtype = dtype
+        pos_index = torch.arange(4096)
+        neg_index = torch.arange(4096).flip(0) * -1 - 1
+        self.pos_freqs = torch.cat([self.rope_params(pos_index, d, self.theta) for d in self.axes_dim], dim=1)
+        self.neg_freqs = torch.cat([self.rope_params(neg_index, d, self.theta) for d in self.axes_dim], dim=1)
+        self.scale_rope = scale_rope
+
+    def rope_params(self, index, dim, theta=10000):
+        assert dim % 2 == 0
+        freqs = torch.outer(index, 1.0 / torch.pow(theta, torch.arange(0, dim, 2).to(self.dtype).div(dim)))
+        return torch.polar(torch.ones_like(freqs), freqs)
+
+    def forward(self, video_fhw, device=None, max_txt_seq_len=None):
+        if isinstance(video_fhw, list):
+            video_fhw = video_fhw[0]
+        if not isinstance(video_fhw, list):
+            video_fhw = [video_fhw]
+        vid_freqs = []
+        max_vid_index = 0
+        for idx, fhw in enumerate(video_fhw):
+            frame, height, width = fhw
+            vid_freqs.append(self._compute_video_freqs(frame, height, width, idx))
+            if self.scale_rope:
+                max_vid_index = max(height // 2, width // 2, max_vid_index)
+            else:
+                max_vid_index = max(height, width, max_vid_index)
+        max_txt_seq_len_int = int(max_txt_seq_len)
+        txt_freqs = self.pos_freqs[max_vid_index: max_vid_index + max_txt_seq_len_int, ...]
+        return torch.cat(vid_freqs, dim=0), txt_freqs
+
+    def _compute_video_freqs(self, frame, height, width, idx=0):
+        seq_lens = frame * height * width
+        freqs_pos = self.pos_freqs.split([x // 2 for x in self.axes_dim], dim=1)
+        freqs_neg = self.neg_freqs.split([x // 2 for x in self.axes_dim], dim=1)
+        freqs_frame = freqs_pos[0][idx: idx + frame].view(frame, 1, 1, -1).expand(frame, height, width, -1)
+        if self.scale_rope:
+            freqs_height = torch.cat([freqs_neg[1][-(height - height // 2):], freqs_pos[1][: height // 2]], dim=0)
+            freqs_height = freqs_height.view(1, height, 1, -1).expand(frame, height, width, -1)
+            freqs_width = torch.cat([freqs_neg[2][-(width - width // 2):], freqs_pos[2][: width // 2]], dim=0)
+            freqs_width = freqs_width.view(1, 1, width, -1).expand(frame, height, width, -1)
+        else:
+            freqs_height = freqs_pos[1][:height].view(1, height, 1, -1).expand(frame, height, width, -1)
+            freqs_width = freqs_pos[2][:width].view(1, 1, width, -1).expand(frame, height, width, -1)
+        freqs = torch.cat([freqs_frame, freqs_height, freqs_width], dim=-1).reshape(seq_lens, -1)
+        return freqs.clone().contiguous()

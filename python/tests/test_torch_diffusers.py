@@ -220,3 +220,28 @@ def test_ltx_video_rotary_pos_embed():
         assert c.shape == (2, 50, dim) and ulps(c, pc, 2.0 ** -12) <= 1 and ulps(s, ps, 2.0 ** -12) <= 1
         if dim % 6:
             assert bool((c[..., : dim % 6] == 1).all()) and bool((s[..., : dim % 6] == 0).all())
+
+
+def test_qwen_embed_rope():
+    """Qwen-Image: centred rows and columns (scale_rope), several images, the text after the largest index."""
+    for scale_rope in (True, False):
+        mine = pt.QwenEmbedRope(10000, [16, 56, 56], scale_rope=scale_rope)
+        theirs = D.DiffusersQwenEmbedRope(10000, [16, 56, 56], scale_rope=scale_rope)
+        precise = D.DiffusersQwenEmbedRope(10000, [16, 56, 56], scale_rope=scale_rope, dtype=torch.float64)
+        assert mine.pos_freqs.shape == theirs.pos_freqs.shape and mine.pos_freqs.dtype == theirs.pos_freqs.dtype
+        assert list(mine.state_dict()) == list(theirs.state_dict()) == []
+        for fhw, txt in (((1, 64, 80), 77), ([(1, 32, 48), (1, 33, 47)], torch.tensor(12)), ([[(1, 9, 7), (2, 4, 6)]], 5)):
+            v, t = mine(fhw, None, max_txt_seq_len=txt)
+            dv, dt = theirs(fhw, None, max_txt_seq_len=txt)
+            pv, ptx = precise(fhw, None, max_txt_seq_len=txt)
+            assert v.shape == dv.shape and v.dtype == dv.dtype and t.shape == dt.shape and t.dtype == dt.dtype
+            for a, b in ((v, pv), (t, ptx)):
+                assert ulps(a.real, b.real.float()) <= 1 and ulps(a.imag, b.imag.float()) <= 1
+        # exact at the centred positions: rows -3 .. 1 of a 5-high image, columns -2 .. 1 of a 4-wide one
+        v, _ = mine((1, 5, 4), None, max_txt_seq_len=1)
+        rows = list(range(20))
+        pos = [[0] * 20, [r // 4 - (3 if scale_rope else 0) for r in rows], [r % 4 - (2 if scale_rope else 0) for r in rows]]
+        ec, es = exact_tables([16, 56, 56], 10000.0, pos)
+        assert torch.equal(v.real, ec) and torch.equal(v.imag, es)
+    with pytest.raises(ValueError, match="max_txt_seq_len"):
+        mine((1, 4, 4))
