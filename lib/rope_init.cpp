@@ -592,6 +592,10 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
     case POSENC_ROPE_TYPE_NTK:
       if (!positive_finite(scaling->factor)) return POSENC_ERR_INVALID;
       if (scaling->mixed_b != 0.0 && !positive_finite(scaling->mixed_b)) return POSENC_ERR_INVALID;
+      // ((i + 1) / h)^b = exp(b ln((i + 1) / h)): mp::exp takes |x| < 2^40; past b ln h = 2^30 every pair but
+      // the last has lambda = 1 to far below any precision (a degenerate scheme), refused
+      if (scaling->mixed_b != 0.0 && !(scaling->mixed_b * std::log(double(s.h)) < 0x1p30))
+        return POSENC_ERR_INVALID;
       s.factor = scaling->factor;
       s.mixed_b = scaling->mixed_b;
       break;

@@ -604,6 +604,10 @@ TEST_CASE("sections: diffusion transformers' per-axis frequencies (Flux, Wan, Hu
     CHECK(std::vector<uint8_t>(m.preset.axis().begin(), m.preset.axis().end()) == axis);
     CHECK(std::vector<double>(m.preset.freq().begin(), m.preset.freq().end()) == freq);
   }
+  // Head sizes diffusers cannot split: odd widths (CogVideoX 72: 18, 27, 27) or no room for three axes (Wan 4)
+  CHECK_THROWS_AS(posenc::rope::cogvideox(72), posenc::error);
+  CHECK_THROWS_AS(posenc::rope::wan(4), posenc::error);
+  CHECK(posenc::rope::cogvideox(128).axis().size() == 64);
   // Equal sections are the VISION layout's frequencies (base^(-2k/h) = base^(-k/s))
   posenc_rope a = posenc_rope_default(80), b = a;
   const int64_t two[4] = {20, 20, 0, 0};
@@ -715,7 +719,7 @@ TEST_CASE("sections: bad arguments return their status and write nothing", "[rop
   untouched();
   CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(7), axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_PER_AXIS, axis.data(), nullptr) == POSENC_ERR_NULL);
-  const int64_t uneven[4] = {20, 22, 20, 0}, fourth[4] = {20, 22, 22, 0 + 1};  // ALTERNATING: h == w, 3 axes
+  const int64_t uneven[4] = {20, 22, 20, 0}, fourth[4] = {19, 22, 22, 1};  // sums 62 and 64  // ALTERNATING: h == w, 3 axes
   CHECK(posenc_rope_sections(&r, uneven, POSENC_SECTIONS_ALTERNATING, axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, fourth, POSENC_SECTIONS_ALTERNATING, axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(-1), axis.data(), freq.data()) == POSENC_ERR_INVALID);

@@ -795,9 +795,11 @@ posenc_rope_scaling good(posenc_rope_type t) {
 }  // namespace
 
 TEST_CASE("bad input: the status, and rope and freq untouched", "[rope_init]") {
-  const posenc_rope_type all[] = {POSENC_ROPE_TYPE_DEFAULT, POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC,
-                                  POSENC_ROPE_TYPE_YARN,    POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE,
-                                  POSENC_ROPE_TYPE_PROPORTIONAL};
+  const posenc_rope_type all[] = {
+      POSENC_ROPE_TYPE_DEFAULT,      POSENC_ROPE_TYPE_LINEAR,       POSENC_ROPE_TYPE_DYNAMIC,
+      POSENC_ROPE_TYPE_YARN,         POSENC_ROPE_TYPE_LLAMA3,       POSENC_ROPE_TYPE_LONGROPE,
+      POSENC_ROPE_TYPE_PROPORTIONAL, POSENC_ROPE_TYPE_NTK,          POSENC_ROPE_TYPE_DEEPSEEK_YARN,
+      POSENC_ROPE_TYPE_YARN_LOG,     POSENC_ROPE_TYPE_THETA_SCALE,  POSENC_ROPE_TYPE_TELECHAT3};
   // The good scalings work, so each refusal below is caused by the one field changed.
   for (posenc_rope_type t : all) {
     const posenc_rope_scaling s = good(t);
@@ -837,7 +839,9 @@ TEST_CASE("bad input: the status, and rope and freq untouched", "[rope_init]") {
   }
   SECTION("factor") {
     for (posenc_rope_type t : {POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN,
-                               POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE}) {
+                               POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_NTK,
+                               POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
+                               POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3}) {
       INFO("type " << int(t));
       for (double fac : {0.0, -1.0, HUGE_VAL, double(NAN)}) {
         posenc_rope_scaling s = good(t);
@@ -1149,7 +1153,7 @@ TEST_CASE("ntk: vLLM's fixed and mixed NTK (NTKScalingRotaryEmbedding)", "[rope_
   posenc_rope rope;
   CHECK(posenc_rope_init(&rope, 128, 1e4, &s, f.data()) == POSENC_ERR_INVALID);  // factor is required
   s.factor = 2.0;
-  for (double b : {-1.0, double(NAN), HUGE_VAL}) {
+  for (double b : {-1.0, double(NAN), HUGE_VAL, 1e15, 1e300}) {  // mixed_b ln 64 >= 2^30: refused, at once
     s.mixed_b = b;
     CHECK(posenc_rope_init(&rope, 128, 1e4, &s, f.data()) == POSENC_ERR_INVALID);
   }

@@ -187,8 +187,9 @@ typedef enum posenc_rope_type {
   POSENC_ROPE_TYPE_LONGROPE = 5,
   POSENC_ROPE_TYPE_PROPORTIONAL = 6, /**< Gemma 4's full-attention layers: the first floor(p r / 2) pairs at
                                          base^(-2i/r) / factor, the rest not rotated (frequency 0) */
-  /* The schemes vLLM names beyond HF's (docs/rope.md, "vLLM's schemes"); YaRN's correction range is always
-     floored / ceiled there, so these ignore `truncate`. */
+  /* The schemes vLLM names beyond HF's (docs/rope.md, "vLLM's schemes"); their YaRN correction range is
+     floored / ceiled (vLLM's DeepSeek and Grok classes always do, TeleChat3's by default): `truncate` is not
+     read. */
   POSENC_ROPE_TYPE_NTK = 7,           /**< vLLM "ntk": f_i = (base s)^(-2i/r) s^(-2/r); with mixed_b = b > 0,
                                            f_i = base^(-2i/r) s^(-((i+1)/h)^b), h = r/2 */
   POSENC_ROPE_TYPE_DEEPSEEK_YARN = 8, /**< vLLM "deepseek_yarn": YaRN with extrapolation_factor e, attention
@@ -218,7 +219,8 @@ typedef struct posenc_rope_scaling {
                                          (HF's int(p * head_dim // 2) of them); 0 = 1 */
   double alpha;                     /**< dynamic: vLLM's NTK alpha (HunYuan), base' = base alpha^(r/(r-2)),
                                          factor and the lengths then not read; 0 = unset */
-  double mixed_b;                   /**< ntk: vLLM's mixed_b, finite and > 0; 0 = unset (fixed NTK) */
+  double mixed_b;                   /**< ntk: vLLM's mixed_b, > 0 with mixed_b ln(r/2) < 2^30; 0 = unset (fixed
+                                         NTK) */
   double extrapolation_factor;      /**< deepseek_yarn, yarn_log, telechat3: e in [0, 1]; 0 = 1 (vLLM's
                                          default; e = 0 itself is interpolation everywhere, not asked for) */
   double attn_factor;               /**< deepseek_yarn, telechat3: vLLM's attn_factor, a multiplier of the

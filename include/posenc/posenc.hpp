@@ -1070,8 +1070,10 @@ class rope {
    *  axes 0, 1, 2; the text tokens' ids are 0 (angle 0). */
   static rope flux() { return diffusion(128, 1.0e4, {8, 28, 28, 0}); }
   /** Wan 2.x (WanRotaryPosEmbed, head 128): t = 128 - 2 * 2 (128 // 6) = 44 dimensions, h = w = 42,
-   *  theta 1e4; positions frame, row, column (integer indices). Another head size: wan(head_dim). */
+   *  theta 1e4; positions frame, row, column (integer indices). Another head size: wan(head_dim), even and
+   *  >= 6 (posenc::error, POSENC_ERR_INVALID otherwise). */
   static rope wan(int64_t head_dim = 128) {
+    if (head_dim < 6 || head_dim % 2 != 0) throw error(POSENC_ERR_INVALID);  // three axes of even width
     const int64_t hw = 2 * (head_dim / 6);
     return diffusion(head_dim, 1.0e4, {(head_dim - 2 * hw) / 2, hw / 2, hw / 2, 0});
   }
@@ -1079,8 +1081,10 @@ class rope {
   static rope hunyuan_video() { return diffusion(128, 256.0, {8, 28, 28, 0}); }
   /** CogVideoX (get_3d_rotary_pos_embed(attention_head_dim 64)): t = 64 // 4 = 16 dimensions, h = w =
    *  64 // 8 * 3 = 24, theta 1e4; the 1.5 models' "slice" grids are integers, 1.0's "linspace" grids are
-   *  not (real-valued positions: not yet). Another head size: cogvideox(head_dim). */
+   *  not (real-valued positions: not yet). Another head size: cogvideox(head_dim), a multiple of 16 (otherwise
+   *  diffusers' widths are odd or do not fill the head: posenc::error, POSENC_ERR_INVALID). */
   static rope cogvideox(int64_t head_dim = 64) {
+    if (head_dim < 16 || head_dim % 16 != 0) throw error(POSENC_ERR_INVALID);  // even widths summing to head_dim
     return diffusion(head_dim, 1.0e4, {head_dim / 8, head_dim / 8 * 3 / 2, head_dim / 8 * 3 / 2, 0});
   }
   /** Qwen-Image (QwenEmbedRope(theta=10000, axes_dim=(16, 56, 56), scale_rope=True), head 128): frame,

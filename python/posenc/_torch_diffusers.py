@@ -138,8 +138,8 @@ def get_1d_rotary_pos_embed(dim: int, pos: Union[np.ndarray, int, Tensor], theta
                             repeat_interleave_real: bool = True,
                             freqs_dtype: torch.dtype = torch.float32) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """diffusers' get_1d_rotary_pos_embed: use_real and repeat_interleave_real: (cos, sin) [S, dim] float32,
-    c0 c0 c1 c1 ..; use_real alone: [cos, cos] halves; else complex [S, dim/2] (complex64, or complex128 for a
-    float64 freqs_dtype, from the double path)."""
+    c0 c0 c1 c1 ..; use_real alone: [cos, cos] halves; else complex [S, dim/2] (complex64, or complex128 when
+    diffusers' outer product is float64, a float64 freqs_dtype or float64 positions: from the double path)."""
     assert dim % 2 == 0
     if isinstance(pos, int):
         pos = torch.arange(pos)
@@ -152,7 +152,8 @@ def get_1d_rotary_pos_embed(dim: int, pos: Union[np.ndarray, int, Tensor], theta
     rope = _cached_rope((int(dim),), float(theta), float(linear_factor))
     flat = pos.reshape(-1)
     if not use_real:
-        if freqs_dtype == torch.float64:
+        # diffusers' torch.outer(pos, freqs) promotes: float64 positions or frequencies give complex128
+        if torch.promote_types(pos.dtype, freqs_dtype) == torch.float64:
             ang = _double_angles(rope, flat.cpu())
             out = torch.polar(torch.ones_like(ang), ang)
         else:

@@ -241,6 +241,7 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
        {"ntk", POSENC_ROPE_TYPE_NTK}, {"deepseek_yarn", POSENC_ROPE_TYPE_DEEPSEEK_YARN},
        {"deepseek_llama_scaling", POSENC_ROPE_TYPE_DEEPSEEK_YARN}, {"yarn_log", POSENC_ROPE_TYPE_YARN_LOG},
        {"theta_scale", POSENC_ROPE_TYPE_THETA_SCALE}, {"telechat3", POSENC_ROPE_TYPE_TELECHAT3},
+       {"telechat3_yarn", POSENC_ROPE_TYPE_TELECHAT3},  // vLLM's "telechat3-yarn" ('-' reads as '_')
        {"xdrope", POSENC_ROPE_TYPE_DYNAMIC}});
   if (grok && s.type != POSENC_ROPE_TYPE_YARN_LOG && s.type != POSENC_ROPE_TYPE_THETA_SCALE)
     throw py::value_error("scaling['extra_method']: " + std::string(py::repr(type_name)) +
@@ -248,7 +249,12 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
   const bool xdrope = std::string(py::str(type_name)) == "xdrope";
   if (xdrope && !d.contains("alpha")) throw py::value_error("scaling: xdrope needs 'alpha' (vLLM's XDRotaryEmbedding)");
   check_keys(d, s.type, std::string(py::str(type_name)));
-  const int64_t max_positions = max_pos.is_none() ? get<int64_t>(d, "max_position_embeddings", 0) : max_pos.cast<int64_t>();
+  int64_t max_positions = max_pos.is_none() ? get<int64_t>(d, "max_position_embeddings", 0) : max_pos.cast<int64_t>();
+  // Grok's rope_scaling holds the original length under max_position_embeddings (Grok1ScalingRotaryEmbedding's
+  // argument): the dict's value is the scheme's L0, whatever the keyword says
+  if ((s.type == POSENC_ROPE_TYPE_YARN_LOG || s.type == POSENC_ROPE_TYPE_THETA_SCALE) &&
+      d.contains("max_position_embeddings"))
+    max_positions = get<int64_t>(d, "max_position_embeddings", 0);
   int64_t original = get<int64_t>(d, "original_max_position_embeddings", 0);
   if (!original && !original_max_pos.is_none()) original = original_max_pos.cast<int64_t>();
   s.factor = get<double>(d, "factor", 0.0);
@@ -742,7 +748,7 @@ posenc_rope_init: the Rope of an HF rope_type, each frequency and the attention 
 double of the formula's real value. scaling: HF's rope_scaling / rope_parameters dict ("rope_type" or the
 legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"), proportional, and vLLM's ntk,
 deepseek_yarn (or deepseek_llama_scaling), grok1 (with extra_method yarn_log or theta_scale, or those two
-names), telechat3, xdrope (dynamic alpha; the caller applies xdrope_section): docs/rope.md; factor,
+names; the dict's max_position_embeddings is Grok's original length), telechat3 (or telechat3-yarn), xdrope (dynamic alpha; the caller applies xdrope_section): docs/rope.md; factor,
 original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, truncate (default True),
 low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor, dynamic's "alpha" (vLLM's
 NTK alpha of HunYuan: base * alpha^(r/(r-2)), factor and lengths then unread), and for proportional
@@ -770,10 +776,11 @@ below r/2 repeats, ggml's rule). layout (a posenc.RopeLayout or its name):
                   (its mrope_section [h, w, t] is sections [t, h, w])
   "per_axis"      chunked, section a at its own width's frequencies base^(-k/s_a): Flux, Wan, HunyuanVideo,
                   CogVideoX, Qwen-Image (diffusers' get_1d_rotary_pos_embed per axis)
-A is 3 for interleaved and alternating, 4 for interleaved_4, else one more than the last non-zero section. "vision",
-"strided" and "per_axis" replace the frequencies (each the double nearest the real value, from rope.base); the others keep
-rope's (a scaled spec keeps its scaled frequencies). Every other field is kept. posenc.InvalidArgument for a
-negative section, a sum of 0 or past r/2, or an unknown layout value.)");
+A is 3 for interleaved and alternating, 4 for interleaved_4, else one more than the last non-zero section.
+"vision", "strided" and "per_axis" replace the frequencies (each the double nearest the real value, from
+rope.base); the others keep rope's (a scaled spec keeps its scaled frequencies). Every other field is kept.
+posenc.InvalidArgument for a negative section, a sum of 0 or past r/2, an unknown layout value, alternating's
+s1 != s2 or a fourth section, per_axis's lcm of the sections past 2^40.)");
   m.def("_repeat_rope_qk", &repeat_rope_qk, "rope"_a, "q"_a, "k"_a, "positions"_a, "heads_first"_a, "repeat"_a,
         "Benchmark helper: seconds per posenc_rope_qk_* call, the call repeated without Python in between "
         "(batch 1). Rotates q and k repeat + 1 times.");

@@ -311,7 +311,7 @@ class RopeRef:
 
 # ---- multi-axis RoPE -------------------------------------------------------------------------------------------
 
-CHUNKED, INTERLEAVED, VISION, STRIDED, INTERLEAVED_4 = range(5)
+CHUNKED, INTERLEAVED, VISION, STRIDED, INTERLEAVED_4, ALTERNATING, PER_AXIS = range(7)
 
 
 def section_map(layout, sections, h):
@@ -322,7 +322,7 @@ def section_map(layout, sections, h):
     s = [int(v) for v in sections] + [0] * (4 - len(sections))
     total = sum(s)
     starts = [sum(s[:a]) for a in range(4)]
-    if layout == INTERLEAVED:
+    if layout in (INTERLEAVED, ALTERNATING):
         axes = 3
     elif layout == INTERLEAVED_4:
         axes = 4
@@ -337,6 +337,8 @@ def section_map(layout, sections, h):
         elif layout == INTERLEAVED_4:
             a = (1 if j % 3 == 1 and j < 3 * s[1] else 2 if j % 3 == 2 and j < 3 * s[2]
                  else 0 if j % 3 == 0 and j < 3 * s[0] else 3)
+        elif layout == ALTERNATING:  # h w h w .. over 2 s1 sectors, then axis 0
+            a = (1 + j % 2) if j < 2 * s[1] else 0
         else:
             a = chunk
         axis.append(a)
@@ -345,7 +347,9 @@ def section_map(layout, sections, h):
             expo.append((2 * k, h))
         elif layout == STRIDED:
             expo.append((2 * (axes * k + chunk), 2 * h))
-    return axes, axis, (expo if layout in (VISION, STRIDED) else None)
+        elif layout == PER_AXIS:  # base^(-k / s_a): the section's own width
+            expo.append((k, s[chunk]))
+    return axes, axis, (expo if layout in (VISION, STRIDED, PER_AXIS) else None)
 
 
 def power(base, num, den):

@@ -17,7 +17,7 @@ from test_rope_api import FMTS, data
 K = 2 ** 31
 PAD = posenc.PAD
 S = posenc.Status
-LAYOUTS = ["chunked", "interleaved", "vision", "strided", "interleaved_4"]
+LAYOUTS = ["chunked", "interleaved", "vision", "strided", "interleaved_4", "alternating", "per_axis"]
 
 
 def vl_positions(seed, n, axes):
@@ -148,6 +148,9 @@ def test_rope_sections_every_layout_random_sections(layout):
             left -= v
         if layout == "vision" and 0 in s[:-1]:  # models have no empty section before a used one
             continue
+        if layout == "alternating":  # height and width alike, three axes: [t, h, h] with 2 h + t <= r/2
+            hw = int(rng.integers(0, h // 2 + 1))
+            s = [int(rng.integers(0 if hw else 1, h - 2 * hw + 1)), hw, hw]
         base = float(rng.choice([1e4, 5e5, 1e6, 1.5]))
         rope = posenc.Rope(2 * h, rng.choice(["halves", "interleaved"]), base=base, attention_scale=0.75)
         sectioned(rope, s, layout)

@@ -72,6 +72,8 @@ def test_ntk_fixed_and_mixed():
         assert r.attention_scale == 1.0
     with pytest.raises(ValueError, match=r"scaling\['mixed_b'\]"):
         posenc.rope_init(128, 1e4, {"rope_type": "ntk", "factor": 2.0, "mixed_b": -1.0})
+    with pytest.raises(posenc.InvalidArgument):  # mixed_b ln 64 past 2^30: refused at once
+        posenc.rope_init(128, 1e4, {"rope_type": "ntk", "factor": 2.0, "mixed_b": 1e300})
 
 
 def test_deepseek_yarn_as_vllm_applies_it():
@@ -112,6 +114,8 @@ def test_grok_extra_methods():
     check_freqs(rope, want, "grok theta_scale")
     assert posenc.rope_init(r, base, {"rope_type": "theta_scale", "factor": 16.0,
                                       "original_max_position_embeddings": 8192}) == rope
+    # Grok's dict holds the original length under max_position_embeddings: a caller's keyword does not move it
+    assert posenc.rope_init(r, base, {**grok, "extra_method": "theta_scale"}, max_position_embeddings=131072) == rope
     for method in ("yarn", "original", "bogus"):
         with pytest.raises(ValueError, match="extra_method"):
             posenc.rope_init(r, base, {**grok, "extra_method": method})
@@ -128,6 +132,10 @@ def test_telechat3():
         with R.ctx(R.PREC):
             want = get_mscale(s, 1.0, (7, 100)) * mpfr(attn or 1.0)  # 0.07 ln s + 1
         assert rope.attention_scale == nearest(want)
+        assert posenc.rope_init(r, base, {**scaling, "rope_type": "telechat3-yarn"}) == rope  # vLLM's name
+    with pytest.raises(ValueError, match="truncate"):
+        posenc.rope_init(r, base, {"rope_type": "telechat3", "factor": s, "original_max_position_embeddings": L0,
+                                   "truncate": False})
 
 
 def test_xdrope_hunyuan_vl():

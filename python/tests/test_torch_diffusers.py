@@ -86,7 +86,7 @@ def test_get_1d_rotary_pos_embed_layouts_and_values():
     for kwargs in ({}, {"use_real": True}, {"use_real": True, "repeat_interleave_real": False},
                    {"use_real": True, "linear_factor": 2.0}, {"use_real": True, "ntk_factor": 3.0},
                    {"freqs_dtype": torch.float64}, {"use_real": True, "freqs_dtype": torch.float64}):
-        for pos in (37, np.arange(5, 40, 3), torch.arange(100, 300, 7)):
+        for pos in (37, np.arange(5, 40, 3), torch.arange(100, 300, 7), np.arange(5.0, 40.0, 3.0)):
             mine = pt.get_1d_rotary_pos_embed(32, pos, 10000.0, **kwargs)
             theirs = diffusers_get_1d(32, pos, 10000.0, **kwargs)
             precise = diffusers_get_1d(32, pos, 10000.0, **dict(kwargs, freqs_dtype=torch.float64))
@@ -97,8 +97,8 @@ def test_get_1d_rotary_pos_embed_layouts_and_values():
                 assert mine.shape == theirs.shape and mine.dtype == theirs.dtype, kwargs
                 if mine.dtype == torch.complex64:
                     assert ulps(mine.real, precise.real) <= 1 and ulps(mine.imag, precise.imag) <= 1, kwargs
-                else:  # complex128: the double path is diffusers' float64 computation
-                    assert float((mine - theirs).abs().max()) <= 2 ** -40, kwargs
+                else:  # complex128: the double path is diffusers' computation with float64 frequencies
+                    assert float((mine - precise).abs().max()) <= 2 ** -40, kwargs
     # the exact values, at integer positions, with ntk_factor's double product as the base
     cos, sin = pt.get_1d_rotary_pos_embed(24, torch.tensor([0, 1, 99, 4095, 2 ** 20]), 10000.0, use_real=True,
                                           ntk_factor=3.0, repeat_interleave_real=False)
