@@ -108,6 +108,12 @@ def _cos_sin(rope: Rope, pos: Tensor) -> Tuple[Tensor, Tensor]:
 _DOUBLE_TABLES: dict = {}
 
 
+def _interleaved(rope: Rope, pos: Tensor, device) -> Tuple[Tensor, Tensor]:
+    """diffusers' repeat-interleaved (cos, sin) tables, [n, r] float32 on device: _cos_sin's, each pair twice."""
+    cos, sin = _cos_sin(rope, pos)
+    return cos.repeat_interleave(2, dim=1).to(device), sin.repeat_interleave(2, dim=1).to(device)
+
+
 def _double_tables(rope: Rope) -> Tuple[Tensor, Optional[Tensor]]:
     """The double path's per-pair frequencies (times position_scale) and axis index of a spec, kept per spec
     object (the specs themselves are built once: _cached_rope, the modules' constructors)."""
@@ -160,12 +166,10 @@ def get_1d_rotary_pos_embed(dim: int, pos: Union[np.ndarray, int, Tensor], theta
             cos, sin = _cos_sin(rope, flat.cpu())
             out = torch.complex(cos, sin)
         return out.to(device)
-    cos, sin = _cos_sin(rope, flat.cpu())
     if repeat_interleave_real:
-        cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
-    else:
-        cos, sin = torch.cat([cos, cos], dim=-1), torch.cat([sin, sin], dim=-1)
-    return cos.to(device), sin.to(device)
+        return _interleaved(rope, flat.cpu(), device)
+    cos, sin = _cos_sin(rope, flat.cpu())
+    return torch.cat([cos, cos], dim=-1).to(device), torch.cat([sin, sin], dim=-1).to(device)
 
 
 def _linspace_grid(start: float, stop: float, size: int, device: Optional[torch.device]) -> Tensor:
@@ -260,10 +264,7 @@ class FluxPosEmbed(nn.Module):
         if n_axes != len(self.axes_dim):
             raise ValueError("ids: %d columns for %d axes (axes_dim %s)" % (n_axes, len(self.axes_dim),
                                                                           list(self.axes_dim)))
-        pos = ids.float().cpu()
-        cos, sin = _cos_sin(self._rope, pos.t())
-        cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
-        return cos.to(ids.device), sin.to(ids.device)
+        return _interleaved(self._rope, ids.float().cpu().t(), ids.device)
 
 
 class WanRotaryPosEmbed(nn.Module):
@@ -281,13 +282,10 @@ class WanRotaryPosEmbed(nn.Module):
         h_dim = w_dim = 2 * (attention_head_dim // 6)
         t_dim = attention_head_dim - h_dim - w_dim
         self.t_dim, self.h_dim, self.w_dim = t_dim, h_dim, w_dim
-        cos, sin = [], []
-        for d in (t_dim, h_dim, w_dim):
-            c, s = get_1d_rotary_pos_embed(d, max_seq_len, theta, use_real=True, repeat_interleave_real=True)
-            cos.append(c)
-            sin.append(s)
-        # one storage for both tables (forward slices them in one pass); the buffers are its two halves
-        self._both = torch.stack([torch.cat(cos, dim=1), torch.cat(sin, dim=1)])
+        # positions 0 .. max_seq_len - 1 on the three axes at once (the per-axis spec: diffusers' three 1-D
+        # tables side by side), in one storage (forward slices both in one pass); the buffers are its halves
+        rope = _cached_rope((t_dim, h_dim, w_dim), float(theta))
+        self._both = torch.stack(_interleaved(rope, torch.arange(max_seq_len).expand(3, -1), None))
         self.register_buffer("freqs_cos", self._both[0], persistent=False)
         self.register_buffer("freqs_sin", self._both[1], persistent=False)
 
@@ -330,9 +328,7 @@ class HunyuanVideoRotaryPosEmbed(nn.Module):
         _, _, num_frames, height, width = hidden_states.shape
         sizes = [num_frames // self.patch_size_t, height // self.patch_size, width // self.patch_size]
         grid = torch.stack(torch.meshgrid(*[torch.arange(n) for n in sizes], indexing="ij"), dim=0).reshape(3, -1)
-        cos, sin = _cos_sin(self._rope, grid)
-        cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
-        return cos.to(hidden_states.device), sin.to(hidden_states.device)
+        return _interleaved(self._rope, grid, hidden_states.device)
 
 
 class LTXVideoRotaryPosEmbed(nn.Module):
