@@ -876,7 +876,9 @@ RopeExpect rope_status_before_positions(const RopeArgs &a) {
   return {POSENC_OK, false, or_invalid};
 }
 
-posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf, const Part &part = Part{}) {
+// times: the twin at real-valued positions (posenc_rope_*_real) at these A n doubles.
+posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf, const Part &part = Part{},
+                          const double *times = nullptr) {
   const size_t es = rope_size(a.kernel);
   posenc_rope rope = a.rope;
   rope.axis = a.axis.empty() ? nullptr : a.axis.data();
@@ -903,7 +905,21 @@ posenc_status rope_invoke(const RopeArgs &a, unsigned char *buf, const Part &par
   c.part = part.on;
   c.begin = part.begin;
   c.end = part.end;
+  c.real = times != nullptr;
+  c.times = times;
   return ref::invoke(c);
+}
+
+// The largest |position_scale f_i| of a valid spec, estimated in double (pow's rounding is far inside the
+// margin the caller keeps from 2^52).
+double rope_max_frequency(const RopeArgs &a) {
+  const int64_t h = a.rope.rotary_dim / 2;
+  double top = 0.0;
+  for (int64_t i = 0; i < h; ++i) {
+    const double f = a.rope.freq ? a.rope.freq[i] : std::pow(a.rope.base, -2.0 * double(i) / double(2 * h));
+    top = std::max(top, std::fabs(f) * std::fabs(a.rope.position_scale));
+  }
+  return top;
 }
 
 // Token t's position on axis `axis` (axis-major explicit positions, or first + t on every axis).
@@ -1259,6 +1275,37 @@ int rope_one_input(Input &in, uint8_t selector) {
     for (size_t i = 0; i < out.size(); ++i)
       if (out[i] != b.copy[i]) both[i] = out[i];
     if (both != scalar_out) fail("a RoPE part and the rest of the call differ from the whole call");
+  }
+  // The twin at real-valued positions: the call's positions as doubles give the integer call's bytes on every
+  // path (a valid call without POSENC_PAD whose frequencies stay below 2^52); moved by half a step they give
+  // the same status and bytes on every path, and the same bytes again as parts.
+  if (first_status == POSENC_OK && a.n > 0 && !a.rope_null && rope_max_frequency(a) < 0x1p51) {
+    std::vector<double> t(size_t(axes) * size_t(a.n)), half(t.size());
+    bool pad = false;
+    for (int ax = 0; ax < axes; ++ax)
+      for (int64_t k = 0; k < a.n; ++k) {
+        const int64_t p = rope_position(a, k, ax);
+        pad = pad || p == POSENC_PAD;
+        t[size_t(ax * a.n + k)] = double(p);
+        half[size_t(ax * a.n + k)] = double(p) + (p > 0 ? -0.5 : 0.5);
+      }
+    if (!pad) {
+      std::vector<unsigned char> first_half;
+      for (posenc_isa isa : paths) {
+        if (posenc_force_isa(isa) != POSENC_OK) fail("force_isa refused an available path", long(isa));
+        std::vector<unsigned char> out = b.copy;
+        if (rope_invoke(a, out.data(), Part{}, t.data()) != POSENC_OK) fail("a valid RoPE call's real twin failed");
+        if (out != scalar_out) fail("RoPE at integer-valued real positions differs from the integer call", long(isa));
+        out = b.copy;
+        if (rope_invoke(a, out.data(), Part{}, half.data()) != POSENC_OK) fail("RoPE at half steps failed");
+        if (isa == paths.front()) first_half = out;
+        else if (out != first_half) fail("paths disagree on RoPE at half steps", long(isa));
+      }
+      std::vector<unsigned char> out = b.copy;
+      for (const Part &q : cover)
+        if (rope_invoke(a, out.data(), q, half.data()) != POSENC_OK) fail("a part of RoPE at half steps failed");
+      if (out != first_half) fail("RoPE parts at half steps differ from the whole call");
+    }
   }
   return 0;
 }

@@ -68,19 +68,25 @@ void sincos_quarter_turns(const mp::Num &x, mp::Num *s, mp::Num *c, bool *wrappe
 // truncated below 2^(51 - 511). U's copy (relative error < 2^-250) dominates: |f U| < 2^51 makes it below
 // 2^-199 absolute, and u's adds 2^-218; both scale with the angle when it does not wrap (k u and f U both
 // small). The interval is 2^-190: absolute after a wrap, relative without one, as exact_sincos_bits's.
-void exact_sincos_bits_real(const LaneExact &lane, const LaneExact &whole, int64_t k, double f, uint32_t *sin_bits,
-                            uint32_t *cos_bits) {
+// With a scale m (RoPE), as exact_sincos_bits: m times the values before their one rounding, and the same
+// rule for a cos next to 1 that the interval cannot decide (the interval here is wider, 2^-190, but m has 53
+// bits, so no float32 midpoint other than m itself lies within it).
+void exact_sincos_bits_real(const LaneExact &lane, const LaneExact &whole, int64_t k, double f, double scale,
+                            uint32_t *sin_bits, uint32_t *cos_bits) {
   constexpr int kRealLimbs = 8;
   constexpr int64_t kRealErrorExponent = -190;
+  const bool scaled = scale != 1.0;
+  const mp::Num m = mp::from_double(scale, kRealLimbs);
+  const uint32_t m_bits = scaled ? mp::to_float_bits(m) : kOneBits;
   if (k == 0 && f == 0.0) {  // the angle is exactly zero
     *sin_bits = 0;
-    *cos_bits = kOneBits;
+    *cos_bits = m_bits;
     return;
   }
   if (lane.kind == kNegligible) {  // |s w| < 2^-1100, so |angle| < 2^-1069: sin rounds to a signed zero
     const bool t_neg = k != 0 ? k < 0 : std::signbit(f);
     *sin_bits = (t_neg != lane.neg) ? 0x80000000u : 0u;
-    *cos_bits = kOneBits;
+    *cos_bits = scaled ? mp::to_float_bits(mp::sub(m, mp::ldexp(m, -330))) : kOneBits;  // as exact_sincos_bits
     return;
   }
   auto from_lane = [](const LaneExact &l) {
@@ -99,16 +105,15 @@ void exact_sincos_bits_real(const LaneExact &lane, const LaneExact &whole, int64
   if (f != 0.0 && !uw.is_zero()) x = mp::add(x, mp::mul(mp::from_double(f, kRealLimbs), uw));
   if (x.is_zero()) {  // k u + f U vanished (a zero frequency): the angle is exactly zero
     *sin_bits = 0;
-    *cos_bits = kOneBits;
+    *cos_bits = m_bits;
     return;
   }
   mp::Num sn, cs;
   bool wrapped, tiny;
   unsigned quadrant;
   sincos_quarter_turns(x, &sn, &cs, &wrapped, &tiny, &quadrant);
-  const mp::Num one = mp::from_u64(1, kRealLimbs);
-  *sin_bits = rounded_bits(sn, wrapped, one, false, false, kRealErrorExponent);
-  *cos_bits = rounded_bits(cs, wrapped, one, false, false, kRealErrorExponent);
+  *sin_bits = rounded_bits(sn, wrapped, m, scaled, tiny && (quadrant & 1), kRealErrorExponent);
+  *cos_bits = rounded_bits(cs, wrapped, m, scaled, tiny && !(quadrant & 1), kRealErrorExponent);
 }
 
 void exact_sincos_bits(const LaneExact &lane, int64_t p, double scale, uint32_t *sin_bits, uint32_t *cos_bits) {

@@ -19,9 +19,13 @@ inline void exact_sincos_bits(const LaneExact &lane, int64_t p, uint32_t *sin_bi
 
 // The same for a real position t = k + f (k an integer, |k| < 2^31; f exact, |f| <= 1/2): the angle in
 // quarter turns is k u + f U, u from `lane` (U reduced modulo 4), U = 2 s w / pi whole (|U| < 2^52) from
-// `whole` (Freq::whole). Tables only (no attention scale).
-void exact_sincos_bits_real(const LaneExact &lane, const LaneExact &whole, int64_t k, double f, uint32_t *sin_bits,
-                            uint32_t *cos_bits);
+// `whole` (Freq::whole); m as above (RoPE at real-valued positions), 1 for the tables.
+void exact_sincos_bits_real(const LaneExact &lane, const LaneExact &whole, int64_t k, double f, double m,
+                            uint32_t *sin_bits, uint32_t *cos_bits);
+inline void exact_sincos_bits_real(const LaneExact &lane, const LaneExact &whole, int64_t k, double f,
+                                   uint32_t *sin_bits, uint32_t *cos_bits) {
+  exact_sincos_bits_real(lane, whole, k, f, 1.0, sin_bits, cos_bits);
+}
 
 }  // namespace detail
 }  // namespace posenc

@@ -52,8 +52,8 @@ struct Freq {
   LaneExact *exact;
   // Real-valued positions (timesteps, values_times.hpp): U_i = 2 s w_i / pi itself, not reduced (a
   // fractional position needs its integer part too), as U0 + U1 + U2 (relative error below 2^-150) and a
-  // 256-bit copy in `whole` (kind kNegligible where exact holds it so). Filled by set_pair; zero in explicit
-  // tables built by the Payne-Hanek reduction (RoPE, integer positions only).
+  // 256-bit copy in `whole` (kind kNegligible where exact holds it so). Filled by set_pair, and for RoPE's
+  // explicit frequencies by freq_explicit.cpp (RoPE at real-valued positions).
   double *U0, *U1, *U2;
   LaneExact *whole;
   // RoPE with explicit frequencies: the h doubles f_i (u_i = frac4(2 s f_i / pi)), which with scale are

@@ -5,7 +5,8 @@
 // last bit. The bits of 2/pi past the accumulator and the truncation of each partial product cost below
 // 2^-440 absolute, far inside the 2^-250 relative of the multi-precision builder it replaces here (which
 // takes ~12,000 instructions a pair: a new spec at r = 128 took 43 us; a dynamic-NTK runtime makes one
-// per decode step). Frequencies above 2^500 take that builder (freq.cpp, set_pair).
+// per decode step). Frequencies above 2^500 take that builder (freq.cpp, set_pair). The unreduced U_i of
+// real-valued positions comes from the same product with the leading limbs of 2/pi (set_whole_pair).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -114,6 +115,42 @@ void split3(const uint64_t in[4], int64_t x, double sign, double out[3]) {
   }
 }
 
+// The 256 bits of a (kAcc-limb) from bit t down as the lane's copy 0.m 2^e of sign neg, and as three doubles.
+void set_lane(const uint64_t *a, int t, int64_t e, bool neg, LaneExact &ex, double *d0, double *d1, double *d2) {
+  uint64_t m[4];
+  for (int k = 0; k < 4; ++k) m[k] = bits64(a, t - 64 * k);
+  for (int k = 0; k < 4; ++k) ex.m[3 - k] = m[k];
+  ex.e = e;
+  ex.neg = neg;
+  ex.kind = kNormal;
+  double u[3];
+  split3(m, e, neg ? -1.0 : 1.0, u);
+  *d0 = u[0];
+  *d1 = u[1];
+  *d2 = u[2];
+}
+
+// U_i = 2 s f / pi unreduced, for real-valued positions (freq.hpp): |s f| = M 2^e times the first five limbs
+// of 2/pi, an exact product of 448 bits but for the bits of 2/pi past 320 (relative 2^-318); its top 256 bits
+// (truncated: relative 2^-255) are the 256-bit copy `whole` and, split, U0 + U1 + U2.
+void set_whole_pair(Freq &f, int64_t i, u128 M, int64_t e, bool neg) {
+  const TwoOverPi &tp = two_over_pi_bits();
+  constexpr int kT = 5;
+  uint64_t P[kAcc] = {};  // M T 2^(e - 64 kT), T = limbs 0 .. kT-1 of 2/pi as an integer; little-endian limbs
+  const uint64_t mw[2] = {uint64_t(M), uint64_t(M >> 64)};
+  for (int a = 0; a < 2; ++a) {
+    u128 carry = 0;
+    for (int b = 0; b < kT; ++b) {
+      const u128 p = u128(mw[a]) * tp.limb[kT - 1 - b] + P[a + b] + carry;
+      P[a + b] = uint64_t(p);
+      carry = p >> 64;
+    }
+    P[a + kT] = uint64_t(carry);
+  }
+  const int t = top_bit(P);  // M > 0 and T > 0: 0.m 2^(t + 1 + e - 64 kT)
+  set_lane(P, t, t + 1 + e - 64 * kT, neg, f.whole[i], f.U0 + i, f.U1 + i, f.U2 + i);
+}
+
 // Sets pair i from w = s f (both nonzero; |s f| < 2^500): returns false when the fast path does not apply.
 bool reduce_pair(Freq &f, int64_t i, double s, double fr) {
   int64_t es = 0, ef = 0;
@@ -165,18 +202,8 @@ bool reduce_pair(Freq &f, int64_t i, double s, double fr) {
   }
   const int t = top_bit(acc);
   if (t < kTopMin) return false;  // zero or tiny: the multi-precision builder
-  uint64_t m[4];
-  for (int k = 0; k < 4; ++k) m[k] = bits64(acc, t - 64 * k);
-  LaneExact &ex = f.exact[i];  // the 256-bit copy: 0.m 2^(t - 447)
-  for (int k = 0; k < 4; ++k) ex.m[3 - k] = m[k];
-  ex.e = t - kFracBits + 1;
-  ex.neg = neg;
-  ex.kind = kNormal;
-  double u[3];
-  split3(m, ex.e, neg ? -1.0 : 1.0, u);
-  f.u0[i] = u[0];
-  f.u1[i] = u[1];
-  f.u2[i] = u[2];
+  set_lane(acc, t, t - kFracBits + 1, neg, f.exact[i], f.u0 + i, f.u1 + i, f.u2 + i);  // 0.m 2^(t - 447)
+  set_whole_pair(f, i, M, e, (s < 0) != (fr < 0));
   return true;
 }
 

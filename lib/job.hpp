@@ -72,6 +72,8 @@ struct RopeJob {
   const int64_t *positions;   // nullptr: first + t on every axis; else axis-major, token t of axis a at
                               // positions[a axis_stride + t]
   int64_t first, n;
+  const double *times;        // real-valued positions (posenc_rope_*_real): laid out as positions, which are
+                              // then unused; nullptr for integer positions
   int64_t axis_stride;        // the whole call's n (Stream::axis_stride)
   int axes;                   // positions per token: 1, or up to 4 (multi-axis RoPE)
   const uint8_t *axis;        // axes > 1: the axis of each of the h pairs, whose position its angle takes

@@ -13,6 +13,7 @@
 #include "sink_pe.hpp"
 #include "simd_contract.hpp"
 #include "sink_rope.hpp"
+#include "values_rope_real.hpp"
 #include "values_rows.hpp"
 #include "values_times.hpp"
 
@@ -48,6 +49,7 @@ struct Engine : Rows<S> {
   template <class K>
   static void run_rope_sink(const detail::RopeJob &job) {
     K sink(job);
+    if (job.times) return RopeTimes<S>::run(sink, job);  // real-valued positions (values_rope_real.hpp)
     const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n, job.axes, job.axis, job.axis_stride};
     R::run_sink(sink, st);
   }

@@ -76,6 +76,26 @@ posenc_status check_axis_positions(const int64_t *positions, int64_t first, int6
   return POSENC_OK;
 }
 
+// Real-valued positions (posenc_rope_*_real): frequencies |position_scale f_i| below 2^52, as the timesteps'
+// (freq.hpp, check_real_positions_spec), on a valid spec.
+posenc_status check_real_rope(const posenc_rope &r) {
+  if (!r.freq) return check_real_positions_spec(base_spec(r));
+  const double s = std::fabs(r.position_scale);
+  for (int64_t i = 0; i < r.rotary_dim / 2; ++i)
+    if (!(std::fabs(r.freq[i]) * s < 0x1p52)) return POSENC_ERR_INVALID;
+  return POSENC_OK;
+}
+
+// The A n real positions of a call (axis-major): finite with |t| < 2^31 (OUT_OF_RANGE; NaN fails the
+// comparison), OVERFLOW when they cannot all be in memory.
+posenc_status check_real_positions(const double *t, int64_t n, int axes) {
+  const int64_t a = axes > 1 ? axes : 1;
+  if (n > std::numeric_limits<int64_t>::max() / int64_t(sizeof(double) * size_t(a))) return POSENC_ERR_OVERFLOW;
+  for (int64_t i = 0; i < a * n; ++i)
+    if (!(std::fabs(t[i]) < double(kPositionLimit))) return POSENC_ERR_OUT_OF_RANGE;
+  return POSENC_OK;
+}
+
 // m = mu 2^e with mu in (0.75, 1.5] (job.hpp, Mag); e = 0 for every m in that range, 1.0 among them.
 Mag magnitude(double m) {
   int e = 0;
@@ -176,8 +196,8 @@ bool range_ok(int64_t begin, int64_t end, int64_t n) { return begin >= 0 && begi
 // every RoPE job shares, and the kernel on the path for tokens [begin, end) of the n the call describes. The
 // caller has moved its tensors' pointers to token begin; the positions move here. Multi-axis positions keep
 // the whole call's axis stride n: token t of the part, axis a, is positions[a n + begin + t].
-posenc_status launch(const Path &path, const posenc_rope &rope, const int64_t *positions, int64_t first, int64_t n,
-                     int64_t begin, int64_t end, RopeJob job) {
+posenc_status launch(const Path &path, const posenc_rope &rope, const int64_t *positions, const double *times,
+                     int64_t first, int64_t n, int64_t begin, int64_t end, RopeJob job) {
   FpEnvironment env;  // round-to-nearest, no flush-to-zero, for the setup and the kernel
   const Freq *f = rope_frequencies(rope);
   if (!f) return POSENC_ERR_NO_MEMORY;
@@ -188,6 +208,7 @@ posenc_status launch(const Path &path, const posenc_rope &rope, const int64_t *p
   job.mag = magnitude(rope.attention_scale);
   job.positions = positions ? positions + begin : nullptr;
   job.first = positions ? first : first + begin;  // first + n - 1 was checked
+  job.times = times ? times + begin : nullptr;
   job.n = end - begin;
   job.axis_stride = n;
   job.axes = rope.axes;
@@ -213,22 +234,42 @@ bool lattice_of(const void *base, int64_t n, int64_t heads, int64_t ts, int64_t 
   return true;
 }
 
+// The positions of a call: integer (positions, or first + t when NULL) or, for the _real calls, doubles.
+struct Positions {
+  const int64_t *positions;
+  int64_t first;
+  const double *times;
+  bool real;
+};
+Positions integer_positions(const int64_t *positions, int64_t first) { return Positions{positions, first, nullptr, false}; }
+Positions real_positions(const double *t) { return Positions{nullptr, 0, t, true}; }
+
+// The spec's checks of a call at real positions, after check_rope; then the positions' own checks.
+posenc_status check_real_spec(const Positions &p, const posenc_rope &rope) {
+  return p.real ? check_real_rope(rope) : POSENC_OK;
+}
+posenc_status check_call_positions(const Positions &p, int64_t n, int axes) {
+  return p.real ? check_real_positions(p.times, n, axes) : check_axis_positions(p.positions, p.first, n, axes);
+}
+
 // posenc_rope_* and posenc_rope_qk_*: up to two tensors of head rows, T of `size` bytes; tokens [begin, end).
 // copy (posenc_rope_copy_*): one tensor, read from t[0].src.
-posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                        const Tensor (&t)[2], Dst dst, int64_t begin, int64_t end, bool copy = false) {
+posenc_status run_apply(const posenc_rope *rope, const Positions &pos, int64_t n, const Tensor (&t)[2], Dst dst,
+                        int64_t begin, int64_t end, bool copy = false) {
   if (n < 0) return POSENC_ERR_INVALID;
   if (n == 0) {
     const posenc_status s0 = rope ? check_rope(*rope) : POSENC_OK;
     if (s0 != POSENC_OK) return s0;
     return range_ok(begin, end, 0) ? POSENC_OK : POSENC_ERR_INVALID;
   }
-  if (!rope) return POSENC_ERR_NULL;
+  if (!rope || (pos.real && !pos.times)) return POSENC_ERR_NULL;
   for (const Tensor &x : t)
     if (x.heads > 0 && !x.x) return POSENC_ERR_NULL;
   if (copy && t[0].heads > 0 && !t[0].src) return POSENC_ERR_NULL;
   const posenc_status sr = check_rope(*rope);
   if (sr != POSENC_OK) return sr;
+  const posenc_status sreal = check_real_spec(pos, *rope);
+  if (sreal != POSENC_OK) return sreal;
   const int64_t r = rope->rotary_dim;
   const size_t size = dst == Dst::kF32 ? 4 : 2;
   Lattice lat[2];
@@ -259,7 +300,7 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
   // source and destination: the same rows (in place), or apart
   const bool same = copy && t[0].heads > 0 && from.base == lat[0].base && from.sa == lat[0].sa && from.sb == lat[0].sb;
   if (copy && t[0].heads > 0 && !same && cross_overlaps(from, lat[0])) return POSENC_ERR_INVALID;
-  const posenc_status sp = check_axis_positions(positions, first, n, rope->axes);
+  const posenc_status sp = check_call_positions(pos, n, rope->axes);
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
   if (!path) return POSENC_ERR_UNSUPPORTED;
@@ -280,21 +321,22 @@ posenc_status run_apply(const posenc_rope *rope, const int64_t *positions, int64
     job.t[0].src_token_stride = t[0].sts;
     job.t[0].src_head_stride = t[0].shs;
   }
-  return launch(*path, *rope, positions, first, n, begin, end, job);
+  return launch(*path, *rope, pos.positions, pos.times, pos.first, n, begin, end, job);
 }
 
-posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                        float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride, int64_t begin,
-                        int64_t end) {
+posenc_status run_cache(const posenc_rope *rope, const Positions &pos, int64_t n, float *cos_out, int64_t cos_stride,
+                        float *sin_out, int64_t sin_stride, int64_t begin, int64_t end) {
   if (n < 0) return POSENC_ERR_INVALID;
   if (n == 0) {
     const posenc_status s0 = rope ? check_rope(*rope) : POSENC_OK;
     if (s0 != POSENC_OK) return s0;
     return range_ok(begin, end, 0) ? POSENC_OK : POSENC_ERR_INVALID;
   }
-  if (!rope || !cos_out || !sin_out) return POSENC_ERR_NULL;
+  if (!rope || !cos_out || !sin_out || (pos.real && !pos.times)) return POSENC_ERR_NULL;
   const posenc_status sr = check_rope(*rope);
   if (sr != POSENC_OK) return sr;
+  const posenc_status sreal = check_real_spec(pos, *rope);
+  if (sreal != POSENC_OK) return sreal;
   const int64_t h = rope->rotary_dim / 2;
   if (n > 1 && (cos_stride < h || sin_stride < h)) return POSENC_ERR_INVALID;
   if (cos_stride < 0 || sin_stride < 0) return POSENC_ERR_INVALID;
@@ -304,7 +346,7 @@ posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64
   const Lattice c{i128(reinterpret_cast<uintptr_t>(cos_out)), n, cs, 1, 0, h * 4};
   const Lattice s{i128(reinterpret_cast<uintptr_t>(sin_out)), n, ss, 1, 0, h * 4};
   if (cross_overlaps(c, s)) return POSENC_ERR_INVALID;
-  const posenc_status sp = check_axis_positions(positions, first, n, rope->axes);
+  const posenc_status sp = check_call_positions(pos, n, rope->axes);
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
   if (!path) return POSENC_ERR_UNSUPPORTED;
@@ -317,7 +359,7 @@ posenc_status run_cache(const posenc_rope *rope, const int64_t *positions, int64
   job.sin_out = sin_out + at * sin_stride;
   job.cos_stride = cos_stride;
   job.sin_stride = sin_stride;
-  return launch(*path, *rope, positions, first, n, begin, end, job);
+  return launch(*path, *rope, pos.positions, pos.times, pos.first, n, begin, end, job);
 }
 
 }  // namespace
@@ -344,8 +386,10 @@ posenc_rope posenc_rope_default(int64_t rotary_dim) {
 posenc_status posenc_rope_cache_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
                                          int64_t n, float *cos_out, int64_t cos_stride, float *sin_out,
                                          int64_t sin_stride, int64_t begin, int64_t end) {
-  return guarded(
-      [&] { return run_cache(rope, positions, first, n, cos_out, cos_stride, sin_out, sin_stride, begin, end); });
+  return guarded([&] {
+    return run_cache(rope, integer_positions(positions, first), n, cos_out, cos_stride, sin_out, sin_stride, begin,
+                     end);
+  });
 }
 posenc_status posenc_rope_cache_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                                     float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride) {
@@ -359,7 +403,7 @@ posenc_status posenc_rope_cache_f32(const posenc_rope *rope, const int64_t *posi
                             int64_t end) {                                                                \
     return guarded([&] {                                                                                  \
       const Tensor t[2] = {{x, heads, token_stride, head_stride, nullptr, 0, 0}, {nullptr, 0, 0, 0, nullptr, 0, 0}}; \
-      return run_apply(rope, positions, first, n, t, dst, begin, end);                                    \
+      return run_apply(rope, integer_positions(positions, first), n, t, dst, begin, end);                                    \
     });                                                                                                   \
   }                                                                                                       \
   posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *x,   \
@@ -379,7 +423,7 @@ POSENC_ROPE_ONE(posenc_rope_f16, uint16_t, Dst::kF16)
     return guarded([&] {                                                                                    \
       const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride, nullptr, 0, 0},                     \
                            {k, k_heads, k_token_stride, k_head_stride, nullptr, 0, 0}};                    \
-      return run_apply(rope, positions, first, n, t, dst, begin, end);                                      \
+      return run_apply(rope, integer_positions(positions, first), n, t, dst, begin, end);                                      \
     });                                                                                                     \
   }                                                                                                         \
   posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *q,     \
@@ -397,7 +441,7 @@ POSENC_ROPE_ONE(posenc_rope_f16, uint16_t, Dst::kF16)
     return guarded([&] {                                                                                      \
       const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},     \
                            {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                \
-      return run_apply(rope, positions, first, n, t, dst, begin, end, true);                                  \
+      return run_apply(rope, integer_positions(positions, first), n, t, dst, begin, end, true);                                  \
     });                                                                                                       \
   }                                                                                                           \
   posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,             \
@@ -415,5 +459,77 @@ POSENC_ROPE_QK(posenc_rope_qk_f32, float, Dst::kF32)
 POSENC_ROPE_QK(posenc_rope_qk_bf16, uint16_t, Dst::kBF16)
 POSENC_ROPE_QK(posenc_rope_qk_f16, uint16_t, Dst::kF16)
 #undef POSENC_ROPE_QK
+
+// At real-valued positions: the same calls with the doubles in place of positions and first.
+posenc_status posenc_rope_cache_real_f32_part(const posenc_rope *rope, const double *positions, int64_t n,
+                                              float *cos_out, int64_t cos_stride, float *sin_out,
+                                              int64_t sin_stride, int64_t begin, int64_t end) {
+  return guarded([&] {
+    return run_cache(rope, real_positions(positions), n, cos_out, cos_stride, sin_out, sin_stride, begin, end);
+  });
+}
+posenc_status posenc_rope_cache_real_f32(const posenc_rope *rope, const double *positions, int64_t n,
+                                         float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride) {
+  return posenc_rope_cache_real_f32_part(rope, positions, n, cos_out, cos_stride, sin_out, sin_stride, 0, n);
+}
+
+#define POSENC_ROPE_REAL(name, T, dst)                                                                         \
+  posenc_status name##_part(const posenc_rope *rope, const double *positions, int64_t n, T *x, int64_t heads,  \
+                            int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end) {           \
+    return guarded([&] {                                                                                       \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, nullptr, 0, 0}, {nullptr, 0, 0, 0, nullptr, 0, 0}}; \
+      return run_apply(rope, real_positions(positions), n, t, dst, begin, end);                                \
+    });                                                                                                        \
+  }                                                                                                            \
+  posenc_status name(const posenc_rope *rope, const double *positions, int64_t n, T *x, int64_t heads,         \
+                     int64_t token_stride, int64_t head_stride) {                                              \
+    return name##_part(rope, positions, n, x, heads, token_stride, head_stride, 0, n);                         \
+  }
+POSENC_ROPE_REAL(posenc_rope_real_f32, float, Dst::kF32)
+POSENC_ROPE_REAL(posenc_rope_real_bf16, uint16_t, Dst::kBF16)
+POSENC_ROPE_REAL(posenc_rope_real_f16, uint16_t, Dst::kF16)
+#undef POSENC_ROPE_REAL
+
+#define POSENC_ROPE_COPY_REAL(name, T, dst)                                                                    \
+  posenc_status name##_part(const posenc_rope *rope, const double *positions, int64_t n, const T *src,         \
+                            int64_t src_token_stride, int64_t src_head_stride, T *x, int64_t heads,            \
+                            int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end) {           \
+    return guarded([&] {                                                                                       \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},      \
+                           {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                 \
+      return run_apply(rope, real_positions(positions), n, t, dst, begin, end, true);                          \
+    });                                                                                                        \
+  }                                                                                                            \
+  posenc_status name(const posenc_rope *rope, const double *positions, int64_t n, const T *src,                \
+                     int64_t src_token_stride, int64_t src_head_stride, T *x, int64_t heads, int64_t token_stride, \
+                     int64_t head_stride) {                                                                    \
+    return name##_part(rope, positions, n, src, src_token_stride, src_head_stride, x, heads, token_stride,     \
+                       head_stride, 0, n);                                                                     \
+  }
+POSENC_ROPE_COPY_REAL(posenc_rope_copy_real_f32, float, Dst::kF32)
+POSENC_ROPE_COPY_REAL(posenc_rope_copy_real_bf16, uint16_t, Dst::kBF16)
+POSENC_ROPE_COPY_REAL(posenc_rope_copy_real_f16, uint16_t, Dst::kF16)
+#undef POSENC_ROPE_COPY_REAL
+
+#define POSENC_ROPE_QK_REAL(name, T, dst)                                                                      \
+  posenc_status name##_part(const posenc_rope *rope, const double *positions, int64_t n, T *q, int64_t q_heads, \
+                            int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads,              \
+                            int64_t k_token_stride, int64_t k_head_stride, int64_t begin, int64_t end) {       \
+    return guarded([&] {                                                                                       \
+      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride, nullptr, 0, 0},                        \
+                           {k, k_heads, k_token_stride, k_head_stride, nullptr, 0, 0}};                       \
+      return run_apply(rope, real_positions(positions), n, t, dst, begin, end);                                \
+    });                                                                                                        \
+  }                                                                                                            \
+  posenc_status name(const posenc_rope *rope, const double *positions, int64_t n, T *q, int64_t q_heads,       \
+                     int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads, int64_t k_token_stride, \
+                     int64_t k_head_stride) {                                                                  \
+    return name##_part(rope, positions, n, q, q_heads, q_token_stride, q_head_stride, k, k_heads, k_token_stride, \
+                       k_head_stride, 0, n);                                                                   \
+  }
+POSENC_ROPE_QK_REAL(posenc_rope_qk_real_f32, float, Dst::kF32)
+POSENC_ROPE_QK_REAL(posenc_rope_qk_real_bf16, uint16_t, Dst::kBF16)
+POSENC_ROPE_QK_REAL(posenc_rope_qk_real_f16, uint16_t, Dst::kF16)
+#undef POSENC_ROPE_QK_REAL
 
 }  // extern "C"

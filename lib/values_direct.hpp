@@ -286,20 +286,39 @@ struct Direct {
   static F settle_real(const detail::Freq &f, double k, double fr, bool force, int64_t j) {
     D s, c, bs, bc;
     direct_real(S::set(k), S::set(fr), force, f, j, s, c, bs, bc);
+    const F v = decide<false>(s, c, bs, bc, kUnit, [&](int l, uint32_t *sb, uint32_t *cb) {
+      detail::exact_sincos_bits_real(f.exact[j + l], f.whole[j + l], int64_t(k), fr, sb, cb);
+    });
+    return kZip ? S::zip(v) : v;
+  }
+
+  // The floats of the direct method's s, c with error bounds bs, bc ([sin lanes | cos lanes]) where the
+  // intervals decide, else lane by lane from exact(l, &sin_bits, &cos_bits). kScaled: of m sin and m cos (g.m),
+  // computed as m times the doubles, the bound widened by m and by the product's rounding (2^-52 relative is
+  // twice that rounding); the exact method multiplies before its one rounding.
+  template <bool kScaled, class Exact>
+  [[gnu::always_inline]] static inline F decide(D s, D c, D bs, D bc, const detail::Mag &g, Exact &&exact) {
+    if constexpr (kScaled) {
+      const D m = S::set(g.m), grow = S::set(g.m * (1.0 + 0x1p-40));
+      s = s * m;
+      c = c * m;
+      bs = S::fma(S::abs(s), S::set(0x1p-52), bs * grow);
+      bc = S::fma(S::abs(c), S::set(0x1p-52), bc * grow);
+    }
     const F lo = S::narrow2(s - bs, c - bc);
     const F hi = S::narrow2(s + bs, c + bc);
-    if (S::same_bits(lo, hi)) return kZip ? S::zip(lo) : lo;
+    if (S::same_bits(lo, hi)) return lo;
     alignas(64) float a[2 * W], b[2 * W];
     S::store_f(a, lo);
     S::store_f(b, hi);
     for (int l = 0; l < W; ++l) {
       if (std::memcmp(&a[l], &b[l], 4) == 0 && std::memcmp(&a[W + l], &b[W + l], 4) == 0) continue;
       uint32_t sb, cb;
-      detail::exact_sincos_bits_real(f.exact[j + l], f.whole[j + l], int64_t(k), fr, &sb, &cb);
+      exact(l, &sb, &cb);
       std::memcpy(&a[l], &sb, 4);
       std::memcpy(&a[W + l], &cb, 4);
     }
-    return kZip ? S::zip(S::load_f(a)) : S::load_f(a);
+    return S::load_f(a);
   }
 
   // The positions of the W lanes of a vector (all one position, or multi-axis RoPE's per-pair ones).
@@ -343,34 +362,15 @@ struct Direct {
   static constexpr detail::Mag kUnit{1.0, 1.0, 1.0f};
 
   // The correctly rounded floats of the W pairs from j at position p: [sin lanes | cos lanes], or
-  // interleaved sin, cos, sin, cos ... when kZip. kScaled: of m sin and m cos (g.m), computed as m times
-  // the direct method's doubles, the bound widened by m and by the product's rounding (2^-52 relative is
-  // twice that rounding); the exact method multiplies before its one rounding.
+  // interleaved sin, cos, sin, cos ... when kZip. kScaled: of m sin and m cos (g.m), as decide() makes them.
   template <bool kZip, bool kScaled = false>
   static F settle(const detail::Freq &f, const LanePositions &p, int64_t j, const detail::Mag &g = kUnit) {
     D s, c, bs, bc;
     direct_at(p.vector(), f, j, s, c, bs, bc);
-    if constexpr (kScaled) {
-      const D m = S::set(g.m), grow = S::set(g.m * (1.0 + 0x1p-40));
-      s = s * m;
-      c = c * m;
-      bs = S::fma(S::abs(s), S::set(0x1p-52), bs * grow);
-      bc = S::fma(S::abs(c), S::set(0x1p-52), bc * grow);
-    }
-    const F lo = S::narrow2(s - bs, c - bc);
-    const F hi = S::narrow2(s + bs, c + bc);
-    if (S::same_bits(lo, hi)) return kZip ? S::zip(lo) : lo;
-    alignas(64) float a[2 * W], b[2 * W];
-    S::store_f(a, lo);
-    S::store_f(b, hi);
-    for (int l = 0; l < W; ++l) {
-      if (std::memcmp(&a[l], &b[l], 4) == 0 && std::memcmp(&a[W + l], &b[W + l], 4) == 0) continue;
-      uint32_t sb, cb;
-      detail::exact_sincos_bits(f.exact[j + l], p.p[l], kScaled ? g.m : 1.0, &sb, &cb);
-      std::memcpy(&a[l], &sb, 4);
-      std::memcpy(&a[W + l], &cb, 4);
-    }
-    return kZip ? S::zip(S::load_f(a)) : S::load_f(a);
+    const F v = decide<kScaled>(s, c, bs, bc, g, [&](int l, uint32_t *sb, uint32_t *cb) {
+      detail::exact_sincos_bits(f.exact[j + l], p.p[l], kScaled ? g.m : 1.0, sb, cb);
+    });
+    return kZip ? S::zip(v) : v;
   }
 };
 

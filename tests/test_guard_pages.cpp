@@ -191,7 +191,8 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
   const int64_t n = 3;
   std::vector<double> freq;
   for (int64_t i = 0; i < 40; ++i) freq.push_back(1.0 / double(i + 1));
-  for (RopeKernel kernel : ref::kAllRopeKernels) {
+  for (RopeKernel kernel : ref::kAllRopeKernels)
+  for (bool real : {false, true}) {  // integer positions, then the _real twin at real ones
     const size_t es = ref::format_size(ref::rope_format(kernel));
     for (int64_t r = 2; r <= 66; r += 2)
       for (int variant = 0; variant < 6; ++variant) {
@@ -216,6 +217,8 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
         const int64_t k_el = ref::is_cache(kernel) ? (n - 1) * (h + 2) + h : k.elements(n, r);
         std::vector<int64_t> pos = {5, POSENC_PAD, 1000000};
         if (axes > 1) pos.insert(pos.end(), {-3, -3, -3, 40, 41, 42});  // axis 1 fixed, axis 2 consecutive
+        std::vector<double> times = {5.25, -0.5, 1000000.75};  // read next to the guards as positions are
+        if (axes > 1) times.insert(times.end(), {-3.5, -3.5, -3.5, 40.25, 41.0, 42.5});
         const bool explicit_positions = variant % 2 == 1;
         std::vector<unsigned char> q_in(size_t(q_el) * es), k_in(size_t(k_el) * es);
         fill_rope_input(q_in.data(), q_in.size(), es, uint32_t(r));
@@ -225,6 +228,8 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
         c.rope = &rope;
         c.first = 77;
         c.n = n;
+        c.real = real;
+        c.times = times.data();
         if (ref::is_cache(kernel)) {
           c.token_stride = h + variant % 3;
           c.k_token_stride = h + 2;
@@ -251,6 +256,7 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
         ref::on_path(POSENC_ISA_SCALAR, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
         for (bool at_end : {true, false}) {
           c.positions = explicit_positions ? move_next_to_guard(g.positions, pos.data(), pos.size(), at_end) : nullptr;
+          c.times = move_next_to_guard(g.times, times.data(), times.size(), at_end);
           if (axes > 1) rope.axis = move_next_to_guard(g.axis, axis.data(), axis.size(), at_end);
           unsigned char *qp = g.out.place(q_in.size(), at_end), *kp = g.x.place(k_in.size(), at_end);
           c.x = qp;
@@ -276,7 +282,7 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
               calls += parts ? 0 : 1;
               part_calls += parts ? 1 : 0;
               if (std::memcmp(qp, q_want.data(), q_in.size()) != 0 || std::memcmp(kp, k_want.data(), k_in.size()) != 0)
-                FAIL(ref::rope_name(kernel) << " r " << r << " variant " << variant << " path " << posenc_isa_name(isa)
+                FAIL(ref::rope_name(kernel) << (real ? " (real positions)" : "") << " r " << r << " variant " << variant << " path " << posenc_isa_name(isa)
                                             << (at_end ? " at the end" : " at the start")
                                             << (parts ? ", token by token as parts" : "")
                                             << ": differs from the scalar path in ordinary memory");
@@ -284,6 +290,7 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
         }
       }
   }
-  CHECK(calls == int64_t(ref::kRopeKernels * 33 * 6 * 2 * isas.size()));  // kernels, widths, variants, placements, paths
+  // kernels, integer and real, widths, variants, placements, paths
+  CHECK(calls == int64_t(ref::kRopeKernels * 2 * 33 * 6 * 2 * isas.size()));
   CHECK(part_calls == calls);
 }

@@ -756,18 +756,6 @@ std::vector<unsigned char> golden_input(const Golden &g) {
   return in;
 }
 
-std::string digest(const std::vector<unsigned char> &b) {
-  ref::Sha256 h;
-  h.update(b.data(), b.size());
-  return h.hex();
-}
-
-std::vector<unsigned char> as_bytes(const std::vector<float> &v) {
-  std::vector<unsigned char> b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
 }  // namespace
 
 TEST_CASE("golden: the checked-in hashes are those of MPFR's values and posenc.h's formula", "[rope][golden]") {

@@ -884,17 +884,6 @@ std::vector<unsigned char> axes_golden_input(const AxesGolden &g) {
   return in;
 }
 
-std::string digest_of(const std::vector<unsigned char> &b) {
-  ref::Sha256 h;
-  h.update(b.data(), b.size());
-  return h.hex();
-}
-
-std::vector<unsigned char> float_bytes(const std::vector<float> &v) {
-  std::vector<unsigned char> b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
 
 }  // namespace
 
@@ -903,10 +892,10 @@ TEST_CASE("multi-axis golden: the checked-in hashes are those of MPFR's values a
   for (const AxesGolden &g : axes_goldens()) {
     Exact ex(g.rope);
     const std::vector<unsigned char> want =
-        g.cache ? float_bytes(cache_want(g.rope, ex, g.positions, 0, g.n))
+        g.cache ? as_bytes(cache_want(g.rope, ex, g.positions, 0, g.n))
                 : expected(g.rope, ex, axes_golden_rotation(g), g.format, axes_golden_input(g));
     INFO(g.name);
-    CHECK(digest_of(want) == g.sha256);
+    CHECK(digest(want) == g.sha256);
   }
 }
 
@@ -916,13 +905,13 @@ TEST_CASE("multi-axis golden: every path of this build reproduces the hashes", "
       for (const AxesGolden &g : axes_goldens()) {
         std::vector<unsigned char> got;
         if (g.cache) {
-          got = float_bytes(cache_of(g.rope, g.positions, 0, g.n));
+          got = as_bytes(cache_of(g.rope, g.positions, 0, g.n));
         } else {
           got = axes_golden_input(g);
           REQUIRE(run(g.rope, axes_golden_rotation(g), g.format, got) == POSENC_OK);
         }
         INFO(g.name << " on " << posenc_isa_name(isa));
-        CHECK(digest_of(got) == g.sha256);
+        CHECK(digest(got) == g.sha256);
       }
     });
 }

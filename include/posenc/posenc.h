@@ -338,6 +338,44 @@ typedef enum posenc_rope_layout {
 posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
                                    uint8_t *axis_out, double *freq_out);
 
+/* ---- RoPE at real-valued positions (diffusion and video transformers; docs/rope.md) ---------------------
+ *
+ * Each RoPE call above has a twin posenc_rope_*_real taking double positions t in place of the integer ones
+ * (LTX-Video's patch midpoints and seconds, CogVideoX's linspace grids, fractional frame rates):
+ *   a_i = t[axis[i]] * position_scale * f_i           (exact real arithmetic on the given doubles)
+ * and everything else as for integer positions: m cos, m sin correctly rounded, the same rotation and element
+ * rounding, the same bits on every path; an integer-valued t gives the bytes of the integer call at that
+ * integer. positions holds A * n doubles, axis-major (token t's position on axis a at positions[a*n + t]);
+ * there is no `first` and no POSENC_PAD. Statuses as for the integer call, and: POSENC_ERR_NULL for a NULL
+ * positions (with n > 0); POSENC_ERR_OUT_OF_RANGE for a position that is not finite or has |t| >= 2^31;
+ * POSENC_ERR_INVALID for a spec with a frequency |position_scale * f_i| of 2^52 or more (as the timesteps). */
+posenc_status posenc_rope_cache_real_f32(const posenc_rope *rope, const double *positions, int64_t n,
+                                         float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride);
+posenc_status posenc_rope_real_f32(const posenc_rope *rope, const double *positions, int64_t n, float *x,
+                                   int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_real_bf16(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *x,
+                                    int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_real_f16(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *x,
+                                   int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_copy_real_f32(const posenc_rope *rope, const double *positions, int64_t n,
+                                        const float *src, int64_t src_token_stride, int64_t src_head_stride,
+                                        float *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_copy_real_bf16(const posenc_rope *rope, const double *positions, int64_t n,
+                                         const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
+                                         uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_copy_real_f16(const posenc_rope *rope, const double *positions, int64_t n,
+                                        const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
+                                        uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_qk_real_f32(const posenc_rope *rope, const double *positions, int64_t n, float *q,
+                                      int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, float *k,
+                                      int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
+posenc_status posenc_rope_qk_real_bf16(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *q,
+                                       int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, uint16_t *k,
+                                       int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
+posenc_status posenc_rope_qk_real_f16(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *q,
+                                      int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, uint16_t *k,
+                                      int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
+
 /* ---- Parts of a call: one call split across threads (docs/threads.md) ---------------------------------
  *
  * Every kernel above has a twin posenc_X_part taking the same arguments and then int64_t begin, end. It checks
@@ -433,6 +471,47 @@ posenc_status posenc_rope_qk_f16_part(const posenc_rope *rope, const int64_t *po
                                       uint16_t *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
                                       uint16_t *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride,
                                       int64_t begin, int64_t end);
+
+/** The parts of the RoPE calls at real-valued positions: tokens [begin, end), positions kept as the whole
+ *  call's array (token t of axis a at positions[a*n + t]). */
+posenc_status posenc_rope_cache_real_f32_part(const posenc_rope *rope, const double *positions, int64_t n,
+                                              float *cos_out, int64_t cos_stride, float *sin_out,
+                                              int64_t sin_stride, int64_t begin, int64_t end);
+posenc_status posenc_rope_real_f32_part(const posenc_rope *rope, const double *positions, int64_t n, float *x,
+                                        int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,
+                                        int64_t end);
+posenc_status posenc_rope_real_bf16_part(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *x,
+                                         int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,
+                                         int64_t end);
+posenc_status posenc_rope_real_f16_part(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *x,
+                                        int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,
+                                        int64_t end);
+posenc_status posenc_rope_copy_real_f32_part(const posenc_rope *rope, const double *positions, int64_t n,
+                                             const float *src, int64_t src_token_stride, int64_t src_head_stride,
+                                             float *x, int64_t heads, int64_t token_stride, int64_t head_stride,
+                                             int64_t begin, int64_t end);
+posenc_status posenc_rope_copy_real_bf16_part(const posenc_rope *rope, const double *positions, int64_t n,
+                                              const uint16_t *src, int64_t src_token_stride,
+                                              int64_t src_head_stride, uint16_t *x, int64_t heads,
+                                              int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end);
+posenc_status posenc_rope_copy_real_f16_part(const posenc_rope *rope, const double *positions, int64_t n,
+                                             const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
+                                             uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride,
+                                             int64_t begin, int64_t end);
+posenc_status posenc_rope_qk_real_f32_part(const posenc_rope *rope, const double *positions, int64_t n, float *q,
+                                           int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, float *k,
+                                           int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride,
+                                           int64_t begin, int64_t end);
+posenc_status posenc_rope_qk_real_bf16_part(const posenc_rope *rope, const double *positions, int64_t n,
+                                            uint16_t *q, int64_t q_heads, int64_t q_token_stride,
+                                            int64_t q_head_stride, uint16_t *k, int64_t k_heads,
+                                            int64_t k_token_stride, int64_t k_head_stride, int64_t begin,
+                                            int64_t end);
+posenc_status posenc_rope_qk_real_f16_part(const posenc_rope *rope, const double *positions, int64_t n,
+                                           uint16_t *q, int64_t q_heads, int64_t q_token_stride,
+                                           int64_t q_head_stride, uint16_t *k, int64_t k_heads,
+                                           int64_t k_token_stride, int64_t k_head_stride, int64_t begin,
+                                           int64_t end);
 
 /** Instruction-set paths. One name per path everywhere: files, namespaces, meson options, POSENC_ISA. */
 typedef enum posenc_isa {

@@ -26,14 +26,16 @@ frequencies are exact: axis a of d_a dimensions turns pair k at theta^(-2k/d_a),
 ntk_factor`` (a double product, as diffusers forms it) and ``/ linear_factor``. Where every position is an
 integer (|p| < 2^31: Flux's and Wan's grids, CogVideoX 1.5's), each cos / sin is the correctly rounded float32
 of the exact angle, the same bits on every path. Fractional positions (CogVideoX 1.0's linspace grids, LTX's
-scaled ones) take the double path: the angle p * f in double from the double nearest f, its cos / sin in double,
-then rounded to float32, which is diffusers' own float64 computation (not the correctly rounded guarantee:
-the angle's error is about |p f| 2^-53). The float32 ``freqs_dtype`` of diffusers (its path on MPS, and
-HunyuanVideo's) is not reproduced: posenc computes as the float64 path would, exactly.
+scaled ones, HunyuanDiT's crops) are real-valued positions (posenc_rope_cache_real_f32): the position as
+diffusers holds it (float32 upstream, exact in double) times the exact frequency, each cos / sin the correctly
+rounded float32 of that exact angle too. The float32 ``freqs_dtype`` of diffusers (its path on MPS, and
+HunyuanVideo's) is not reproduced: posenc computes the exact values its float64 path approximates.
 
 What differs from diffusers: only the values (diffusers' float32 paths are off by up to |p f| 2^-24, its float64
 path by an ulp of float32 where the double angle rounds across); ``use_real=False`` with a float64
-``freqs_dtype`` returns complex128 from the double path, as diffusers does.
+``freqs_dtype`` returns complex128 from the double path (the angle in double, as diffusers computes it: a
+complex128 result carries more than float32 can, so it is not rounded from posenc's floats); positions of
+2^31 or more also take that double path.
 """
 from __future__ import annotations
 
@@ -75,7 +77,7 @@ def _per_axis_rope(dims: Sequence[int], theta: float) -> Rope:
 
 
 def _integer_positions(pos: Tensor) -> Optional[Tensor]:
-    """pos as int64 when every value is an integer of magnitude below 2^31, else None (the double path); a
+    """pos as int64 when every value is an integer of magnitude below 2^31, else None (real positions); a
     position that is not finite raises ValueError."""
     if not pos.is_floating_point():
         p = pos.long()
@@ -91,15 +93,20 @@ def _integer_positions(pos: Tensor) -> Optional[Tensor]:
 
 def _cos_sin(rope: Rope, pos: Tensor) -> Tuple[Tensor, Tensor]:
     """(cos, sin), each [n, r/2] float32, for positions [A, n] (A = rope.axes; [n] for one axis): the exact cache
-    for integer positions, else the double path."""
+    at integer positions, or at real ones (the same guarantee); the double path only past 2^31."""
     h = rope.rotary_dim // 2
     n = pos.shape[-1]
     ints = _integer_positions(pos)
-    if ints is not None:
+    real = None
+    if ints is None:
+        real = pos.double()
+        if real.numel() and float(real.abs().max()) >= 2 ** 31:
+            real = None
+    if ints is not None or real is not None:
+        p = ints if ints is not None else real
         cos, sin = torch.empty(n, h), torch.empty(n, h)
         if n:
-            _p.rope_cache(rope, positions=ints.reshape(rope.axes, n) if rope.axes > 1 else ints.reshape(n),
-                          out=(cos, sin))
+            _p.rope_cache(rope, positions=p.reshape(rope.axes, n) if rope.axes > 1 else p.reshape(n), out=(cos, sin))
         return cos, sin
     ang = _double_angles(rope, pos)
     return torch.cos(ang).float(), torch.sin(ang).float()
@@ -331,13 +338,20 @@ class HunyuanVideoRotaryPosEmbed(nn.Module):
         return _interleaved(self._rope, grid, hidden_states.device)
 
 
+@functools.lru_cache(maxsize=16)
+def _ltx_rope(freqs: Tuple[float, ...]) -> Rope:
+    """One axis at LTX's explicit frequencies f_k (adjacent pairs; the axes are positions of it)."""
+    return _p.Rope(2 * len(freqs), pairs="interleaved", freq=list(freqs))
+
+
 class LTXVideoRotaryPosEmbed(nn.Module):
     """diffusers' LTXVideoRotaryPosEmbed: pair (k, a) of the dim // 6 frequencies f_k = theta^(k / (n - 1)) pi / 2
     (rising from pi / 2) and the three axes a turns by f_k (2 g_a - 1), g the token's grid coordinate as diffusers
     makes it (float32: the patch indices times rope_interpolation_scale times the patch size over the base size,
     or video_coords over the base sizes); (cos, sin) [B, S, dim] float32, each pair repeat-interleaved, the
-    dim % 6 padding (cos 1, sin 0) in front. Real-valued positions: the double path (f_k, 2 g - 1 and their
-    product in double, cos / sin in double, rounded to float32), where diffusers forms everything in float32."""
+    dim % 6 padding (cos 1, sin 0) in front. f_k is the double diffusers' float64 formula gives (theta ** (k /
+    (n - 1)), times pi / 2), 2 g - 1 is exact, and each cos / sin is the correctly rounded float32 of their exact
+    product (real-valued positions, posenc_rope_cache_real_f32), where diffusers forms everything in float32."""
 
     def __init__(self, dim: int, base_num_frames: int = 20, base_height: int = 2048, base_width: int = 2048,
                  patch_size: int = 1, patch_size_t: int = 1, theta: float = 10000.0) -> None:
@@ -375,14 +389,18 @@ class LTXVideoRotaryPosEmbed(nn.Module):
         theta = float(self.theta)
         freqs = torch.tensor([theta ** (k / (n - 1)) if n > 1 else 1.0 for k in range(n)], dtype=torch.float64)
         freqs = freqs * (math.pi / 2.0)
+        rope = _ltx_rope(tuple(freqs.tolist()))
+
+        def cos_sin(x: Tensor) -> Tuple[Tensor, Tensor]:  # x: positions 2 g - 1 (exact in double), any shape
+            c, s = _cos_sin(rope, x.reshape(-1))
+            return c.reshape(*x.shape, n), s.reshape(*x.shape, n)
         if video_coords is None:
             # The grid is separable: each axis's coordinates are its 1-D arange under the same float32 operations
             # as diffusers' meshgrid (elementwise, so the same values); cos / sin per axis value, then gathered.
             axes = []
             for a, size in enumerate((num_frames, height, width)):
                 g = self._axis_coords(a, size, rope_interpolation_scale)
-                ang = (g.cpu().double().unsqueeze(-1) * 2 - 1) * freqs  # [size, n], 2 g - 1 exact
-                axes.append((torch.cos(ang).float(), torch.sin(ang).float()))
+                axes.append(cos_sin(g.cpu().double() * 2 - 1))  # [size, n] each, 2 g - 1 exact
             shape = (num_frames, height, width, n)
             out = []
             for k in range(2):
@@ -400,10 +418,9 @@ class LTXVideoRotaryPosEmbed(nn.Module):
         else:
             grid = torch.stack([video_coords[:, 0] / self.base_num_frames, video_coords[:, 1] / self.base_height,
                                 video_coords[:, 2] / self.base_width], dim=-1)
-        ang = freqs * (grid.cpu().double().unsqueeze(-1) * 2 - 1)  # [B, S, 3, n], exact 2 g - 1
-        ang = ang.transpose(-1, -2).flatten(2)  # [B, S, 3 n]: per frequency, the three axes
-        cos = torch.cos(ang).float().repeat_interleave(2, dim=-1)
-        sin = torch.sin(ang).float().repeat_interleave(2, dim=-1)
+        c, s = cos_sin(grid.cpu().double() * 2 - 1)  # [B, S, 3, n] each, exact 2 g - 1
+        cos = c.transpose(-1, -2).flatten(2).repeat_interleave(2, dim=-1)  # [B, S, 3 n]: per frequency, 3 axes
+        sin = s.transpose(-1, -2).flatten(2).repeat_interleave(2, dim=-1)
         pad = self.dim % 6
         if pad:
             cos = torch.cat([torch.ones_like(cos[:, :, :pad]), cos], dim=-1)

@@ -347,11 +347,42 @@ struct RopePositions {
   int32_t axes = 1;
   int64_t n = 0;
   int64_t rows = 1;               // rows of values: 1 when one row serves every batch entry
-  View v;                         // the caller's values as contiguous int64 (kept alive)
+  View v;                         // the caller's values as contiguous int64, or float64 when real (kept alive)
   std::vector<int64_t> gathered;  // (batch, A, n), regrouped from the caller's (A, batch, n)
+  std::vector<double> gathered_real;
   const int64_t *base = nullptr;  // NULL: a run
+  // real: floating-point positions, for the posenc_rope_*_real calls (posenc.h, "RoPE at real-valued
+  // positions"), at real_base
+  bool real = false;
+  const double *real_base = nullptr;
   const int64_t *row(int64_t b) const { return base ? base + (rows > 1 ? b * axes * n : 0) : nullptr; }
+  const double *real_row(int64_t b) const { return real_base + (rows > 1 ? b * axes * n : 0); }
 };
+
+// Whether positions are real numbers (a floating NumPy array or CPU tensor: the posenc_rope_*_real calls; an
+// integer-valued one gives the integer call's bytes). Python lists and integer arrays stay integer positions.
+bool floating_positions(py::handle obj) {
+  if (obj.is_none()) return false;
+  py::dict modules = py::module_::import("sys").attr("modules");
+  if (modules.contains("torch") && PyObject_IsInstance(obj.ptr(), modules["torch"].attr("Tensor").ptr()) == 1)
+    return py::bool_(obj.attr("is_floating_point")());
+  if (!py::isinstance<py::array>(obj)) return false;
+  const py::dtype dt = py::reinterpret_borrow<py::array>(obj).dtype();
+  return dt.kind() == 'f' || py::str(dt.attr("name")).cast<std::string>() == "bfloat16";
+}
+
+// Floating positions as contiguous float64 (exact from every float format), any shape of rank 1 to 3.
+View real_positions_view(py::handle obj) {
+  const Want want{"positions", bit(Elem::F64), 1, 3};
+  py::dict modules = py::module_::import("sys").attr("modules");
+  if (modules.contains("torch") && PyObject_IsInstance(obj.ptr(), modules["torch"].attr("Tensor").ptr()) == 1) {
+    py::object torch = modules["torch"];
+    py::object t = py::reinterpret_borrow<py::object>(obj).attr("detach")().attr("to")(torch.attr("float64"));
+    return view_of(t.attr("contiguous")(), want);
+  }
+  py::module_ np = py::module_::import("numpy");
+  return view_of(np.attr("ascontiguousarray")(obj, "float64"), want);
+}
 
 std::string shape_text(std::initializer_list<int64_t> dims) {
   std::string s = "(";
@@ -367,6 +398,40 @@ RopePositions rope_positions(py::handle obj, int64_t first, int32_t axes, int64_
   p.axes = axes < 1 ? 1 : axes;
   p.n = n;
   if (obj.is_none()) return p;
+  if (floating_positions(obj)) {  // the same shapes as integer positions, as float64
+    p.real = true;
+    p.v = real_positions_view(obj);
+    const View &v = p.v;
+    const int64_t A = p.axes;
+    const bool flat = v.ndim == 1 && v.shape[0] == A * n;
+    const bool shared = (A > 1 && v.ndim == 2 && v.shape[0] == A && v.shape[1] == n);
+    const bool per_row = A > 1 ? v.ndim == 3 && v.shape[0] == A && v.shape[1] == batch && v.shape[2] == n
+                               : v.ndim == 2 && v.shape[0] == batch && v.shape[1] == n;
+    if (!flat && !shared && !per_row) {
+      std::string got = "(";
+      for (int i = 0; i < v.ndim; ++i) got += (i ? ", " : "") + std::to_string(v.shape[i]);
+      got += v.ndim == 1 ? ",)" : ")";
+      throw py::value_error("positions: expected shape " + (A > 1 ? shape_text({A, n}) + " or " : std::string()) +
+                            shape_text({A * n}) +
+                            (batch > 1 ? " or " + (A > 1 ? shape_text({A, batch, n}) : shape_text({batch, n})) +
+                                             " (one row per batch entry)"
+                                       : std::string()) +
+                            ", got " + got);
+    }
+    p.real_base = v.ptr<double>();
+    if (per_row && batch > 1) {
+      p.rows = batch;
+      if (A > 1) {  // (A, batch, n) regrouped as (batch, A, n), as for integers
+        p.gathered_real.resize(size_t(batch * A * n));
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t a = 0; a < A; ++a)
+            std::copy(p.real_base + (a * batch + b) * n, p.real_base + (a * batch + b + 1) * n,
+                      p.gathered_real.begin() + (b * A + a) * n);
+        p.real_base = p.gathered_real.data();
+      }
+    }
+    return p;
+  }
   if (p.axes == 1) {
     const Positions one = positions_arg(obj, first, batch, n);
     p.v = one.v;
@@ -410,7 +475,12 @@ py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle
   RopePositions p;
   p.first = first;
   int64_t n = -1;
-  if (!positions.is_none()) {
+  if (floating_positions(positions)) {  // real positions (posenc_rope_cache_real_f32)
+    const View v = real_positions_view(positions);
+    if (v.ndim > (c.axes > 1 ? 2 : 1)) throw py::value_error("positions: real positions of rank " + std::to_string(v.ndim));
+    n = c.axes > 1 ? (v.ndim == 2 ? v.shape[1] : v.shape[0] / c.axes) : v.shape[0];
+    p = rope_positions(v.owner, first, c.axes, 1, n);
+  } else if (!positions.is_none()) {
     // (n,) for one axis; (A, n) or the flat (A * n,) for A axes
     const View v = index_array(positions, "positions", Elem::I64, 1, c.axes > 1 ? 2 : 1);
     n = c.axes > 1 ? (v.ndim == 2 ? v.shape[1] : v.shape[0] / c.axes) : v.shape[0];
@@ -451,6 +521,8 @@ py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle
   }
   const int64_t cs = row_stride(cv, 0, h), ss = row_stride(sv, 0, h);
   run_split({1, n, kGrain, rope_cycles(c.rotary_dim, 0, 4, c.axes)}, [&](int64_t, int64_t b, int64_t e) {
+    if (p.real)
+      return posenc_rope_cache_real_f32_part(&c, p.real_row(0), n, cv.ptr<float>(), cs, sv.ptr<float>(), ss, b, e);
     return posenc_rope_cache_f32_part(&c, p.row(0), first, n, cv.ptr<float>(), cs, sv.ptr<float>(), ss, b, e);
   });
   return result;
@@ -542,6 +614,17 @@ posenc_status rotate(const posenc_rope &c, const RopePositions &p, int64_t b, co
   T *qd = q.v.ptr<T>() + b * q.batch_stride;
   T *kd = k ? k->v.ptr<T>() + b * k->batch_stride : nullptr;
   const int64_t kh = k ? k->heads : 0, kts = k ? k->token_stride : 0, khs = k ? k->head_stride : 0;
+  if (p.real) {
+    const double *t = p.real_row(b);
+    if constexpr (std::is_same_v<T, float>)
+      return posenc_rope_qk_real_f32_part(&c, t, q.n, qd, q.heads, q.token_stride, q.head_stride, kd, kh, kts, khs,
+                                          begin, end);
+    else
+      return q.v.elem == Elem::BF16 ? posenc_rope_qk_real_bf16_part(&c, t, q.n, qd, q.heads, q.token_stride,
+                                                                    q.head_stride, kd, kh, kts, khs, begin, end)
+                                    : posenc_rope_qk_real_f16_part(&c, t, q.n, qd, q.heads, q.token_stride,
+                                                                   q.head_stride, kd, kh, kts, khs, begin, end);
+  }
   if constexpr (std::is_same_v<T, float>) {
     return posenc_rope_qk_f32_part(&c, p.row(b), p.first, q.n, qd, q.heads, q.token_stride, q.head_stride, kd, kh, kts,
                                    khs, begin, end);
@@ -793,7 +876,9 @@ the rows of cos_i and sin_i (rotary_dim / 2 each), float32. For a multi-axis rop
 positions are (A, n), or the flat axis-major (A * n,), and pair i of row t takes positions[axis[i], t]; a run
 gives every axis the position first + t. out: None (two new (n, r/2) arrays), a (cos, sin) pair of (n, r/2)
 arrays (ONNX Runtime's cos_cache / sin_cache), or one (n, r) array that receives cos in its first half and sin
-in the second (vLLM's cos_sin_cache), which is returned.)");
+in the second (vLLM's cos_sin_cache), which is returned. Floating positions (a float64 / float32 / float16 /
+bfloat16 array or CPU tensor) are real-valued positions (posenc_rope_cache_real_f32: t * position_scale * f_i
+exactly, each value correctly rounded; an integer-valued one gives the integer position's bytes).)");
   m.def(
       "rope",
       [](const Rope &r, py::handle x, py::handle positions, int64_t first, bool heads_first) {
@@ -809,7 +894,9 @@ non-negative strides with a contiguous last axis. heads_first=True reads rank 3 
 and rank 4 as (batch, heads, tokens, head_dim), HF's [batch, heads, seq, head_dim]. Only the first rotary_dim elements of each
 head row change. positions: None (first, first+1, ...), (tokens,), or (batch, tokens); for a multi-axis rope
 (A = rope.axes) (A, tokens) or the flat axis-major (A * tokens,), shared by the batch, or (A, batch, tokens)
-(HF's position_ids). posenc.PAD (on axis 0) leaves the token untouched. A shape that does not fit raises
+(HF's position_ids). posenc.PAD (on axis 0) leaves the token untouched. Floating positions (float arrays or
+tensors, same shapes) are real-valued positions (posenc_rope_*_real: LTX-Video's midpoints, CogVideoX's
+linspace grids), correctly rounded as integer ones are. A shape that does not fit raises
 ValueError naming it; overlapping head rows raise posenc.InvalidArgument; nothing is written on error.)");
   m.def(
       "rope_qk",

@@ -1,8 +1,9 @@
 """posenc.torch's diffusers drop-ins (get_1d_rotary_pos_embed, FluxPosEmbed, WanRotaryPosEmbed) against
 diffusers' code re-typed in originals_diffusers.py (diffusers 0.40.0.dev0, 58eb52c0): the same shapes, dtypes and layouts; at integer positions every value is the correctly rounded
 float32 of the exact angle (gmpy2 reference built from frequencies computed here, not by posenc), which
-diffusers' float64 path agrees with to one float32 ulp; at fractional positions posenc's double path is
-diffusers' float64 path."""
+diffusers' float64 path agrees with to one float32 ulp; at fractional positions (CogVideoX 1.0's linspace,
+LTX's scaled grids) the same: the correctly rounded float32 of the position as diffusers holds it times the
+exact frequency (posenc's real-valued positions)."""
 import numpy as np
 import pytest
 
@@ -25,14 +26,20 @@ def exact_tables(axes_dim, theta, positions):
             for k in range(d // 2):
                 freq.append(float(gmpy2.exp(gmpy2.log(mpfr(theta)) * (-2 * k) / d)))
                 axis.append(a)
-    ref = R.RopeRef(2 * len(freq), theta, 1.0, freq, 1.0, 1)
-    pos = np.asarray(positions, dtype=np.int64).reshape(len(axes_dim), -1)
+    return exact_explicit(freq, axis, positions)
+
+
+def exact_explicit(freq, axis, positions):
+    """(cos, sin) [n, len(freq)] float32: pair i at frequency freq[i] (doubles) and the position of axis axis[i]
+    (integers or doubles, [A, n]), correctly rounded cos / sin of the exact product (gmpy2)."""
+    ref = R.RopeRef(2 * len(freq), 10000.0, 1.0, freq, 1.0, 1)
+    pos = np.asarray(positions, dtype=np.float64).reshape(max(axis) + 1, -1)
     n = pos.shape[1]
     cos = np.zeros((n, len(freq)), np.float32)
     sin = np.zeros((n, len(freq)), np.float32)
     for t in range(n):
         for i, a in enumerate(axis):
-            cos[t, i], sin[t, i] = ref.pair(i, int(pos[a, t]))
+            cos[t, i], sin[t, i] = ref.pair(i, float(pos[a, t]))
     return torch.from_numpy(cos), torch.from_numpy(sin)
 
 
@@ -106,13 +113,22 @@ def test_get_1d_rotary_pos_embed_layouts_and_values():
     assert torch.equal(cos[:, :12], ec) and torch.equal(cos[:, 12:], ec) and torch.equal(sin[:, :12], es)
 
 
-def test_get_1d_fractional_positions_take_the_double_path():
-    """CogVideoX 1.0's linspace grids: fractional float32 positions; posenc's values are diffusers' float64
-    path's (the double angle, rounded once)."""
+def test_get_1d_fractional_positions_are_exact():
+    """CogVideoX 1.0's linspace grids: fractional float32 positions, each cos / sin the correctly rounded float32
+    of that position (exact in double) times the exact frequency; diffusers' float64 path within 1 ulp."""
     grid = torch.linspace(0, 30 * (45 - 1) / 45, 45, dtype=torch.float32)
     mine = pt.get_1d_rotary_pos_embed(24, grid, use_real=True)
     theirs = diffusers_get_1d(24, grid, use_real=True, freqs_dtype=torch.float64)
     assert ulps(mine[0], theirs[0]) <= 1 and ulps(mine[1], theirs[1]) <= 1
+    ec, es = exact_tables([24], 10000.0, [grid.double().tolist()])
+    assert torch.equal(mine[0], ec.repeat_interleave(2, dim=1)) and torch.equal(mine[1], es.repeat_interleave(2, dim=1))
+    # a large fractional position (2^20 + 0.375), where the double angle of diffusers' float64 path has lost bits
+    g = torch.Generator().manual_seed(5)
+    far = torch.cat([torch.tensor([2.0 ** 20 + 0.375, -12345.5], dtype=torch.float64),
+                     torch.rand(254, generator=g, dtype=torch.float64) * 2.0 ** 30])
+    c, s = pt.get_1d_rotary_pos_embed(16, far, use_real=True, repeat_interleave_real=False)
+    ec, es = exact_tables([16], 10000.0, [far.tolist()])
+    assert torch.equal(c[:, :8], ec) and torch.equal(s[:, 8:], es)
     with pytest.raises(ValueError, match="not finite"):
         pt.get_1d_rotary_pos_embed(8, torch.tensor([1.5, float("nan")]), use_real=True)
 
@@ -211,6 +227,18 @@ def test_ltx_video_rotary_pos_embed():
         assert c.shape == dc.shape == (2, 672, dim) and c.dtype == dc.dtype == torch.float32
         assert ulps(c, pc, 2.0 ** -12) <= 1 and ulps(s, ps, 2.0 ** -12) <= 1
         assert ulps(c, dc) > 1  # diffusers' float32 angles
+        # exact: token t at grid (f, h, w), pair (k, a) at f_k (2 g_a - 1), f_k from diffusers' float64 formula
+        n = dim // 6
+        fk = [10000.0 ** (k / (n - 1)) * (np.pi / 2.0) for k in range(n)]
+        for t in (0, 97, 671):
+            idx = (t // 96, t // 12 % 8, t % 12)
+            g = [float(torch.tensor(float(i), dtype=torch.float32) * torch.tensor(sc, dtype=torch.float32) * p / b)
+                 for i, sc, p, b in zip(idx, (8 / 25.0, 32.0, 32.0), (1, 1, 1), (20, 2048, 2048))]
+            ec, es = exact_explicit([f for f in fk for _ in range(3)], [a for _ in fk for a in range(3)],
+                                    [[2 * v - 1] for v in g])
+            pad = dim % 6
+            assert torch.equal(c[0, t, pad:], ec[0].repeat_interleave(2)), (dim, t)
+            assert torch.equal(s[0, t, pad:], es[0].repeat_interleave(2)), (dim, t)
         g = torch.Generator().manual_seed(dim)
         coords = torch.rand(2, 3, 50, generator=g) * torch.tensor([20.0, 2048, 2048])[None, :, None]
         c, s = mine(x, video_coords=coords)

@@ -146,9 +146,78 @@ struct RopeCall {
   // part: the call goes through the function's _part twin with [begin, end) (posenc.h, "Parts of a call")
   bool part = false;
   int64_t begin = 0, end = 0;
+  // real: the function's twin at real-valued positions (posenc_rope_*_real), with `times` for positions
+  // (positions and first unused)
+  bool real = false;
+  const double *times = nullptr;
 };
 
+// A call at real-valued positions (RopeCall::real), whole or as a part.
+inline posenc_status invoke_real(const RopeCall &c) {
+  float *x32 = static_cast<float *>(c.x), *k32 = static_cast<float *>(c.k);
+  uint16_t *x16 = static_cast<uint16_t *>(c.x), *k16 = static_cast<uint16_t *>(c.k);
+  const float *s32 = static_cast<const float *>(c.src);
+  const uint16_t *s16 = static_cast<const uint16_t *>(c.src);
+  const int64_t b = c.part ? c.begin : 0, e = c.part ? c.end : c.n, sts = c.src_token_stride, shs = c.src_head_stride;
+  const double *t = c.times;
+  if (!c.part) {
+    switch (c.kernel) {
+      case RopeKernel::kCacheF32:
+        return posenc_rope_cache_real_f32(c.rope, t, c.n, x32, c.token_stride, k32, c.k_token_stride);
+      case RopeKernel::kF32: return posenc_rope_real_f32(c.rope, t, c.n, x32, c.heads, c.token_stride, c.head_stride);
+      case RopeKernel::kBF16: return posenc_rope_real_bf16(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride);
+      case RopeKernel::kF16: return posenc_rope_real_f16(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride);
+      case RopeKernel::kQkF32:
+        return posenc_rope_qk_real_f32(c.rope, t, c.n, x32, c.heads, c.token_stride, c.head_stride, k32, c.k_heads,
+                                       c.k_token_stride, c.k_head_stride);
+      case RopeKernel::kQkBF16:
+        return posenc_rope_qk_real_bf16(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride, k16, c.k_heads,
+                                        c.k_token_stride, c.k_head_stride);
+      case RopeKernel::kQkF16:
+        return posenc_rope_qk_real_f16(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride, k16, c.k_heads,
+                                       c.k_token_stride, c.k_head_stride);
+      case RopeKernel::kCopyF32:
+        return posenc_rope_copy_real_f32(c.rope, t, c.n, s32, sts, shs, x32, c.heads, c.token_stride, c.head_stride);
+      case RopeKernel::kCopyBF16:
+        return posenc_rope_copy_real_bf16(c.rope, t, c.n, s16, sts, shs, x16, c.heads, c.token_stride, c.head_stride);
+      case RopeKernel::kCopyF16:
+        return posenc_rope_copy_real_f16(c.rope, t, c.n, s16, sts, shs, x16, c.heads, c.token_stride, c.head_stride);
+    }
+    return posenc_status(7);
+  }
+  switch (c.kernel) {
+    case RopeKernel::kCacheF32:
+      return posenc_rope_cache_real_f32_part(c.rope, t, c.n, x32, c.token_stride, k32, c.k_token_stride, b, e);
+    case RopeKernel::kF32:
+      return posenc_rope_real_f32_part(c.rope, t, c.n, x32, c.heads, c.token_stride, c.head_stride, b, e);
+    case RopeKernel::kBF16:
+      return posenc_rope_real_bf16_part(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride, b, e);
+    case RopeKernel::kF16:
+      return posenc_rope_real_f16_part(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride, b, e);
+    case RopeKernel::kQkF32:
+      return posenc_rope_qk_real_f32_part(c.rope, t, c.n, x32, c.heads, c.token_stride, c.head_stride, k32, c.k_heads,
+                                          c.k_token_stride, c.k_head_stride, b, e);
+    case RopeKernel::kQkBF16:
+      return posenc_rope_qk_real_bf16_part(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride, k16,
+                                           c.k_heads, c.k_token_stride, c.k_head_stride, b, e);
+    case RopeKernel::kQkF16:
+      return posenc_rope_qk_real_f16_part(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride, k16, c.k_heads,
+                                          c.k_token_stride, c.k_head_stride, b, e);
+    case RopeKernel::kCopyF32:
+      return posenc_rope_copy_real_f32_part(c.rope, t, c.n, s32, sts, shs, x32, c.heads, c.token_stride,
+                                            c.head_stride, b, e);
+    case RopeKernel::kCopyBF16:
+      return posenc_rope_copy_real_bf16_part(c.rope, t, c.n, s16, sts, shs, x16, c.heads, c.token_stride,
+                                             c.head_stride, b, e);
+    case RopeKernel::kCopyF16:
+      return posenc_rope_copy_real_f16_part(c.rope, t, c.n, s16, sts, shs, x16, c.heads, c.token_stride,
+                                            c.head_stride, b, e);
+  }
+  return posenc_status(7);
+}
+
 inline posenc_status invoke_part(const RopeCall &c) {
+  if (c.real) return invoke_real(c);
   float *x32 = static_cast<float *>(c.x), *k32 = static_cast<float *>(c.k);
   uint16_t *x16 = static_cast<uint16_t *>(c.x), *k16 = static_cast<uint16_t *>(c.k);
   const float *s32 = static_cast<const float *>(c.src);
@@ -188,6 +257,7 @@ inline posenc_status invoke_part(const RopeCall &c) {
 }
 
 inline posenc_status invoke(const RopeCall &c) {
+  if (c.real) return invoke_real(c);
   if (c.part) return invoke_part(c);
   float *x32 = static_cast<float *>(c.x), *k32 = static_cast<float *>(c.k);
   uint16_t *x16 = static_cast<uint16_t *>(c.x), *k16 = static_cast<uint16_t *>(c.k);

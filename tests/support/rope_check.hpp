@@ -20,6 +20,7 @@
 #include "support/paths.hpp"
 #include "support/reference.hpp"
 #include "support/rope.hpp"
+#include "support/sha256.hpp"
 
 namespace rope_check {
 
@@ -111,10 +112,21 @@ class Exact {
 
   // cos and sin of pair i at p (p != POSENC_PAD).
   void pair(int64_t i, int64_t p, float &c, float &s) const {
-    const double m = rope_.r.attention_scale;
     Big ps(128);
     mpfr_set_si(ps, long(p), MPFR_RNDN);
     mpfr_mul_d(ps, ps, rope_.r.position_scale, MPFR_RNDN);  // exact: 31 + 53 bits
+    pair_at(i, ps, c, s);
+  }
+  // The same at a real position t (posenc_rope_*_real): t * position_scale exactly, 53 + 53 bits.
+  void pair_real(int64_t i, double t, float &c, float &s) const {
+    Big ps(128);
+    mpfr_set_d(ps, t, MPFR_RNDN);
+    mpfr_mul_d(ps, ps, rope_.r.position_scale, MPFR_RNDN);  // exact
+    pair_at(i, ps, c, s);
+  }
+  // cos and sin of pair i at the scaled position ps (exact).
+  void pair_at(int64_t i, mpfr_srcptr ps, float &c, float &s) const {
+    const double m = rope_.r.attention_scale;
     const mpfr_srcptr f = *f_[size_t(i)];
     if (mpfr_zero_p(ps) || mpfr_zero_p(f)) {  // an exactly zero angle: sin +0, cos m
       s = 0.0f;
@@ -143,6 +155,29 @@ class Exact {
     return memo_.emplace(p, std::move(v)).first->second;
   }
 
+  // h cos values then h sin values at the real position t, memoised by t's bits (-0.0 apart from +0.0).
+  const std::vector<float> &row_real(double t) {
+    uint64_t key;
+    std::memcpy(&key, &t, sizeof key);
+    auto it = memo_real_.find(key);
+    if (it != memo_real_.end()) return it->second;
+    const int64_t h = rope_.h();
+    std::vector<float> v(size_t(2 * h), 0.0f);
+    for (int64_t i = 0; i < h; ++i) pair_real(i, t, v[size_t(i)], v[size_t(h + i)]);
+    return memo_real_.emplace(key, std::move(v)).first->second;
+  }
+  // A multi-axis token at real positions: pair i at t[axis_i].
+  std::vector<float> token_real(const double *t) {
+    const int64_t h = rope_.h();
+    std::vector<float> v(size_t(2 * h), 0.0f);
+    for (int64_t i = 0; i < h; ++i) {
+      const std::vector<float> &row = row_real(t[rope_.axis_of(i)]);
+      v[size_t(i)] = row[size_t(i)];
+      v[size_t(h + i)] = row[size_t(h + i)];
+    }
+    return v;
+  }
+
   // A multi-axis token: pair i at the position of its axis, p[axis_i] (p[0] == POSENC_PAD: zeros).
   std::vector<float> token(const int64_t *p) {
     const int64_t h = rope_.h();
@@ -169,6 +204,7 @@ class Exact {
   Rope rope_;
   std::vector<std::unique_ptr<Big>> f_;
   std::map<int64_t, std::vector<float>> memo_;
+  std::map<uint64_t, std::vector<float>> memo_real_;
 };
 
 inline std::vector<int64_t> run_of(int64_t first, int64_t n) {
@@ -203,6 +239,7 @@ struct Rotation {
   int axes = 1;                      // the spec's axis count: positions on axis a at positions[a n + t]
   bool copy = false;
   Tensor src{};                      // copy: heads unused (q's), offset and strides
+  std::vector<double> times{};       // not empty: the call at these real positions (axes * n, axis-major)
 };
 
 // Element values: mostly in [-4, 4), then zeros of both signs, large values (rotations past the float32 and
@@ -253,6 +290,16 @@ inline std::vector<unsigned char> expected(const Rope &rope, Exact &ex, const Ro
   const size_t es = ref::format_size(f);
   const int64_t h = rope.h();
   for (int64_t t = 0; t < c.n; ++t) {
+    if (!c.times.empty()) {
+      double p[4] = {0, 0, 0, 0};
+      for (int a = 0; a < c.axes; ++a) p[a] = c.times[size_t(a * c.n + t)];
+      const std::vector<float> row = ex.token_real(p);
+      for (const Tensor *x : {&c.q, &c.k})
+        for (int64_t j = 0; j < x->heads; ++j)
+          ref::rotate_row(f, rope.r.pairs, h, row.data(), row.data() + h,
+                          in.data() + es * size_t(source_row_at(c, *x, t, j)), out.data() + es * size_t(row_at(*x, t, j)));
+      continue;
+    }
     if (position(c, t) == POSENC_PAD) {
       for (int64_t j = 0; c.copy && j < c.q.heads; ++j)
         std::memcpy(out.data() + es * size_t(row_at(c.q, t, j)), in.data() + es * size_t(source_row_at(c, c.q, t, j)),
@@ -285,6 +332,8 @@ inline posenc_status run(const Rope &rope, const Rotation &c, Format f, std::vec
   call.rope = &r;
   call.positions = positions_of(c);
   call.first = c.first;
+  call.real = !c.times.empty();
+  call.times = c.times.data();
   call.n = c.n;
   call.x = buf.data() + es * size_t(c.q.offset);
   call.heads = c.q.heads;
@@ -341,6 +390,18 @@ inline void check_rotation(const Rope &rope, Exact &ex, const Rotation &c, uint6
                                                     << element_text(f, in, e));
       });
   }
+}
+
+// The golden digests' helpers: SHA-256 of bytes, and floats as their bytes.
+inline std::string digest(const std::vector<unsigned char> &b) {
+  ref::Sha256 h;
+  h.update(b.data(), b.size());
+  return h.hex();
+}
+inline std::vector<unsigned char> as_bytes(const std::vector<float> &v) {
+  std::vector<unsigned char> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
 }
 
 // [T,H,D]: token stride H*D (+ gap), head stride D.
