@@ -1132,3 +1132,84 @@ TEST_CASE("shift of keys rotated at p equals rotating them at p + d, within the 
     CHECK(worst(widen(s1), widen(s2), widen(k0), T * H, D, h, rp.pairs(), 2 * bm + b * (m + bm), kF32.slack) <= 1.0);
   }
 }
+
+TEST_CASE("real positions: every wrapper call returns the bytes of its C function", "[rope][cpp][real]") {
+  const int64_t T = 5, Hq = 4, Hkv = 2, D = 72, row = (Hq + 2 * Hkv) * D;
+  const std::vector<double> t = {7.5, 0.25, -3.0, 131071.125, 1e-3};
+  const posenc::rope ropes[] = {posenc::rope::llama3_1(32).with_attention_scale(1.25), posenc::rope::flux(),
+                                posenc::rope::wan()};
+  for (const posenc::rope &rp : ropes) {
+    const posenc_rope &c = rp.c_rope();
+    const int64_t r = rp.rotary_dim(), h = r / 2, d = std::max<int64_t>(D, r);
+    std::vector<double> at;  // axes() values per token: axis a at t shifted by a
+    for (int a = 0; a < rp.axes(); ++a)
+      for (double v : t) at.push_back(v + a);
+    INFO("rotary_dim " << r << ", axes " << rp.axes());
+    std::vector<float> cw(size_t(T * (h + 3)), -2.0f), sw = cw, cc = cw, sc = cw;
+    rp.cache_at(at, posenc::rows_view<float>(cw.data(), T, h, h + 3), posenc::rows_view<float>(sw.data(), T, h, h + 3));
+    REQUIRE(posenc_rope_cache_real_f32(&c, at.data(), T, cc.data(), h + 3, sc.data(), h + 3) == POSENC_OK);
+    CHECK(same_bytes(cw, cc));
+    CHECK(same_bytes(sw, sc));
+    std::vector<float> both(size_t(T * r), -2.0f), both_c = both;
+    rp.cache_at(at, posenc::rows_view<float>(both.data(), T, r));
+    REQUIRE(posenc_rope_cache_real_f32(&c, at.data(), T, both_c.data(), r, both_c.data() + h, r) == POSENC_OK);
+    CHECK(same_bytes(both, both_c));
+    // the work of the cache, in two parts
+    std::vector<float> cw2(cw.size(), -2.0f), sw2 = cw2;
+    const posenc::work w = rp.cache_at_work(at, posenc::rows_view<float>(cw2.data(), T, h, h + 3),
+                                            posenc::rows_view<float>(sw2.data(), T, h, h + 3));
+    REQUIRE(w.run(2, T) == POSENC_OK);
+    REQUIRE(w.run(0, 2) == POSENC_OK);
+    CHECK(same_bytes(cw2, cc));
+    CHECK(same_bytes(sw2, sc));
+
+    const int64_t qrow = (Hq + 2 * Hkv) * d;
+    const std::vector<float> x0 = activations(size_t(T * qrow));
+    std::vector<float> a = x0, b = x0, e = x0;
+    rp.apply_at(at, posenc::heads_view<float>::thd(a.data(), T, 8, d));
+    REQUIRE(posenc_rope_real_f32(&c, at.data(), T, b.data(), 8, 8 * d, d) == POSENC_OK);
+    CHECK(same_bytes(a, b));
+    CHECK(!same_bytes(a, x0));
+    REQUIRE(rp.apply_at_work(at, posenc::heads_view<float>::thd(e.data(), T, 8, d)).run(0, T) == POSENC_OK);
+    CHECK(same_bytes(e, b));
+    a = x0, b = x0;
+    rp.apply_at(at, posenc::heads_view<float>::fused_q(a.data(), T, Hq, Hkv, d),
+                posenc::heads_view<float>::fused_k(a.data(), T, Hq, Hkv, d));
+    REQUIRE(posenc_rope_qk_real_f32(&c, at.data(), T, b.data(), Hq, qrow, d, b.data() + Hq * d, Hkv, qrow, d) ==
+            POSENC_OK);
+    CHECK(same_bytes(a, b));
+    // copy: the bytes apply_at leaves in a copy
+    std::vector<float> dst(x0.size(), 9.0f), inplace = x0;
+    rp.apply_copy_at(at, posenc::heads_view<const float>::thd(x0.data(), T, 8, d),
+                     posenc::heads_view<float>::thd(dst.data(), T, 8, d));
+    rp.apply_at(at, posenc::heads_view<float>::thd(inplace.data(), T, 8, d));
+    for (int64_t k = 0; k < T * 8; ++k)
+      CHECK(std::memcmp(dst.data() + k * d, inplace.data() + k * d, size_t(r) * 4) == 0);
+    const std::vector<uint16_t> y0 = halves(size_t(T * qrow));
+    std::vector<uint16_t> u = y0, v = y0;
+    rp.apply_at_bf16(at, posenc::heads_view<uint16_t>::thd(u.data(), T, 8, d));
+    REQUIRE(posenc_rope_real_bf16(&c, at.data(), T, v.data(), 8, 8 * d, d) == POSENC_OK);
+    CHECK(same_bytes(u, v));
+    u = y0, v = y0;
+    rp.apply_at_f16(at, posenc::heads_view<uint16_t>::fused_q(u.data(), T, Hq, Hkv, d),
+                    posenc::heads_view<uint16_t>::fused_k(u.data(), T, Hq, Hkv, d));
+    REQUIRE(posenc_rope_qk_real_f16(&c, at.data(), T, v.data(), Hq, qrow, d, v.data() + Hq * d, Hkv, qrow, d) ==
+            POSENC_OK);
+    CHECK(same_bytes(u, v));
+    // a position count that is not axes() per token throws before anything is written
+    std::vector<double> short_t(at.begin(), at.end() - 1);
+    a = x0;
+    CHECK_THROWS_AS(rp.apply_at(short_t, posenc::heads_view<float>::thd(a.data(), T, 8, d)), posenc::error);
+    CHECK(same_bytes(a, x0));
+    // a NaN position: OUT_OF_RANGE from the C call, nothing written
+    std::vector<double> bad = at;
+    bad[1] = std::nan("");
+    try {
+      rp.apply_at(bad, posenc::heads_view<float>::thd(a.data(), T, 8, d));
+      FAIL("no throw");
+    } catch (const posenc::error &err) {
+      CHECK(err.status() == POSENC_ERR_OUT_OF_RANGE);
+    }
+    CHECK(same_bytes(a, x0));
+  }
+}

@@ -1234,6 +1234,86 @@ class rope {
                                src.head_stride(), x.data(), x.heads(), x.token_stride(), x.head_stride()));
   }
 
+  // ---- Real-valued positions (posenc_rope_*_real; docs/api.md) --------------------------------------------
+  //
+  // The same calls at real-valued positions t (LTX-Video's midpoints, CogVideoX's linspace grids): axes()
+  // doubles per token, axis-major (token i of axis a at t[a * tokens + i]), each finite with |t| < 2^31; the
+  // spec's frequencies |position_scale f_i| below 2^52. An integer-valued t gives the integer call's bytes.
+
+  /** posenc_rope_cache_real_f32 into separate tables (cos and sin of rotary_dim / 2 columns). */
+  void cache_at(array_view<const double> t, rows_view<float> cos, rows_view<float> sin) const {
+    const int64_t h = c_.rotary_dim / 2;
+    detail::expect(cos.cols() == h && sin.cols() == h && cos.rows() == sin.rows());
+    expect_real(t, cos.rows());
+    check(posenc_rope_cache_real_f32(&c_, t.data(), cos.rows(), cos.data(), cos.stride(), sin.data(), sin.stride()));
+  }
+  /** posenc_rope_cache_real_f32 into one table of rotary_dim columns, [cos | sin] per row. */
+  void cache_at(array_view<const double> t, rows_view<float> cos_sin) const {
+    const int64_t h = c_.rotary_dim / 2;
+    detail::expect(cos_sin.cols() == c_.rotary_dim && c_.rotary_dim >= 2);
+    expect_real(t, cos_sin.rows());
+    check(posenc_rope_cache_real_f32(&c_, t.data(), cos_sin.rows(), cos_sin.data(), cos_sin.stride(),
+                                     cos_sin.data() + h, cos_sin.stride()));
+  }
+  /** posenc_rope_real_f32 / posenc_rope_qk_real_f32. */
+  void apply_at(array_view<const double> t, heads_view<float> x) const { real_one(t, x, &posenc_rope_real_f32_part); }
+  void apply_at(array_view<const double> t, heads_view<float> q, heads_view<float> k) const {
+    real_qk(t, q, k, &posenc_rope_qk_real_f32_part);
+  }
+  /** posenc_rope_real_bf16 / posenc_rope_qk_real_bf16 (bfloat16 bit patterns). */
+  void apply_at_bf16(array_view<const double> t, heads_view<uint16_t> x) const {
+    real_one(t, x, &posenc_rope_real_bf16_part);
+  }
+  void apply_at_bf16(array_view<const double> t, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
+    real_qk(t, q, k, &posenc_rope_qk_real_bf16_part);
+  }
+  /** posenc_rope_real_f16 / posenc_rope_qk_real_f16 (IEEE binary16 bit patterns). */
+  void apply_at_f16(array_view<const double> t, heads_view<uint16_t> x) const {
+    real_one(t, x, &posenc_rope_real_f16_part);
+  }
+  void apply_at_f16(array_view<const double> t, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
+    real_qk(t, q, k, &posenc_rope_qk_real_f16_part);
+  }
+  /** posenc_rope_copy_real_f32 / _bf16 / _f16: out of place, as apply_copy. */
+  void apply_copy_at(array_view<const double> t, heads_view<const float> src, heads_view<float> x) const {
+    real_copy(t, src, x, &posenc_rope_copy_real_f32_part);
+  }
+  void apply_copy_at_bf16(array_view<const double> t, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
+    real_copy(t, src, x, &posenc_rope_copy_real_bf16_part);
+  }
+  void apply_copy_at_f16(array_view<const double> t, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
+    real_copy(t, src, x, &posenc_rope_copy_real_f16_part);
+  }
+  /** cache_at(t, cos, sin) as a work of cos.rows() rows (each value by the direct method: no blocks). */
+  work cache_at_work(array_view<const double> t, rows_view<float> cos, rows_view<float> sin) const {
+    const int64_t h = c_.rotary_dim / 2;
+    detail::expect(cos.cols() == h && sin.cols() == h && cos.rows() == sin.rows());
+    expect_real(t, cos.rows());
+    return detail::work_access::make(cos.rows(), 1, real_cost(0, 4), [r = *this, t, cos, sin](int64_t b, int64_t e) noexcept {
+      return posenc_rope_cache_real_f32_part(&r.c_, t.data(), cos.rows(), cos.data(), cos.stride(), sin.data(),
+                                             sin.stride(), b, e);
+    });
+  }
+  /** apply_at(t, x) and apply_at(t, q, k) as works of the tokens. */
+  work apply_at_work(array_view<const double> t, heads_view<float> x) const {
+    expect_real(t, x.tokens());
+    detail::expect(x.head_dim() >= c_.rotary_dim);
+    return detail::work_access::make(x.tokens(), 1, real_cost(x.heads(), 4), [r = *this, t, x](int64_t b, int64_t e) noexcept {
+      return posenc_rope_real_f32_part(&r.c_, t.data(), x.tokens(), x.data(), x.heads(), x.token_stride(),
+                                       x.head_stride(), b, e);
+    });
+  }
+  work apply_at_work(array_view<const double> t, heads_view<float> q, heads_view<float> k) const {
+    expect_real(t, q.tokens());
+    detail::expect(q.head_dim() >= c_.rotary_dim && k.head_dim() >= c_.rotary_dim && q.tokens() == k.tokens());
+    return detail::work_access::make(
+        q.tokens(), 1, real_cost(q.heads() + k.heads(), 4), [r = *this, t, q, k](int64_t b, int64_t e) noexcept {
+          return posenc_rope_qk_real_f32_part(&r.c_, t.data(), q.tokens(), q.data(), q.heads(), q.token_stride(),
+                                              q.head_stride(), k.data(), k.heads(), k.token_stride(),
+                                              k.head_stride(), b, e);
+        });
+  }
+
   // ---- Context shift (llama.cpp's KV-cache shift) --------------------------------------------------------
   //
   // Keys cached after their rotation at positions p are moved to positions p + delta by rotating them once
@@ -1484,6 +1564,52 @@ class rope {
   void expect_copy(const positions &pos, const heads_view<const T> &src, const heads_view<T> &x) const {
     detail::expect_heads(x, c_, pos);
     detail::expect(src.head_dim() >= c_.rotary_dim && src.tokens() == x.tokens() && src.heads() == x.heads());
+  }
+  // Real-valued positions: axes() values per token.
+  void expect_real(array_view<const double> t, int64_t tokens) const {
+    const int64_t a = c_.axes > 0 ? c_.axes : 1;
+    if (t.size() != a * tokens)
+      throw error(POSENC_ERR_INVALID, std::to_string(t.size()) + " real positions for " + std::to_string(tokens) +
+                                          " tokens of " + detail::count_of_axes(c_.axes));
+  }
+  // A token (or cache row) at real positions: r values each by the direct method, and the rows' traffic.
+  unit_cost real_cost(int64_t heads, size_t size) const noexcept {
+    unit_cost c = rotation_cost(heads, size);
+    if (heads <= 0) c.bytes_written = c.values * 4;
+    c.cycles = c.values * detail::cycle_costs::kDirect + double(heads > 0 ? heads : 0) * c.values *
+               detail::cycle_costs::kRotated + (c.bytes_read + c.bytes_written) * detail::cycle_costs::kPerByte;
+    return c;
+  }
+  template <class T>
+  using real_one_part = posenc_status (*)(const posenc_rope *, const double *, int64_t, T *, int64_t, int64_t,
+                                          int64_t, int64_t, int64_t);
+  template <class T>
+  using real_qk_part = posenc_status (*)(const posenc_rope *, const double *, int64_t, T *, int64_t, int64_t,
+                                         int64_t, T *, int64_t, int64_t, int64_t, int64_t, int64_t);
+  template <class T>
+  using real_copy_part = posenc_status (*)(const posenc_rope *, const double *, int64_t, const T *, int64_t,
+                                           int64_t, T *, int64_t, int64_t, int64_t, int64_t, int64_t);
+  template <class T>
+  void real_one(array_view<const double> t, const heads_view<T> &x, real_one_part<T> part) const {
+    expect_real(t, x.tokens());
+    detail::expect(x.head_dim() >= c_.rotary_dim);
+    check(part(&c_, t.data(), x.tokens(), x.data(), x.heads(), x.token_stride(), x.head_stride(), 0, x.tokens()));
+  }
+  template <class T>
+  void real_qk(array_view<const double> t, const heads_view<T> &q, const heads_view<T> &k, real_qk_part<T> part) const {
+    expect_real(t, q.tokens());
+    detail::expect(q.head_dim() >= c_.rotary_dim && k.head_dim() >= c_.rotary_dim && q.tokens() == k.tokens());
+    check(part(&c_, t.data(), q.tokens(), q.data(), q.heads(), q.token_stride(), q.head_stride(), k.data(), k.heads(),
+               k.token_stride(), k.head_stride(), 0, q.tokens()));
+  }
+  template <class T>
+  void real_copy(array_view<const double> t, const heads_view<const T> &src, const heads_view<T> &x,
+                 real_copy_part<T> part) const {
+    expect_real(t, x.tokens());
+    detail::expect(x.head_dim() >= c_.rotary_dim && src.head_dim() >= c_.rotary_dim && src.tokens() == x.tokens() &&
+                   src.heads() == x.heads());
+    check(part(&c_, t.data(), x.tokens(), src.data(), src.token_stride(), src.head_stride(), x.data(), x.heads(),
+               x.token_stride(), x.head_stride(), 0, x.tokens()));
   }
   template <class T>
   void expect_qk(const positions &pos, const heads_view<T> &q, const heads_view<T> &k) const {

@@ -194,18 +194,20 @@ def rope_init(rotary_dim: int, base: float = 10000.0, scaling: Optional[Mapping[
     """posenc_rope_init from an HF rope_scaling / rope_parameters dict."""
 def rope_sections(rope: Rope, sections: Sequence[int], layout: RopeLayoutLike = "chunked") -> Rope:
     """posenc_rope_sections: a new Rope whose pairs are assigned to axes from up to four section sizes."""
-def rope_cache(rope: Rope, n: Optional[int] = None, first: int = 0, *, positions: Optional[IntArrayLike] = None,
+def rope_cache(rope: Rope, n: Optional[int] = None, first: int = 0, *,
+               positions: Union[None, IntArrayLike, ArrayLike] = None,
                out: Union[None, ArrayLike, Tuple[ArrayLike, ArrayLike]] = None) -> Any:
     """posenc_rope_cache_f32: (cos, sin) of (n, r/2), into out=(cos, sin), or one (n, r) vLLM cache; multi-axis
-    positions (axes, n) or the flat axis-major (axes * n,)."""
-def rope(rope: Rope, x: A, *, positions: Optional[IntArrayLike] = None, first: int = 0,
+    positions (axes, n) or the flat axis-major (axes * n,); floating positions: posenc_rope_cache_real_f32."""
+def rope(rope: Rope, x: A, *, positions: Union[None, IntArrayLike, ArrayLike] = None, first: int = 0,
          heads_first: bool = False) -> A:
     """posenc_rope_f32 / _bf16 / _f16, in place; x (tokens, dim), (tokens, heads, dim), (batch, tokens, heads,
     dim), or with heads_first (heads, tokens, dim) / (batch, heads, tokens, dim). Positions (tokens,) or
-    (batch, tokens); multi-axis (axes, tokens), (axes * tokens,) or (axes, batch, tokens)."""
-def rope_qk(rope: Rope, q: A, k: Optional[A], *, positions: Optional[IntArrayLike] = None, first: int = 0,
-            heads_first: bool = False) -> Tuple[A, Optional[A]]:
-    """posenc_rope_qk_*: q and k in one pass, in place."""
+    (batch, tokens); multi-axis (axes, tokens), (axes * tokens,) or (axes, batch, tokens); floating positions
+    are real-valued (posenc_rope_real_*)."""
+def rope_qk(rope: Rope, q: A, k: Optional[A], *, positions: Union[None, IntArrayLike, ArrayLike] = None,
+            first: int = 0, heads_first: bool = False) -> Tuple[A, Optional[A]]:
+    """posenc_rope_qk_*: q and k in one pass, in place (floating positions: posenc_rope_qk_real_*)."""
 def rope_shift(rope: Rope, keys: A, delta: Union[int, IntArrayLike], *, heads_first: bool = False) -> A:
     """The context shift: cached keys rotated in place from their positions p to p + delta, attention scale 1."""
 def status_string(status: Status) -> str: ...

@@ -360,8 +360,9 @@ def test_multi_axis_position_shapes_are_named():
         posenc.rope_cache(rope, positions=np.zeros((3, 1, 4), np.int64))
     with pytest.raises(ValueError, match="rope_cache: n = 5 but 4 positions per axis"):
         posenc.rope_cache(rope, 5, positions=np.zeros((3, 4), np.int64))
-    with pytest.raises(TypeError, match="positions: expected integers"):
-        posenc.rope(rope, x, positions=np.zeros((3, 5)))
+    # floating positions are real-valued positions (python/tests/test_rope_real.py), their shapes checked alike
+    with pytest.raises(ValueError, match=r"positions: expected shape \(3, 5\)"):
+        posenc.rope(rope, x, positions=np.zeros((3, 6)))
     assert not x.any()
 
 
