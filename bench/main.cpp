@@ -94,6 +94,7 @@ int main(int argc, char **argv) {
   bench::add_rope_cases(plan);
   bench::add_rope_axes_cases(plan);
   bench::add_times_cases(plan);
+  bench::add_rope_real_cases(plan);
   bench::add_threads_cases(plan);
   if (pairs && add_pairs(pairs) < 0) {
     std::fprintf(stderr, "posenc-bench: cannot read %s\n", pairs);

@@ -35,6 +35,8 @@ Plan full_plan() {
   p.rope_axes = {{128, 2048, 128, 28, 4, 1e6, "vl"}, {128, 1, 128, 28, 4, 1e6, "decode"}};
   // timestep embeddings (issue 25): a batch of 1024 timesteps at SD 1.x's 320 and SDXL's / Flux's 1280
   p.times = {{320, 1024}, {1280, 1024}};
+  // RoPE at real-valued positions (issue 33): a CogVideoX-sized grid's tokens with real coordinates
+  p.rope_real = {4608};
   // split over threads (issue 26): the targets, table 8192 x 1024 and the Llama-3-8B prefill, and ladders
   // of sizes around where a second thread starts to pay (docs/threads.md)
   p.threads_table = {{1024, 8192}, {512, 65}, {512, 130}, {512, 260}, {512, 520}, {512, 1040}, {512, 2080},
@@ -66,6 +68,7 @@ Plan quick_plan() {
   p.rope_cache = {{128, 64, 128, 0, 0, 5e5, "prefill"}};
   p.rope_axes = {{128, 64, 128, 28, 4, 1e6, "vl"}, {128, 1, 128, 28, 4, 1e6, "decode"}};
   p.times = {{320, 64}};
+  p.rope_real = {256};
   p.threads_table = {{512, 130}};
   p.threads_times = {{320, 16}};
   p.threads_embed = {{512, 65}};

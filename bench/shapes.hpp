@@ -38,6 +38,7 @@ struct Plan {
   std::vector<RopeShape> rope_cache;  // posenc_rope_cache_f32 and SLEEF u35 (r = head_dim; heads unused)
   std::vector<RopeShape> rope_axes;   // posenc_rope_qk_f32 with a 3-axis spec and with a one-axis spec
   std::vector<Shape> times;           // posenc_timesteps_f32 (d channels, n timesteps) and ggml's operation
+  std::vector<int64_t> rope_real;     // posenc_rope_cache_real_f32, Flux's spec, n tokens at real coordinates
   // one call split over 2 threads through posenc::work (cases_threads.cpp): the targets and the ladders
   std::vector<Shape> threads_table, threads_times, threads_embed;
   std::vector<RopeShape> threads_rope;

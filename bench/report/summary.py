@@ -5,7 +5,7 @@ from targets import evaluate
 
 KERNELS = ("table_f32", "rows_f32", "table_bf16", "table_f16", "add_f32", "embed_f32", "embed_bf16",
            "embed_f16", "embed_learned_f32", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16", "rope_cache_f32",
-           "rope_qk_f32_axes3", "timesteps_f32")
+           "rope_qk_f32_axes3", "timesteps_f32", "rope_cache_real_f32")
 # Kernels without peers of their own are compared with another kernel's cases on the same shape:
 # "=path" means the same posenc path there.
 CROSS = {"table_bf16": [("table_f32", "=path")], "table_f16": [("table_f32", "=path")],
@@ -251,6 +251,12 @@ IMPLS = """## What is compared
 - **Timesteps** (`timesteps_f32`: a batch of 1024 fractional timesteps in [0, 1000), cos then sin, D = half):
   - **ggml**: ggml's CPU `timestep_embedding`: for every timestep and pair, expf(-logf(max_period) j / half),
     the float32 product with the timestep, cosf and sinf (one thread).
+- **RoPE at real-valued positions** (`rope_cache_real_f32`: Flux's per-axis spec `[8, 28, 28]`, theta 1e4, at
+  4608 tokens of a 13 x 30 x 45 grid with real coordinates, frames 0.5 apart, rows and columns a `linspace`'s
+  29/30 and 44/45 steps, cos then sin rows of 128):
+  - **double**: diffusers' float64 CPU path: the angle `t f_i` in double, libm `cos` / `sin` in double, rounded
+    to float32 (not correctly rounded: the double angle's error carries).
+  - **float**: diffusers' float32 path (its device path): `t`, `f_i` and the angle in float32, `cosf` / `sinf`.
 - **memset / memcpy / memcpy_gather**: the bounds. memset of the same output buffer (tables), memcpy of the
   activations (`add_f32`), memcpy of the same embedding rows chosen by the same tokens (embeddings; for
   `embed_learned_f32` it does not read the position table, so it is below the true bound there).

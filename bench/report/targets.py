@@ -98,6 +98,11 @@ TARGETS += [
      "ggml", "posenc", ">", 1.0, True),
     ("timesteps 1024 x 1280: faster than ggml's timestep_embedding", "timesteps_f32", {"d": 1280, "n": 1024},
      "ggml", "posenc", ">", 1.0, True),
+    # RoPE at real-valued positions (issue 33): diffusers' float64 CPU path written out (bench/cases_rope_real.cpp)
+    ("rope_cache_real_f32, Flux spec, 4608 real coordinates: faster than diffusers' float64 path (libm)",
+     "rope_cache_real_f32", {"d": 128, "n": 4608}, "double", "posenc", ">", 1.0, True),
+    ("rope_cache_real_f32, the same: vs diffusers' float32 path (cosf / sinf; no target)", "rope_cache_real_f32",
+     {"d": 128, "n": 4608}, "float", "posenc", ">", 1.0, False),
 ]
 
 
@@ -114,7 +119,7 @@ def _case(groups, kernel, params, impl, path):
 
 
 QUICK_SHAPES = {"table_f32": {"d": 512, "n": 64}, "embed_f32": {"d": 512, "n": 64, "vocab": 1000},
-                "timesteps_f32": {"d": 320, "n": 64}}
+                "timesteps_f32": {"d": 320, "n": 64}, "rope_cache_real_f32": {"d": 128, "n": 256}}
 QUICK_TOKENS = {2048: 64, 32: 8}  # RoPE: the quick plan's token counts (bench/shapes.cpp)
 
 
