@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "cpu.hpp"
 #include "output.hpp"
 #include "posenc/posenc.hpp"
 
@@ -300,7 +299,9 @@ std::vector<Sample> samples(bool large) {
   }
   if (large) {
     // Past the non-temporal threshold: the streaming stores of every path.
-    const int64_t d = 1024, n = int64_t(posenc::detail::stream_threshold_bytes() / (4 * d)) + 3;
+    posenc_machine m{};
+    (void)posenc_machine_info(&m);  // cannot fail with a non-NULL pointer
+    const int64_t d = 1024, n = int64_t(m.stream_threshold / (4 * d)) + 3;
     const posenc_spec sp = spec(d);
     s.push_back({"table_f32", "d=1024, " + std::to_string(n) + " rows (past the non-temporal threshold)",
                  [=](Bytes &b) {

@@ -1,5 +1,5 @@
-// posenc info: what the library knows about this build and this machine, from its own internals
-// (lib/dispatch.hpp, lib/cpu.hpp), so that it shows the decisions the library itself makes.
+// posenc info: what the library knows about this build and this machine (posenc_machine_info), so that it
+// shows the decisions the library itself makes.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -7,16 +7,13 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "cpu.hpp"
-#include "dispatch.hpp"
 #include "posenc/posenc.h"
 
 namespace cli {
 namespace {
 
-using posenc::detail::PathChoice;
-
-std::vector<std::string> paths_where(bool (*keep)(int)) {
+template <class Keep>
+std::vector<std::string> paths_where(Keep keep) {
   std::vector<std::string> out;
   for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
     if (keep(v)) out.push_back(posenc_isa_name(posenc_isa(v)));
@@ -29,37 +26,30 @@ std::string env_isa() {
 }
 
 // The active path (none when POSENC_ISA refused every path) and why, in words.
-std::pair<std::string, std::string> active() {
+std::pair<std::string, std::string> active(posenc_path_reason reason) {
   const std::string name = posenc_isa_name(posenc_active_isa());
-  switch (posenc::detail::path_choice()) {
-    case PathChoice::kBestAvailable:
+  switch (reason) {
+    case POSENC_PATH_BEST_AVAILABLE:
       return {name, "the best path available (POSENC_ISA is not set)"};
-    case PathChoice::kEnvironment:
+    case POSENC_PATH_ENVIRONMENT:
       return {name, "POSENC_ISA=" + env_isa()};
-    case PathChoice::kForced:
+    case POSENC_PATH_FORCED:
       return {name, "forced by posenc_force_isa"};
-    case PathChoice::kEnvUnavailable:
+    case POSENC_PATH_ENV_UNAVAILABLE:
       return {"none", "POSENC_ISA=" + env_isa() + " is not available here: every kernel call returns "
                       "\"instruction set not available\""};
-    case PathChoice::kEnvUnknown:
+    case POSENC_PATH_ENV_UNKNOWN:
       break;
   }
   return {"none", "POSENC_ISA=" + env_isa() + " names no path (scalar, avx2, avx512, neon): every kernel call "
                   "returns \"instruction set not available\""};
 }
 
-// The CPU facts the path choice is made from, by name.
-std::vector<std::pair<std::string, bool>> features() {
+// The CPU facts the path choice is made from, by name: those of this architecture.
+std::vector<std::pair<std::string, bool>> features(const posenc_machine &m) {
   std::vector<std::pair<std::string, bool>> f;
-#if defined(__x86_64__)
-  const posenc::detail::X86Flags x = posenc::detail::x86_flags(posenc::detail::read_x86_registers());
-  f = {{"osxsave", x.osxsave},   {"avx", x.avx},           {"fma", x.fma},           {"f16c", x.f16c},
-       {"avx2", x.avx2},         {"avx512f", x.avx512f},   {"avx512cd", x.avx512cd}, {"avx512dq", x.avx512dq},
-       {"avx512bw", x.avx512bw}, {"avx512vl", x.avx512vl}, {"os-ymm-state", x.ymm_state},
-       {"os-zmm-state", x.zmm_state}};
-#else
-  f = {{"neon", posenc::detail::detect_cpu().neon}};
-#endif
+  for (int i = 0; i < POSENC_FEATURE_COUNT; ++i)
+    if (m.features_known >> i & 1u) f.push_back({posenc_feature_name(posenc_feature(i)), (m.features >> i & 1u) != 0});
   return f;
 }
 
@@ -103,18 +93,19 @@ int info_main(int argc, char **argv) {
     a.flag();
     json = true;
   }
-  const std::vector<std::string> compiled = paths_where(posenc::detail::isa_compiled);
+  posenc_machine c;
+  if (posenc_machine_info(&c) != POSENC_OK) return kExitFailed;
+  const auto compiled_path = [&c](int v) { return (c.compiled >> v & 1u) != 0; };
+  const std::vector<std::string> compiled = paths_where(compiled_path);
   const std::vector<std::string> available =
       paths_where([](int v) { return posenc_isa_available(posenc_isa(v)) != 0; });
-  const auto [path, why] = active();
-  const posenc::detail::CacheSizes c = posenc::detail::cache_sizes();
-  const uint64_t threshold = posenc::detail::stream_threshold_bytes();
+  const auto [path, why] = active(c.reason);
+  const uint64_t threshold = c.stream_threshold;
   std::vector<std::string> on, off;
-  for (const auto &[name, has] : features()) (has ? on : off).push_back(name);
+  for (const auto &[name, has] : features(c)) (has ? on : off).push_back(name);
   // Only the x86 vector paths have non-temporal stores; the scalar and NEON paths store through the caches.
-  const std::vector<std::string> streaming = paths_where([](int v) {
-    return (v == POSENC_ISA_AVX2 || v == POSENC_ISA_AVX512) && posenc::detail::isa_compiled(v);
-  });
+  const std::vector<std::string> streaming =
+      paths_where([&](int v) { return (v == POSENC_ISA_AVX2 || v == POSENC_ISA_AVX512) && compiled_path(v); });
 
   if (json) {
     std::printf(
@@ -125,7 +116,7 @@ int info_main(int argc, char **argv) {
         quoted(posenc_version()).c_str(), json_list(compiled).c_str(), json_list(available).c_str(),
         quoted(path).c_str(), quoted(why).c_str(), std::getenv("POSENC_ISA") ? quoted(env_isa()).c_str() : "null",
         json_list(on).c_str(), json_list(off).c_str(), (unsigned long long)c.l1d, (unsigned long long)c.l2,
-        (unsigned long long)c.l3, unsigned(c.l3_sharing), quoted(c.source).c_str(), (unsigned long long)threshold,
+        (unsigned long long)c.l3, unsigned(c.l3_sharing), quoted(c.cache_source).c_str(), (unsigned long long)threshold,
         json_list(streaming).c_str());
     return kExitOk;
   }
@@ -137,7 +128,7 @@ int info_main(int argc, char **argv) {
   if (!off.empty()) std::printf("  not present:    %s\n", join(off, " ").c_str());
   std::printf("caches:           L1d %s, L2 %s, L3 %s", bytes(c.l1d).c_str(), bytes(c.l2).c_str(), bytes(c.l3).c_str());
   if (c.l3 && c.l3_sharing > 1) std::printf(" shared by %u logical CPUs", unsigned(c.l3_sharing));
-  std::printf(" (%s)\n", c.source);
+  std::printf(" (%s)\n", c.cache_source);
   if (streaming.empty())
     std::printf("non-temporal stores: none (the scalar and NEON paths store through the caches)\n");
   else

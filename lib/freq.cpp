@@ -5,6 +5,7 @@
 // the integer part that the reduction modulo 4 throws away (up to 1000 for the largest valid frequency),
 // the error growth of the product chain (log2 h bits) and of exp (24 bits), plus guard bits.
 #include "freq.hpp"
+#include "posenc/posenc.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,9 @@
 #include "isa_entry.hpp"
 #include "freq_build.hpp"
 #include "mp.hpp"
+
+// The splits of posenc.hpp's works and of the Python binding cut on whole blocks (posenc::cost_model).
+static_assert(posenc::cost_model::block_grain == posenc::detail::Freq::kBlock, "the block the splits cut on");
 
 namespace posenc {
 namespace detail {

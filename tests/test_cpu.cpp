@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -143,4 +145,44 @@ TEST_CASE("the streaming threshold is 3/4 of one thread's cache", "[cpu]") {
     CHECK(t <= (uint64_t(l2) + uint64_t(l3)) / 4 * 3);
   }
 #endif
+}
+
+TEST_CASE("posenc_machine_info reports what the internals decide", "[cpu]") {
+  posenc_machine m;
+  std::memset(&m, 0xA5, sizeof m);
+  REQUIRE(posenc_machine_info(&m) == POSENC_OK);
+  CHECK(posenc_machine_info(nullptr) == POSENC_ERR_NULL);
+  // the paths: every available one is compiled, scalar always
+  CHECK((m.compiled & 1u) == 1u);
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
+    if (posenc_isa_available(posenc_isa(v))) CHECK((m.compiled >> v & 1u) == 1u);
+  CHECK(m.compiled >> POSENC_ISA_COUNT == 0u);
+  const char *env = std::getenv("POSENC_ISA");
+  CHECK(m.reason == (env && *env ? POSENC_PATH_ENVIRONMENT : POSENC_PATH_BEST_AVAILABLE));
+  // the features: those of the architecture, each as detect_cpu and decide_x86 combine them
+  const posenc::detail::CpuFeatures cpu = posenc::detail::detect_cpu();
+#if defined(__x86_64__)
+  CHECK(m.features_known == 0xFFFu);
+  const bool avx2 = (m.features >> POSENC_FEATURE_AVX2 & 1u) && (m.features >> POSENC_FEATURE_FMA & 1u) &&
+                    (m.features >> POSENC_FEATURE_F16C & 1u) && (m.features >> POSENC_FEATURE_AVX & 1u) &&
+                    (m.features >> POSENC_FEATURE_OS_YMM_STATE & 1u);
+  CHECK(avx2 == cpu.avx2);
+#else
+  CHECK(m.features_known == 1u << POSENC_FEATURE_NEON);
+  CHECK(((m.features >> POSENC_FEATURE_NEON) & 1u) == unsigned(cpu.neon));
+#endif
+  CHECK((m.features & ~m.features_known) == 0u);
+  const posenc::detail::CacheSizes c = posenc::detail::cache_sizes();
+  CHECK(m.l1d == c.l1d);
+  CHECK(m.l2 == c.l2);
+  CHECK(m.l3 == c.l3);
+  CHECK(m.l3_sharing == c.l3_sharing);
+  CHECK(std::string(m.cache_source) == c.source);
+  CHECK(m.stream_threshold == posenc::detail::stream_threshold_bytes());
+  // the names
+  CHECK(std::string(posenc_feature_name(POSENC_FEATURE_OSXSAVE)) == "osxsave");
+  CHECK(std::string(posenc_feature_name(POSENC_FEATURE_OS_ZMM_STATE)) == "os-zmm-state");
+  CHECK(std::string(posenc_feature_name(POSENC_FEATURE_NEON)) == "neon");
+  CHECK(posenc_feature_name(POSENC_FEATURE_COUNT) == nullptr);
+  CHECK(posenc_feature_name(posenc_feature(-1)) == nullptr);
 }

@@ -1,4 +1,4 @@
-// ggml's RoPE frequencies and magnitude (lib/rope_powers.hpp, ggml_rope_frequencies: what the ggml integration
+// ggml's RoPE frequencies and magnitude (posenc_rope_ggml_frequencies, lib/rope_powers.hpp: what the ggml integration
 // rotates by) against MPFR: each frequency and the magnitude must be the correctly rounded double of ggml's
 // formula evaluated in real arithmetic on its float parameters. The reference re-traces ggml's CPU code
 // (ggml-cpu/ops.cpp: rope_yarn, rope_yarn_ramp; ggml.c: ggml_rope_yarn_corr_dims) with every float operation
@@ -19,8 +19,6 @@
 using ggml_ref::corr_dim;
 using ggml_ref::float_cd;
 using ggml_ref::vision_index;
-using posenc::detail::ggml_rope_frequencies;
-using posenc::detail::GgmlRope;
 
 namespace {
 
@@ -35,8 +33,8 @@ struct Case {
   ggml_ref::Params params() const {
     return ggml_ref::Params{n_dims, pairs, index, factors, base, fs, ef, af, bf, bs, n_ctx_orig};
   }
-  GgmlRope get() const {
-    GgmlRope g;
+  posenc_ggml_rope_params get() const {
+    posenc_ggml_rope_params g{};
     g.n_dims = n_dims;
     g.pairs = pairs;
     g.index = index.empty() ? nullptr : index.data();
@@ -67,7 +65,8 @@ void check(const Case &c) {
   const ggml_ref::Expect e = ggml_ref::reference(c.params());
   std::vector<double> got(size_t(c.pairs), -7.0);
   double m = -7.0;
-  const posenc_status st = ggml_rope_frequencies(c.get(), got.data(), &m);
+  const posenc_ggml_rope_params g = c.get();
+  const posenc_status st = posenc_rope_ggml_frequencies(&g, got.data(), &m);
   if (!e.valid) {
     REQUIRE(st == POSENC_ERR_INVALID);
     for (double v : got) REQUIRE(v == -7.0);
@@ -258,7 +257,8 @@ TEST_CASE("ggml: what posenc cannot take is INVALID, with nothing written", "[ro
     INFO(c.name);
     std::vector<double> got(64, -7.0);
     double m = -7.0;
-    REQUIRE(ggml_rope_frequencies(c.get(), got.data(), &m) == POSENC_ERR_INVALID);
+    const posenc_ggml_rope_params g = c.get();
+    REQUIRE(posenc_rope_ggml_frequencies(&g, got.data(), &m) == POSENC_ERR_INVALID);
     for (double v : got) REQUIRE(v == -7.0);
     REQUIRE(m == -7.0);
   }
@@ -267,4 +267,24 @@ TEST_CASE("ggml: what posenc cannot take is INVALID, with nothing written", "[ro
     if (c.name.find("ratio") != std::string::npos || c.name.find("0 / 0") != std::string::npos ||
         c.name.find("magnitude") != std::string::npos)
       check(c);
+}
+
+TEST_CASE("posenc_rope_ggml_frequencies refuses NULL arguments and writes nothing", "[rope][ggml]") {
+  posenc_ggml_rope_params g{};
+  g.n_dims = 8;
+  g.pairs = 4;
+  g.freq_base = 10000.0f;
+  g.freq_scale = 1.0f;
+  g.attn_factor = 1.0f;
+  std::vector<double> f(4, -7.0);
+  double m = -7.0;
+  CHECK(posenc_rope_ggml_frequencies(nullptr, f.data(), &m) == POSENC_ERR_NULL);
+  CHECK(posenc_rope_ggml_frequencies(&g, nullptr, &m) == POSENC_ERR_NULL);
+  CHECK(posenc_rope_ggml_frequencies(&g, f.data(), nullptr) == POSENC_ERR_NULL);
+  CHECK(f == std::vector<double>(4, -7.0));
+  CHECK(m == -7.0);
+  REQUIRE(posenc_rope_ggml_frequencies(&g, f.data(), &m) == POSENC_OK);
+  CHECK(f[0] == 1.0);
+  CHECK(f[2] == 0.01);  // 10000^(-4/8): the double nearest 1/100
+  CHECK(m == 1.0);
 }

@@ -1134,7 +1134,7 @@ TEST_CASE("shift of keys rotated at p equals rotating them at p + d, within the 
 }
 
 TEST_CASE("real positions: every wrapper call returns the bytes of its C function", "[rope][cpp][real]") {
-  const int64_t T = 5, Hq = 4, Hkv = 2, D = 72, row = (Hq + 2 * Hkv) * D;
+  const int64_t T = 5, Hq = 4, Hkv = 2, D = 72;
   const std::vector<double> t = {7.5, 0.25, -3.0, 131071.125, 1e-3};
   const posenc::rope ropes[] = {posenc::rope::llama3_1(32).with_attention_scale(1.25), posenc::rope::flux(),
                                 posenc::rope::wan()};

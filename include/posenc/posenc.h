@@ -285,6 +285,32 @@ posenc_status posenc_rope_qk_f16(const posenc_rope *rope, const int64_t *positio
                                  uint16_t *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
                                  uint16_t *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
 
+/** ggml's RoPE (ggml_rope_ext / ggml_rope_multi as its CPU backend computes them, on ggml's own float parameters;
+ *  docs/rope.md, "ggml's scheme"): pair i (of `pairs`) turns by p f_i and cos, sin are scaled by m, where
+ *    f_i = base^(-2 k_i / n_dims) / c_i * (freq_scale + (1 - freq_scale) ext_factor ramp_i)
+ *    ramp_i = 1 - clamp((i - low) / max(0.001, high - low), 0, 1), low = max(0, floor(cd(beta_fast))),
+ *    high = min(n_dims - 1, ceil(cd(beta_slow))), cd(b) = n_dims ln(n_ctx_orig / (2 pi b)) / (2 ln base)
+ *    m = attn_factor (1 + ln(1 / freq_scale) / 10)     (attn_factor alone when ext_factor is 0)
+ *  k_i = index[i] (NULL: i; VISION's index restarts per section), c_i = factors[i] (NULL: 1). The floor and
+ *  ceil are decided on the real cd; infinite cd (n_ctx_orig 0, beta 0 or infinite, base 1) as ggml's IEEE
+ *  arithmetic has it. */
+typedef struct posenc_ggml_rope_params {
+  int64_t n_dims;         /**< ggml's n_dims: even, >= 2 */
+  int64_t pairs;          /**< the pairs written: n_dims / 2, or n_dims for ggml's VISION mode */
+  const int64_t *index;   /**< NULL, or `pairs` theta indices in [0, 2^31) */
+  const float *factors;   /**< NULL, or `pairs` freq_factors (non-zero, finite) */
+  float freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
+  int64_t n_ctx_orig;     /**< within the int32 range */
+} posenc_ggml_rope_params;
+
+/** freq[i] = the double nearest f_i for i < pairs, *attention_scale = the double nearest m. POSENC_ERR_NULL for
+ *  a NULL argument; POSENC_ERR_INVALID, nothing written, where a value is not one posenc takes: n_dims odd or
+ *  < 2, pairs < 1, an index outside [0, 2^31), n_ctx_orig outside int32, base, freq_scale or attn_factor not
+ *  positive and finite, ext_factor not finite, a factor zero or not finite, a ramp ggml makes NaN, a frequency
+ *  of 2^1000 or more, m outside [2^-64, 2^64]. The spec is then rotary_dim = 2 pairs, freq, attention_scale. */
+posenc_status posenc_rope_ggml_frequencies(const posenc_ggml_rope_params *params, double *freq,
+                                           double *attention_scale);
+
 /* ---- Multi-axis RoPE (M-RoPE of vision-language models, 2-D RoPE of vision towers; docs/rope.md) --------
  *
  * With axes = A > 1 every token has A positions, and pair i rotates by the position of its own axis:
@@ -535,6 +561,48 @@ int posenc_isa_available(posenc_isa isa);
 posenc_status posenc_force_isa(posenc_isa isa);
 /** "MAJOR.MINOR.PATCH", from meson.build. */
 const char *posenc_version(void);
+
+/* ---- This build and this machine (`posenc info`; docs/api.md) -----------------------------------------
+ *
+ * What the path choice and the non-temporal stores are decided from, as the library itself decides them. */
+
+/** Why the active path is the one it is. */
+typedef enum posenc_path_reason {
+  POSENC_PATH_BEST_AVAILABLE = 0,  /**< POSENC_ISA unset or empty: the best path compiled in and supported */
+  POSENC_PATH_ENVIRONMENT = 1,     /**< POSENC_ISA named an available path */
+  POSENC_PATH_FORCED = 2,          /**< posenc_force_isa */
+  POSENC_PATH_ENV_UNAVAILABLE = 3, /**< POSENC_ISA named a known path that is not available: kernels refuse */
+  POSENC_PATH_ENV_UNKNOWN = 4      /**< POSENC_ISA named no path: kernels refuse */
+} posenc_path_reason;
+
+/** The CPU facts the path choice combines, one bit each (posenc_feature_name names them). */
+typedef enum posenc_feature {
+  POSENC_FEATURE_OSXSAVE = 0, POSENC_FEATURE_AVX = 1, POSENC_FEATURE_FMA = 2, POSENC_FEATURE_F16C = 3,
+  POSENC_FEATURE_AVX2 = 4, POSENC_FEATURE_AVX512F = 5, POSENC_FEATURE_AVX512CD = 6, POSENC_FEATURE_AVX512DQ = 7,
+  POSENC_FEATURE_AVX512BW = 8, POSENC_FEATURE_AVX512VL = 9,
+  POSENC_FEATURE_OS_YMM_STATE = 10, /**< XCR0: the OS saves SSE and AVX state */
+  POSENC_FEATURE_OS_ZMM_STATE = 11, /**< XCR0: and opmask, ZMM_Hi256, Hi16_ZMM */
+  POSENC_FEATURE_NEON = 12,
+  POSENC_FEATURE_COUNT = 13         /**< not a feature */
+} posenc_feature;
+
+typedef struct posenc_machine {
+  uint32_t compiled;          /**< bit v set: path v (posenc_isa) is compiled into this build */
+  posenc_path_reason reason;  /**< why posenc_active_isa() is what it is */
+  uint32_t features_known;    /**< bit f set: feature f applies to this architecture (x86-64: 0..11; AArch64: 12) */
+  uint32_t features;          /**< bit f set: this CPU (and OS) has feature f */
+  uint64_t l1d, l2, l3;       /**< data cache sizes in bytes, 0 when not known */
+  uint32_t l3_sharing;        /**< logical CPUs sharing the L3 (1 when not known) */
+  const char *cache_source;   /**< "cpuid leaf 4", "cpuid leaf 0x8000001D", "sysconf" or "none" (static) */
+  uint64_t stream_threshold;  /**< float32 outputs of this many bytes or more are written with non-temporal
+                                   stores on the paths that have them (AVX2, AVX-512) */
+} posenc_machine;
+
+/** Fills *out. POSENC_ERR_NULL for a NULL out. Resolves the active path (as any first call does). */
+posenc_status posenc_machine_info(posenc_machine *out);
+/** "osxsave", "avx", "fma", "f16c", "avx2", "avx512f", "avx512cd", "avx512dq", "avx512bw", "avx512vl",
+ *  "os-ymm-state", "os-zmm-state", "neon"; NULL outside the enum. */
+const char *posenc_feature_name(posenc_feature f);
 
 #if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
 #pragma GCC visibility pop

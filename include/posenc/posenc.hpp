@@ -280,23 +280,48 @@ struct unit_cost {
                              per-element costs measured by posenc-bench's threads cases (docs/threads.md) */
 };
 
-namespace detail {
-
-// The compute estimate of unit_cost::cycles: cycles per value and per element on the AVX-512 path
-// (provisional: docs/threads.md, "Cost and threshold"); other paths and CPUs differ by a small factor, which
-// only moves where pieces() starts to split.
-struct cycle_costs {
-  static constexpr double kTurned = 2.0;   // a table / cache value turned from its block's anchor
-  static constexpr double kDirect = 40.0;  // a timestep value, each by the direct method
-  static constexpr double kRotated = 1.0;  // an element of a q or k head row rotated in place
-  static constexpr double kFused = 0.5;    // an element of a fused add or embedding gathered and added
-  static constexpr double kPerByte = 0.1;  // memory traffic, per byte read or written
+/** The cost model of a split (docs/threads.md, "Cost and threshold"), one for the C++ works and the Python
+ *  binding: the compute estimate of unit_cost::cycles in cycles per value and per element on the AVX-512 path;
+ *  other paths and CPUs differ by a small factor, which only moves where a split starts to pay. */
+struct cost_model {
+  static constexpr double turned = 2.0;    /**< a table / cache value turned from its block's anchor */
+  /** a value made where it is (timesteps, real-valued RoPE positions: the direct method's fast form, issue 25):
+   *  measured 1.8 ns a value against 0.36 ns for a table value with its stores (timesteps 130 x 320 against a
+   *  table 260 x 512, one thread, AMD EPYC); 40, the estimate before the fast form, split 32-row calls at a
+   *  loss (0.59x-0.68x with two threads) */
+  static constexpr double direct = 12.0;
+  static constexpr double rotated = 1.0;   /**< an element of a q or k head row rotated in place */
+  static constexpr double fused = 0.5;     /**< an element of a fused add or embedding gathered and added */
+  static constexpr double per_byte = 0.1;  /**< memory traffic, per byte read or written */
+  /** a piece must carry at least this many estimated cycles for a split to pay (work::pieces): the break-even of
+   *  two threads through posenc/threads.hpp, which starts and joins a std::thread per piece */
+  static constexpr double min_piece_cycles = 200000.0;
+  /** the rows engine's blocks of positions (rows of one anchor): splits of table and RoPE calls cut on them */
+  static constexpr int64_t block_grain = 65;
+  /** A row of a spec's table call: d elements of out_size bytes written, 2 floor(d/2) values of values_cost
+   *  cycles, in_size bytes of x read per element (0: none), extra_read bytes of position or timestep. */
+  static unit_cost row(int64_t d, double out_size, double in_size, double values_cost, double extra_read = 8) {
+    const double h = double(d / 2), e = double(d);
+    unit_cost c;
+    c.bytes_read = e * in_size + extra_read;
+    c.bytes_written = e * out_size;
+    c.values = 2 * h;
+    c.cycles = 2 * h * values_cost + (in_size > 0 ? e * fused : 0.0) + (c.bytes_read + c.bytes_written) * per_byte;
+    return c;
+  }
 };
 
-// A piece must carry at least this many estimated cycles for a split to pay (work::pieces): the break-even of
-// two threads through posenc/threads.hpp, which starts and joins a std::thread per piece (provisional until
-// posenc-bench's threads cases measure it: docs/threads.md).
-constexpr double kMinPieceCycles = 200000.0;
+namespace detail {
+
+// The library's own names for the public cost model.
+struct cycle_costs {
+  static constexpr double kTurned = cost_model::turned;
+  static constexpr double kDirect = cost_model::direct;
+  static constexpr double kRotated = cost_model::rotated;
+  static constexpr double kFused = cost_model::fused;
+  static constexpr double kPerByte = cost_model::per_byte;
+};
+constexpr double kMinPieceCycles = cost_model::min_piece_cycles;
 
 // The call behind a work: run(begin, end) makes the _part call; immutable once built, so that a work and
 // its copies can run pieces on any threads at once.
@@ -421,19 +446,9 @@ struct work_access {
   }
 };
 
-constexpr int64_t kBlockGrain = 65;  // the rows engine's blocks (lib/values_rows.hpp, kBlock)
-
-// The cost of a row of a spec's table call: d elements of out_size bytes written, 2 floor(d/2) values,
-// in_size bytes of x read per element (0: none), 8 bytes of position or timestep.
+constexpr int64_t kBlockGrain = cost_model::block_grain;  // lib/values_rows.hpp's kBlock: a static_assert there
 inline unit_cost row_cost(int64_t d, double out_size, double in_size, double values_cost, double extra_read = 8) {
-  const double h = double(d / 2), e = double(d);
-  unit_cost c;
-  c.bytes_read = e * in_size + extra_read;
-  c.bytes_written = e * out_size;
-  c.values = 2 * h;
-  c.cycles = 2 * h * values_cost + (in_size > 0 ? e * cycle_costs::kFused : 0.0) +
-             (c.bytes_read + c.bytes_written) * cycle_costs::kPerByte;
-  return c;
+  return cost_model::row(d, out_size, in_size, values_cost, extra_read);
 }
 
 }  // namespace detail

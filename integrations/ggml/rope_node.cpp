@@ -3,7 +3,7 @@
 //
 // ggml's parameters become a posenc_rope: rotary_dim 2H (H pairs: n_dims / 2, or n_dims for VISION),
 // interleaved pairs for NORMAL and halves otherwise, the frequencies and magnitude of ggml's formulas computed
-// exactly (posenc::detail::ggml_rope_frequencies), and for the multi modes the axis of each pair as ggml's
+// exactly (posenc_rope_ggml_frequencies), and for the multi modes the axis of each pair as ggml's
 // ggml_mrope_cache_init assigns it (axes: one more than the largest used; positions: ggml's slots, axis-major
 // as posenc takes them). The backward operation negates the positions.
 #include "rope_node.hpp"
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <map>
 
-#include "rope_powers.hpp"
+#include "posenc/posenc.h"
 
 namespace posenc_ggml {
 
@@ -69,7 +69,7 @@ std::unique_ptr<FreqSet> make_set(const Record &r, const float *factors) {
   auto set = std::make_unique<FreqSet>();
   if (factors) set->factors.assign(factors, factors + r.pairs);
   set->freq.resize(size_t(r.pairs));
-  posenc::detail::GgmlRope g;
+  posenc_ggml_rope_params g{};
   g.n_dims = r.key.n_dims;
   g.pairs = r.pairs;
   g.index = r.index.data();
@@ -82,7 +82,7 @@ std::unique_ptr<FreqSet> make_set(const Record &r, const float *factors) {
   g.beta_slow = r.key.bs;
   g.n_ctx_orig = r.key.n_ctx_orig;
   double m = 1.0;
-  set->ok = posenc::detail::ggml_rope_frequencies(g, set->freq.data(), &m) == POSENC_OK;
+  set->ok = posenc_rope_ggml_frequencies(&g, set->freq.data(), &m) == POSENC_OK;
   set->rope = posenc_rope_default(2 * r.pairs);
   set->rope.pairs = r.key.mode == kModeNormal ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
   set->rope.freq = set->freq.data();

@@ -68,7 +68,7 @@ const char *check_shape(const ggml_tensor *a, const ggml_tensor *b, const ggml_t
 Key make_key(int n_dims, int mode, int n_ctx_orig, bool forward, const int32_t sections[4], const float f[6]);
 
 // The record of key (pairs: pairs_of(mode, n_dims)), made on first use and kept for the life of the process;
-// nullptr, with nothing kept, when posenc cannot take the parameters (lib/rope_powers.hpp,
+// nullptr, with nothing kept, when posenc cannot take the parameters (posenc_rope_ggml_frequencies,
 // ggml_rope_frequencies: freq_base, freq_scale or attn_factor not positive and finite, a NaN YaRN ramp, a
 // magnitude outside [2^-64, 2^64]). The key must have passed the structural checks of its builder.
 Record *intern(const Key &key, int64_t pairs);

@@ -338,7 +338,7 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
 
 // ---- positions ----------------------------------------------------------------------------------------------
 
-constexpr int64_t kGrain = posenc::detail::kBlockGrain;  // pieces of whole blocks (threads.hpp)
+constexpr int64_t kGrain = posenc::cost_model::block_grain;  // pieces of whole blocks (threads.hpp)
 
 // The positions of a RoPE call: a run from `first`, or explicit values, A * n of them per batch row, axis-major
 // as the C calls take them (token t's position on axis a is row(b)[a * n + t]).

@@ -13,8 +13,8 @@ namespace pyposenc {
 
 namespace {
 
-constexpr int64_t kGrain = posenc::detail::kBlockGrain;  // pieces of whole blocks (threads.hpp)
-constexpr double kTurned = posenc::detail::cycle_costs::kTurned;
+constexpr int64_t kGrain = posenc::cost_model::block_grain;  // pieces of whole blocks (threads.hpp)
+constexpr double kTurned = posenc::cost_model::turned;
 
 py::object table(py::handle spec_obj, py::handle n_obj, int64_t first, py::handle dtype, py::handle out) {
   const posenc_spec spec = spec_arg(spec_obj);

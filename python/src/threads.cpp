@@ -141,11 +141,11 @@ namespace {
 // All of these are read and written with the GIL held.
 Pool *the_pool = nullptr;  // never deleted (see the top of this file)
 int64_t set_threads = 0;   // set_num_threads; 0: the default
-// The estimated cycles (posenc::unit_cost::cycles) a piece must carry: 1.5 posenc::detail::kMinPieceCycles.
+// The estimated cycles (posenc::unit_cost::cycles) a piece must carry: 1.5 posenc::cost_model::min_piece_cycles.
 // Measured with this pool (docs/python.md, "Threads"; Xeon family 6 model 207, 2 vCPUs): two threads pay from about
 // 45 us of one thread's work (a table 512 wide from 195-260 rows, 2 pieces of 120k-160k estimated cycles), and
 // posenc::work's 200k a piece would split calls that two threads make slower on this noisy VM.
-double min_piece_cycles = 1.5 * posenc::detail::kMinPieceCycles;
+double min_piece_cycles = 1.5 * posenc::cost_model::min_piece_cycles;
 std::atomic<int64_t> split_calls{0}, split_pieces_run{0}, omp_calls{0};
 // Whether a split call runs on OpenMP's team instead of the pool: when torch has been imported (torch's CPU
 // operators run on libgomp's threads, which spin for milliseconds after each operator before they sleep, and a

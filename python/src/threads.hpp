@@ -21,7 +21,7 @@ class Pool;
 /** A call to split: `batch` C calls of `n` units (rows or tokens) each, cut on multiples of `grain` (65, the kernel's
  *  blocks, or 1), each unit estimated at `unit_cycles` (posenc::unit_cost::cycles). */
 struct Split {
-  int64_t batch = 1, n = 0, grain = posenc::detail::kBlockGrain;
+  int64_t batch = 1, n = 0, grain = posenc::cost_model::block_grain;
   double unit_cycles = 0.0;
 };
 
@@ -36,24 +36,21 @@ void pool_run(Pool *pool, int64_t pieces, int64_t threads, void (*piece)(void *,
 /** Counts a split call of `pieces` pieces (posenc._posenc._split_stats, for the tests). */
 void note_split(int64_t pieces);
 
-/** The estimated cycles of a timestep value (each row's values by the direct method's fast form, issue 25), in the
- *  units of cycle_costs::kTurned's 2 for a table value: measured 1.8 ns a value against 0.36 ns (timesteps 130 x 320,
- *  a table 260 x 512, one thread), 5x a table value with its stores; cycle_costs::kDirect (40) predates the fast form
- *  and made 32-row calls split at a loss (0.59x-0.68x with two threads). */
-constexpr double kTimestepValueCycles = 12.0;
+/** The estimated cycles of a timestep value (posenc::cost_model::direct, shared with the C++ works). */
+constexpr double kTimestepValueCycles = posenc::cost_model::direct;
 
-/** The cycles of a table row of d elements (posenc::detail::row_cost): out_size bytes written per element, in_size read
+/** The cycles of a table row of d elements (posenc::cost_model::row): out_size bytes written per element, in_size read
  *  (0: none), values_cost per sin/cos value. */
 inline double row_cycles(int64_t d, double out_size, double in_size, double values_cost, double extra_read = 8) {
-  return posenc::detail::row_cost(d, out_size, in_size, values_cost, extra_read).cycles;
+  return posenc::cost_model::row(d, out_size, in_size, values_cost, extra_read).cycles;
 }
 /** The cycles of a RoPE token: r values made once, `elements` head-row elements of `size` bytes rotated (0 for the
  *  cache, whose r floats are written), positions of `axes` axes read (posenc::rope's costs). */
 inline double rope_cycles(int64_t r, int64_t elements, double size, int64_t axes) {
-  using c = posenc::detail::cycle_costs;
+  using c = posenc::cost_model;
   const double e = double(elements), read = e * size + 8.0 * double(axes > 0 ? axes : 1);
   const double written = elements ? e * size : double(r) * 4;
-  return double(r) * c::kTurned + e * c::kRotated + (read + written) * c::kPerByte;
+  return double(r) * c::turned + e * c::rotated + (read + written) * c::per_byte;
 }
 
 /** Runs part(b, begin, end) -> posenc_status over the rows [0, s.n) of every batch entry b in [0, s.batch), and raises

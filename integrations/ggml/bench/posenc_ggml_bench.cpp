@@ -40,7 +40,6 @@
 #include "ggml.h"
 #include "posenc/ggml.h"
 #include "posenc/posenc.h"
-#include "rope_powers.hpp"
 #if POSENC_GGML_BENCH_BACKEND
 #include "posenc/ggml-backend.h"
 #endif
@@ -174,13 +173,15 @@ struct Kernel {
 Kernel make_kernel(const Config &c, const ggml_tensor *a) {
   Kernel k;
   const int64_t pairs = c.n_dims / 2;
-  posenc::detail::GgmlRope g;
+  posenc_ggml_rope_params g{};
   g.n_dims = c.n_dims;
   g.pairs = pairs;
   g.freq_base = c.base;
+  g.freq_scale = 1.0f;
+  g.attn_factor = 1.0f;
   k.freq.resize(size_t(pairs));
   double m = 1.0;
-  if (posenc::detail::ggml_rope_frequencies(g, k.freq.data(), &m) != POSENC_OK) std::exit(1);
+  if (posenc_rope_ggml_frequencies(&g, k.freq.data(), &m) != POSENC_OK) std::exit(1);
   k.rope = posenc_rope_default(c.n_dims);
   k.rope.pairs = c.mode == GGML_ROPE_TYPE_NORMAL ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
   k.rope.attention_scale = m;

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Holds the integrations, the Python binding, the command-line tool and the examples to the public headers.
+
+    check_public_only.py ROOT
+
+Every C or C++ file (.c .cc .cpp .h .hpp) under integrations/, python/, cli/ and examples/ must reach the
+library through include/posenc/ only: an #include of a file of lib/ (by its name, as the build's include path
+lets it be written, or by a path through lib/) or a mention of posenc::detail (or `using namespace
+posenc::detail`) is reported with its line, and the check exits 1. What such a file needs becomes public
+(docs/architecture.md, "Public headers only"). Tests and benchmarks may reach inside.
+"""
+import os
+import re
+import sys
+
+DIRS = ("integrations", "python", "cli", "examples")
+EXTS = (".c", ".cc", ".cpp", ".h", ".hpp")
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+DETAIL = re.compile(r"\bposenc\s*::\s*detail\b")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    root = sys.argv[1]
+    lib = set(os.listdir(os.path.join(root, "lib")))
+    bad, files = [], 0
+    for top in DIRS:
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for name in sorted(names):
+                if not name.endswith(EXTS):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, root)
+                files += 1
+                local = set(os.listdir(dirpath))
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    for no, line in enumerate(fh, 1):
+                        m = INCLUDE.match(line)
+                        if m:
+                            inc = m.group(1)
+                            base = os.path.basename(inc)
+                            through_lib = "lib/" in inc.replace("\\", "/") and not inc.startswith("posenc/")
+                            # a file of lib/ by its bare name (the build puts lib/ on the include path), unless
+                            # the including directory has a file of that name itself
+                            if through_lib or (inc == base and base in lib and base not in local):
+                                bad.append("%s:%d: includes %s, a file of lib/" % (rel, no, inc))
+                        if DETAIL.search(line.split("//")[0]):
+                            bad.append("%s:%d: names posenc::detail" % (rel, no))
+    for b in bad:
+        print(b)
+    print("%d files, %d uses of the library's internals" % (files, len(bad)))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
