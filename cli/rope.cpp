@@ -29,12 +29,25 @@ const std::vector<std::string> kPresets = {"llama2",          "llama3.1",       
                                            "llama4-vision",   "gemma4-global",     "gemma4-sliding",
                                            "flux",            "wan",               "hunyuan-video",
                                            "cogvideox",       "qwen-image"};
-// posenc_rope_layout's values, in order.
-const std::vector<std::string> kLayouts = {"chunked", "interleaved", "vision", "strided", "interleaved-4",
-                                           "alternating", "per-axis"};
-const std::vector<std::string> kTypes = {"default",      "linear", "dynamic",       "yarn",
-                                         "llama3",       "longrope", "proportional", "ntk",
-                                         "deepseek_yarn", "yarn_log", "theta_scale", "telechat3"};
+// An enumeration's names in value order, from the library's one list of them (posenc.h, "Names of the
+// enumerations"): name(v) for v = 0, 1, .. up to the first NULL.
+template <class E>
+std::vector<std::string> names_of(const char *(*name)(E)) {
+  std::vector<std::string> out;
+  for (int v = 0; name(E(v)); ++v) out.push_back(name(E(v)));
+  return out;
+}
+const std::vector<std::string> kLayouts = names_of(posenc_rope_layout_name);
+const std::vector<std::string> kTypes = names_of(posenc_rope_type_name);
+const std::vector<std::string> kPairs = names_of(posenc_rope_pairs_name);
+
+// The value named `text` ('-' read as '_', as the library's from_name functions read it).
+int named(const std::string &text, const std::string &option, const std::vector<std::string> &names) {
+  std::string t = text;
+  for (char &c : t)
+    if (c == '-') c = '_';
+  return choice(t, option, names);
+}
 
 // A scaling parameter and the rope types that read it (posenc.h: posenc_rope_scaling).
 struct Param {
@@ -162,13 +175,13 @@ RopeOptions parse(int argc, char **argv) {
     if (n == "--preset") o.preset = kPresets[size_t(choice(a.value(), n, kPresets))];
     else if (n == "--rotary-dim") o.rotary_dim = integer(a.value(), n);
     else if (n == "--base") o.base = number(a.value(), n);
-    else if (n == "--rope-type") o.type = posenc_rope_type(choice(a.value(), n, kTypes));
-    else if (n == "--pairs") o.pairs = posenc::rope_pairs(choice(a.value(), n, {"halves", "interleaved"}));
+    else if (n == "--rope-type") o.type = posenc_rope_type(named(a.value(), n, kTypes));
+    else if (n == "--pairs") o.pairs = posenc::rope_pairs(named(a.value(), n, kPairs));
     else if (n == "--position-scale") o.position_scale = number(a.value(), n);
     else if (n == "--attention-scale") o.attention_scale = number(a.value(), n);
     else if (n == "--cache-layout") o.separate = choice(a.value(), n, {"cos-sin", "separate"}) == 1;
     else if (n == "--sections") o.sections = integers(a.value(), n);
-    else if (n == "--sections-layout") o.sections_layout = posenc::rope_layout(choice(a.value(), n, kLayouts));
+    else if (n == "--sections-layout") o.sections_layout = posenc::rope_layout(named(a.value(), n, kLayouts));
     else if (n == "--axis-positions") o.axis_lists = axis_lists(a.value(), n);
     else if (n == "--show-spec") a.flag(), o.show_spec = true;
     else if (n == "--isa") o.isa = a.value();
@@ -258,7 +271,7 @@ posenc::rope build(RopeOptions &o, const Positions &pos) {
 
 void show_spec(const posenc::rope &r) {
   std::printf("rotary_dim %lld\npairs %s\nbase %.17g\nposition_scale %.17g\nattention_scale %.17g\nfreq",
-              (long long)r.rotary_dim(), r.pairs() == posenc::rope_pairs::halves ? "halves" : "interleaved", r.base(),
+              (long long)r.rotary_dim(), posenc_rope_pairs_name(posenc_rope_pairs(r.pairs())), r.base(),
               r.position_scale(), r.attention_scale());
   if (r.freq().size() == 0) std::printf(" base^(-2i/r)");
   for (double f : r.freq()) std::printf(" %.17g", f);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "enum_lists.hpp"
 #include "mp.hpp"
 #include "posenc/posenc.h"
 #include "rope_powers.hpp"
@@ -505,7 +506,10 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   if (rope == nullptr) return POSENC_ERR_NULL;
   Scheme s;
   s.type = scaling == nullptr ? int(POSENC_ROPE_TYPE_DEFAULT) : type_value(*scaling);
-  if (s.type < POSENC_ROPE_TYPE_DEFAULT || s.type > POSENC_ROPE_TYPE_TELECHAT3) return POSENC_ERR_INVALID;
+#define POSENC_ONE(ENUM, name) +1
+  constexpr int kTypes = 0 POSENC_ROPE_TYPE_LIST(POSENC_ONE);  // lib/enum_lists.hpp
+#undef POSENC_ONE
+  if (int(s.type) < 0 || int(s.type) >= kTypes) return POSENC_ERR_INVALID;
   const bool explicit_freq =
       s.type != POSENC_ROPE_TYPE_DEFAULT && !(s.type == POSENC_ROPE_TYPE_LINEAR && freq == nullptr);
   if (explicit_freq && freq == nullptr) return POSENC_ERR_NULL;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "abi.hpp"
+#include "enum_lists.hpp"
 #include "posenc/posenc.h"
 #include "rope_powers.hpp"
 
@@ -40,7 +41,10 @@ int interleaved(const int64_t *sec, int64_t j, bool fourth) {
 posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layout, uint8_t *axis_out,
                             double *freq_out) {
   if (!rope || !sections || !axis_out) return POSENC_ERR_NULL;
-  if (layout < POSENC_SECTIONS_CHUNKED || layout > POSENC_SECTIONS_PER_AXIS) return POSENC_ERR_INVALID;
+#define POSENC_ONE(ENUM, name) +1
+  constexpr int kLayouts = 0 POSENC_ROPE_LAYOUT_LIST(POSENC_ONE);  // lib/enum_lists.hpp
+#undef POSENC_ONE
+  if (layout < 0 || layout >= kLayouts) return POSENC_ERR_INVALID;
   const bool frequencies =
       layout == POSENC_SECTIONS_VISION || layout == POSENC_SECTIONS_STRIDED || layout == POSENC_SECTIONS_PER_AXIS;
   if (frequencies && !freq_out) return POSENC_ERR_NULL;

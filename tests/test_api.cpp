@@ -161,3 +161,50 @@ TEST_CASE("posenc_spec_default is the Vaswani spec", "[api]") {
   CHECK(s.freq_denominator == 0.0);
   CHECK(s.position_scale == 1.0);
 }
+
+TEST_CASE("the enumerations' names: one per value, read back, '-' as '_', NULL past the end", "[api][names]") {
+  // written out here, independently of lib/enum_lists.hpp
+  const std::vector<std::string> pairs = {"halves", "interleaved"};
+  const std::vector<std::string> types = {"default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional",
+                                          "ntk", "deepseek_yarn", "yarn_log", "theta_scale", "telechat3"};
+  const std::vector<std::string> layouts = {"chunked", "interleaved", "vision", "strided", "interleaved_4",
+                                            "alternating", "per_axis"};
+  for (size_t v = 0; v < pairs.size(); ++v) {
+    CHECK(std::string(posenc_rope_pairs_name(posenc_rope_pairs(v))) == pairs[v]);
+    posenc_rope_pairs got = posenc_rope_pairs(9);
+    CHECK(posenc_rope_pairs_from_name(pairs[v].c_str(), &got) == POSENC_OK);
+    CHECK(int(got) == int(v));
+  }
+  CHECK(posenc_rope_pairs_name(posenc_rope_pairs(2)) == nullptr);
+  for (size_t v = 0; v < types.size(); ++v) {
+    CHECK(std::string(posenc_rope_type_name(posenc_rope_type(v))) == types[v]);
+    std::string dashed = types[v];
+    for (char &c : dashed)
+      if (c == '_') c = '-';
+    posenc_rope_type got = posenc_rope_type(99);
+    CHECK(posenc_rope_type_from_name(dashed.c_str(), &got) == POSENC_OK);
+    CHECK(int(got) == int(v));
+  }
+  CHECK(posenc_rope_type_name(posenc_rope_type(types.size())) == nullptr);
+  CHECK(posenc_rope_type_name(posenc_rope_type(-1)) == nullptr);
+  for (size_t v = 0; v < layouts.size(); ++v) {
+    CHECK(std::string(posenc_rope_layout_name(posenc_rope_layout(v))) == layouts[v]);
+    posenc_rope_layout got = posenc_rope_layout(99);
+    CHECK(posenc_rope_layout_from_name(layouts[v].c_str(), &got) == POSENC_OK);
+    CHECK(int(got) == int(v));
+  }
+  CHECK(posenc_rope_layout_name(posenc_rope_layout(layouts.size())) == nullptr);
+  // refusals: nothing written
+  posenc_rope_layout keep = POSENC_SECTIONS_VISION;
+  CHECK(posenc_rope_layout_from_name("per axis", &keep) == POSENC_ERR_INVALID);
+  CHECK(posenc_rope_layout_from_name("chunke", &keep) == POSENC_ERR_INVALID);
+  CHECK(posenc_rope_layout_from_name("chunkedx", &keep) == POSENC_ERR_INVALID);
+  CHECK(posenc_rope_layout_from_name("", &keep) == POSENC_ERR_INVALID);
+  CHECK(posenc_rope_layout_from_name("CHUNKED", &keep) == POSENC_ERR_INVALID);  // the one spelling, lower case
+  CHECK(keep == POSENC_SECTIONS_VISION);
+  CHECK(posenc_rope_layout_from_name(nullptr, &keep) == POSENC_ERR_NULL);
+  CHECK(posenc_rope_layout_from_name("vision", nullptr) == POSENC_ERR_NULL);
+  CHECK(posenc_rope_type_from_name(nullptr, nullptr) == POSENC_ERR_NULL);
+  posenc_rope_pairs p = POSENC_ROPE_HALVES;
+  CHECK(posenc_rope_pairs_from_name("neox", &p) == POSENC_ERR_INVALID);  // an alias is the binding's, not the list's
+}

@@ -402,6 +402,21 @@ posenc_status posenc_rope_qk_real_f16(const posenc_rope *rope, const double *pos
                                       int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, uint16_t *k,
                                       int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
 
+/* ---- Names of the enumerations (one list each: lib/enum_lists.hpp) -------------------------------------
+ *
+ * The one spelling of each value that the `posenc` tool, the Python binding and the docs use: pairs "halves",
+ * "interleaved"; rope types "default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional",
+ * "ntk", "deepseek_yarn", "yarn_log", "theta_scale", "telechat3"; layouts "chunked", "interleaved", "vision",
+ * "strided", "interleaved_4", "alternating", "per_axis". The name functions return NULL outside the enum (so
+ * a loop from 0 to the first NULL visits every value); the from_name functions read '-' as '_' and return
+ * POSENC_ERR_NULL for a NULL argument, POSENC_ERR_INVALID (nothing written) for a name that is not one. */
+const char *posenc_rope_pairs_name(posenc_rope_pairs pairs);
+const char *posenc_rope_type_name(posenc_rope_type type);
+const char *posenc_rope_layout_name(posenc_rope_layout layout);
+posenc_status posenc_rope_pairs_from_name(const char *name, posenc_rope_pairs *out);
+posenc_status posenc_rope_type_from_name(const char *name, posenc_rope_type *out);
+posenc_status posenc_rope_layout_from_name(const char *name, posenc_rope_layout *out);
+
 /* ---- Parts of a call: one call split across threads (docs/threads.md) ---------------------------------
  *
  * Every kernel above has a twin posenc_X_part taking the same arguments and then int64_t begin, end. It checks

@@ -60,7 +60,7 @@ class Unsupported(Error, RuntimeError): ...  # ERR_UNSUPPORTED
 
 LayoutLike = Union[Layout, str, int]
 PairsLike = Union[RopePairs, str, int]
-RopeLayoutLike = Union[RopeLayout, str, int]  # "chunked" | "interleaved" | "vision" | "strided" | "interleaved_4" | "alternating" | "per_axis"
+RopeLayoutLike = Union[RopeLayout, str, int]  # a RopeLayout member, or its name in lower case (posenc_rope_layout_name)
 IsaLike = Union[Isa, str, int]
 
 class Spec:

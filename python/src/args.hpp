@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "arrays.hpp"
 #include "posenc/posenc.h"
@@ -33,6 +34,17 @@ E enum_arg_of(py::handle obj, const char *what, const Names &names) {
 template <class E>
 E enum_arg(py::handle obj, const char *what, std::initializer_list<std::pair<const char *, E>> names) {
   return enum_arg_of<E>(obj, what, names);
+}
+
+/** An enumeration's (name, value) pairs from the library's one list of its names (posenc.h, "Names of the
+ *  enumerations": name(v) for v = 0 .. the first NULL), then the binding's own aliases. */
+template <class E>
+std::vector<std::pair<std::string, E>> enum_names(const char *(*name)(E),
+                                                  std::initializer_list<std::pair<const char *, E>> aliases = {}) {
+  std::vector<std::pair<std::string, E>> out;
+  for (int v = 0; name(E(v)); ++v) out.push_back({name(E(v)), E(v)});
+  for (const auto &a : aliases) out.push_back({a.first, a.second});
+  return out;
 }
 
 /** A posenc.Spec, or an int d_model for posenc_spec_default(d_model). */

@@ -27,18 +27,14 @@ namespace {
 using Rope = posenc::rope;
 
 posenc_rope_pairs pairs_arg(py::handle obj) {
-  return enum_arg<posenc_rope_pairs>(obj, "pairs", {{"halves", POSENC_ROPE_HALVES}, {"neox", POSENC_ROPE_HALVES},
-                                                    {"interleaved", POSENC_ROPE_INTERLEAVED}, {"gptj", POSENC_ROPE_INTERLEAVED}});
+  static const auto names =
+      enum_names(posenc_rope_pairs_name, {{"neox", POSENC_ROPE_HALVES}, {"gptj", POSENC_ROPE_INTERLEAVED}});
+  return enum_arg_of<posenc_rope_pairs>(obj, "pairs", names);
 }
 
 posenc_rope_layout layout_arg(py::handle obj) {
-  return enum_arg<posenc_rope_layout>(obj, "layout", {{"chunked", POSENC_SECTIONS_CHUNKED},
-                                                      {"interleaved", POSENC_SECTIONS_INTERLEAVED},
-                                                      {"vision", POSENC_SECTIONS_VISION},
-                                                      {"strided", POSENC_SECTIONS_STRIDED},
-                                                      {"interleaved_4", POSENC_SECTIONS_INTERLEAVED_4},
-                                                      {"alternating", POSENC_SECTIONS_ALTERNATING},
-                                                      {"per_axis", POSENC_SECTIONS_PER_AXIS}});
+  static const auto names = enum_names(posenc_rope_layout_name);
+  return enum_arg_of<posenc_rope_layout>(obj, "layout", names);
 }
 
 // Any error of the spec itself, raised where the spec is made rather than at its first use.
@@ -233,16 +229,13 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
   // Grok's rope_scaling names its scheme by extra_method (Grok1ScalingRotaryEmbedding; "yarn_log" by default)
   const bool grok = py::isinstance<py::str>(type_name) && std::string(py::str(type_name)) == "grok1";
   if (grok) type_name = d.contains("extra_method") ? py::object(d["extra_method"]) : py::object(py::str("yarn_log"));
-  s.type = enum_arg<posenc_rope_type>(
-      type_name, grok ? "extra_method" : "rope_type",
-      {{"default", POSENC_ROPE_TYPE_DEFAULT}, {"linear", POSENC_ROPE_TYPE_LINEAR}, {"dynamic", POSENC_ROPE_TYPE_DYNAMIC},
-       {"yarn", POSENC_ROPE_TYPE_YARN}, {"llama3", POSENC_ROPE_TYPE_LLAMA3}, {"longrope", POSENC_ROPE_TYPE_LONGROPE},
-       {"su", POSENC_ROPE_TYPE_LONGROPE}, {"proportional", POSENC_ROPE_TYPE_PROPORTIONAL},
-       {"ntk", POSENC_ROPE_TYPE_NTK}, {"deepseek_yarn", POSENC_ROPE_TYPE_DEEPSEEK_YARN},
-       {"deepseek_llama_scaling", POSENC_ROPE_TYPE_DEEPSEEK_YARN}, {"yarn_log", POSENC_ROPE_TYPE_YARN_LOG},
-       {"theta_scale", POSENC_ROPE_TYPE_THETA_SCALE}, {"telechat3", POSENC_ROPE_TYPE_TELECHAT3},
-       {"telechat3_yarn", POSENC_ROPE_TYPE_TELECHAT3},  // vLLM's "telechat3-yarn" ('-' reads as '_')
-       {"xdrope", POSENC_ROPE_TYPE_DYNAMIC}});
+  // the library's names, then the other names configs use for the same schemes
+  static const auto type_names = enum_names(
+      posenc_rope_type_name, {{"su", POSENC_ROPE_TYPE_LONGROPE},  // Phi-3's older name of longrope
+                              {"deepseek_llama_scaling", POSENC_ROPE_TYPE_DEEPSEEK_YARN},
+                              {"telechat3_yarn", POSENC_ROPE_TYPE_TELECHAT3},  // vLLM's "telechat3-yarn" ('-' as '_')
+                              {"xdrope", POSENC_ROPE_TYPE_DYNAMIC}});
+  s.type = enum_arg_of<posenc_rope_type>(type_name, grok ? "extra_method" : "rope_type", type_names);
   if (grok && s.type != POSENC_ROPE_TYPE_YARN_LOG && s.type != POSENC_ROPE_TYPE_THETA_SCALE)
     throw py::value_error("scaling['extra_method']: " + std::string(py::repr(type_name)) +
                           " is not a Grok scheme posenc has (yarn_log, theta_scale)");
@@ -701,15 +694,13 @@ double repeat_rope_qk(const Rope &r, py::handle q, py::handle k, py::handle posi
 
 void bind_rope(py::module_ &m) {
   using namespace pybind11::literals;
-  py::enum_<posenc_rope_layout>(m, "RopeLayout",
-                                "How rope_sections assigns pairs to axes (posenc_rope_layout; docs/api.md has the table).")
-      .value("CHUNKED", POSENC_SECTIONS_CHUNKED)
-      .value("INTERLEAVED", POSENC_SECTIONS_INTERLEAVED)
-      .value("VISION", POSENC_SECTIONS_VISION)
-      .value("STRIDED", POSENC_SECTIONS_STRIDED)
-      .value("INTERLEAVED_4", POSENC_SECTIONS_INTERLEAVED_4)
-      .value("ALTERNATING", POSENC_SECTIONS_ALTERNATING)
-      .value("PER_AXIS", POSENC_SECTIONS_PER_AXIS);
+  py::enum_<posenc_rope_layout> layouts(
+      m, "RopeLayout", "How rope_sections assigns pairs to axes (posenc_rope_layout; docs/api.md has the table).");
+  for (const auto &[name, value] : enum_names(posenc_rope_layout_name)) {  // the library's list, upper-cased
+    std::string upper = name;
+    for (char &c : upper) c = char(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+    layouts.value(upper.c_str(), value);
+  }
 
   py::class_<Rope>(m, "Rope", R"(A RoPE spec (posenc_rope) that owns its explicit frequencies and axis map. Immutable.
 
