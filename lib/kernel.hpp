@@ -13,6 +13,7 @@
 #include "sink_pe.hpp"
 #include "simd_contract.hpp"
 #include "sink_rope.hpp"
+#include "values_axes.hpp"
 #include "values_rope_real.hpp"
 #include "values_rows.hpp"
 #include "values_times.hpp"
@@ -51,6 +52,7 @@ struct Engine : Rows<S> {
     K sink(job);
     if (job.times) return RopeTimes<S>::run(sink, job);  // real-valued positions (values_rope_real.hpp)
     const detail::Stream st{job.freq, job.h, job.positions, job.first, job.n, job.axes, job.axis, job.axis_stride};
+    if (job.axes > 1) return AxesRows<S>::run_axes(sink, st);  // a position per pair (values_axes.hpp)
     R::run_sink(sink, st);
   }
   static void run_rope(const detail::RopeJob &job) {

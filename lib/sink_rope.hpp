@@ -69,7 +69,7 @@ struct RopeSinks {
     static constexpr bool kHasX = false;
     static constexpr bool kScaled = true;
     static constexpr bool kUseClear = false;
-    static constexpr bool kAxes = true;  // multi-axis specs: a position per axis (values_rows.hpp, run_axes)
+    static constexpr bool kAxes = true;  // multi-axis specs: a position per axis (values_axes.hpp, run_axes)
     using Out = RopeSinks::Out;
     const detail::RopeJob &job;
     detail::Mag mag;

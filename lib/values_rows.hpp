@@ -1,15 +1,14 @@
 // How rows are made from block anchors, for any sink: a block of up to 65 consecutive positions has its
 // anchor in the middle, and the row k positions away is the anchor turned by the tabulated rotation of |k|
 // steps (docs/math.md section 4); runs of one repeated position share one anchor. The sink (sink_*.hpp)
-// decides where the rows' correctly rounded values go: a PE table, a fused add, a RoPE cache, or the
-// rotation of q and k heads. Members of a template on S, as in values_direct.hpp.
-//
+// decides where the values go (a PE table, a fused add, a RoPE cache, the rotation of q and k heads).
+// Members of a template on S, as in values_direct.hpp.
 // What run_sink needs of a sink K:
 //   K::kInterleaved   values arrive interleaved (sin, cos, sin, cos ...) instead of [sin lanes | cos lanes]
 //   K::kHasX          the sink reads an x row per row (no clear distances, prefetch ordering of quads)
 //   K::kScaled        values are m sin, m cos (Mag): anchors scaled by mu, fast-path values by post
 //   K::kUseClear      the quad pass may skip the small-value half of the test (Freq::reach; unscaled only)
-//   K::kAxes          the sink takes multi-axis specs (RoPE): Stream::axes > 1 goes through run_axes
+//   K::kAxes          the sink takes multi-axis specs (RoPE): Stream::axes > 1 goes through values_axes.hpp
 //   staged, direct    rows go through the sink's stage (row by row, never quads) / straight to memory
 //   row(r, ahead), chunk(j0), out(), flush(j0, n), finish(), pad(r)   (sink_pe.hpp has the reference)
 #pragma once
@@ -34,7 +33,6 @@ struct Rows : Direct<S> {
   using B::min64;
   using B::anchor_values;
   using B::anchor_values_at;
-
   // ---- the row loop --------------------------------------------------------------------------------
 
   // Turns (s, c) by the angle whose sin and cos are ts, tc: angle addition, two products and two fused
@@ -96,8 +94,7 @@ struct Rows : Direct<S> {
   }
 
   // Where a block's anchors stand. Uniform: one position for every pair (every call but multi-axis RoPE, and
-  // its tokens whose axes agree). Axes: multi-axis RoPE, pair j at the position of its axis axis[j], each
-  // axis moving by step[a] (0 or 1) from row to row; lanes past the h pairs (padding) take axis 0.
+  // its tokens whose axes agree); values_axes.hpp's Axes is the other kind (a position per pair).
   struct Uniform {
     static constexpr bool kPerLane = false;
     int64_t pa;  // the anchor's position
@@ -105,33 +102,6 @@ struct Rows : Direct<S> {
     bool zero(int64_t k) const { return pa + k == 0; }  // the exact zero angle, k rows from the anchor
     typename B::LanePositions at(int64_t, int64_t k) const { return B::LanePositions::all(pa + k); }
   };
-  struct Axes {
-    static constexpr bool kPerLane = true;
-    const uint8_t *axis;
-    int64_t h;
-    int64_t pa[4], step[4];  // per axis: the anchor's position, the move per row
-    int axis_of(int64_t j) const { return j < h ? axis[j] : 0; }
-    D anchor(int64_t j) const {
-      alignas(64) double d[W];
-      for (int l = 0; l < W; ++l) d[l] = double(pa[axis_of(j + l)]);  // exact: |p| < 2^31
-      return S::load(d);
-    }
-    // Per lane, a zero angle goes to the fallbacks, which settle it exactly (the direct method gives (+0, 1)).
-    bool zero(int64_t) const { return false; }
-    typename B::LanePositions at(int64_t j, int64_t k) const {
-      typename B::LanePositions l;
-      for (int i = 0; i < W; ++i) {
-        const int a = axis_of(j + i);
-        l.p[i] = pa[a] + step[a] * k;
-      }
-      return l;
-    }
-    // 1.0 for the lanes whose axis moves, 0.0 for the others: the turn mask of n pairs from j
-    void masks(int64_t j, int64_t n, double *m) const {
-      for (int64_t i = 0; i < n; ++i) m[i] = double(step[axis_of(j + i)]);
-    }
-  };
-
   // Where the vector of pairs v W .. v W + W - 1 of a chunk sits in a step entry or an anchor block,
   // relative to the chunk's first pair (a multiple of kLanes, so the offset does not depend on it).
   static constexpr int64_t block_offset(int64_t v) { return detail::Freq::block_at(v * W); }
@@ -501,9 +471,6 @@ struct Rows : Direct<S> {
   template <class K>
   static void run_sink(K &sink, const detail::Stream &job) {
     static_assert(sink_contract::check<K, F>(), "");  // sink_contract.hpp: one message per missing member
-    if constexpr (K::kAxes) {
-      if (job.axes > 1) return run_axes(sink, job);
-    }
     int64_t r = 0;
     while (r < job.n) {
       int64_t len = 1, p0;
@@ -527,67 +494,6 @@ struct Rows : Direct<S> {
       r += len;
     }
     if (sink.staged) S::store_fence();  // order the non-temporal stores before whatever the caller does next
-  }
-
-  // Multi-axis RoPE (job.axes = A > 1; token t's position on axis a at positions[a axis_stride + t], or
-  // first + t on every axis; axis_stride is the whole call's n, which a part of a call keeps): blocks of up
-  // to kBlock tokens along which every axis moves by 0 or 1 per token. A block whose axes all agree (text
-  // tokens) is a one-position block, exactly as run_sink makes it; any other is anchored per axis (Axes):
-  // the rows of an image row of Qwen2-VL (temporal and height fixed, width consecutive) share one anchor per
-  // chunk, as consecutive text positions do.
-  template <class K>
-  static void run_axes(K &sink, const detail::Stream &job) {
-    const int A = job.axes;
-    auto pos = [&](int a, int64_t t) {
-      return job.positions ? job.positions[a * job.axis_stride + t] : job.first + t;
-    };
-    int64_t r = 0;
-    while (r < job.n) {
-      int64_t p[4] = {0, 0, 0, 0}, step[4] = {0, 0, 0, 0};
-      for (int a = 0; a < A; ++a) p[a] = pos(a, r);
-      if (p[0] == POSENC_PAD) {
-        sink.pad(r);
-        ++r;
-        continue;
-      }
-      // The moves from this token to the next (a PAD next token, or a move other than 0 or 1, ends the block).
-      int64_t len = 1;
-      bool moves = r + 1 < job.n && pos(0, r + 1) != POSENC_PAD;
-      for (int a = 0; a < A && moves; ++a) {
-        step[a] = pos(a, r + 1) - p[a];
-        moves = step[a] == 0 || step[a] == 1;
-      }
-      if (!moves)
-        for (int a = 0; a < A; ++a) step[a] = 0;  // a block of one token
-      if (moves) {
-        auto follows = [&](int64_t k) {
-          for (int a = 0; a < A; ++a)
-            if (pos(a, r + k) != p[a] + step[a] * k) return false;
-          return true;
-        };
-        while (r + len < job.n && len < kBlock && follows(len)) ++len;
-      }
-      bool agree = true, still = true;
-      for (int a = 0; a < A; ++a) {
-        agree = agree && p[a] == p[0] && step[a] == step[0];
-        still = still && step[a] == 0;
-      }
-      if (agree && still) {
-        repeated(sink, job, r, len, Uniform{p[0]});
-      } else if (agree) {
-        segment(sink, job, r, len, Uniform{p[0] + len / 2});
-      } else {
-        Axes ax{job.axis, job.h, {0, 0, 0, 0}, {0, 0, 0, 0}};
-        for (int a = 0; a < A; ++a) {
-          ax.step[a] = len > 1 ? step[a] : 0;
-          ax.pa[a] = p[a] + ax.step[a] * (len / 2);
-        }
-        if (still || len == 1) repeated(sink, job, r, len, ax);
-        else segment(sink, job, r, len, ax);
-      }
-      r += len;
-    }
-    if (sink.staged) S::store_fence();
   }
 };
 
