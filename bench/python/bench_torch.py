@@ -368,12 +368,17 @@ def diffusion_rope(B):
 def video_rope(B):
     """Issue 33: the video transformers' tables, diffusers' (as it runs: float32 frequencies and angles) against
     posenc.torch's: CogVideoX's get_3d_rotary_pos_embed on a 13 x 30 x 45 "slice" grid (1.5), HunyuanVideo's
-    module on 9 latent frames of 20 x 30 patches, LTX-Video's module (dim 2048) on 7 x 8 x 12 patches."""
+    module on 9 latent frames of 20 x 30 patches, LTX-Video's module (dim 2048) on 7 x 8 x 12 patches; CogVideoX
+    1.0's linspace grid and LTX's coordinates are real-valued positions."""
     torch, pt, D = B.torch, B.pt, B.O_diff
     cases = [
         ("cogvideox", "get_3d_rotary_pos_embed(64), 13 x 30 x 45 slice grid", 17550 * 64,
          lambda: D.diffusers_get_3d(64, None, (30, 45), 13, grid_type="slice", max_size=(30, 45)),
          lambda: pt.get_3d_rotary_pos_embed(64, None, (30, 45), 13, grid_type="slice", max_size=(30, 45))),
+        # CogVideoX 1.0: linspace over a crop, real-valued positions (posenc_rope_cache_real_f32)
+        ("cogvideox_linspace", "get_3d_rotary_pos_embed(64), 13 x 30 x 45 linspace grid (real positions)",
+         17550 * 64, lambda: D.diffusers_get_3d(64, ((0, 0), (32, 48)), (30, 45), 13),
+         lambda: pt.get_3d_rotary_pos_embed(64, ((0, 0), (32, 48)), (30, 45), 13)),
     ]
     hv, hp = D.DiffusersHunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56]), pt.HunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56])
     xh = torch.zeros(1, 16, 9, 40, 60)

@@ -309,6 +309,8 @@ ISSUE24 = [
     ("WanRotaryPosEmbed forward, 81 frames 480p", "diffusion_rope/wan", "diffusion_rope/wan", "original", False),
     ("get_3d_rotary_pos_embed (CogVideoX 1.5), 13 x 30 x 45", "diffusion_rope/cogvideox", "diffusion_rope/cogvideox",
      "original", False),
+    ("get_3d_rotary_pos_embed (CogVideoX 1.0, linspace: real positions), 13 x 30 x 45",
+     "diffusion_rope/cogvideox_linspace", "diffusion_rope/cogvideox_linspace", "original", False),
     ("HunyuanVideoRotaryPosEmbed, 9 x 20 x 30", "diffusion_rope/hunyuan_video", "diffusion_rope/hunyuan_video",
      "original", False),
     ("LTXVideoRotaryPosEmbed(2048), 7 x 8 x 12", "diffusion_rope/ltx", "diffusion_rope/ltx", "original", False),
