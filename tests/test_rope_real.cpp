@@ -233,6 +233,25 @@ TEST_CASE("real positions: values near zero and near m, where only correct windo
     for (int a = 0; a < axes; ++a) all_axes.insert(all_axes.end(), t.begin(), t.end());
     check_cache(rope, all_axes, int64_t(t.size()));
   }
+  // The fast form's own error is largest where a fractional position meets a frequency near the 2^52 bound:
+  // fr U ~ 2^50 quarter turns leaves its fractional part's rounding (up to 2^-55) in the angle. These t
+  // (found by a search of t F mod pi in double-double, offline) put t F within 2e-9 of a multiple of pi, so
+  // that sin is about 2^-30 and that rounding is near half its float's unit: a window narrower than the
+  // error misrounds several of them.
+  {
+    const double F = 0x1.e6a09e667f3bdp+50;
+    Rope rope = make_rope("F = 1.9 2^50, t F near k pi", 16, POSENC_ROPE_HALVES, 1e4, 1.0, 1.0,
+                          std::vector<double>(8, F));
+    std::vector<double> t = {0x1.3333334081d69p-2, 0x1.333334eaa70cdp-2, 0x1.33333694cc431p-2,
+                             0x1.3333383ef1795p-2, 0x1.333339e916af9p-2, 0x1.33333b933be5dp-2,
+                             0x1.33333d3d611c1p-2};
+    for (size_t k = 0, n = t.size(); k < n; ++k) t.push_back(-t[k]);
+    check_cache(rope, t, int64_t(t.size()));
+    Rope scaled = rope;
+    scaled.r.attention_scale = 1.3;
+    scaled.name += ", m 1.3";
+    check_cache(scaled, t, int64_t(t.size()));
+  }
   for (double m : {1.0, 1.0 + 0x1p-24, 0.8125}) {
     Rope rope = make_rope("f = 1, 1/3, 1e-3, 2^-30; m " + std::to_string(m), 8, POSENC_ROPE_HALVES, 1e4, 1.0, m,
                           {1.0, 1.0 / 3.0, 1e-3, 0x1p-30});

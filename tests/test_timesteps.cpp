@@ -141,6 +141,15 @@ TEST_CASE("timesteps: values near zero, where only a correct window keeps the fa
     }
     check_spec("near-zero values, d " + std::to_string(s.d_model), s, t);
   }
+  // Where the fast form's own error is largest: a fractional t at a frequency near the 2^52 bound (fr U ~ 2^50
+  // quarter turns). These t put t F within 2e-9 of a multiple of pi (found offline by a double-double search
+  // of t F mod pi; tests/test_rope_real.cpp has the same), sin about 2^-30: a narrow window misrounds some.
+  std::vector<double> near = {0x1.3333334081d69p-2, 0x1.333334eaa70cdp-2, 0x1.33333694cc431p-2,
+                              0x1.3333383ef1795p-2, 0x1.333339e916af9p-2, 0x1.33333b933be5dp-2,
+                              0x1.33333d3d611c1p-2};
+  for (size_t k = 0, n = near.size(); k < n; ++k) near.push_back(-near[k]);
+  check_spec("near-zero values at a frequency of 1.9 2^50",
+             spec_of(2, POSENC_SIN_COS_HALVES, 1e4, 0.0, 0x1.e6a09e667f3bdp+50), near);
 }
 
 TEST_CASE("timesteps: an integer-valued t gives the integer position's bytes", "[timesteps]") {
