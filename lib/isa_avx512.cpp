@@ -1,7 +1,7 @@
 // The AVX-512 path (F, CD, DQ, BW, VL): the only unit compiled with those flags.
 #include "isa_entry.hpp"
 #include "kernel.hpp"
-#include "simd_x86.hpp"
+#include "simd_avx512.hpp"
 
 namespace posenc {
 POSENC_DEFINE_ISA(avx512, Simd<xsimd::avx512bw>)

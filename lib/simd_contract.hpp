@@ -1,4 +1,4 @@
-// The operation set every path's Simd<A> must provide (simd_scalar.hpp, simd_x86.hpp, simd_neon.hpp), checked
+// The operation set every path's Simd<A> must provide (simd_scalar.hpp, simd_avx2.hpp, simd_avx512.hpp, simd_neon.hpp), checked
 // when the kernel is instantiated for it (kernel.hpp): a new ISA that lacks one gets a message naming the
 // operation, not an error deep inside a template. docs/architecture.md, "The SIMD operation set", says what
 // each does; simd_scalar.hpp is the reference implementation, one pair per "vector".

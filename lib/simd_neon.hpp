@@ -33,7 +33,7 @@ struct Simd<xsimd::neon64> {
   static D set(double x) { return D(x); }
   static D load(const double *p) { return D::load_aligned(p); }
   static void store(double *p, const D &v) { v.store_aligned(p); }
-  static void pin(D &v) { asm("" : "+w"(v.data)); }  // as in simd_x86.hpp
+  static void pin(D &v) { asm("" : "+w"(v.data)); }  // as in simd_xsimd.hpp
   static D fma(const D &a, const D &b, const D &c) { return D(vfmaq_f64(c, a, b)); }  // fused, always
   static D fms(const D &a, const D &b, const D &c) { return D(vnegq_f64(vfmsq_f64(c, a, b))); }  // -(c - ab)
   static D fnma(const D &a, const D &b, const D &c) { return D(vfmsq_f64(c, a, b)); }  // c - ab, fused
@@ -67,7 +67,7 @@ struct Simd<xsimd::neon64> {
     const float32x4_t x = v;
     return F(vzip1q_f32(x, vextq_f32(x, x, 2)));
   }
-  // The acceptance test's constants, made once per loop and pinned in registers (as simd_x86.hpp does):
+  // The acceptance test's constants, made once per loop and pinned in registers (as simd_avx2.hpp does):
   // left to GCC, they were loaded from the literal pool again for every vector in the larger loops.
   struct Consts {
     uint32x4_t bias, mask;

@@ -1,4 +1,4 @@
-// The scalar "vector": one pair per step. Same interface as simd_x86.hpp and simd_neon.hpp, so that
+// The scalar "vector": one pair per step. Same interface as simd_avx2.hpp, simd_avx512.hpp and simd_neon.hpp, so that
 // kernel.hpp is written once. Included only by isa_scalar.cpp.
 #pragma once
 
@@ -33,7 +33,7 @@ struct Simd<scalar_arch> {
   static D set(double x) { return x; }
   static D load(const double *p) { return *p; }
   static void store(double *p, D v) { *p = v; }
-  static void pin(D &) {}  // simd_x86.hpp's reason does not apply to scalar loads
+  static void pin(D &) {}  // simd_xsimd.hpp's reason does not apply to scalar loads
   static D fma(D a, D b, D c) { return std::fma(a, b, c); }
   static D fms(D a, D b, D c) { return std::fma(a, b, -c); }
   static D fnma(D a, D b, D c) { return std::fma(-a, b, c); }
@@ -59,7 +59,7 @@ struct Simd<scalar_arch> {
   static F narrow2(D s, D c) { return F{{float(s), float(c)}}; }
   static bool same_bits(const F &a, const F &b) { return std::memcmp(a.v, b.v, sizeof a.v) == 0; }
   static F zip(const F &v) { return v; }
-  struct Consts {};  // simd_x86.hpp
+  struct Consts {};  // simd_avx2.hpp
   static Consts consts() { return {}; }
   static void pin_consts(Consts &) {}
   static F narrow2_zip(D s, D c, const Consts & = {}) { return narrow2(s, c); }
