@@ -76,6 +76,8 @@ POSENC_SIMD_OP(stream_f, val<float *>(), val<F<S>>())
 POSENC_SIMD_OP(stream_h, val<float *>(), val<H<S>>())
 POSENC_SIMD_OP(stream_copy, val<float *>(), val<const float *>(), int64_t(0))
 POSENC_SIMD_OP(store_fence)
+// the rotation of interleaved pairs (sink_rope.hpp, rotate_interleaved), on the paths with W > 1
+POSENC_SIMD_OP(swap_pairs, val<D<S>>())
 // the quad pass's (values_rows.hpp), on the paths with kQuadPass
 POSENC_SIMD_OP(decided_window, val<D<S>>(), val<D<S>>())
 POSENC_SIMD_OP(clear_steps, val<D<S>>(), val<D<S>>(), val<D<S>>())
@@ -103,6 +105,9 @@ constexpr bool check() {
   POSENC_REQUIRE(store_h_bf16) POSENC_REQUIRE(store_h_bf16_finite) POSENC_REQUIRE(store_h_f16)
   POSENC_REQUIRE(load2_bf16) POSENC_REQUIRE(load2_f16) POSENC_REQUIRE(store2_bf16) POSENC_REQUIRE(store2_f16)
   POSENC_REQUIRE(stream_f) POSENC_REQUIRE(stream_h) POSENC_REQUIRE(stream_copy) POSENC_REQUIRE(store_fence)
+  if constexpr (S::W > 1) {
+    POSENC_REQUIRE(swap_pairs)
+  }
   if constexpr (S::kQuadPass) {
     POSENC_REQUIRE(decided_window) POSENC_REQUIRE(clear_steps)
   }
