@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "posenc/posenc.hpp"
+#include "posenc/posenc.hpp"  // every _work builder (posenc::work itself is posenc/work.hpp)
 
 namespace posenc {
 
