@@ -760,44 +760,32 @@ class rope {
   /** posenc_rope_f32: rotates the first rotary_dim elements of every head row of x, in place. */
   void apply(positions pos, heads_view<float> x) const {
     detail::expect_heads(x, c_, pos);
-    check(posenc_rope_f32(&c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(), x.token_stride(),
-                          x.head_stride()));
+    call_one(c_, pos.list(), pos.first(), x, &posenc_rope_f32_part);
   }
   /** posenc_rope_qk_f32: q and k of the same tokens in one pass (GQA: their head counts may differ). */
   void apply(positions pos, heads_view<float> q, heads_view<float> k) const {
-    detail::expect_heads(q, c_, pos);
-    detail::expect_heads(k, c_, pos);
-    detail::expect(q.tokens() == k.tokens());
-    check(posenc_rope_qk_f32(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(),
-                             q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+    expect_qk(pos, q, k);
+    call_qk(pos, q, k, &posenc_rope_qk_f32_part);
   }
   /** posenc_rope_bf16: the same on bfloat16 rows (uint16_t bit patterns). */
   void apply_bf16(positions pos, heads_view<uint16_t> x) const {
     detail::expect_heads(x, c_, pos);
-    check(posenc_rope_bf16(&c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(), x.token_stride(),
-                           x.head_stride()));
+    call_one(c_, pos.list(), pos.first(), x, &posenc_rope_bf16_part);
   }
   /** posenc_rope_qk_bf16. */
   void apply_bf16(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    detail::expect_heads(q, c_, pos);
-    detail::expect_heads(k, c_, pos);
-    detail::expect(q.tokens() == k.tokens());
-    check(posenc_rope_qk_bf16(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(),
-                              q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+    expect_qk(pos, q, k);
+    call_qk(pos, q, k, &posenc_rope_qk_bf16_part);
   }
   /** posenc_rope_f16: the same on IEEE binary16 rows. */
   void apply_f16(positions pos, heads_view<uint16_t> x) const {
     detail::expect_heads(x, c_, pos);
-    check(posenc_rope_f16(&c_, pos.list(), pos.first(), x.tokens(), x.data(), x.heads(), x.token_stride(),
-                          x.head_stride()));
+    call_one(c_, pos.list(), pos.first(), x, &posenc_rope_f16_part);
   }
   /** posenc_rope_qk_f16. */
   void apply_f16(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    detail::expect_heads(q, c_, pos);
-    detail::expect_heads(k, c_, pos);
-    detail::expect(q.tokens() == k.tokens());
-    check(posenc_rope_qk_f16(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(),
-                             q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+    expect_qk(pos, q, k);
+    call_qk(pos, q, k, &posenc_rope_qk_f16_part);
   }
 
   /** posenc_rope_copy_f32, out of place in one pass: the first rotary_dim elements of every head row of src,
@@ -806,20 +794,17 @@ class rope {
    *  each other, and meet x's only as the very same rows (src == x with the same strides: in place). */
   void apply_copy(positions pos, heads_view<const float> src, heads_view<float> x) const {
     expect_copy(pos, src, x);
-    check(posenc_rope_copy_f32(&c_, pos.list(), pos.first(), x.tokens(), src.data(), src.token_stride(),
-                               src.head_stride(), x.data(), x.heads(), x.token_stride(), x.head_stride()));
+    call_copy(pos, src, x, &posenc_rope_copy_f32_part);
   }
   /** posenc_rope_copy_bf16: the same on bfloat16 rows. */
   void apply_copy_bf16(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
     expect_copy(pos, src, x);
-    check(posenc_rope_copy_bf16(&c_, pos.list(), pos.first(), x.tokens(), src.data(), src.token_stride(),
-                                src.head_stride(), x.data(), x.heads(), x.token_stride(), x.head_stride()));
+    call_copy(pos, src, x, &posenc_rope_copy_bf16_part);
   }
   /** posenc_rope_copy_f16: the same on IEEE binary16 rows. */
   void apply_copy_f16(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
     expect_copy(pos, src, x);
-    check(posenc_rope_copy_f16(&c_, pos.list(), pos.first(), x.tokens(), src.data(), src.token_stride(),
-                               src.head_stride(), x.data(), x.heads(), x.token_stride(), x.head_stride()));
+    call_copy(pos, src, x, &posenc_rope_copy_f16_part);
   }
 
   // ---- Real-valued positions (posenc_rope_*_real; docs/api.md) --------------------------------------------
@@ -920,8 +905,7 @@ class rope {
    *  positions::axis_major(deltas, axes()); attention scale 1. */
   void shift(positions delta, heads_view<float> k) const {
     expect_shift(delta, k);
-    const posenc_rope c = unit_scale();
-    check(posenc_rope_f32(&c, delta.list(), 0, k.tokens(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+    call_one(unit_scale(), delta.list(), 0, k, &posenc_rope_f32_part);
   }
   /** Rotates every token of k, on every axis, by the same delta (llama.cpp's seq_add); attention scale 1. */
   void shift(int64_t delta, heads_view<float> k) const {
@@ -931,8 +915,7 @@ class rope {
   /** shift on bfloat16 keys (uint16_t bit patterns), through posenc_rope_bf16. */
   void shift_bf16(positions delta, heads_view<uint16_t> k) const {
     expect_shift(delta, k);
-    const posenc_rope c = unit_scale();
-    check(posenc_rope_bf16(&c, delta.list(), 0, k.tokens(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+    call_one(unit_scale(), delta.list(), 0, k, &posenc_rope_bf16_part);
   }
   void shift_bf16(int64_t delta, heads_view<uint16_t> k) const {
     const std::vector<int64_t> d = uniform(delta, k);
@@ -941,8 +924,7 @@ class rope {
   /** shift on IEEE binary16 keys, through posenc_rope_f16. */
   void shift_f16(positions delta, heads_view<uint16_t> k) const {
     expect_shift(delta, k);
-    const posenc_rope c = unit_scale();
-    check(posenc_rope_f16(&c, delta.list(), 0, k.tokens(), k.data(), k.heads(), k.token_stride(), k.head_stride()));
+    call_one(unit_scale(), delta.list(), 0, k, &posenc_rope_f16_part);
   }
   void shift_f16(int64_t delta, heads_view<uint16_t> k) const {
     const std::vector<int64_t> d = uniform(delta, k);
@@ -1090,6 +1072,23 @@ class rope {
   template <class T>
   using copy_part = posenc_status (*)(const posenc_rope *, const int64_t *, int64_t, int64_t, const T *, int64_t,
                                       int64_t, T *, int64_t, int64_t, int64_t, int64_t, int64_t);
+  // The whole calls, each its _part on [0, n) (posenc/parts.h: the same checks and bytes).
+  template <class T>
+  static void call_one(const posenc_rope &c, const int64_t *list, int64_t first, const heads_view<T> &x,
+                       one_part<T> part) {
+    check(part(&c, list, first, x.tokens(), x.data(), x.heads(), x.token_stride(), x.head_stride(), 0, x.tokens()));
+  }
+  template <class T>
+  void call_qk(const positions &pos, const heads_view<T> &q, const heads_view<T> &k, qk_part<T> part) const {
+    check(part(&c_, pos.list(), pos.first(), q.tokens(), q.data(), q.heads(), q.token_stride(), q.head_stride(),
+               k.data(), k.heads(), k.token_stride(), k.head_stride(), 0, q.tokens()));
+  }
+  template <class T>
+  void call_copy(const positions &pos, const heads_view<const T> &src, const heads_view<T> &x,
+                 copy_part<T> part) const {
+    check(part(&c_, pos.list(), pos.first(), x.tokens(), src.data(), src.token_stride(), src.head_stride(), x.data(),
+               x.heads(), x.token_stride(), x.head_stride(), 0, x.tokens()));
+  }
   // What a token of a rotation costs (unit_cost): r values, and `heads` head rows of r elements of T read and
   // written in place.
   unit_cost rotation_cost(int64_t heads, size_t size) const noexcept {
