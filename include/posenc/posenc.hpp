@@ -130,66 +130,86 @@ inline void timesteps_add_f32(const spec &s, rows_view<const float> x, float sca
 // shape checks and the library's check of the whole call, throwing posenc::error and writing nothing), and
 // returns a work of out.rows() units that computes nothing until its pieces run.
 
+namespace detail {
+
+// The works of the calls whose f32, bf16 and f16 forms differ only in T and their _part function: each builder
+// below checks the views as its call does and returns a work whose pieces run part on their rows.
+template <class T>
+using table_part = posenc_status (*)(const posenc_spec *, int64_t, int64_t, T *, int64_t, int64_t, int64_t);
+template <class T>
+using rows_part = posenc_status (*)(const posenc_spec *, const int64_t *, int64_t, T *, int64_t, int64_t, int64_t);
+template <class T>
+using embed_part = posenc_status (*)(const posenc_spec *, const T *, int64_t, int64_t, const int32_t *, float,
+                                     const int64_t *, int64_t, int64_t, float *, int64_t, int64_t, int64_t);
+template <class T>
+using times_part = posenc_status (*)(const posenc_spec *, const double *, int64_t, T *, int64_t, int64_t, int64_t);
+
+template <class T>
+work table_work(const spec &s, int64_t first, rows_view<T> out, table_part<T> part) {
+  expect(out.cols() == s.d_model());
+  const posenc_spec c = s.c_spec();
+  return work_access::make(out.rows(), kBlockGrain, row_cost(s.d_model(), sizeof(T), 0, cycle_costs::kTurned, 0),
+                           [c, first, out, part](int64_t b, int64_t e) noexcept {
+                             return part(&c, first, out.rows(), out.data(), out.stride(), b, e);
+                           });
+}
+template <class T>
+work rows_work(const spec &s, array_view<const int64_t> list, rows_view<T> out, rows_part<T> part) {
+  expect(out.cols() == s.d_model() && list.size() == out.rows());
+  const posenc_spec c = s.c_spec();
+  return work_access::make(out.rows(), kBlockGrain, row_cost(s.d_model(), sizeof(T), 0, cycle_costs::kTurned),
+                           [c, list, out, part](int64_t b, int64_t e) noexcept {
+                             return part(&c, list.data(), out.rows(), out.data(), out.stride(), b, e);
+                           });
+}
+template <class T>
+work embed_work(const spec &s, rows_view<const T> table, array_view<const int32_t> tokens, float scale, positions pos,
+                rows_view<float> out, embed_part<T> part) {
+  expect_embed(s, table, tokens, pos, out);
+  const posenc_spec c = s.c_spec();
+  return work_access::make(
+      out.rows(), kBlockGrain, row_cost(s.d_model(), 4, sizeof(T), cycle_costs::kTurned, 12),
+      [c, table, tokens, scale, pos, out, part](int64_t b, int64_t e) noexcept {
+        return part(&c, table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(), pos.first(),
+                    out.rows(), out.data(), out.stride(), b, e);
+      });
+}
+template <class T>
+work times_work(const spec &s, array_view<const double> t, rows_view<T> out, times_part<T> part) {
+  expect(out.cols() == s.d_model() && t.size() == out.rows());
+  const posenc_spec c = s.c_spec();
+  return work_access::make(out.rows(), 1, row_cost(s.d_model(), sizeof(T), 0, cycle_costs::kDirect),
+                           [c, t, out, part](int64_t b, int64_t e) noexcept {
+                             return part(&c, t.data(), out.rows(), out.data(), out.stride(), b, e);
+                           });
+}
+
+}  // namespace detail
+
 /** table_f32 as a work. */
 inline work table_f32_work(const spec &s, int64_t first, rows_view<float> out) {
-  detail::expect(out.cols() == s.d_model());
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(
-      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 0, detail::cycle_costs::kTurned, 0),
-      [c, first, out](int64_t b, int64_t e) noexcept {
-        return posenc_table_f32_part(&c, first, out.rows(), out.data(), out.stride(), b, e);
-      });
+  return detail::table_work(s, first, out, &posenc_table_f32_part);
 }
 /** table_bf16 as a work. */
 inline work table_bf16_work(const spec &s, int64_t first, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model());
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(
-      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kTurned, 0),
-      [c, first, out](int64_t b, int64_t e) noexcept {
-        return posenc_table_bf16_part(&c, first, out.rows(), out.data(), out.stride(), b, e);
-      });
+  return detail::table_work(s, first, out, &posenc_table_bf16_part);
 }
 /** table_f16 as a work. */
 inline work table_f16_work(const spec &s, int64_t first, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model());
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(
-      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kTurned, 0),
-      [c, first, out](int64_t b, int64_t e) noexcept {
-        return posenc_table_f16_part(&c, first, out.rows(), out.data(), out.stride(), b, e);
-      });
+  return detail::table_work(s, first, out, &posenc_table_f16_part);
 }
 
 /** rows_f32 as a work. */
 inline work rows_f32_work(const spec &s, array_view<const int64_t> list, rows_view<float> out) {
-  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(
-      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 0, detail::cycle_costs::kTurned),
-      [c, list, out](int64_t b, int64_t e) noexcept {
-        return posenc_rows_f32_part(&c, list.data(), out.rows(), out.data(), out.stride(), b, e);
-      });
+  return detail::rows_work(s, list, out, &posenc_rows_f32_part);
 }
 /** rows_bf16 as a work. */
 inline work rows_bf16_work(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(
-      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kTurned),
-      [c, list, out](int64_t b, int64_t e) noexcept {
-        return posenc_rows_bf16_part(&c, list.data(), out.rows(), out.data(), out.stride(), b, e);
-      });
+  return detail::rows_work(s, list, out, &posenc_rows_bf16_part);
 }
 /** rows_f16 as a work. */
 inline work rows_f16_work(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(
-      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kTurned),
-      [c, list, out](int64_t b, int64_t e) noexcept {
-        return posenc_rows_f16_part(&c, list.data(), out.rows(), out.data(), out.stride(), b, e);
-      });
+  return detail::rows_work(s, list, out, &posenc_rows_f16_part);
 }
 
 /** add_f32 as a work (out may be x itself: each piece reads and writes its own rows). */
@@ -208,38 +228,17 @@ inline work add_f32_work(const spec &s, rows_view<const float> x, float scale, p
 /** embed_f32 as a work. */
 inline work embed_f32_work(const spec &s, rows_view<const float> table, array_view<const int32_t> tokens, float scale,
                            positions pos, rows_view<float> out) {
-  detail::expect_embed(s, table, tokens, pos, out);
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(
-      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 4, detail::cycle_costs::kTurned, 12),
-      [c, table, tokens, scale, pos, out](int64_t b, int64_t e) noexcept {
-        return posenc_embed_f32_part(&c, table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
-                                     pos.first(), out.rows(), out.data(), out.stride(), b, e);
-      });
+  return detail::embed_work(s, table, tokens, scale, pos, out, &posenc_embed_f32_part);
 }
 /** embed_bf16 as a work. */
 inline work embed_bf16_work(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens,
                             float scale, positions pos, rows_view<float> out) {
-  detail::expect_embed(s, table, tokens, pos, out);
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(
-      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 2, detail::cycle_costs::kTurned, 12),
-      [c, table, tokens, scale, pos, out](int64_t b, int64_t e) noexcept {
-        return posenc_embed_bf16_part(&c, table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
-                                      pos.first(), out.rows(), out.data(), out.stride(), b, e);
-      });
+  return detail::embed_work(s, table, tokens, scale, pos, out, &posenc_embed_bf16_part);
 }
 /** embed_f16 as a work. */
 inline work embed_f16_work(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens,
                            float scale, positions pos, rows_view<float> out) {
-  detail::expect_embed(s, table, tokens, pos, out);
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(
-      out.rows(), detail::kBlockGrain, detail::row_cost(s.d_model(), 4, 2, detail::cycle_costs::kTurned, 12),
-      [c, table, tokens, scale, pos, out](int64_t b, int64_t e) noexcept {
-        return posenc_embed_f16_part(&c, table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
-                                     pos.first(), out.rows(), out.data(), out.stride(), b, e);
-      });
+  return detail::embed_work(s, table, tokens, scale, pos, out, &posenc_embed_f16_part);
 }
 
 /** embed_learned_f32 as a work (no blocks: grain 1). */
@@ -259,33 +258,15 @@ inline work embed_learned_f32_work(rows_view<const float> table, array_view<cons
 
 /** timesteps_f32 as a work (no blocks: grain 1). */
 inline work timesteps_f32_work(const spec &s, array_view<const double> t, rows_view<float> out) {
-  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(out.rows(), 1, detail::row_cost(s.d_model(), 4, 0, detail::cycle_costs::kDirect),
-                                   [c, t, out](int64_t b, int64_t e) noexcept {
-                                     return posenc_timesteps_f32_part(&c, t.data(), out.rows(), out.data(),
-                                                                      out.stride(), b, e);
-                                   });
+  return detail::times_work(s, t, out, &posenc_timesteps_f32_part);
 }
 /** timesteps_bf16 as a work. */
 inline work timesteps_bf16_work(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(out.rows(), 1, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kDirect),
-                                   [c, t, out](int64_t b, int64_t e) noexcept {
-                                     return posenc_timesteps_bf16_part(&c, t.data(), out.rows(), out.data(),
-                                                                       out.stride(), b, e);
-                                   });
+  return detail::times_work(s, t, out, &posenc_timesteps_bf16_part);
 }
 /** timesteps_f16 as a work. */
 inline work timesteps_f16_work(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
-  const posenc_spec c = s.c_spec();
-  return detail::work_access::make(out.rows(), 1, detail::row_cost(s.d_model(), 2, 0, detail::cycle_costs::kDirect),
-                                   [c, t, out](int64_t b, int64_t e) noexcept {
-                                     return posenc_timesteps_f16_part(&c, t.data(), out.rows(), out.data(),
-                                                                      out.stride(), b, e);
-                                   });
+  return detail::times_work(s, t, out, &posenc_timesteps_f16_part);
 }
 /** timesteps_add_f32 as a work (out may be x itself). */
 inline work timesteps_add_f32_work(const spec &s, rows_view<const float> x, float scale, array_view<const double> t,
