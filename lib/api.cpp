@@ -214,69 +214,29 @@ posenc_spec posenc_spec_default(int64_t d_model) {
 
 const char *posenc_version(void) { return POSENC_VERSION_STRING; }
 
-// Every kernel is its _part function: the whole call is the part [0, n).
+// Every kernel is its _part function: the whole call is the part [0, n). The row calls whose element types
+// differ only in T and the destination format come from one macro: name_part checks the whole call and runs
+// rows [begin, end); `a` is the call's first, positions or timesteps (make: table_call, rows_call,
+// times_call).
+#define POSENC_ROW_CALL(name, Arg, T, dst, make)                                                        \
+  posenc_status name##_part(const posenc_spec *spec, Arg a, int64_t n, T *out, int64_t out_stride,       \
+                            int64_t begin, int64_t end) {                                                \
+    return guarded([&] { return run_call(make(spec, a, n, out, out_stride, dst, begin, end)); });         \
+  }                                                                                                      \
+  posenc_status name(const posenc_spec *spec, Arg a, int64_t n, T *out, int64_t out_stride) {            \
+    return name##_part(spec, a, n, out, out_stride, 0, n);                                               \
+  }
+POSENC_ROW_CALL(posenc_table_f32, int64_t, float, Dst::kF32, table_call)
+POSENC_ROW_CALL(posenc_table_bf16, int64_t, uint16_t, Dst::kBF16, table_call)
+POSENC_ROW_CALL(posenc_table_f16, int64_t, uint16_t, Dst::kF16, table_call)
+POSENC_ROW_CALL(posenc_rows_f32, const int64_t *, float, Dst::kF32, rows_call)
+POSENC_ROW_CALL(posenc_rows_bf16, const int64_t *, uint16_t, Dst::kBF16, rows_call)
+POSENC_ROW_CALL(posenc_rows_f16, const int64_t *, uint16_t, Dst::kF16, rows_call)
+POSENC_ROW_CALL(posenc_timesteps_f32, const double *, float, Dst::kF32, times_call)
+POSENC_ROW_CALL(posenc_timesteps_bf16, const double *, uint16_t, Dst::kBF16, times_call)
+POSENC_ROW_CALL(posenc_timesteps_f16, const double *, uint16_t, Dst::kF16, times_call)
+#undef POSENC_ROW_CALL
 
-posenc_status posenc_table_f32_part(const posenc_spec *spec, int64_t first, int64_t n, float *out, int64_t out_stride,
-                                    int64_t begin, int64_t end) {
-  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kF32, begin, end)); });
-}
-posenc_status posenc_table_bf16_part(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
-                                     int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kBF16, begin, end)); });
-}
-posenc_status posenc_table_f16_part(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
-                                    int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] { return run_call(table_call(spec, first, n, out, out_stride, Dst::kF16, begin, end)); });
-}
-posenc_status posenc_table_f32(const posenc_spec *spec, int64_t first, int64_t n, float *out, int64_t out_stride) {
-  return posenc_table_f32_part(spec, first, n, out, out_stride, 0, n);
-}
-posenc_status posenc_table_bf16(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
-                                int64_t out_stride) {
-  return posenc_table_bf16_part(spec, first, n, out, out_stride, 0, n);
-}
-posenc_status posenc_table_f16(const posenc_spec *spec, int64_t first, int64_t n, uint16_t *out,
-                               int64_t out_stride) {
-  return posenc_table_f16_part(spec, first, n, out, out_stride, 0, n);
-}
-
-posenc_status posenc_rows_f32_part(const posenc_spec *spec, const int64_t *positions, int64_t n, float *out,
-                                   int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kF32, begin, end)); });
-}
-posenc_status posenc_rows_bf16_part(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
-                                    int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kBF16, begin, end)); });
-}
-posenc_status posenc_rows_f16_part(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
-                                   int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] { return run_call(rows_call(spec, positions, n, out, out_stride, Dst::kF16, begin, end)); });
-}
-posenc_status posenc_rows_f32(const posenc_spec *spec, const int64_t *positions, int64_t n, float *out,
-                              int64_t out_stride) {
-  return posenc_rows_f32_part(spec, positions, n, out, out_stride, 0, n);
-}
-posenc_status posenc_rows_bf16(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
-                               int64_t out_stride) {
-  return posenc_rows_bf16_part(spec, positions, n, out, out_stride, 0, n);
-}
-posenc_status posenc_rows_f16(const posenc_spec *spec, const int64_t *positions, int64_t n, uint16_t *out,
-                              int64_t out_stride) {
-  return posenc_rows_f16_part(spec, positions, n, out, out_stride, 0, n);
-}
-
-posenc_status posenc_timesteps_f32_part(const posenc_spec *spec, const double *t, int64_t n, float *out,
-                                        int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kF32, begin, end)); });
-}
-posenc_status posenc_timesteps_bf16_part(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
-                                         int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kBF16, begin, end)); });
-}
-posenc_status posenc_timesteps_f16_part(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
-                                        int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] { return run_call(times_call(spec, t, n, out, out_stride, Dst::kF16, begin, end)); });
-}
 posenc_status posenc_timesteps_add_f32_part(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
                                             const double *t, int64_t n, float *out, int64_t out_stride,
                                             int64_t begin, int64_t end) {
@@ -288,18 +248,6 @@ posenc_status posenc_timesteps_add_f32_part(const posenc_spec *spec, const float
     c.scale = scale;
     return run_call(c);
   });
-}
-posenc_status posenc_timesteps_f32(const posenc_spec *spec, const double *t, int64_t n, float *out,
-                                   int64_t out_stride) {
-  return posenc_timesteps_f32_part(spec, t, n, out, out_stride, 0, n);
-}
-posenc_status posenc_timesteps_bf16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
-                                    int64_t out_stride) {
-  return posenc_timesteps_bf16_part(spec, t, n, out, out_stride, 0, n);
-}
-posenc_status posenc_timesteps_f16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
-                                   int64_t out_stride) {
-  return posenc_timesteps_f16_part(spec, t, n, out, out_stride, 0, n);
 }
 posenc_status posenc_timesteps_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
                                        const double *t, int64_t n, float *out, int64_t out_stride) {
