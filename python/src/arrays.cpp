@@ -200,6 +200,11 @@ View view_of(py::handle obj, const Want &w) {
   return v;
 }
 
+bool is_torch_tensor(py::handle obj) {
+  const Torch *T = nullptr;
+  return is_tensor(obj, &T);
+}
+
 View index_array(py::handle obj, const char *name, Elem target, int min_ndim, int max_ndim) {
   const Want w{name, bit(target), min_ndim, max_ndim};
   const Torch *T = nullptr;

@@ -57,6 +57,9 @@ View view_of(py::handle obj, const Want &want);
  *  OUT_OF_RANGE error, as the C ABI reports for an out-of-range position or id. */
 View index_array(py::handle obj, const char *name, Elem target, int min_ndim, int max_ndim);
 
+/** Whether obj is a torch.Tensor (torch is never imported: one exists only once the user has imported it). */
+bool is_torch_tensor(py::handle obj);
+
 /** A new C-contiguous NumPy array of the given element type (bfloat16 as uint16). */
 View new_array(Elem e, int ndim, const int64_t *shape);
 

@@ -356,21 +356,18 @@ struct RopePositions {
 // integer-valued one gives the integer call's bytes). Python lists and integer arrays stay integer positions.
 bool floating_positions(py::handle obj) {
   if (obj.is_none()) return false;
-  py::dict modules = py::module_::import("sys").attr("modules");
-  if (modules.contains("torch") && PyObject_IsInstance(obj.ptr(), modules["torch"].attr("Tensor").ptr()) == 1)
-    return py::bool_(obj.attr("is_floating_point")());
-  if (!py::isinstance<py::array>(obj)) return false;
-  const py::dtype dt = py::reinterpret_borrow<py::array>(obj).dtype();
-  return dt.kind() == 'f' || py::str(dt.attr("name")).cast<std::string>() == "bfloat16";
+  if (py::isinstance<py::array>(obj)) {
+    const py::dtype dt = py::reinterpret_borrow<py::array>(obj).dtype();
+    return dt.kind() == 'f' || py::str(dt.attr("name")).cast<std::string>() == "bfloat16";
+  }
+  return is_torch_tensor(obj) && py::bool_(obj.attr("is_floating_point")());
 }
 
 // Floating positions as contiguous float64 (exact from every float format), any shape of rank 1 to 3.
 View real_positions_view(py::handle obj) {
   const Want want{"positions", bit(Elem::F64), 1, 3};
-  py::dict modules = py::module_::import("sys").attr("modules");
-  if (modules.contains("torch") && PyObject_IsInstance(obj.ptr(), modules["torch"].attr("Tensor").ptr()) == 1) {
-    py::object torch = modules["torch"];
-    py::object t = py::reinterpret_borrow<py::object>(obj).attr("detach")().attr("to")(torch.attr("float64"));
+  if (is_torch_tensor(obj)) {
+    py::object t = py::reinterpret_borrow<py::object>(obj).attr("detach")().attr("double")();
     return view_of(t.attr("contiguous")(), want);
   }
   py::module_ np = py::module_::import("numpy");
