@@ -17,7 +17,8 @@ Prints each bad citation as path:line: message and exits 1 when there is one.
 import os
 import re
 import subprocess
-import sys
+
+import checks
 
 OUTSIDE = ("CONTRACT.md", "STYLE.md", "KERNEL-NOTES.md", "ROPE-NOTES.md")
 TEXT = (".c", ".h", ".cpp", ".hpp", ".py", ".pyi", ".sh", ".md", ".build", ".txt", ".ini", ".toml", ".in", ".cmake")
@@ -103,10 +104,7 @@ def looks_like_code_symbol(name):
     return "_" in name or "::" in name or re.search(r"[a-z][A-Z]", name) or name[:1].isupper()
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    root = sys.argv[1]
+def check(root):
     files = tracked(root)
     top = {p.split("/")[0] for p in files if "/" in p}
     by_name = {}
@@ -160,11 +158,8 @@ def main():
                         texts.append(fh.read())
                 if not any(re.search(r"\b" + re.escape(leaf) + r"\b", t) for t in texts):
                     bad.append("%s:%d: cites %s, %s, which that file does not define" % (rel, no, name, symbol))
-    for b in bad:
-        print(b)
-    print("%d files, %d bad citations" % (len(files), len(bad)))
-    sys.exit(1 if bad else 0)
+    return bad, "%d files, %d bad citations" % (len(files), len(bad))
 
 
 if __name__ == "__main__":
-    main()
+    checks.run(check, __doc__)

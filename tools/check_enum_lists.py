@@ -17,7 +17,9 @@ Prints what is wrong and exits 1 (docs/architecture.md, "Add a layout").
 import math
 import os
 import re
-import sys
+
+import checks
+from checks import read
 
 LISTS = (  # macro, C prefix, C enum, C++ enum class
     ("POSENC_ROPE_PAIRS_LIST", "POSENC_ROPE_", "posenc_rope_pairs", "rope_pairs"),
@@ -27,11 +29,6 @@ LISTS = (  # macro, C prefix, C enum, C++ enum class
 SCAN = ("cli", "python", "lib", os.path.join("include", "posenc", "posenc.hpp"))
 EXTS = (".c", ".cpp", ".h", ".hpp", ".py", ".pyi")
 WINDOW = 6
-
-
-def read(root, rel):
-    with open(os.path.join(root, rel), encoding="utf-8") as fh:
-        return fh.read()
 
 
 def lists(text):
@@ -56,10 +53,7 @@ def files(root):
                     yield os.path.relpath(os.path.join(dirpath, name), root)
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    root = sys.argv[1]
+def check(root):
     bad = []
     table = lists(read(root, "lib/enum_lists.hpp"))
     header, wrapper = read(root, "include/posenc/posenc.h"), read(root, "include/posenc/posenc.hpp")
@@ -97,11 +91,8 @@ def main():
                     bad.append("%s:%d: a hand-written list of %s names (%s): ask the library" %
                                (rel, i + 1, c_enum, ", ".join(sorted(seen))))
                     break
-    for b in bad:
-        print(b)
-    print("%d enumerations, %d problems" % (len(LISTS), len(bad)))
-    sys.exit(1 if bad else 0)
+    return bad, "%d enumerations, %d problems" % (len(LISTS), len(bad))
 
 
 if __name__ == "__main__":
-    main()
+    checks.run(check, __doc__)

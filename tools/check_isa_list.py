@@ -15,18 +15,12 @@ Prints what is missing and exits 1; docs/architecture.md, "Add an ISA", is the c
 """
 import os
 import re
-import sys
+
+import checks
+from checks import read
 
 
-def read(root, rel):
-    with open(os.path.join(root, rel), encoding="utf-8") as fh:
-        return fh.read()
-
-
-def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    root = sys.argv[1]
+def check(root):
     lst = read(root, "lib/isa_list.hpp")
     body = lst[lst.index("#define POSENC_ISAS(X)"):]
     body = body[:body.index("\n\n")]
@@ -74,11 +68,8 @@ def main():
             if re.search(r"\{\s*POSENC_ISA_SCALAR\s*,\s*POSENC_ISA_AVX2\s*,\s*POSENC_ISA_AVX512\s*,\s*POSENC_ISA_NEON\s*\}",
                          text):
                 bad.append("%s lists the four paths by hand: loop to POSENC_ISA_COUNT" % rel)
-    for b in bad:
-        print(b)
-    print("%d paths listed, %d problems" % (len(entries), len(bad)))
-    sys.exit(1 if bad else 0)
+    return bad, "%d paths listed, %d problems" % (len(entries), len(bad))
 
 
 if __name__ == "__main__":
-    main()
+    checks.run(check, __doc__)

@@ -11,7 +11,8 @@ posenc::detail`) is reported with its line, and the check exits 1. What such a f
 """
 import os
 import re
-import sys
+
+import checks
 
 DIRS = ("integrations", "python", "cli", "examples")
 EXTS = (".c", ".cc", ".cpp", ".h", ".hpp")
@@ -19,10 +20,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 DETAIL = re.compile(r"\bposenc\s*::\s*detail\b")
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    root = sys.argv[1]
+def check(root):
     lib = set(os.listdir(os.path.join(root, "lib")))
     bad, files = [], 0
     for top in DIRS:
@@ -47,11 +45,8 @@ def main():
                                 bad.append("%s:%d: includes %s, a file of lib/" % (rel, no, inc))
                         if DETAIL.search(line.split("//")[0]):
                             bad.append("%s:%d: names posenc::detail" % (rel, no))
-    for b in bad:
-        print(b)
-    print("%d files, %d uses of the library's internals" % (files, len(bad)))
-    sys.exit(1 if bad else 0)
+    return bad, "%d files, %d uses of the library's internals" % (files, len(bad))
 
 
 if __name__ == "__main__":
-    main()
+    checks.run(check, __doc__)
