@@ -62,17 +62,9 @@ int main(int argc, char **argv) {
   }
   const int nb = argc - 5;
   const long vocab = getenv("VOCAB") ? atol(getenv("VOCAB")) : 32000;
-  embed_fn ef[kMaxBuilds];
-  table_fn tf[kMaxBuilds];
-  spec_fn sf = NULL;
-  for (int k = 0; k < nb; ++k) {
-    struct build b;
-    if (open_build(argv[5 + k], &b)) return 1;
-    ef[k] = b.embed;
-    tf[k] = b.table;
-    if (!sf) sf = b.spec;
-  }
-  const posenc_spec spec = sf(d);
+  struct build b[kMaxBuilds];
+  if (open_builds(argv + 5, nb, b)) return 1;
+  const posenc_spec spec = b[0].spec(d);
   const float scale = sqrtf((float)d);
   float *table = NULL, *pe = NULL;
   float *out = aligned_alloc(64, (size_t)d * (size_t)n * 4);
@@ -90,7 +82,7 @@ int main(int argc, char **argv) {
   for (long r = 0; r < n; ++r) tok[r] = (int32_t)(rand() % vocab);
   if (embed) {
     for (size_t i = 0; i < (size_t)d * (size_t)vocab; ++i) table[i] = (float)(i % 1000) * 1e-3f;
-    if (tf[0](&spec, 0, n, pe, d) != POSENC_OK) {
+    if (b[0].table(&spec, 0, n, pe, d) != POSENC_OK) {
       fprintf(stderr, "the PE table call failed\n");
       return 1;
     }
@@ -102,8 +94,8 @@ int main(int argc, char **argv) {
       if (embed) naive(table, tok, n, d, scale, pe, out);
       else memset(out, 0, (size_t)d * (size_t)n * 4);
       const double t0 = now();
-      const posenc_status st = embed ? ef[k](&spec, table, vocab, d, tok, scale, NULL, 0, n, out, d)
-                                     : tf[k](&spec, 0, n, out, d);
+      const posenc_status st = embed ? b[k].embed(&spec, table, vocab, d, tok, scale, NULL, 0, n, out, d)
+                                     : b[k].table(&spec, 0, n, out, d);
       t[k][r] = now() - t0;
       if (st != POSENC_OK) {
         fprintf(stderr, "%s: status %d\n", argv[5 + k], (int)st);

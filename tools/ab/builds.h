@@ -55,4 +55,11 @@ static inline int open_build(const char *path, struct build *b) {
   return 0;
 }
 
+// Opens the n builds of paths into b: 0, or 1 after saying why on stderr.
+static inline int open_builds(char **paths, int n, struct build *b) {
+  for (int k = 0; k < n; ++k)
+    if (open_build(paths[k], &b[k])) return 1;
+  return 0;
+}
+
 #endif

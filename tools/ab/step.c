@@ -27,17 +27,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "rows or embed; D and N positive; REPS in [1, %d]\n", kMaxReps);
     return 2;
   }
-  embed_fn ef[2];
-  rows_fn rf[2];
-  spec_fn sf = NULL;
-  for (int k = 0; k < 2; ++k) {
-    struct build b;
-    if (open_build(argv[5 + k], &b)) return 1;
-    ef[k] = b.embed;
-    rf[k] = b.rows;
-    if (!sf) sf = b.spec;
-  }
-  const posenc_spec spec = sf(d);
+  struct build b[2];
+  if (open_builds(argv + 5, 2, b)) return 1;
+  const posenc_spec spec = b[0].spec(d);
   float *table = embed ? malloc((size_t)kVocab * (size_t)d * sizeof(float)) : NULL;
   int32_t *tok = malloc((size_t)n * sizeof *tok);
   int64_t *p = malloc((size_t)n * sizeof *p);
@@ -60,7 +52,8 @@ int main(int argc, char **argv) {
       const double t0 = now();
       posenc_status st = POSENC_OK;
       for (int c = 0; c < kCalls && st == POSENC_OK; ++c)
-        st = embed ? ef[k](&spec, table, kVocab, d, tok, 2.0f, p, 0, n, out[k], d) : rf[k](&spec, p, n, out[k], d);
+        st = embed ? b[k].embed(&spec, table, kVocab, d, tok, 2.0f, p, 0, n, out[k], d)
+                   : b[k].rows(&spec, p, n, out[k], d);
       t[k][r] = (now() - t0) / kCalls;
       if (st != POSENC_OK) {
         fprintf(stderr, "%s: status %d\n", argv[5 + k], (int)st);
