@@ -14,10 +14,9 @@ error against ggml's (when the JSON has them).
 target_rows(data) gives the targets in targets.evaluate's row shape (title, path, ratio of medians, paired ratio,
 op, target, met, first s, second s, spread), path being "<posenc ISA>, N thread(s)".
 """
-import json
-import os
 import statistics
 
+from results import data_of, json_problems, load_json as load, not_measured, spread
 from summary import fmt_ratio, fmt_time, table  # the report's own formats
 
 SECTION = "## ggml: posenc's RoPE operation inside a ggml graph"
@@ -80,24 +79,6 @@ MODES = ["NORMAL", "NEOX", "MROPE", "IMROPE", "VISION"]
 BANDS = ["1e3", "1e5", "1e6", "2^31-1"]
 
 
-def load(path):
-    if not path or not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
-
-
-def _data(data_or_path):
-    return load(data_or_path) if isinstance(data_or_path, str) else data_or_path
-
-
-def _spread(xs):
-    if not xs or len(xs) < 4:
-        return 0.0
-    q = statistics.quantiles(xs, n=4)
-    return (q[2] - q[0]) / statistics.median(xs)
-
-
 def _runs(data, config):
     return [r for r in data.get("speed", []) if r["config"] == config]
 
@@ -114,13 +95,13 @@ def _row(title, run, a, b, op, target, binding, judged):
     met = None
     if binding and judged and paired is not None:
         met = {">=": paired >= target, "<=": paired <= target}[op]
-    return (title, _label(run), of_medians, paired, op, target, met, ma, mb, max(_spread(ta), _spread(tb)))
+    return (title, _label(run), of_medians, paired, op, target, met, ma, mb, max(spread(ta), spread(tb)))
 
 
 def target_rows(data_or_path, which=None):
     """The rows of TARGETS (issue 23, posenc's twin operations), or of BACKEND_TARGETS (issue 31: ggml's graph on
     posenc's backend; only when the JSON has the backend's times) with which="backend"."""
-    data = _data(data_or_path)
+    data = data_of(data_or_path)
     judged = data.get("mode") == "full"
     rows = []
     for title, config, a, b, op, target, binding in (BACKEND_TARGETS if which == "backend" else TARGETS):
@@ -225,7 +206,7 @@ def timestep_accuracy_table(data):
 def render(ggml_json_path):
     data = load(ggml_json_path)
     if not data:
-        return SECTION + "\n\nnot measured (no %s)\n" % (ggml_json_path or "JSON")
+        return not_measured(SECTION, ggml_json_path)
     parts = [SECTION,
              METHOD.format(command=data.get("command", "posenc-ggml-bench"), mode=data.get("mode", "?"),
                            cpu=data.get("cpu", "?"), posenc=data.get("posenc", "?"),
@@ -272,9 +253,10 @@ def render(ggml_json_path):
 
 def problems(ggml_json_path):
     """What makes the ggml run incomplete: a missing file, a target's shape or an accuracy cell not measured."""
-    data = load(ggml_json_path)
-    if not data:
-        return ["no ggml results (%s)" % ggml_json_path]
+    return json_problems(ggml_json_path, "ggml results", _problems)
+
+
+def _problems(data):
     found = ["ggml: target not measured: %s" % r[0] for r in target_rows(data) if r[3] is None]
     if has_backend(data):
         found += ["ggml: backend target not measured: %s" % r[0] for r in target_rows(data, "backend")

@@ -18,7 +18,7 @@ A's time / B's time (above 1 B is faster), path "<posenc ISA>, N thread(s)".
 import statistics
 
 import ggml_section
-from ggml_section import load
+from results import data_of, json_problems, load_json as load, not_measured, spread
 from summary import fmt_ratio, fmt_time, table  # the report's own formats
 
 SECTION = "## llama.cpp: the whole model with posenc's backend"
@@ -50,20 +50,9 @@ within the host's noise).
 The host's load average: {loads}."""
 
 
-def _data(data_or_path):
-    return load(data_or_path) if isinstance(data_or_path, str) else data_or_path
-
-
 def _median(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
-
-
-def _spread(xs):
-    if len(xs) < 4:
-        return 0.0
-    q = statistics.quantiles(xs, n=4)
-    return (q[2] - q[0]) / statistics.median(xs)
 
 
 def _mode(run):
@@ -105,11 +94,11 @@ def phase_row(run, t, phase):
     title = "%s: %s, %s" % (_model_label(run), "prompt of %d tokens" % run["n_prompt"] if phase == "prompt"
                             else "%d decode steps" % run["n_decode"], "with posenc's backend over without")
     met = paired >= TARGET if paired is not None else None
-    return (title, _label(run, t), ma / mb if ma and mb else None, paired, ">=", TARGET, met, ma, mb, _spread(ratios))
+    return (title, _label(run, t), ma / mb if ma and mb else None, paired, ">=", TARGET, met, ma, mb, spread(ratios))
 
 
 def target_rows(data_or_path):
-    data = _data(data_or_path)
+    data = data_of(data_or_path)
     rows = []
     for run in data.get("runs", []):
         for t in run.get("threads", []):
@@ -229,7 +218,7 @@ def _loads(data):
 def render(llama_json_path):
     data = load(llama_json_path)
     if not data:
-        return SECTION + "\n\nnot measured (no %s)\n" % (llama_json_path or "JSON")
+        return not_measured(SECTION, llama_json_path)
     runs = data.get("runs", [])
     if not runs:
         return SECTION + "\n\nnot measured: %s\n" % "; ".join(data.get("skipped", [])) or "no run"
@@ -274,9 +263,10 @@ def render(llama_json_path):
 
 def problems(llama_json_path):
     """What makes the llama.cpp run incomplete: no file, no run, a target row without a ratio."""
-    data = load(llama_json_path)
-    if not data:
-        return ["no llama.cpp results (%s)" % llama_json_path]
+    return json_problems(llama_json_path, "llama.cpp results", _problems)
+
+
+def _problems(data):
     if not data.get("runs"):
         return [] if data.get("skipped") else ["llama.cpp: no run"]
     return ["llama.cpp: target not measured: %s, %s" % (r[0], r[1]) for r in target_rows(data) if r[3] is None]

@@ -7,10 +7,10 @@
 
     neon_section.py report/neon.json [--out DIR]                        prints the section (chart into DIR)
 """
-import json
 import os
-import sys
 
+import python_section
+from results import json_problems, load_json as load, not_measured
 from summary import table  # the report's own Markdown table
 
 SECTION = "## NEON (AArch64): guest instructions per element under qemu-user"
@@ -78,13 +78,6 @@ A count is a proxy for time, not a time: qemu counts a double-precision FMA, a c
 alike, and sees no cache miss. On a core that retires a sustained IPC of I, n instructions per element take about \
 n / I cycles per element while the loop stays in cache; no IPC is assumed in the tables below, which compare \
 counts only. On an ARM host `posenc-bench --report` measures the NEON path's time against the same peers."""
-
-
-def load(path):
-    if not path or not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
 
 
 def _rows(data):
@@ -157,7 +150,7 @@ def render(json_path, out_dir=None):
     """(Markdown of the section, [(chart title, file name)]); a missing file gives a section saying so."""
     data = load(json_path)
     if not data:
-        return SECTION + "\n\nnot measured (no %s)\n" % (json_path or "JSON"), []
+        return not_measured(SECTION, json_path), []
     out_dir = out_dir or os.path.dirname(os.path.abspath(json_path))
     note = data.get("ggml_note") or ""
     parts = [SECTION, METHOD.format(compiler=data.get("compiler") or "?", qemu=data.get("qemu", "?"),
@@ -186,24 +179,12 @@ def render(json_path, out_dir=None):
 
 def problems(json_path, quick=False):
     """What makes the NEON count incomplete: a missing file or a missing row (the quick plan's rows only)."""
-    data = load(json_path)
-    if not data:
-        return ["no NEON counts (%s)" % json_path]
-    rows = _rows(data)
-    want = QUICK_ROWS if quick else {n for _, g in GROUPS for n, _ in g if not n.startswith("ggml_") or
-                                     not data.get("ggml_note")}
-    return ["NEON: case %s not counted" % n for n in sorted(want - set(rows))]
+    def missing(data):
+        want = QUICK_ROWS if quick else {n for _, g in GROUPS for n, _ in g if not n.startswith("ggml_") or
+                                         not data.get("ggml_note")}
+        return ["NEON: case %s not counted" % n for n in sorted(want - set(_rows(data)))]
+    return json_problems(json_path, "NEON counts", missing)
 
 
 if __name__ == "__main__":
-    import argparse
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("json")
-    ap.add_argument("--out", help="where the chart goes (default: the JSON's directory)")
-    a = ap.parse_args()
-    text, _ = render(a.json, a.out)
-    print(text)
-    bad = problems(a.json)
-    for p in bad:
-        print("neon_section: " + p, file=sys.stderr)
-    sys.exit(1 if bad else 0)
+    python_section.command(__doc__, render, problems, "neon_section")

@@ -13,11 +13,11 @@ ratio, op, target, met, first s, second s, spread); the section shows them in it
 of the report's targets table and one more: the paired ratio in the other allocator configuration (glibc's
 default malloc; the verdicts use the run with malloc reusing freed memory, see METHOD).
 """
-import json
 import os
 import statistics
 import sys
 
+from results import data_of, json_problems, load_json as load, not_measured
 from summary import fmt_ratio, fmt_time, table  # the report's own formats
 
 SECTION = "## Python: the original PyTorch code against posenc.torch"
@@ -123,17 +123,6 @@ ALLOC_NAMES = {"reuse": "memory reused", "default": "default malloc"}
 
 # ---- small helpers (the formats are summary.py's) -------------------------------------------------------------
 
-def load(path):
-    if not path or not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
-
-
-def _data(data_or_path):
-    return load(data_or_path) if isinstance(data_or_path, str) else data_or_path
-
-
 def median(xs):
     return statistics.median(xs) if xs else None
 
@@ -219,7 +208,7 @@ def target_rows(data_or_path):
     met, first s, second s, spread), from the verdicts' run (torch.set_num_threads(1), glibc malloc reusing freed
     memory when it could be told to). met is None when not measured, not binding, or measured on the quick plan's
     shapes (which are not the targets' shapes); path is "python <posenc ISA>"."""
-    data = _data(data_or_path)
+    data = data_of(data_or_path)
     if not data:
         return [(t[0], "python", None, None, t[4], t[5], None, None, None, None) for t in TARGETS]
     quick = data.get("mode") == "quick"
@@ -576,7 +565,7 @@ def render(python_json_path, out_dir=None):
     directory) and linked by file name. A missing file gives a section saying so and no chart."""
     data = load(python_json_path)
     if not data:
-        return SECTION + "\n\nnot measured (no %s)\n" % (python_json_path or "JSON"), []
+        return not_measured(SECTION, python_json_path), []
     out_dir = out_dir or os.path.dirname(os.path.abspath(python_json_path))
     m, plan = data.get("machine", {}), data.get("plan", {})
     parts = [SECTION,
@@ -651,9 +640,10 @@ def insert(report_text, section_text):
 def problems(python_json_path):
     """What makes the Python run incomplete (for make_report's exit status): a missing file, a failed case, a
     target's case missing. Never the timings."""
-    data = load(python_json_path)
-    if not data:
-        return ["no Python results (%s)" % python_json_path]
+    return json_problems(python_json_path, "Python results", _problems)
+
+
+def _problems(data):
     found = ["python %s (%d threads, %s malloc): %s" % (c["id"], c.get("threads", 1), c.get("alloc", "default"),
                                                         c["error"])
              for c in data.get("cases", []) if c.get("error")]
@@ -664,15 +654,22 @@ def problems(python_json_path):
     return found
 
 
-if __name__ == "__main__":
+def command(doc, render_fn, problems_fn, name):
+    """The command line of a section with a chart (this one, neon_section.py's): `<name>.py JSON [--out DIR]` prints
+    the section (its chart into DIR, default the JSON's directory) and its problems on stderr; exit status 1 when
+    there is any."""
     import argparse
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("json")
     ap.add_argument("--out", help="where the chart goes (default: the JSON's directory)")
     a = ap.parse_args()
-    text, _ = render(a.json, a.out)
+    text, _ = render_fn(a.json, a.out)
     print(text)
-    bad = problems(a.json)
+    bad = problems_fn(a.json)
     for p in bad:
-        print("python_section: " + p, file=sys.stderr)
+        print("%s: %s" % (name, p), file=sys.stderr)
     sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    command(__doc__, render, problems, "python_section")

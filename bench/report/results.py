@@ -3,8 +3,13 @@
 A case name is <kernel>/<impl>/d=<d>/n=<n>[/<key>=<value>...] (bench/harness.hpp). Cases with the same
 kernel and the same parameters form a group; within a group every impl moved the same bytes, so time
 ratios are throughput ratios.
+
+Also what the report's optional sections (python_section.py, neon_section.py, ggml_section.py, llama_section.py)
+share in reading the JSON of their own step of report.py: the file or None, "not measured" when the step did not
+run, "no <results>" as their first problem.
 """
 import json
+import os
 import statistics
 
 POSENC_PATHS = ("scalar", "avx2", "avx512", "neon")  # posenc_isa order: the last available is the best
@@ -36,13 +41,18 @@ class Case:
     @property
     def spread(self):
         """The interquartile range over the median of the repetitions: how noisy this case was."""
-        if len(self.times) < 4:
-            return 0.0
-        q = statistics.quantiles(self.times, n=4)
-        return (q[2] - q[0]) / self.median
+        return spread(self.times)
 
     def key(self):
         return (self.kernel, tuple(sorted(self.params.items())))
+
+
+def spread(xs):
+    """The interquartile range of xs over their median (0 under 4 values): how noisy the host was."""
+    if not xs or len(xs) < 4:
+        return 0.0
+    q = statistics.quantiles(xs, n=4)
+    return (q[2] - q[0]) / statistics.median(xs)
 
 
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -95,3 +105,29 @@ def best_path(cases):
     present = {c.impl for c in cases.values()}
     found = [p for p in POSENC_PATHS if p in present]
     return found[-1] if found else None
+
+
+# ---- the optional sections' JSON -----------------------------------------------------------------------------
+
+def load_json(path):
+    """A section's JSON, or None when there is none (its step was skipped or failed)."""
+    if not path or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def data_of(data_or_path):
+    return load_json(data_or_path) if isinstance(data_or_path, str) else data_or_path
+
+
+def not_measured(heading, path):
+    return heading + "\n\nnot measured (no %s)\n" % (path or "JSON")
+
+
+def json_problems(path, what, check):
+    """["no <what> (<path>)"] when a section's JSON is missing, else check(its data)."""
+    data = load_json(path)
+    if not data:
+        return ["no %s (%s)" % (what, path)]
+    return check(data)

@@ -83,22 +83,30 @@ def accuracy_section(acc):
             table(["impl"] + ["p ~ %s" % g for g in groups] + ["max abs error"], rows))
 
 
+def _error_rows(res, names, keys=()):
+    """(groups, rows) of the RoPE, multi-axis and timestep accuracy tables: a row per implementation (and value of
+    the keys, the RoPE table's base), its label (a peer's from names), the keys' values, the max absolute error at
+    each group ("-" where not measured) and the worst max ULP error of the row."""
+    groups = list(dict.fromkeys(r["group"] for r in res))
+    impls = list(dict.fromkeys((r["kind"], r["impl"]) + tuple(r[k] for k in keys) for r in res))
+    by = {(r["kind"], r["impl"]) + tuple(r[k] for k in keys) + (r["group"],): r for r in res}
+    rows = []
+    for impl in impls:
+        got = [by.get(impl + (g,)) for g in groups]
+        worst_ulp = max((r["max_ulp"] for r in got if r), default=None)
+        kind, name = impl[:2]
+        rows.append(["posenc " + name if kind == "posenc" else names.get(name, name)] + ["%g" % v for v in impl[2:]]
+                    + ["%.2g" % r["max_abs"] if r else "-" for r in got]
+                    + ["-" if worst_ulp is None else "%.3g" % worst_ulp])
+    return groups, rows
+
+
 def rope_accuracy_section(acc):
     rope = (acc or {}).get("rope")
     if not rope or not rope.get("results"):
         return "### RoPE cos/sin\n\nnot measured\n"
-    res = rope["results"]
-    groups = list(dict.fromkeys(r["group"] for r in res))
-    impls = list(dict.fromkeys((r["kind"], r["impl"], r["base"]) for r in res))
-    by = {(r["kind"], r["impl"], r["base"], r["group"]): r for r in res}
-    names = {"hf_fp32": "HF float32 (= vLLM's fp32 cache)", "llamacpp": "llama.cpp theta chain"}
-    rows = []
-    for kind, impl, base in impls:
-        got = [by.get((kind, impl, base, g)) for g in groups]
-        cells = ["%.2g" % r["max_abs"] if r else "-" for r in got]
-        worst_ulp = max((r["max_ulp"] for r in got if r), default=None)
-        label = "posenc " + impl if kind == "posenc" else names.get(impl, impl)
-        rows.append([label, "%g" % base] + cells + ["-" if worst_ulp is None else "%.3g" % worst_ulp])
+    groups, rows = _error_rows(rope["results"], {"hf_fp32": "HF float32 (= vLLM's fp32 cache)",
+                                                 "llamacpp": "llama.cpp theta chain"}, ("base",))
     return ("### RoPE cos/sin\n\nMax absolute error of the cos and sin that rotate q and k, against MPFR (the "
             "exact f_i = base^(-2i/r), a_i = p f_i), r = %d (all %d pairs), %d positions around each centre, and "
             "the max error in float32 ULPs (posenc: 0.5 is correct rounding). HF float32: cosf / sinf of "
@@ -113,19 +121,8 @@ def rope_axes_accuracy_section(acc):
     axes = (acc or {}).get("rope_axes")
     if not axes or not axes.get("results"):
         return "### Multi-axis RoPE cos/sin\n\nnot measured\n"
-    res = axes["results"]
-    groups = list(dict.fromkeys(r["group"] for r in res))
-    impls = list(dict.fromkeys((r["kind"], r["impl"]) for r in res))
-    by = {(r["kind"], r["impl"], r["group"]): r for r in res}
-    names = {"hf_fp32": "HF float32 (Qwen2-VL rotary + apply_multimodal_rotary_pos_emb)",
-             "ggml": "ggml MROPE theta chains"}
-    rows = []
-    for kind, impl in impls:
-        got = [by.get((kind, impl, g)) for g in groups]
-        worst_ulp = max((r["max_ulp"] for r in got if r), default=None)
-        rows.append(["posenc " + impl if kind == "posenc" else names.get(impl, impl)] +
-                    ["%.2g" % r["max_abs"] if r else "-" for r in got] +
-                    ["-" if worst_ulp is None else "%.3g" % worst_ulp])
+    groups, rows = _error_rows(axes["results"], {
+        "hf_fp32": "HF float32 (Qwen2-VL rotary + apply_multimodal_rotary_pos_emb)", "ggml": "ggml MROPE theta chains"})
     return ("### Multi-axis RoPE cos/sin\n\nThe same measure for %s (r = %d, base %g): at each centre p, an image "
             "row of %d tokens as Qwen2-VL numbers it after p tokens of text (temporal p, height p + 3, width p .. "
             "p + %d), every pair at its own axis's position. HF float32: per axis fl32(fl32(p_axis) * inv_freq32), "
@@ -139,18 +136,8 @@ def timesteps_accuracy_section(acc):
     ts = (acc or {}).get("timesteps")
     if not ts or not ts.get("results"):
         return "### Timestep embeddings\n\nnot measured\n"
-    res = ts["results"]
-    groups = list(dict.fromkeys(r["group"] for r in res))
-    impls = list(dict.fromkeys((r["kind"], r["impl"]) for r in res))
-    by = {(r["kind"], r["impl"], r["group"]): r for r in res}
-    names = {"diffusers_fp32": "diffusers float32 formula (torch)", "ggml": "ggml timestep_embedding"}
-    rows = []
-    for kind, impl in impls:
-        got = [by.get((kind, impl, g)) for g in groups]
-        worst_ulp = max((r["max_ulp"] for r in got if r), default=None)
-        rows.append(["posenc " + impl if kind == "posenc" else names.get(impl, impl)] +
-                    ["%.2g" % r["max_abs"] if r else "-" for r in got] +
-                    ["-" if worst_ulp is None else "%.3g" % worst_ulp])
+    groups, rows = _error_rows(ts["results"], {"diffusers_fp32": "diffusers float32 formula (torch)",
+                                               "ggml": "ggml timestep_embedding"})
     return ("### Timestep embeddings\n\nThe same measure for %s (%d channels): %d timesteps a quarter apart around "
             "each centre. diffusers: a float32 exponent and exp, the float32 product t * freq, cosf / sinf; ggml: "
             "expf(-logf(max_period) j / half), the float32 product, cosf / sinf.\n\n"
