@@ -61,6 +61,20 @@ struct Positions {
 };
 Positions positions_arg(py::handle positions, int64_t first, int64_t batch, int64_t n);
 
+/** The output of a call that writes (n, d) rows: `out` when given, which then also gives the dtype when dtype is
+ *  None; else a new array of dtype (float32 when None). */
+struct RowsOutput {
+  View given;  // out, viewed, when has_out
+  bool has_out = false;
+  Elem elem = Elem::F32;
+  /** out checked against (n, d) rows of elem, or a new array of them. */
+  View make(int64_t n, int64_t d) const;
+};
+RowsOutput rows_output(py::handle dtype, py::handle out);
+
+/** Refuses rows of `got` elements where the spec has d_model (ValueError naming the argument). */
+void expect_width(const char *name, int64_t got, int64_t d_model);
+
 /** The row stride of axis `axis` of a view (elements), or `fallback` when the axis has one element. */
 inline int64_t row_stride(const View &v, int axis, int64_t fallback) {
   return v.shape[axis] > 1 ? v.stride[axis] : fallback;

@@ -699,7 +699,7 @@ void bind_rope(py::module_ &m) {
     layouts.value(upper.c_str(), value);
   }
 
-  py::class_<Rope>(m, "Rope", R"(A RoPE spec (posenc_rope) that owns its explicit frequencies and axis map. Immutable.
+  py::class_<Rope> rope_class(m, "Rope", R"(A RoPE spec (posenc_rope) that owns its explicit frequencies and axis map. Immutable.
 
 Rope(rotary_dim, pairs="halves", base=10000.0, position_scale=1.0, freq=None, attention_scale=1.0, axes=1,
      axis=None)
@@ -714,7 +714,8 @@ rope_sections builds them from a model's section sizes. The calls then take posi
 Model presets: Rope.llama2(), llama3_1(), mistral_7b_v02(), qwen2(yarn=False), phi3_mini_128k(seq_len),
 deepseek_v2(), deepseek_v3(), gpt_neox_20b(), gpt_j_6b(); multi-axis: qwen2_vl(), qwen2_5_vl(), qwen3_vl(),
 glm4v() (3 axes: temporal, height, width), qwen2_vl_vision(), qwen2_5_vl_vision(), qwen3_vl_vision(),
-pixtral(), llama4_vision() (2 axes).)")
+pixtral(), llama4_vision() (2 axes).)");
+  rope_class
       .def(py::init(&make_rope), "rotary_dim"_a, "pairs"_a = "halves", "base"_a = 10000.0, "position_scale"_a = 1.0,
            "freq"_a = py::none(), "attention_scale"_a = 1.0, "axes"_a = 1, "axis"_a = py::none())
       .def_property_readonly("rotary_dim", &Rope::rotary_dim)
@@ -771,29 +772,37 @@ pixtral(), llama4_vision() (2 axes).)")
       .def_static("qwen2", &Rope::qwen2, "rotary_dim"_a = 128, "yarn"_a = false,
                   "Qwen2: base 1e6; yarn=True: the model cards' yarn factor 4, original 32768.")
       .def_static("phi3_mini_128k", &Rope::phi3_mini_128k, "seq_len"_a,
-                  "Phi-3-mini-128k: LongRoPE, r = 96; the long factors when seq_len > 4096.")
-      .def_static("deepseek_v2", &Rope::deepseek_v2, "DeepSeek-V2: yarn factor 40, r = 64, interleaved.")
-      .def_static("deepseek_v3", &Rope::deepseek_v3, "DeepSeek-V3 / R1: as V2 with mscale 1.")
-      .def_static("gpt_neox_20b", &Rope::gpt_neox_20b, "GPT-NeoX-20B: r = 24 of head 96, halves.")
-      .def_static("gpt_j_6b", &Rope::gpt_j_6b, "GPT-J 6B: r = 64 of head 256, interleaved.")
-      .def_static("qwen2_vl", &Rope::qwen2_vl,
-                  "Qwen2-VL text M-RoPE: r = 128, base 1e6, chunked mrope_section [16, 24, 24] (temporal, height, width).")
-      .def_static("qwen2_5_vl", &Rope::qwen2_5_vl, "Qwen2.5-VL text M-RoPE: as Qwen2-VL.")
-      .def_static("qwen3_vl", &Rope::qwen3_vl,
-                  "Qwen3-VL text M-RoPE: r = 128, base 5e6, interleaved mrope_section [24, 20, 20].")
-      .def_static("glm4v", &Rope::glm4v,
-                  "GLM-4V / GLM-4.1V: r = 64 of head 128, interleaved pairs, base 1e4, chunked [8, 12, 12].")
-      .def_static("qwen2_vl_vision", &Rope::qwen2_vl_vision,
-                  "The Qwen2-VL vision tower: head 80, 2-D (row, column), base 1e4, vision sections [20, 20].")
-      .def_static("qwen2_5_vl_vision", &Rope::qwen2_5_vl_vision, "The Qwen2.5-VL vision tower: as Qwen2-VL's.")
-      .def_static("qwen3_vl_vision", &Rope::qwen3_vl_vision,
-                  "The Qwen3-VL vision tower: head 72, 2-D (row, column), vision sections [18, 18].")
-      .def_static("pixtral", &Rope::pixtral,
-                  "Pixtral's vision encoder: head 64, 2-D (row, column), strided [16, 16]; HF's halves.")
-      .def_static("llama4_vision", &Rope::llama4_vision,
-                  "Llama 4's vision encoder: head 88, 2-D (column x + 1, row y + 1; the class token 0), vision "
-                  "[22, 22], interleaved pairs.")
-      .def(py::pickle(
+                  "Phi-3-mini-128k: LongRoPE, r = 96; the long factors when seq_len > 4096.");
+  // the presets without arguments: name, maker, docstring
+  struct Preset {
+    const char *name;
+    Rope (*make)();
+    const char *doc;
+  };
+  static const Preset presets[] = {
+      {"deepseek_v2", &Rope::deepseek_v2, "DeepSeek-V2: yarn factor 40, r = 64, interleaved."},
+      {"deepseek_v3", &Rope::deepseek_v3, "DeepSeek-V3 / R1: as V2 with mscale 1."},
+      {"gpt_neox_20b", &Rope::gpt_neox_20b, "GPT-NeoX-20B: r = 24 of head 96, halves."},
+      {"gpt_j_6b", &Rope::gpt_j_6b, "GPT-J 6B: r = 64 of head 256, interleaved."},
+      {"qwen2_vl", &Rope::qwen2_vl,
+       "Qwen2-VL text M-RoPE: r = 128, base 1e6, chunked mrope_section [16, 24, 24] (temporal, height, width)."},
+      {"qwen2_5_vl", &Rope::qwen2_5_vl, "Qwen2.5-VL text M-RoPE: as Qwen2-VL."},
+      {"qwen3_vl", &Rope::qwen3_vl, "Qwen3-VL text M-RoPE: r = 128, base 5e6, interleaved mrope_section [24, 20, 20]."},
+      {"glm4v", &Rope::glm4v,
+       "GLM-4V / GLM-4.1V: r = 64 of head 128, interleaved pairs, base 1e4, chunked [8, 12, 12]."},
+      {"qwen2_vl_vision", &Rope::qwen2_vl_vision,
+       "The Qwen2-VL vision tower: head 80, 2-D (row, column), base 1e4, vision sections [20, 20]."},
+      {"qwen2_5_vl_vision", &Rope::qwen2_5_vl_vision, "The Qwen2.5-VL vision tower: as Qwen2-VL's."},
+      {"qwen3_vl_vision", &Rope::qwen3_vl_vision,
+       "The Qwen3-VL vision tower: head 72, 2-D (row, column), vision sections [18, 18]."},
+      {"pixtral", &Rope::pixtral,
+       "Pixtral's vision encoder: head 64, 2-D (row, column), strided [16, 16]; HF's halves."},
+      {"llama4_vision", &Rope::llama4_vision,
+       "Llama 4's vision encoder: head 88, 2-D (column x + 1, row y + 1; the class token 0), vision [22, 22], "
+       "interleaved pairs."},
+  };
+  for (const Preset &p : presets) rope_class.def_static(p.name, p.make, p.doc);
+  rope_class.def(py::pickle(
           [](const Rope &r) {
             const posenc_rope &c = r.c_rope();
             py::object f = py::none(), a = py::none();

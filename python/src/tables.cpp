@@ -18,24 +18,19 @@ constexpr double kTurned = posenc::cost_model::turned;
 
 py::object table(py::handle spec_obj, py::handle n_obj, int64_t first, py::handle dtype, py::handle out) {
   const posenc_spec spec = spec_arg(spec_obj);
-  // out, when given, also gives the dtype and the row count
-  const bool has_out = !out.is_none();
-  View given;
-  if (has_out) given = view_of(out, Want{"out", kFloats, 2, 2, true});
-  const Elem e = !dtype.is_none() ? float_elem(dtype) : has_out ? given.elem : Elem::F32;
+  const RowsOutput ro = rows_output(dtype, out);  // out, when given, also gives the row count
+  const Elem e = ro.elem;
   int64_t n;
   if (!n_obj.is_none()) {
     n = n_obj.cast<int64_t>();
-  } else if (has_out) {
-    n = given.shape[0];
+  } else if (ro.has_out) {
+    n = ro.given.shape[0];
   } else {
     throw py::type_error("table: give n, or out= with n rows");
   }
   // the spec (and n < 0) as the C library checks them, before an array is made
   check(posenc_table_f32(&spec, first, n < 0 ? n : 0, nullptr, spec.d_model));
-  const int64_t shape[2] = {n, spec.d_model};
-  mul(n, spec.d_model);
-  View o = has_out ? expect_output(given, "out", e, 2, shape) : new_array(e, 2, shape);
+  View o = ro.make(n, spec.d_model);
   const int64_t stride = row_stride(o, 0, spec.d_model);
   const double size = double(elem_size(e));
   run_split({1, n, kGrain, row_cycles(spec.d_model, size, 0, kTurned, 0)}, [&](int64_t, int64_t b, int64_t end) {
@@ -50,16 +45,12 @@ py::object table(py::handle spec_obj, py::handle n_obj, int64_t first, py::handl
 
 py::object rows(py::handle spec_obj, py::handle positions, py::handle dtype, py::handle out) {
   const posenc_spec spec = spec_arg(spec_obj);
-  const bool has_out = !out.is_none();  // out, when given, also gives the dtype
-  View given;
-  if (has_out) given = view_of(out, Want{"out", kFloats, 2, 2, true});
-  const Elem e = !dtype.is_none() ? float_elem(dtype) : has_out ? given.elem : Elem::F32;
+  const RowsOutput ro = rows_output(dtype, out);
+  const Elem e = ro.elem;
   check(posenc_rows_f32(&spec, nullptr, 0, nullptr, spec.d_model));
   const View p = index_array(positions, "positions", Elem::I64, 1, 1);
   const int64_t n = p.shape[0];
-  const int64_t shape[2] = {n, spec.d_model};
-  mul(n, spec.d_model);
-  View o = has_out ? expect_output(given, "out", e, 2, shape) : new_array(e, 2, shape);
+  View o = ro.make(n, spec.d_model);
   const int64_t stride = row_stride(o, 0, spec.d_model);
   const int64_t *pos = p.ptr<int64_t>();
   const double size = double(elem_size(e));
@@ -82,12 +73,6 @@ Rows3 rows3(const View &v) {
   Rows3 r{k ? v.shape[0] : 1, v.shape[k], v.shape[k + 1], k ? v.stride[0] : 0, 0};
   r.row_stride = row_stride(v, k, r.d);
   return r;
-}
-
-void expect_width(const char *name, int64_t got, int64_t d_model) {
-  if (got != d_model)
-    throw py::value_error(std::string(name) + ": rows of " + std::to_string(got) + " elements, the spec's d_model is " +
-                          std::to_string(d_model));
 }
 
 py::object add(py::handle spec_obj, py::handle x_obj, py::handle positions, int64_t first, float scale,
@@ -175,6 +160,26 @@ posenc_spec spec_arg(py::handle obj) {
   if (py::isinstance<posenc_spec>(obj)) return obj.cast<posenc_spec>();
   if (py::isinstance<py::int_>(obj)) return posenc_spec_default(obj.cast<int64_t>());
   throw py::type_error("spec: expected a posenc.Spec or an int d_model");
+}
+
+RowsOutput rows_output(py::handle dtype, py::handle out) {
+  RowsOutput r;
+  r.has_out = !out.is_none();
+  if (r.has_out) r.given = view_of(out, Want{"out", kFloats, 2, 2, true});
+  r.elem = !dtype.is_none() ? float_elem(dtype) : r.has_out ? r.given.elem : Elem::F32;
+  return r;
+}
+
+View RowsOutput::make(int64_t n, int64_t d) const {
+  const int64_t shape[2] = {n, d};
+  mul(n, d);
+  return has_out ? expect_output(given, "out", elem, 2, shape) : new_array(elem, 2, shape);
+}
+
+void expect_width(const char *name, int64_t got, int64_t d_model) {
+  if (got != d_model)
+    throw py::value_error(std::string(name) + ": rows of " + std::to_string(got) + " elements, the spec's d_model is " +
+                          std::to_string(d_model));
 }
 
 Positions positions_arg(py::handle positions, int64_t first, int64_t batch, int64_t n) {

@@ -17,15 +17,6 @@ namespace {
 
 constexpr double kDirect = kTimestepValueCycles;  // each row by the direct method: no blocks (threads.hpp)
 
-// The torch module when the object is one of its tensors (torch is never imported here: a tensor exists only
-// once the user has imported it).
-bool torch_tensor(py::handle obj, py::object *torch) {
-  py::dict modules = py::module_::import("sys").attr("modules");
-  if (!modules.contains("torch")) return false;
-  *torch = modules["torch"];
-  return PyObject_IsInstance(obj.ptr(), torch->attr("Tensor").ptr()) == 1;
-}
-
 [[noreturn]] void not_numbers(const std::string &what) {
   throw py::type_error("timesteps: expected real numbers (float64, float32, float16, bfloat16 or integers), got " +
                        what);
@@ -38,8 +29,8 @@ bool torch_tensor(py::handle obj, py::object *torch) {
 // integer timesteps in it would be read as something else here.
 View timesteps_arg(py::handle obj, int min_ndim, int max_ndim) {
   const Want want{"timesteps", bit(Elem::F64), min_ndim, max_ndim};
-  py::object torch;
-  if (torch_tensor(obj, &torch)) {
+  if (is_torch_tensor(obj)) {
+    const py::module_ torch = py::module_::import("torch");  // loaded already: obj is one of its tensors
     py::object t = py::reinterpret_borrow<py::object>(obj);
     py::object dtype = t.attr("dtype");
     if (dtype.is(torch.attr("bool")) || py::bool_(t.attr("is_complex")()))
@@ -68,24 +59,14 @@ View timesteps_arg(py::handle obj, int min_ndim, int max_ndim) {
   return view_of(a, want);
 }
 
-void expect_width(const char *name, int64_t got, int64_t d_model) {
-  if (got != d_model)
-    throw py::value_error(std::string(name) + ": rows of " + std::to_string(got) + " elements, the spec's d_model is " +
-                          std::to_string(d_model));
-}
-
 py::object timesteps(py::handle spec_obj, py::handle t_obj, py::handle dtype, py::handle out) {
   const posenc_spec spec = spec_arg(spec_obj);
-  const bool has_out = !out.is_none();  // out, when given, also gives the dtype
-  View given;
-  if (has_out) given = view_of(out, Want{"out", kFloats, 2, 2, true});
-  const Elem e = !dtype.is_none() ? float_elem(dtype) : has_out ? given.elem : Elem::F32;
+  const RowsOutput ro = rows_output(dtype, out);
+  const Elem e = ro.elem;
   check(posenc_timesteps_f32(&spec, nullptr, 0, nullptr, spec.d_model));  // the spec, as the C call checks it
   const View t = timesteps_arg(t_obj, 1, 1);
   const int64_t n = t.shape[0];
-  const int64_t shape[2] = {n, spec.d_model};
-  mul(n, spec.d_model);
-  View o = has_out ? expect_output(given, "out", e, 2, shape) : new_array(e, 2, shape);
+  View o = ro.make(n, spec.d_model);
   const int64_t stride = row_stride(o, 0, spec.d_model);
   const double *tv = t.ptr<double>();
   const double size = double(elem_size(e));

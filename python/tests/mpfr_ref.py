@@ -397,27 +397,39 @@ class AxesRef:
         return np.stack([self.token(pos[:, t]) for t in range(pos.shape[1])])
 
 
-def rotate_tokens_axes(x, positions, ref, fmt):
-    """The expected result of posenc.rope with a multi-axis spec (an AxesRef) on x shaped [T, D], [T, H, D] or
-    [B, T, H, D], positions (A, T) (every batch entry) or (A, B, T); PAD tokens (axis 0) keep their values."""
+def _as_batches(x):
+    """x shaped [T, D], [T, H, D] or [B, T, H, D] as [B, T, H, D], and x's own shape."""
     x = np.asarray(x)
     shape = x.shape
     if x.ndim == 2:
         x = x[:, None, :]
     if x.ndim == 3:
         x = x[None]
-    pos = np.asarray(positions, np.int64)
-    if pos.ndim == 2:
-        pos = np.broadcast_to(pos[:, None, :], (pos.shape[0], x.shape[0], pos.shape[1]))
+    return x, shape
+
+
+def _rotate_kept(x, pos, cache, ref, fmt):
+    """x [B, T, H, D] rotated by ref's rows cache(pos[:, b][:, keep]) of each batch entry's tokens at positions
+    pos (A, B, T) but the PAD ones (axis 0), which keep their values."""
     out = np.array(x, copy=True)
     h = ref.h
     for b in range(x.shape[0]):
         keep = pos[0, b] != PAD
         if not keep.any():
             continue
-        cs = ref.cache(pos[:, b][:, keep])
+        cs = cache(pos[:, b][:, keep])
         out[b, keep] = rotate_rows(x[b, keep], cs[:, None, :h], cs[:, None, h:], ref.pairs, fmt)
-    return out.reshape(shape)
+    return out
+
+
+def rotate_tokens_axes(x, positions, ref, fmt):
+    """The expected result of posenc.rope with a multi-axis spec (an AxesRef) on x shaped [T, D], [T, H, D] or
+    [B, T, H, D], positions (A, T) (every batch entry) or (A, B, T); PAD tokens (axis 0) keep their values."""
+    x, shape = _as_batches(x)
+    pos = np.asarray(positions, np.int64)
+    if pos.ndim == 2:
+        pos = np.broadcast_to(pos[:, None, :], (pos.shape[0], x.shape[0], pos.shape[1]))
+    return _rotate_kept(x, pos, ref.cache, ref, fmt).reshape(shape)
 
 
 def _quiet_bits(a, fmt):
@@ -479,24 +491,15 @@ def rotate_rows(rows, cos, sin, pairs, fmt):
 def rotate_tokens(x, positions, rope_ref, fmt):
     """The expected result of posenc.rope on x shaped [T, D], [T, H, D] or [B, T, H, D] (a logical copy) at
     `positions` ([T] or [B, T]); PAD tokens keep their values."""
-    x = np.asarray(x)
-    shape = x.shape
-    if x.ndim == 2:
-        x = x[:, None, :]
-    if x.ndim == 3:
-        x = x[None]
+    x, shape = _as_batches(x)
     pos = np.asarray(positions, np.int64)
     if pos.ndim == 1:
         pos = np.broadcast_to(pos, x.shape[:2])
-    out = np.array(x, copy=True)
-    h = rope_ref.h
-    for b in range(x.shape[0]):
-        keep = pos[b] != PAD
-        if not keep.any():
-            continue
-        cs = rope_ref.cache([int(p) for p in pos[b][keep]])
-        out[b, keep] = rotate_rows(x[b, keep], cs[:, None, :h], cs[:, None, h:], rope_ref.pairs, fmt)
-    return out.reshape(shape)
+
+    def one_axis(p):
+        return rope_ref.cache([int(q) for q in p[0]])
+
+    return _rotate_kept(x, pos[None], one_axis, rope_ref, fmt).reshape(shape)
 
 
 # ---- HF's rope_type formulas (docs/rope.md "Every scheme"), real arithmetic ---------------------------------

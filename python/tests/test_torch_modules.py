@@ -286,20 +286,14 @@ def test_fairseq_long_positions(p):
     assert err > ORIGINAL_FLOOR[p], err
 
 
-def test_fairseq_padding_idx_none_token_zero():
+@pytest.mark.parametrize("tokens,steps", [([0, 3, 4], [0, 1, 2]), ([5, 3, 4], [1, 2, 3])],
+                         ids=["token_zero", "other_tokens"])
+def test_fairseq_padding_idx_none(tokens, steps):
     dim = 8
-    tok = torch.tensor([[0, 3, 4]])
+    tok = torch.tensor([tokens])
     yo = O.SinusoidalPositionalEmbedding(dim, None)(tok)
     yn = pt.SinusoidalPositionalEmbedding(dim, None)(tok)
-    assert_within(f64(yn), f64(yo), fairseq_bound(np.array([0, 1, 2]), dim)[None], "padding_idx None")
-
-
-def test_fairseq_padding_idx_none_other_tokens():
-    dim = 8
-    tok = torch.tensor([[5, 3, 4]])
-    yo = O.SinusoidalPositionalEmbedding(dim, None)(tok)
-    yn = pt.SinusoidalPositionalEmbedding(dim, None)(tok)
-    assert_within(f64(yn), f64(yo), fairseq_bound(np.array([1, 2, 3]), dim)[None], "padding_idx None")
+    assert_within(f64(yn), f64(yo), fairseq_bound(np.array(steps), dim)[None], "padding_idx None")
 
 
 # ---- LSPE ---------------------------------------------------------------------------------------------------
