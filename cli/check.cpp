@@ -755,13 +755,13 @@ void check_known(const std::vector<posenc_isa> &paths, Report &rep) {
 
 int check_main(int argc, char **argv) {
   bool quiet = false, large = false;
-  Args a(argc, argv);
-  while (a.next()) {
+  read_options(argc, argv, [&](Args &a) {
     if (a.name() == "--quiet") quiet = true;
     else if (a.name() == "--large") large = true;
-    else throw Usage("unknown option " + a.name());
+    else return false;
     a.flag();
-  }
+    return true;
+  });
   std::vector<posenc_isa> paths;
   std::string names;
   for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)

@@ -54,6 +54,14 @@ class Args {
   bool has_inline_ = false;
 };
 
+// Hands each option in turn to read(a), which takes it and returns true, or returns false for an option it
+// does not know (a usage error).
+template <class F> void read_options(int argc, char **argv, F &&read) {
+  Args a(argc, argv);
+  while (a.next())
+    if (!read(a)) throw Usage("unknown option " + a.name());
+}
+
 // Values of options, each a usage error naming the option when malformed.
 double number(const std::string &text, const std::string &option);          // strtod: decimal, hex, inf
 int64_t integer(const std::string &text, const std::string &option);         // base 10, no fraction

@@ -87,12 +87,12 @@ std::string json_list(const std::vector<std::string> &v) {
 
 int info_main(int argc, char **argv) {
   bool json = false;
-  Args a(argc, argv);
-  while (a.next()) {
-    if (a.name() != "--json") throw Usage("unknown option " + a.name());
+  read_options(argc, argv, [&](Args &a) {
+    if (a.name() != "--json") return false;
     a.flag();
     json = true;
-  }
+    return true;
+  });
   posenc_machine c;
   if (posenc_machine_info(&c) != POSENC_OK) return kExitFailed;
   const auto compiled_path = [&c](int v) { return (c.compiled >> v & 1u) != 0; };

@@ -49,42 +49,50 @@ int named(const std::string &text, const std::string &option, const std::vector<
   return choice(t, option, names);
 }
 
-// A scaling parameter and the rope types that read it (posenc.h: posenc_rope_scaling).
+// A scaling parameter, the rope types that read it (posenc.h: posenc_rope_scaling) and, for a number, its
+// field (the others are read by read_param).
 struct Param {
   const char *option;
   std::vector<posenc_rope_type> types;
+  double posenc_rope_scaling::*number = nullptr;
 };
 const std::vector<Param> &params() {
   using T = std::vector<posenc_rope_type>;
+  using S = posenc_rope_scaling;
   static const std::vector<Param> p = {
-      {"--factor", T{POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN,
-                     POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_PROPORTIONAL,
-                     POSENC_ROPE_TYPE_NTK, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
-                     POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3}},
-      {"--partial-rotary-factor", T{POSENC_ROPE_TYPE_PROPORTIONAL}},
+      {"--factor",
+       T{POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
+         POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_PROPORTIONAL, POSENC_ROPE_TYPE_NTK,
+         POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_THETA_SCALE,
+         POSENC_ROPE_TYPE_TELECHAT3},
+       &S::factor},
+      {"--partial-rotary-factor", T{POSENC_ROPE_TYPE_PROPORTIONAL}, &S::partial_rotary_factor},
       {"--original", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
                        POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
                        POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3}},
       {"--seq-len", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_LONGROPE}},
-      {"--alpha", T{POSENC_ROPE_TYPE_DYNAMIC}},
-      {"--beta-fast", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
-                        POSENC_ROPE_TYPE_TELECHAT3}},
-      {"--beta-slow", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
-                        POSENC_ROPE_TYPE_TELECHAT3}},
-      {"--mscale", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN}},
-      {"--mscale-all-dim", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN}},
-      {"--mixed-b", T{POSENC_ROPE_TYPE_NTK}},
-      {"--extrapolation-factor", T{POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
-                                   POSENC_ROPE_TYPE_TELECHAT3}},
-      {"--attn-factor", T{POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_TELECHAT3}},
-      {"--short-mscale", T{POSENC_ROPE_TYPE_LONGROPE}},
-      {"--long-mscale", T{POSENC_ROPE_TYPE_LONGROPE}},
+      {"--alpha", T{POSENC_ROPE_TYPE_DYNAMIC}, &S::alpha},
+      {"--beta-fast",
+       T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_TELECHAT3},
+       &S::beta_fast},
+      {"--beta-slow",
+       T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_TELECHAT3},
+       &S::beta_slow},
+      {"--mscale", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN}, &S::mscale},
+      {"--mscale-all-dim", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN}, &S::mscale_all_dim},
+      {"--mixed-b", T{POSENC_ROPE_TYPE_NTK}, &S::mixed_b},
+      {"--extrapolation-factor",
+       T{POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_TELECHAT3},
+       &S::extrapolation_factor},
+      {"--attn-factor", T{POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_TELECHAT3}, &S::attn_factor},
+      {"--short-mscale", T{POSENC_ROPE_TYPE_LONGROPE}, &S::short_mscale},
+      {"--long-mscale", T{POSENC_ROPE_TYPE_LONGROPE}, &S::long_mscale},
       {"--truncate", T{POSENC_ROPE_TYPE_YARN}},
-      {"--low-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}},
-      {"--high-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}},
+      {"--low-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}, &S::low_freq_factor},
+      {"--high-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}, &S::high_freq_factor},
       {"--short-factor", T{POSENC_ROPE_TYPE_LONGROPE}},
       {"--long-factor", T{POSENC_ROPE_TYPE_LONGROPE}},
-      {"--attention-factor", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LONGROPE}},
+      {"--attention-factor", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LONGROPE}, &S::attention_factor},
   };
   return p;
 }
@@ -140,38 +148,24 @@ Positions axis_major(const std::vector<std::vector<int64_t>> &lists) {
 // Reads the current option when it is a scaling parameter.
 bool read_param(Args &a, RopeOptions &o) {
   const std::string &n = a.name();
+  const auto p = std::find_if(params().begin(), params().end(), [&](const Param &q) { return n == q.option; });
+  if (p == params().end()) return false;
   posenc_rope_scaling &s = o.scaling;
-  if (n == "--factor") s.factor = number(a.value(), n);
+  if (p->number) s.*(p->number) = number(a.value(), n);
   else if (n == "--original") s.original_max_positions = integer(a.value(), n);
   else if (n == "--seq-len") s.seq_len = integer(a.value(), n);
-  else if (n == "--beta-fast") s.beta_fast = number(a.value(), n);
-  else if (n == "--beta-slow") s.beta_slow = number(a.value(), n);
-  else if (n == "--mscale") s.mscale = number(a.value(), n);
-  else if (n == "--mscale-all-dim") s.mscale_all_dim = number(a.value(), n);
   else if (n == "--truncate") s.truncate = choice(a.value(), n, {"0", "1"});
-  else if (n == "--low-freq-factor") s.low_freq_factor = number(a.value(), n);
-  else if (n == "--high-freq-factor") s.high_freq_factor = number(a.value(), n);
   else if (n == "--short-factor") o.short_factor = numbers(a.value(), n);
-  else if (n == "--long-factor") o.long_factor = numbers(a.value(), n);
-  else if (n == "--attention-factor") s.attention_factor = number(a.value(), n);
-  else if (n == "--partial-rotary-factor") s.partial_rotary_factor = number(a.value(), n);
-  else if (n == "--alpha") s.alpha = number(a.value(), n);
-  else if (n == "--mixed-b") s.mixed_b = number(a.value(), n);
-  else if (n == "--extrapolation-factor") s.extrapolation_factor = number(a.value(), n);
-  else if (n == "--attn-factor") s.attn_factor = number(a.value(), n);
-  else if (n == "--short-mscale") s.short_mscale = number(a.value(), n);
-  else if (n == "--long-mscale") s.long_mscale = number(a.value(), n);
-  else return false;
+  else o.long_factor = numbers(a.value(), n);  // --long-factor
   o.given.push_back(n);
   return true;
 }
 
 RopeOptions parse(int argc, char **argv) {
   RopeOptions o;
-  Args a(argc, argv);
-  while (a.next()) {
+  read_options(argc, argv, [&](Args &a) {
     const std::string &n = a.name();
-    if (o.positions.read(a) || o.output.read(a) || read_param(a, o)) continue;
+    if (o.positions.read(a) || o.output.read(a) || read_param(a, o)) return true;
     if (n == "--preset") o.preset = kPresets[size_t(choice(a.value(), n, kPresets))];
     else if (n == "--rotary-dim") o.rotary_dim = integer(a.value(), n);
     else if (n == "--base") o.base = number(a.value(), n);
@@ -185,8 +179,9 @@ RopeOptions parse(int argc, char **argv) {
     else if (n == "--axis-positions") o.axis_lists = axis_lists(a.value(), n);
     else if (n == "--show-spec") a.flag(), o.show_spec = true;
     else if (n == "--isa") o.isa = a.value();
-    else throw Usage("unknown option " + n);
-  }
+    else return false;
+    return true;
+  });
   if (o.sections_layout && !o.sections) throw Usage("--sections-layout needs --sections");
   if (o.sections && o.sections->size() > 4) throw Usage("--sections: at most 4 sections (one per axis)");
   if (o.axis_lists && o.positions.given())

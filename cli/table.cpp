@@ -40,6 +40,22 @@ struct TableOptions {
   OutputOptions output;
 };
 
+// Reads the current option when it is one of the numbers.
+bool read_number(Args &a, TableOptions &o) {
+  using O = TableOptions;
+  static const std::pair<const char *, std::optional<double> O::*> kNumbers[] = {
+      {"--min-timescale", &O::min_timescale}, {"--max-timescale", &O::max_timescale},
+      {"--max-period", &O::max_period},       {"--time-factor", &O::time_factor},
+      {"--base", &O::base},                   {"--denominator", &O::denominator},
+      {"--scale", &O::scale},                 {"--downscale-freq-shift", &O::downscale_freq_shift}};
+  for (const auto &[option, field] : kNumbers)
+    if (a.name() == option) {
+      o.*field = number(a.value(), a.name());
+      return true;
+    }
+  return false;
+}
+
 // A preset's own option, given without that preset.
 void needs(const TableOptions &o, bool given, const char *option, std::initializer_list<Preset> presets) {
   if (!given) return;
@@ -52,10 +68,9 @@ void needs(const TableOptions &o, bool given, const char *option, std::initializ
 
 TableOptions parse(int argc, char **argv) {
   TableOptions o;
-  Args a(argc, argv);
-  while (a.next()) {
+  read_options(argc, argv, [&](Args &a) {
     const std::string &n = a.name();
-    if (o.positions.read(a) || o.output.read(a)) continue;
+    if (o.positions.read(a) || o.output.read(a) || read_number(a, o)) return true;
     if (n == "--d-model") {
       o.d_model = integer(a.value(), n);
     } else if (n == "--preset") {
@@ -66,40 +81,25 @@ TableOptions parse(int argc, char **argv) {
       o.have_preset = true;
     } else if (n == "--padding-idx") {
       o.padding_idx = integer(a.value(), n);
-    } else if (n == "--min-timescale") {
-      o.min_timescale = number(a.value(), n);
-    } else if (n == "--max-timescale") {
-      o.max_timescale = number(a.value(), n);
-    } else if (n == "--max-period") {
-      o.max_period = number(a.value(), n);
-    } else if (n == "--time-factor") {
-      o.time_factor = number(a.value(), n);
     } else if (n == "--timesteps") {
       o.timesteps = numbers(a.value(), n);
     } else if (n == "--timesteps-file") {
       o.timesteps_file = a.value();
-    } else if (n == "--downscale-freq-shift") {
-      o.downscale_freq_shift = number(a.value(), n);
     } else if (n == "--flip-sin-to-cos") {
       a.flag();
       o.flip_sin_to_cos = true;
     } else if (n == "--layout") {
       o.layout = posenc_layout(choice(a.value(), n, kLayouts));
-    } else if (n == "--base") {
-      o.base = number(a.value(), n);
-    } else if (n == "--denominator") {
-      o.denominator = number(a.value(), n);
-    } else if (n == "--scale") {
-      o.scale = number(a.value(), n);
     } else if (n == "--show-spec") {
       a.flag();
       o.show_spec = true;
     } else if (n == "--isa") {
       o.isa = a.value();
     } else {
-      throw Usage("unknown option " + n);
+      return false;
     }
-  }
+    return true;
+  });
   if (!o.d_model) throw Usage("--d-model N is required");
   needs(o, o.padding_idx.has_value(), "--padding-idx", {kFairseq});
   needs(o, o.min_timescale.has_value(), "--min-timescale", {kT2t});
