@@ -1017,57 +1017,6 @@ std::vector<RopeCase> rope_cases() {
     f.call.positions = nullptr;
     f.call.first = k2p31 - 69;
   });
-  // multi-axis specs (posenc.h, "Multi-axis RoPE")
-  for (int32_t axes : {0, -1, 5, INT32_MIN, INT32_MAX})
-    add("axes = " + std::to_string(axes), POSENC_ERR_INVALID, rope_any, [axes](RopeFixture &f) {
-      f.to_axes();
-      f.rope.axes = axes;
-    });
-  add("axes 3, axis map NULL", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
-    f.to_axes();
-    f.rope.axis = nullptr;
-  });
-  for (uint8_t v : {uint8_t(3), uint8_t(255)})
-    for (bool last : {false, true})
-      add("axis entry " + std::to_string(v) + (last ? " (last)" : " (first)"), POSENC_ERR_INVALID, rope_any,
-          [v, last](RopeFixture &f) {
-            f.to_axes();
-            (last ? f.axis.back() : f.axis.front()) = v;
-          });
-  add("axes 1 with a map naming axis 1", POSENC_ERR_INVALID, rope_any, [](RopeFixture &f) {
-    f.to_axes();
-    f.rope.axes = 1;
-    f.axis.back() = 1;
-  });
-  add("NULL comes before a bad axis count", POSENC_ERR_NULL, rope_any, [](RopeFixture &f) {
-    f.to_axes();
-    f.rope.axes = 9;
-    f.call.x = nullptr;
-  });
-  add("a bad axis map comes before an overflow", POSENC_ERR_INVALID, rope_any, [no_k](RopeFixture &f) {
-    f.to_axes();
-    f.axis.back() = 3;
-    f.call.token_stride = kI64Max / 4;
-    no_k(f);
-  });
-  for (const auto &bp : bad_positions)
-    for (int64_t at : {RopeFixture::kRows, 3 * RopeFixture::kRows - 1}) {
-      const int64_t v = bp.value;
-      add(std::string("axis ") + (at == RopeFixture::kRows ? "1" : "2") + " position " + bp.name,
-          POSENC_ERR_OUT_OF_RANGE, rope_any, [v, at](RopeFixture &f) {
-            f.to_axes();
-            f.positions[size_t(at)] = v;
-          });
-    }
-  add("POSENC_PAD on axis 1", POSENC_ERR_OUT_OF_RANGE, rope_any, [](RopeFixture &f) {
-    f.to_axes();
-    f.positions[size_t(RopeFixture::kRows + 3)] = POSENC_PAD;
-  });
-  add("axes 3, first + t past 2^31 on every axis", POSENC_ERR_OUT_OF_RANGE, rope_any, [](RopeFixture &f) {
-    f.to_axes();
-    f.call.positions = nullptr;
-    f.call.first = k2p31 - 69;
-  });
   const struct {
     const char *name;
     int64_t first;
