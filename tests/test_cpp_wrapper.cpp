@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "posenc/posenc.hpp"
+#include "support/wrapper.hpp"
 
 namespace {
 
@@ -29,25 +30,8 @@ void same_spec(const posenc::spec &got, const posenc_spec &want) {
   CHECK(got == posenc::spec(want));
 }
 
-template <class T>
-bool same_bytes(const std::vector<T> &a, const std::vector<T> &b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
-// Runs a call that must throw; returns its status, and checks that out kept every byte.
-template <class T, class Fn>
-posenc_status thrown(const std::vector<T> &out, Fn fn) {
-  const std::vector<T> before = out;
-  posenc_status st = POSENC_OK;
-  try {
-    fn();
-  } catch (const posenc::error &e) {
-    st = e.status();
-    CHECK(std::string(e.what()).find(posenc_status_string(st)) != std::string::npos);
-  }
-  CHECK(same_bytes(out, before));
-  return st;
-}
+using ref::same_bytes;
+using ref::thrown;
 
 }  // namespace
 

@@ -10,17 +10,17 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posenc/posenc.hpp"
 #include "support/halves.hpp"
+#include "support/wrapper.hpp"
 
 namespace {
 
-template <class T>
-bool same_bytes(const std::vector<T> &a, const std::vector<T> &b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
+using ref::same_bytes;
+using ref::thrown;
 
 bool same_double(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
 
@@ -53,20 +53,6 @@ posenc_rope_scaling zeroed(posenc_rope_type type) {
   return s;
 }
 
-// Runs a call that must throw; returns its status, and checks that buf kept every byte.
-template <class T, class Fn>
-posenc_status thrown(const std::vector<T> &buf, Fn fn) {
-  const std::vector<T> before = buf;
-  posenc_status st = POSENC_OK;
-  try {
-    fn();
-  } catch (const posenc::error &e) {
-    st = e.status();
-  }
-  CHECK(same_bytes(buf, before));
-  return st;
-}
-
 std::vector<float> activations(size_t n) {
   std::vector<float> x(n);
   for (size_t i = 0; i < n; ++i) x[i] = std::sin(float(i) * 0.37f) * 3.0f;
@@ -78,6 +64,51 @@ std::vector<uint16_t> halves(size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] = uint16_t(0x3c00 + (i * 37) % 1500);  // finite in bf16 and binary16
   return x;
 }
+
+// Copies of `built` made every way a C++ caller makes them (copy, copy and move assignment, move, a with_*
+// setter's copy), the original destroyed before any is used: each must point into storage of its own, never
+// the original's (owned(rope) gives the C spec's pointer to the owned array and the wrapper's own array), be
+// `fresh`, the same spec built anew, and write fresh's cache at p byte for byte. Self-assignment keeps the spec.
+// The frequencies and the axis map are owned the same way, so one check serves both.
+template <class Owned>
+void copies_outlive_original(const posenc::rope &built, const posenc::rope &fresh, const posenc::positions &p,
+                             int64_t n, Owned owned) {
+  const int64_t r = fresh.rotary_dim();
+  std::vector<float> want(size_t(n * r));
+  fresh.cache(p, posenc::rows_view<float>(want.data(), n, r));
+
+  auto original = std::make_unique<posenc::rope>(built);
+  posenc::rope copy(*original);
+  posenc::rope assigned = posenc::rope::gpt_j_6b();
+  assigned = *original;
+  posenc::rope moved_from = *original;
+  posenc::rope moved(std::move(moved_from));
+  posenc::rope move_assigned = posenc::rope::llama2();
+  move_assigned = std::move(moved);
+  const posenc::rope setter = original->with_position_scale(1.0);  // a with_* copy
+  const void *storage = owned(*original).first;
+  original.reset();  // the copies must not point into it
+
+  for (const posenc::rope *q : {&copy, &assigned, &move_assigned, &setter}) {
+    const auto [c, own] = owned(*q);
+    REQUIRE(c != nullptr);
+    CHECK(c == own);
+    CHECK(c != storage);
+    CHECK(q->axes() == fresh.axes());
+    CHECK(*q == fresh);
+    std::vector<float> got(size_t(n * r), -1.0f);
+    q->cache(p, posenc::rows_view<float>(got.data(), n, r));
+    CHECK(same_bytes(got, want));
+  }
+  posenc::rope &alias = copy;
+  copy = alias;
+  CHECK(copy == fresh);
+  CHECK(owned(copy).first == owned(copy).second);
+}
+
+// The owned arrays as (the C spec's pointer, the wrapper's array).
+std::pair<const void *, const void *> freq_of(const posenc::rope &q) { return {q.c_rope().freq, q.freq().data()}; }
+std::pair<const void *, const void *> axis_of(const posenc::rope &q) { return {q.c_rope().axis, q.axis().data()}; }
 
 }  // namespace
 
@@ -171,36 +202,7 @@ TEST_CASE("rope::init is posenc_rope_init, and refuses what it refuses", "[rope]
 }
 
 TEST_CASE("a rope owns its frequencies: copies and moves outlive the original", "[rope][cpp]") {
-  const int64_t r = 128, n = 5;
-  const posenc::rope fresh = posenc::rope::llama3_1();
-  std::vector<float> want(size_t(n * r));
-  fresh.cache(100000, posenc::rows_view<float>(want.data(), n, r));
-
-  auto original = std::make_unique<posenc::rope>(posenc::rope::llama3_1());
-  posenc::rope copy(*original);
-  posenc::rope assigned = posenc::rope::gpt_j_6b();
-  assigned = *original;
-  posenc::rope moved_from = *original;
-  posenc::rope moved(std::move(moved_from));
-  posenc::rope move_assigned = posenc::rope::llama2();
-  move_assigned = std::move(moved);
-  const double *storage = original->c_rope().freq;
-  original.reset();  // the copies must not point into it
-
-  for (const posenc::rope *p : {&copy, &assigned, &move_assigned}) {
-    REQUIRE(p->c_rope().freq != nullptr);
-    CHECK(p->c_rope().freq == p->freq().data());
-    CHECK(p->c_rope().freq != storage);
-    CHECK(*p == fresh);
-    std::vector<float> got(size_t(n * r), -1.0f);
-    p->cache(100000, posenc::rows_view<float>(got.data(), n, r));
-    CHECK(same_bytes(got, want));
-  }
-  // Self-assignment keeps the spec.
-  posenc::rope &alias = copy;
-  copy = alias;
-  CHECK(copy == fresh);
-  CHECK(copy.c_rope().freq == copy.freq().data());
+  copies_outlive_original(posenc::rope::llama3_1(), posenc::rope::llama3_1(), posenc::positions(100000), 5, freq_of);
 
   // A C spec's frequencies are copied: changing the caller's array afterwards changes nothing.
   std::vector<double> mine = {1.0, 0.5, 0.25, 0.125};
@@ -659,42 +661,10 @@ TEST_CASE("with_sections is posenc_rope_sections: the copy owns its map, frequen
 TEST_CASE("a rope owns its axis map: copies and moves outlive the original", "[rope][cpp][axes]") {
   const int64_t n = 12;
   for (const posenc::rope &fresh : {posenc::rope::qwen2_vl_vision(), posenc::rope::qwen3_vl()}) {
-    const int axes = fresh.axes();
-    const int64_t r = fresh.rotary_dim();
-    INFO("rotary_dim " << r);
-    const std::vector<int64_t> pos = mixed_positions(n, axes, false);
-    const posenc::positions p = posenc::positions::axis_major(pos, axes);
-    std::vector<float> want(size_t(n * r));
-    fresh.cache(p, posenc::rows_view<float>(want.data(), n, r));
-
+    INFO("rotary_dim " << fresh.rotary_dim());
+    const std::vector<int64_t> pos = mixed_positions(n, fresh.axes(), false);
     const posenc::rope built = fresh.rotary_dim() == 80 ? posenc::rope::qwen2_vl_vision() : posenc::rope::qwen3_vl();
-    auto original = std::make_unique<posenc::rope>(built);
-    posenc::rope copy(*original);
-    posenc::rope assigned = posenc::rope::gpt_j_6b();
-    assigned = *original;
-    posenc::rope moved_from = *original;
-    posenc::rope moved(std::move(moved_from));
-    posenc::rope move_assigned = posenc::rope::llama2();
-    move_assigned = std::move(moved);
-    const posenc::rope setter = original->with_position_scale(1.0);  // a with_* copy
-    const uint8_t *storage = original->c_rope().axis;
-    original.reset();  // the copies must not point into it
-
-    const std::initializer_list<const posenc::rope *> copies = {&copy, &assigned, &move_assigned, &setter};
-    for (const posenc::rope *q : copies) {
-      REQUIRE(q->c_rope().axis != nullptr);
-      CHECK(q->c_rope().axis == q->axis().data());
-      CHECK(q->c_rope().axis != storage);
-      CHECK(q->axes() == axes);
-      CHECK(*q == fresh);
-      std::vector<float> got(size_t(n * r), -1.0f);
-      q->cache(p, posenc::rows_view<float>(got.data(), n, r));
-      CHECK(same_bytes(got, want));
-    }
-    posenc::rope &alias = copy;
-    copy = alias;
-    CHECK(copy == fresh);
-    CHECK(copy.c_rope().axis == copy.axis().data());
+    copies_outlive_original(built, fresh, posenc::positions::axis_major(pos, fresh.axes()), n, axis_of);
   }
 
   // A C spec's map is copied: changing the caller's array afterwards changes nothing.

@@ -18,6 +18,7 @@
 #include "posenc/posenc.hpp"
 #include "posenc/threads.hpp"
 #include "support/paths.hpp"
+#include "support/wrapper.hpp"
 
 namespace {
 
@@ -41,10 +42,8 @@ std::vector<T> filled(size_t n, uint64_t seed) {
   return v;
 }
 
-template <class T>
-bool same_bytes(const std::vector<T> &a, const std::vector<T> &b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
+using ref::same_bytes;
+using ref::thrown;
 
 // The ways a work is run here, each from the same starting buffer.
 std::vector<std::string> ways() {
@@ -260,24 +259,6 @@ TEST_CASE("every RoPE work writes the bytes of its wrapper call", "[work][rope]"
     });
 }
 
-namespace {
-
-// A builder that must throw: its status, with the buffer unchanged.
-template <class T, class Fn>
-posenc_status refused(const std::vector<T> &buf, Fn fn) {
-  const std::vector<T> before = buf;
-  posenc_status st = POSENC_OK;
-  try {
-    fn();
-  } catch (const posenc::error &e) {
-    st = e.status();
-  }
-  CHECK(same_bytes(buf, before));
-  return st;
-}
-
-}  // namespace
-
 TEST_CASE("a builder refuses what the unsplit call refuses, with its status, and writes nothing", "[work]") {
   const int64_t n = 70, d = 16;  // 70: the bad value in the last of two blocks
   const posenc::spec s(d);
@@ -291,37 +272,37 @@ TEST_CASE("a builder refuses what the unsplit call refuses, with its status, and
   const std::vector<float> table = filled<float>(size_t(4 * d), 6);
   const rows_view<const float> emb(table.data(), 4, d), learned(table.data(), 4, d);
   // shapes (the wrapper's own checks)
-  CHECK(refused(out, [&] { posenc::table_f32_work(s, 0, rows_view<float>(out.data(), n, d - 1)); }) ==
+  CHECK(thrown(out, [&] { posenc::table_f32_work(s, 0, rows_view<float>(out.data(), n, d - 1)); }) ==
         POSENC_ERR_INVALID);
-  CHECK(refused(out, [&] { posenc::rows_f32_work(s, posenc::array_view<const int64_t>(pos.data(), n - 1), o); }) ==
+  CHECK(thrown(out, [&] { posenc::rows_f32_work(s, posenc::array_view<const int64_t>(pos.data(), n - 1), o); }) ==
         POSENC_ERR_INVALID);
-  CHECK(refused(out, [&] {
+  CHECK(thrown(out, [&] {
           posenc::embed_f32_work(s, emb, posenc::array_view<const int32_t>(tok.data(), 3), 1.0f, positions(0), o);
         }) == POSENC_ERR_INVALID);
-  CHECK(refused(out, [&] { posenc::timesteps_f32_work(s, posenc::array_view<const double>(times.data(), 2), o); }) ==
+  CHECK(thrown(out, [&] { posenc::timesteps_f32_work(s, posenc::array_view<const double>(times.data(), 2), o); }) ==
         POSENC_ERR_INVALID);
   // the library's checks of the whole call: a bad spec, NULL, the last row's position, token, timestep,
   // learned position
-  CHECK(refused(out, [&] { posenc::table_f32_work(s.with_base(-1.0), 0, o); }) == POSENC_ERR_INVALID);
-  CHECK(refused(out, [&] { posenc::table_f32_work(s, 0, rows_view<float>(nullptr, n, d)); }) == POSENC_ERR_NULL);
-  CHECK(refused(out, [&] { posenc::table_f32_work(s, k2p31 - n + 1, o); }) == POSENC_ERR_OUT_OF_RANGE);
-  CHECK(refused(out16, [&] { posenc::table_bf16_work(s, k2p31 - n + 1, o16); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(out, [&] { posenc::table_f32_work(s.with_base(-1.0), 0, o); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out, [&] { posenc::table_f32_work(s, 0, rows_view<float>(nullptr, n, d)); }) == POSENC_ERR_NULL);
+  CHECK(thrown(out, [&] { posenc::table_f32_work(s, k2p31 - n + 1, o); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(out16, [&] { posenc::table_bf16_work(s, k2p31 - n + 1, o16); }) == POSENC_ERR_OUT_OF_RANGE);
   pos.back() = k2p31;
-  CHECK(refused(out, [&] { posenc::rows_f32_work(s, pos, o); }) == POSENC_ERR_OUT_OF_RANGE);
-  CHECK(refused(out16, [&] { posenc::rows_f16_work(s, pos, o16); }) == POSENC_ERR_OUT_OF_RANGE);
-  CHECK(refused(out, [&] { posenc::add_f32_work(s, o, 1.0f, positions(pos), o); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(out, [&] { posenc::rows_f32_work(s, pos, o); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(out16, [&] { posenc::rows_f16_work(s, pos, o16); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(out, [&] { posenc::add_f32_work(s, o, 1.0f, positions(pos), o); }) == POSENC_ERR_OUT_OF_RANGE);
   pos.back() = 3;
   tok.back() = 4;
-  CHECK(refused(out, [&] { posenc::embed_f32_work(s, emb, tok, 1.0f, positions(pos), o); }) == POSENC_ERR_OUT_OF_RANGE);
-  CHECK(refused(out, [&] { posenc::embed_learned_f32_work(emb, tok, 1.0f, learned, positions(pos), o); }) ==
+  CHECK(thrown(out, [&] { posenc::embed_f32_work(s, emb, tok, 1.0f, positions(pos), o); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(out, [&] { posenc::embed_learned_f32_work(emb, tok, 1.0f, learned, positions(pos), o); }) ==
         POSENC_ERR_OUT_OF_RANGE);
   tok.back() = 1;
   pos.back() = 4;  // past the learned table's 4 rows
-  CHECK(refused(out, [&] { posenc::embed_learned_f32_work(emb, tok, 1.0f, learned, positions(pos), o); }) ==
+  CHECK(thrown(out, [&] { posenc::embed_learned_f32_work(emb, tok, 1.0f, learned, positions(pos), o); }) ==
         POSENC_ERR_OUT_OF_RANGE);
   times.back() = std::numeric_limits<double>::quiet_NaN();
-  CHECK(refused(out, [&] { posenc::timesteps_f32_work(s, times, o); }) == POSENC_ERR_OUT_OF_RANGE);
-  CHECK(refused(out, [&] { posenc::timesteps_add_f32_work(s, o, 1.0f, times, o); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(out, [&] { posenc::timesteps_f32_work(s, times, o); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(out, [&] { posenc::timesteps_add_f32_work(s, o, 1.0f, times, o); }) == POSENC_ERR_OUT_OF_RANGE);
   // RoPE: a bad spec, PAD on axis 1, the last token's position, overlapping heads, a short head row
   const posenc::rope r3 = posenc::rope::qwen2_vl();
   std::vector<float> qk = filled<float>(size_t(n * 6 * 128), 8);
@@ -329,23 +310,23 @@ TEST_CASE("a builder refuses what the unsplit call refuses, with its status, and
                           k = heads_view<float>::fused_k(qk.data(), n, 4, 1, 128);
   std::vector<int64_t> p3(size_t(3 * n), 7);
   p3[size_t(n + 5)] = POSENC_PAD;
-  CHECK(refused(qk, [&] { r3.apply_work(positions::axis_major(p3, 3), q, k); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(qk, [&] { r3.apply_work(positions::axis_major(p3, 3), q, k); }) == POSENC_ERR_OUT_OF_RANGE);
   p3[size_t(n + 5)] = 7;
   p3.back() = -k2p31;
-  CHECK(refused(qk, [&] { r3.apply_work(positions::axis_major(p3, 3), q, k); }) == POSENC_ERR_OUT_OF_RANGE);
-  CHECK(refused(qk, [&] { r3.shift_work(positions::axis_major(p3, 3), k); }) == POSENC_ERR_OUT_OF_RANGE);
-  CHECK(refused(qk, [&] {
+  CHECK(thrown(qk, [&] { r3.apply_work(positions::axis_major(p3, 3), q, k); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(qk, [&] { r3.shift_work(positions::axis_major(p3, 3), k); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(qk, [&] {
           r3.apply_work(positions(0), q, heads_view<float>(qk.data() + 64, n, 1, 128, 6 * 128, 128));
         }) == POSENC_ERR_INVALID);
-  CHECK(refused(qk, [&] { posenc::rope(128).with_attention_scale(0.0).apply_work(positions(0), q); }) ==
+  CHECK(thrown(qk, [&] { posenc::rope(128).with_attention_scale(0.0).apply_work(positions(0), q); }) ==
         POSENC_ERR_INVALID);
-  CHECK(refused(qk, [&] { posenc::rope(256).apply_work(positions(0), q); }) == POSENC_ERR_INVALID);  // head_dim 128 < r
-  CHECK(refused(qk, [&] { r3.shift_work(positions(0), k); }) == POSENC_ERR_INVALID);  // a shift takes a list
-  CHECK(refused(qk, [&] { r3.apply_copy_work(positions::axis_major(p3, 3), k, k); }) == POSENC_ERR_OUT_OF_RANGE);
-  CHECK(refused(qk, [&] { r3.apply_copy_work(positions(0), heads_view<const float>(qk.data() + 1, n, 4, 128, 6 * 128, 128), q); }) ==
+  CHECK(thrown(qk, [&] { posenc::rope(256).apply_work(positions(0), q); }) == POSENC_ERR_INVALID);  // head_dim 128 < r
+  CHECK(thrown(qk, [&] { r3.shift_work(positions(0), k); }) == POSENC_ERR_INVALID);  // a shift takes a list
+  CHECK(thrown(qk, [&] { r3.apply_copy_work(positions::axis_major(p3, 3), k, k); }) == POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(qk, [&] { r3.apply_copy_work(positions(0), heads_view<const float>(qk.data() + 1, n, 4, 128, 6 * 128, 128), q); }) ==
         POSENC_ERR_INVALID);  // source rows one element off q's
-  CHECK(refused(qk, [&] { r3.apply_copy_work(positions(0), q.subtokens(0, n - 1), q); }) == POSENC_ERR_INVALID);
-  CHECK(refused(qk, [&] { r3.cache_work(positions(k2p31 - n + 1), rows_view<float>(qk.data(), n, 128)); }) ==
+  CHECK(thrown(qk, [&] { r3.apply_copy_work(positions(0), q.subtokens(0, n - 1), q); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(qk, [&] { r3.cache_work(positions(k2p31 - n + 1), rows_view<float>(qk.data(), n, 128)); }) ==
         POSENC_ERR_OUT_OF_RANGE);
 }
 
