@@ -13,15 +13,7 @@ namespace peers {
 namespace avx2 {
 namespace {
 
-struct Avx2 {
-  using Reg = __m256;
-  static constexpr int64_t kLanes = 8;
-  static Reg set1(float x) { return _mm256_set1_ps(x); }
-  static Reg loadu(const float *p) { return _mm256_loadu_ps(p); }
-  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
-  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
-  static void storeu(float *p, Reg a) { _mm256_storeu_ps(p, a); }
+struct Avx2 : LaneOps<xsimd::fma3<xsimd::avx2>> {
   // (s0..s7, c0..c7) -> s0 c0 ... s7 c7: unpack within each 128-bit half, then put the halves in order.
   static void store_zip(float *o, Reg s, Reg c) {
     const Reg lo = _mm256_unpacklo_ps(s, c);  // s0 c0 s1 c1 | s4 c4 s5 c5
@@ -39,10 +31,7 @@ Unit unit() {
 }
 
 RopeUnit rope_unit() {
-  RopeUnit u = make_rope_unit<Avx2, Avx2>(POSENC_ISA_AVX2, "cache_lookup_avx2");
-  u.sleef_name = "sleef_u35_avx2";
-  u.sleef_u35 = sleef_cache<Avx2, Sleef_sincosf8_u35avx2>;
-  return u;
+  return make_vector_rope_unit<Avx2, Sleef_sincosf8_u35avx2>(POSENC_ISA_AVX2, "cache_lookup_avx2", "sleef_u35_avx2");
 }
 
 }  // namespace avx2

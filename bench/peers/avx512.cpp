@@ -12,15 +12,7 @@ namespace peers {
 namespace avx512 {
 namespace {
 
-struct Avx512 {
-  using Reg = __m512;
-  static constexpr int64_t kLanes = 16;
-  static Reg set1(float x) { return _mm512_set1_ps(x); }
-  static Reg loadu(const float *p) { return _mm512_loadu_ps(p); }
-  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
-  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
-  static void storeu(float *p, Reg a) { _mm512_storeu_ps(p, a); }
+struct Avx512 : LaneOps<xsimd::avx512f> {
   // (s0..s15, c0..c15) -> s0 c0 ... s15 c15: one two-source permute per 16 outputs.
   static void store_zip(float *o, Reg s, Reg c) {
     const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -38,10 +30,8 @@ Unit unit() {
 }
 
 RopeUnit rope_unit() {
-  RopeUnit u = make_rope_unit<Avx512, Avx512>(POSENC_ISA_AVX512, "cache_lookup_avx512");
-  u.sleef_name = "sleef_u35_avx512";
-  u.sleef_u35 = sleef_cache<Avx512, Sleef_sincosf16_u35avx512f>;
-  return u;
+  return make_vector_rope_unit<Avx512, Sleef_sincosf16_u35avx512f>(POSENC_ISA_AVX512, "cache_lookup_avx512",
+                                                                   "sleef_u35_avx512");
 }
 
 }  // namespace avx512

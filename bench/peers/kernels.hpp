@@ -1,6 +1,6 @@
 // The vector peers, written once over V, a small struct of intrinsics that each ISA unit defines in an
-// anonymous namespace (V::Reg, kLanes, set1, loadu, mul, store_zip). Every template here takes V, so each
-// instantiation is local to its unit and built with that unit's flags only.
+// anonymous namespace (V::Reg, kLanes, set1, loadu, mul, add, sub, storeu from LaneOps, and its own store_zip).
+// Every template here takes V, so each instantiation is local to its unit and built with that unit's flags only.
 #pragma once
 
 // xsimd 8.1 defines two helpers of its large-argument sin/cos reduction as plain inline functions, not
@@ -25,6 +25,25 @@
 #include "row_loop.hpp"
 
 namespace peers {
+namespace {  // this header is included by one ISA unit each (PEERS_UNIT): LaneOps stays local to it, like V
+
+// V's element-wise operations on the raw registers of xsimd's Arch (__m256, __m512, float32x4_t): through
+// xsimd's batch, each is that ISA's one intrinsic (_mm256_mul_ps, vmulq_f32, ...), and Reg stays the register
+// type SLEEF takes and returns. A unit's V derives from LaneOps and adds its interleaving store, store_zip.
+template <class Arch>
+struct LaneOps {
+  using B = xsimd::batch<float, Arch>;
+  using Reg = typename B::register_type;
+  static constexpr int64_t kLanes = int64_t(B::size);
+  static Reg set1(float x) { return B(x); }
+  static Reg loadu(const float *p) { return B::load_unaligned(p); }
+  static Reg mul(Reg a, Reg b) { return B(a) * B(b); }
+  static Reg add(Reg a, Reg b) { return B(a) + B(b); }
+  static Reg sub(Reg a, Reg b) { return B(a) - B(b); }
+  static void storeu(float *p, Reg a) { B(a).store_unaligned(p); }
+};
+
+}  // namespace
 
 // SLEEF sincos on the float32 angle fl(p * w); Sincos returns a struct of the sin and cos vectors (x, y).
 template <class V, auto Sincos>

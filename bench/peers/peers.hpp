@@ -56,15 +56,17 @@ struct PassPeer {
   FillFn fill;
 };
 
-// What one ISA unit offers, as plain data (no container code is instantiated in those units).
+// What one ISA unit offers, as plain data (no container code is instantiated in those units); its RoPE peers
+// are rope_unit()'s (rope.hpp).
 struct Unit {
   TablePeer tables[3];  // sleef u10, sleef u35, xsimd; a null fn where the unit has fewer
   PassPeer passes;
 };
-namespace avx2 { Unit unit(); }
-namespace avx512 { Unit unit(); }
-namespace neon { Unit unit(); }
-namespace scalar { Unit unit(); }
+struct RopeUnit;
+namespace avx2 { Unit unit(); RopeUnit rope_unit(); }
+namespace avx512 { Unit unit(); RopeUnit rope_unit(); }
+namespace neon { Unit unit(); RopeUnit rope_unit(); }
+namespace scalar { Unit unit(); RopeUnit rope_unit(); }
 
 // Every table peer this build compiled, whether or not this CPU runs it.
 const std::vector<TablePeer> &table_peers();

@@ -1,7 +1,9 @@
-// Frequencies as a framework computes them, and the list of peers this build and this CPU can run.
+// Frequencies as a framework computes them, and the lists of peers (tables, naive passes, RoPE) this build and
+// this CPU can run.
 #include <cmath>
 
 #include "peers.hpp"
+#include "rope.hpp"
 
 namespace peers {
 
@@ -20,20 +22,25 @@ Freqs::Freqs(const posenc_spec &spec) : d(spec.d_model), h(spec.d_model / 2) {
 
 namespace {
 
-// The units meson compiled, widest first (PEERS_HAVE_<ISA> mirrors the library's paths).
-std::vector<Unit> units() {
-  std::vector<Unit> u;
+// The units meson compiled, widest first (PEERS_HAVE_<ISA> mirrors the library's paths): each ISA's table peers
+// and naive passes, and its RoPE peers.
+struct Compiled {
+  Unit unit;
+  RopeUnit rope;
+};
+const std::vector<Compiled> &compiled() {
+  static const std::vector<Compiled> all = {
 #ifdef PEERS_HAVE_AVX512
-  u.push_back(avx512::unit());
+      {avx512::unit(), avx512::rope_unit()},
 #endif
 #ifdef PEERS_HAVE_AVX2
-  u.push_back(avx2::unit());
+      {avx2::unit(), avx2::rope_unit()},
 #endif
 #ifdef PEERS_HAVE_NEON
-  u.push_back(neon::unit());
+      {neon::unit(), neon::rope_unit()},
 #endif
-  u.push_back(scalar::unit());
-  return u;
+      {scalar::unit(), scalar::rope_unit()}};
+  return all;
 }
 
 }  // namespace
@@ -41,8 +48,8 @@ std::vector<Unit> units() {
 const std::vector<TablePeer> &table_peers() {
   static const std::vector<TablePeer> all = [] {
     std::vector<TablePeer> out;
-    for (const Unit &u : units())
-      for (const TablePeer &t : u.tables)
+    for (const Compiled &c : compiled())
+      for (const TablePeer &t : c.unit.tables)
         if (t.fn) out.push_back(t);
     return out;
   }();
@@ -50,9 +57,24 @@ const std::vector<TablePeer> &table_peers() {
 }
 
 PassPeer best_passes() {
-  for (const Unit &u : units())
-    if (posenc_isa_available(u.passes.isa)) return u.passes;
+  for (const Compiled &c : compiled())
+    if (posenc_isa_available(c.unit.passes.isa)) return c.unit.passes;
   return scalar::unit().passes;
+}
+
+const std::vector<RopeUnit> &rope_units() {
+  static const std::vector<RopeUnit> all = [] {
+    std::vector<RopeUnit> out;
+    for (const Compiled &c : compiled()) out.push_back(c.rope);
+    return out;
+  }();
+  return all;
+}
+
+RopeUnit best_rope() {
+  for (const Compiled &c : compiled())
+    if (posenc_isa_available(c.rope.isa)) return c.rope;
+  return scalar::rope_unit();
 }
 
 }  // namespace peers

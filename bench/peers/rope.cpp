@@ -1,4 +1,4 @@
-// What RoPE runtimes compute once per model, and the list of RoPE peer units this build compiled.
+// What RoPE runtimes compute once per model (the list of RoPE peer units is registry.cpp's).
 #include <math.h>
 
 #include "rope.hpp"
@@ -23,30 +23,6 @@ RopeModel::RopeModel(int64_t rotary_dim, int64_t head_dim_, double base, int64_t
       }
   }
   cos_sin = cos_sin_.data();
-}
-
-const std::vector<RopeUnit> &rope_units() {
-  static const std::vector<RopeUnit> all = [] {
-    std::vector<RopeUnit> u;  // widest first, as units() in registry.cpp
-#ifdef PEERS_HAVE_AVX512
-    u.push_back(avx512::rope_unit());
-#endif
-#ifdef PEERS_HAVE_AVX2
-    u.push_back(avx2::rope_unit());
-#endif
-#ifdef PEERS_HAVE_NEON
-    u.push_back(neon::rope_unit());
-#endif
-    u.push_back(scalar::rope_unit());
-    return u;
-  }();
-  return all;
-}
-
-RopeUnit best_rope() {
-  for (const RopeUnit &u : rope_units())
-    if (posenc_isa_available(u.isa)) return u;
-  return scalar::rope_unit();
 }
 
 }  // namespace peers

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "peers.hpp"  // each ISA unit's rope_unit(), declared beside its unit()
 #include "posenc/posenc.h"
 
 namespace peers {
@@ -71,10 +72,6 @@ struct RopeUnit {
   InplaceFn inplace;
   Inplace16Fn inplace16;
 };
-namespace avx2 { RopeUnit rope_unit(); }
-namespace avx512 { RopeUnit rope_unit(); }
-namespace neon { RopeUnit rope_unit(); }
-namespace scalar { RopeUnit rope_unit(); }
 
 // Every RoPE unit this build compiled, widest first, whether or not this CPU runs it.
 const std::vector<RopeUnit> &rope_units();

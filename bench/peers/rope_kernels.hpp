@@ -178,7 +178,7 @@ struct RopePasses {
   }
 };
 
-// The unit's RoPE entries; units with SLEEF fill sleef_name / sleef_u35 with sleef_cache<V, ...>.
+// The unit's RoPE entries, without SLEEF's (make_vector_rope_unit adds them).
 template <class V, class Tag>
 RopeUnit make_rope_unit(posenc_isa isa, const char *cache_lookup_name) {
   return RopeUnit{isa,
@@ -190,6 +190,15 @@ RopeUnit make_rope_unit(posenc_isa isa, const char *cache_lookup_name) {
                   RopePasses<Tag>::llamacpp,
                   Inplace<V>::apply,
                   RopePasses<Tag>::inplace16};
+}
+
+// A vector unit's RoPE entries: the cache-lookup and in-place peers on V, and SLEEF's u35 sincos (Sincos).
+template <class V, auto Sincos>
+RopeUnit make_vector_rope_unit(posenc_isa isa, const char *cache_lookup_name, const char *sleef_name) {
+  RopeUnit u = make_rope_unit<V, V>(isa, cache_lookup_name);
+  u.sleef_name = sleef_name;
+  u.sleef_u35 = sleef_cache<V, Sincos>;
+  return u;
 }
 
 }  // namespace peers
