@@ -355,22 +355,35 @@ TEST_CASE("the direct method stays within 2^-50 |y| + 2^-104, the analysed bound
   CHECK(worst < -51);
 }
 
-TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals][direct]") {
-  // docs/math.md section 3 ("Anchors"): the analysed bound is 2^-51.46 absolute; the rotation analysis of
-  // section 4 assumes 2^-51. Random positions over the whole range (every quadrant, both signs, t near +-1/2),
-  // small ones, and p = 0; each path's own code (its quadrant primitive in particular).
+namespace {
+
+// MPFR's sin and cos at an integer position p, or at a real one t (the timestep rows).
+void exact_at(const posenc_spec &s, int64_t i, int64_t p, mpfr_ptr es, mpfr_ptr ec) {
+  ref::exact_pair(s, i, p, es, ec);
+}
+void exact_at(const posenc_spec &s, int64_t i, double t, mpfr_ptr es, mpfr_ptr ec) {
+  ref::exact_pair_real(s, i, t, es, ec);
+}
+
+struct Anchored {
+  double worst = -1000;  // log2 of the largest absolute error
+  int64_t compared = 0;
+};
+
+// Every path's anchor values (the sin and cos of every pair at one position, as doubles: `entry` of
+// IsaTestEntries) against MPFR, 40 positions a spec from at(trial): each value within 2^-51 absolute, and
+// whatever also(error) asserts of it. Wide specs compare every 7th pair, another one each trial.
+template <class Pos, class At, class Also>
+Anchored anchors_against_mpfr(void (*posenc::IsaTestEntries::*entry)(const Freq &, Pos, double *, double *),
+                              std::initializer_list<posenc_spec> specs, At at, Also also) {
   struct Path {
     const char *name;
-    void (*fn)(const Freq &, int64_t, double *, double *);
+    void (*fn)(const Freq &, Pos, double *, double *);
   };
   std::vector<Path> paths;
   for (const posenc::IsaTestEntries &e : posenc::compiled_isas())
-    if (posenc_isa_available(e.isa)) paths.push_back({posenc_isa_name(e.isa), e.anchors});
-  std::mt19937_64 rng(4242);
-  double worst = -1000;
-  int64_t compared = 0;
-  const posenc_spec specs[] = {spec(512, 10000.0, 0.0, 1.0), spec(64, 1e6, 0.0, 1.0), spec(30, 2.0, 3.0, 7.5),
-                               spec(34, 10000.0, 0.0, 0x1p200), spec(2, 10000.0, 0.0, -3.0)};
+    if (posenc_isa_available(e.isa)) paths.push_back({posenc_isa_name(e.isa), e.*entry});
+  Anchored a;
   for (const posenc_spec &s : specs) {
     const auto f = posenc::detail::build_frequencies(s);
     const size_t bytes = sizeof(double) * size_t(f->padded);
@@ -380,16 +393,13 @@ TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals]
     std::vector<std::unique_ptr<double, Free>> out;
     for (size_t k = 0; k < 2 * paths.size(); ++k) out.emplace_back(static_cast<double *>(std::aligned_alloc(64, bytes)));
     for (int trial = 0; trial < 40; ++trial) {
-      int64_t p = int64_t(rng() % (uint64_t(1) << 31));
-      if (trial % 3 == 0) p %= 1000;  // small positions of both signs
-      if (trial % 2) p = -p;
-      if (trial == 0) p = 0;
+      const Pos p = at(trial);
       for (size_t k = 0; k < paths.size(); ++k) paths[k].fn(*f, p, out[2 * k].get(), out[2 * k + 1].get());
       const int64_t step = f->h > 64 ? 7 : 1;
       for (int64_t i = trial % step; i < f->h; i += step) {
         if (f->slow[i] != 0.0) continue;  // slow lanes never use these values (u = 0 there)
         ref::Big es(100), ec(100);
-        ref::exact_pair(s, i, p, es, ec);
+        exact_at(s, i, p, es, ec);
         for (size_t k = 0; k < paths.size(); ++k) {
           for (int m = 0; m < 2; ++m) {
             ref::Big diff(1200);
@@ -398,15 +408,38 @@ TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals]
             INFO(paths[k].name << " pair " << i << " position " << p << (m == 0 ? " sin " : " cos ")
                                << out[2 * k + m].get()[i] << " error " << err);
             CHECK(err <= 0x1p-51);
-            if (err > 0) worst = std::max(worst, std::log2(err));
-            ++compared;
+            also(err);
+            if (err > 0) a.worst = std::max(a.worst, std::log2(err));
+            ++a.compared;
           }
         }
       }
     }
   }
-  WARN("block anchors: worst absolute error 2^" << worst << " over " << compared << " values");
-  CHECK(compared > 5000);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals][direct]") {
+  // docs/math.md section 3 ("Anchors"): the analysed bound is 2^-51.46 absolute; the rotation analysis of
+  // section 4 assumes 2^-51. Random positions over the whole range (every quadrant, both signs, t near +-1/2),
+  // small ones, and p = 0; each path's own code (its quadrant primitive in particular).
+  std::mt19937_64 rng(4242);
+  const Anchored a = anchors_against_mpfr(
+      &posenc::IsaTestEntries::anchors,
+      {spec(512, 10000.0, 0.0, 1.0), spec(64, 1e6, 0.0, 1.0), spec(30, 2.0, 3.0, 7.5), spec(34, 10000.0, 0.0, 0x1p200),
+       spec(2, 10000.0, 0.0, -3.0)},
+      [&](int trial) {
+        int64_t p = int64_t(rng() % (uint64_t(1) << 31));
+        if (trial % 3 == 0) p %= 1000;  // small positions of both signs
+        if (trial % 2) p = -p;
+        if (trial == 0) p = 0;
+        return p;
+      },
+      [](double) {});
+  WARN("block anchors: worst absolute error 2^" << a.worst << " over " << a.compared << " values");
+  CHECK(a.compared > 5000);
 }
 
 
@@ -417,57 +450,23 @@ TEST_CASE("the timestep rows' fast form stays within 2^-51 absolute on every pat
   // the error with room (4x the bound asserted here). Timesteps of every kind (fractional, near-integer,
   // huge, flow matching's [0, 1) times 1000), the specs of diffusion models and the extremes of |s w|.
   using Times = posenc::Times<posenc::Simd<posenc::scalar_arch>>;
-  struct Path {
-    const char *name;
-    void (*fn)(const Freq &, double, double *, double *);
-  };
-  std::vector<Path> paths;
-  for (const posenc::IsaTestEntries &e : posenc::compiled_isas())
-    if (posenc_isa_available(e.isa)) paths.push_back({posenc_isa_name(e.isa), e.anchors_real});
   std::mt19937_64 rng(2525);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  double worst = -1000;
-  int64_t compared = 0;
-  const posenc_spec specs[] = {spec(320, 10000.0, 160.0, 1.0), spec(256, 10000.0, 128.0, 1000.0),
-                               spec(64, 0.5, 1.0, 1.0), spec(16, 10000.0, 0.0, 0x1p50), spec(30, 2.0, 3.0, -7.5)};
-  for (const posenc_spec &s : specs) {
-    const auto f = posenc::detail::build_frequencies(s);
-    const size_t bytes = sizeof(double) * size_t(f->padded);
-    struct Free {
-      void operator()(double *p) const { std::free(p); }
-    };
-    std::vector<std::unique_ptr<double, Free>> out;
-    for (size_t k = 0; k < 2 * paths.size(); ++k) out.emplace_back(static_cast<double *>(std::aligned_alloc(64, bytes)));
-    for (int trial = 0; trial < 40; ++trial) {
-      double t = 1000.0 * unit(rng);                                          // diffusion steps and half steps
-      if (trial % 4 == 1) t = unit(rng);                                      // flow matching
-      if (trial % 4 == 2) t = (unit(rng) - 0.5) * 4294967296.0 * 0.999;       // anywhere in the range
-      if (trial % 4 == 3) t = std::floor(t) + std::ldexp(unit(rng), -50);      // just past an integer
-      if (trial == 0) t = 999.5;
-      for (size_t k = 0; k < paths.size(); ++k) paths[k].fn(*f, t, out[2 * k].get(), out[2 * k + 1].get());
-      const int64_t step = f->h > 64 ? 7 : 1;
-      for (int64_t i = trial % step; i < f->h; i += step) {
-        if (f->slow[i] != 0.0) continue;  // slow lanes never use these values
-        ref::Big es(100), ec(100);
-        ref::exact_pair_real(s, i, t, es, ec);
-        for (size_t k = 0; k < paths.size(); ++k) {
-          for (int m = 0; m < 2; ++m) {
-            ref::Big diff(1200);
-            mpfr_sub_d(diff, m == 0 ? (mpfr_srcptr)es : (mpfr_srcptr)ec, out[2 * k + m].get()[i], MPFR_RNDN);
-            const double err = std::fabs(mpfr_get_d(diff, MPFR_RNDU));
-            INFO(paths[k].name << " pair " << i << " t " << t << (m == 0 ? " sin " : " cos ")
-                               << out[2 * k + m].get()[i] << " error " << err);
-            CHECK(err <= 0x1p-51);
-            CHECK(4 * err <= Times::kFastBound);
-            if (err > 0) worst = std::max(worst, std::log2(err));
-            ++compared;
-          }
-        }
-      }
-    }
-  }
-  WARN("timestep fast form: worst absolute error 2^" << worst << " over " << compared << " values");
-  CHECK(compared > 5000);
+  const Anchored a = anchors_against_mpfr(
+      &posenc::IsaTestEntries::anchors_real,
+      {spec(320, 10000.0, 160.0, 1.0), spec(256, 10000.0, 128.0, 1000.0), spec(64, 0.5, 1.0, 1.0),
+       spec(16, 10000.0, 0.0, 0x1p50), spec(30, 2.0, 3.0, -7.5)},
+      [&](int trial) {
+        double t = 1000.0 * unit(rng);                                     // diffusion steps and half steps
+        if (trial % 4 == 1) t = unit(rng);                                 // flow matching
+        if (trial % 4 == 2) t = (unit(rng) - 0.5) * 4294967296.0 * 0.999;  // anywhere in the range
+        if (trial % 4 == 3) t = std::floor(t) + std::ldexp(unit(rng), -50);  // just past an integer
+        if (trial == 0) t = 999.5;
+        return t;
+      },
+      [](double err) { CHECK(4 * err <= Times::kFastBound); });
+  WARN("timestep fast form: worst absolute error 2^" << a.worst << " over " << a.compared << " values");
+  CHECK(a.compared > 5000);
   CHECK(Times::kFastBound >= 4 * 0x1p-51);  // the window covers the analysed bound, not only what was seen
 }
 

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -53,12 +54,15 @@ std::vector<unsigned char> run(const posenc_spec &spec, const Step &st, posenc_s
   return out;
 }
 
-}  // namespace
 
-TEST_CASE("kernels on many threads during first-use initialisation match one thread", "[threads]") {
-  std::vector<posenc_spec> specs;
-  for (int i = 0; i < kSpecs; ++i) specs.push_back(spec_number(i));
-  // results[worker][round * kSpecs + j], written only by that worker
+// The race both suites below run: kWorkers threads each make kRounds * specs calls, the call (round, j) of
+// worker w being the one worker(w) returns makes (worker(w) runs on that thread before the start, so that what
+// it copies is the thread's own), while one more thread forces the paths in `isas` in turn; all are released
+// together. Then every result against the same call made again by this thread alone: alone(w, round, j,
+// &status, &what) returns its bytes, `what` naming the call. Returns how many forcings returned POSENC_OK.
+template <class Worker, class Alone>
+long race(int specs, const std::vector<posenc_isa> &isas, Worker worker, Alone alone) {
+  // results[worker][round * specs + j], written only by that worker
   std::vector<std::vector<std::vector<unsigned char>>> results(kWorkers);
   std::vector<std::vector<posenc_status>> statuses(kWorkers);
   std::atomic<int> ready{0};
@@ -68,22 +72,19 @@ TEST_CASE("kernels on many threads during first-use initialisation match one thr
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w)
     threads.emplace_back([&, w] {
+      auto call = worker(w);
       ready.fetch_add(1);
       while (!go.load()) std::this_thread::yield();
       for (int round = 0; round < kRounds; ++round)
-        for (int j = 0; j < kSpecs; ++j) {
-          const Step st = step_of(w, round, j);
+        for (int j = 0; j < specs; ++j) {
           posenc_status s;
-          results[size_t(w)].push_back(run(specs[size_t(st.spec)], st, &s));
+          results[size_t(w)].push_back(call(round, j, &s));
           statuses[size_t(w)].push_back(s);
         }
     });
-  std::thread forcer([&] {  // bit-identical paths: forcing them mid-run must not change any result
+  std::thread forcer([&] {
     ready.fetch_add(1);
     while (!go.load()) std::this_thread::yield();
-    std::vector<posenc_isa> isas;
-    for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
-      if (posenc_isa_available(posenc_isa(v))) isas.push_back(posenc_isa(v));
     while (!done.load())
       for (posenc_isa isa : isas) {
         if (posenc_force_isa(isa) == POSENC_OK) forced.fetch_add(1);
@@ -97,22 +98,46 @@ TEST_CASE("kernels on many threads during first-use initialisation match one thr
   done.store(true);
   forcer.join();
 
-  CHECK(forced.load() > 0);
   int compared = 0;
   for (int w = 0; w < kWorkers; ++w)
     for (int round = 0; round < kRounds; ++round)
-      for (int j = 0; j < kSpecs; ++j) {
-        const Step st = step_of(w, round, j);
-        const size_t k = size_t(round * kSpecs + j);
+      for (int j = 0; j < specs; ++j) {
+        const size_t k = size_t(round * specs + j);
         posenc_status want_status;
-        const std::vector<unsigned char> want = run(specs[size_t(st.spec)], st, &want_status);
-        INFO("worker " << w << " round " << round << " spec " << st.spec << " " << ref::traits(st.kernel).name);
+        std::string what;
+        const std::vector<unsigned char> want = alone(w, round, j, &want_status, &what);
+        INFO("worker " << w << " round " << round << " spec " << what);
         REQUIRE(want_status == POSENC_OK);
         CHECK(statuses[size_t(w)][k] == POSENC_OK);
-        CHECK(results[size_t(w)][k] == want);
+        CHECK((results[size_t(w)][k] == want));
         ++compared;
       }
-  CHECK(compared == kWorkers * kRounds * kSpecs);
+  CHECK(compared == kWorkers * kRounds * specs);
+  return forced.load();
+}
+
+}  // namespace
+
+TEST_CASE("kernels on many threads during first-use initialisation match one thread", "[threads]") {
+  std::vector<posenc_spec> specs;
+  for (int i = 0; i < kSpecs; ++i) specs.push_back(spec_number(i));
+  std::vector<posenc_isa> isas;  // bit-identical paths: forcing them mid-run must not change any result
+  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
+    if (posenc_isa_available(posenc_isa(v))) isas.push_back(posenc_isa(v));
+  const long forced = race(
+      kSpecs, isas,
+      [&](int w) {
+        return [&, w](int round, int j, posenc_status *status) {
+          const Step st = step_of(w, round, j);
+          return run(specs[size_t(st.spec)], st, status);
+        };
+      },
+      [&](int w, int round, int j, posenc_status *status, std::string *what) {
+        const Step st = step_of(w, round, j);
+        *what = std::to_string(st.spec) + " " + ref::traits(st.kernel).name;
+        return run(specs[size_t(st.spec)], st, status);
+      });
+  CHECK(forced > 0);
 }
 
 // ---- RoPE: the same race for the RoPE functions, whose specs (explicit frequencies included) are set up
@@ -188,64 +213,28 @@ std::vector<unsigned char> run_rope(const RopeSpec &spec, int variant, ref::Rope
 TEST_CASE("RoPE calls on many threads during first-use initialisation match one thread", "[threads][rope]") {
   std::vector<RopeSpec> specs;
   for (int i = 0; i < kRopeSpecs; ++i) specs.push_back(rope_spec_number(i));
-  std::vector<std::vector<std::vector<unsigned char>>> results(kWorkers);
-  std::vector<std::vector<posenc_status>> statuses(kWorkers);
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false}, done{false};
   const auto kernel_of = [](int s, int round, int w) {
     return ref::kAllRopeKernels[(s + round + w) % ref::kRopeKernels];
   };
   const auto spec_of = [](int w, int round, int j) { return (j * 7 + w * 13 + round) % kRopeSpecs; };
-
-  std::vector<std::thread> threads;
-  for (int w = 0; w < kWorkers; ++w)
-    threads.emplace_back([&, w] {
-      const std::vector<RopeSpec> mine = specs;  // this thread's own frequency arrays
-      ready.fetch_add(1);
-      while (!go.load()) std::this_thread::yield();
-      for (int round = 0; round < kRounds; ++round)
-        for (int j = 0; j < kRopeSpecs; ++j) {
+  // The paths this run may use (POSENC_ISA pins one): a rotation's bits depend on the exact IEEE
+  // behaviour of every instruction, and valgrind (which runs this suite on the scalar path) gets the
+  // sign of a zero from vfnmadd wrong: -(y s) + (+0) with y s = +0 gives -0 under it, +0 on hardware.
+  race(
+      kRopeSpecs, ref::paths(),
+      [&](int w) {
+        // this thread's own frequency arrays
+        return [&, w, mine = specs](int round, int j, posenc_status *status) {
           const int s = spec_of(w, round, j);
-          posenc_status st;
-          results[size_t(w)].push_back(run_rope(mine[size_t(s)], (w + round) % 4, kernel_of(s, round, w), &st));
-          statuses[size_t(w)].push_back(st);
-        }
-    });
-  std::thread forcer([&] {
-    ready.fetch_add(1);
-    while (!go.load()) std::this_thread::yield();
-    // The paths this run may use (POSENC_ISA pins one): a rotation's bits depend on the exact IEEE
-    // behaviour of every instruction, and valgrind (which runs this suite on the scalar path) gets the
-    // sign of a zero from vfnmadd wrong: -(y s) + (+0) with y s = +0 gives -0 under it, +0 on hardware.
-    const std::vector<posenc_isa> isas = ref::paths();
-    while (!done.load())
-      for (posenc_isa isa : isas) {
-        posenc_force_isa(isa);
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-  });
-  while (ready.load() < kWorkers + 1) std::this_thread::yield();
-  go.store(true);
-  for (std::thread &t : threads) t.join();
-  done.store(true);
-  forcer.join();
-
-  int compared = 0;
-  for (int w = 0; w < kWorkers; ++w)
-    for (int round = 0; round < kRounds; ++round)
-      for (int j = 0; j < kRopeSpecs; ++j) {
+          return run_rope(mine[size_t(s)], (w + round) % 4, kernel_of(s, round, w), status);
+        };
+      },
+      [&](int w, int round, int j, posenc_status *status, std::string *what) {
         const int s = spec_of(w, round, j);
         const ref::RopeKernel kernel = kernel_of(s, round, w);
-        posenc_status want_status;
-        const std::vector<unsigned char> want = run_rope(specs[size_t(s)], (w + round) % 4, kernel, &want_status);
-        const size_t k = size_t(round * kRopeSpecs + j);
-        INFO("worker " << w << " round " << round << " spec " << s << " " << ref::rope_name(kernel));
-        REQUIRE(want_status == POSENC_OK);
-        CHECK(statuses[size_t(w)][k] == POSENC_OK);
-        CHECK((results[size_t(w)][k] == want));
-        ++compared;
-      }
-  CHECK(compared == kWorkers * kRounds * kRopeSpecs);
+        *what = std::to_string(s) + " " + ref::rope_name(kernel);
+        return run_rope(specs[size_t(s)], (w + round) % 4, kernel, status);
+      });
 }
 
 // ---- Parts of one call on threads at once (posenc.h, "Parts of a call") -------------------------------
