@@ -11,17 +11,11 @@
 
 #include "support/paths.hpp"
 #include "support/reference.hpp"
+#include "support/spec.hpp"
 
 namespace {
 
-posenc_spec make(int64_t d, posenc_layout layout, double base, double den, double scale) {
-  posenc_spec s = posenc_spec_default(d);
-  s.layout = layout;
-  s.base = base;
-  s.freq_denominator = den;
-  s.position_scale = scale;
-  return s;
-}
+using ref::spec_of;
 
 struct Tally {
   int64_t elements = 0, mismatches = 0;
@@ -71,22 +65,21 @@ void check_positions(const posenc_spec &s, const std::vector<int64_t> &pos) {
   for (posenc_isa isa : ref::paths()) {
     ref::on_path(isa, [&] {
       std::vector<float> got(pos.size() * d, -7.0f);
+      // what the call wrote, every element correctly rounded
+      const auto check = [&](const char *call) {
+        Tally t;
+        compare(s, pos, want, got, t);
+        INFO("path " << posenc_isa_name(isa) << ", " << call << ": " << t.mismatches << " of " << t.elements
+                     << " not correctly rounded, max " << t.max_ulp << " ulp");
+        CHECK(t.max_ulp <= 1.0);
+        CHECK(t.mismatches == 0);
+      };
       REQUIRE(posenc_rows_f32(&s, pos.data(), int64_t(pos.size()), got.data(), d) == POSENC_OK);
-      Tally t;
-      compare(s, pos, want, got, t);
-      INFO("path " << posenc_isa_name(isa) << ", rows: " << t.mismatches << " of " << t.elements
-                   << " not correctly rounded, max " << t.max_ulp << " ulp");
-      CHECK(t.max_ulp <= 1.0);
-      CHECK(t.mismatches == 0);
+      check("rows");
       if (run) {
         std::fill(got.begin(), got.end(), -7.0f);
         REQUIRE(posenc_table_f32(&s, pos[0], int64_t(pos.size()), got.data(), d) == POSENC_OK);
-        Tally tt;
-        compare(s, pos, want, got, tt);
-        INFO("path " << posenc_isa_name(isa) << ", table: " << tt.mismatches << " of " << tt.elements
-                     << " not correctly rounded, max " << tt.max_ulp << " ulp");
-        CHECK(tt.max_ulp <= 1.0);
-        CHECK(tt.mismatches == 0);
+        check("table");
       }
     });
   }
@@ -201,13 +194,13 @@ TEST_CASE("adversarial positions: continued-fraction convergents of w/pi and 2w/
 TEST_CASE("widths 1, 2, 3, odd and wide; every layout", "[accuracy]") {
   for (posenc_layout layout : {POSENC_INTERLEAVED, POSENC_SIN_COS_HALVES, POSENC_COS_SIN_HALVES}) {
     for (int64_t d : {1, 2, 3, 5, 17, 63, 64, 65, 130}) {
-      const posenc_spec s = make(d, layout, 10000.0, 0.0, 1.0);
+      const posenc_spec s = spec_of(d, layout, 10000.0, 0.0, 1.0);
       check_positions(s, run_of(-3, 20));
       check_positions(s, {7, POSENC_PAD, 123456789, -5, POSENC_PAD});
     }
   }
-  check_positions(make(8192, POSENC_SIN_COS_HALVES, 10000.0, 0.0, 1.0), {0, 1, 99999});
-  check_positions(make(8191, POSENC_INTERLEAVED, 10000.0, 0.0, 1.0), {2047483647});
+  check_positions(spec_of(8192, POSENC_SIN_COS_HALVES, 10000.0, 0.0, 1.0), {0, 1, 99999});
+  check_positions(spec_of(8191, POSENC_INTERLEAVED, 10000.0, 0.0, 1.0), {2047483647});
 }
 
 TEST_CASE("bases from 2 to 1e6 and beyond, any denominator", "[accuracy]") {
@@ -219,7 +212,7 @@ TEST_CASE("bases from 2 to 1e6 and beyond, any denominator", "[accuracy]") {
                         {10000.0, 1000.5}, {1.0, 0.0}, {3.0, 1e-3},     {1e-300, 1e3}};
   for (const Case &c : cases) {
     INFO("base " << c.base << " denominator " << c.den);
-    const posenc_spec s = make(66, POSENC_INTERLEAVED, c.base, c.den, 1.0);
+    const posenc_spec s = spec_of(66, POSENC_INTERLEAVED, c.base, c.den, 1.0);
     check_positions(s, run_of(-2, 40));
     check_positions(s, {1999999999, -77777777, 123, POSENC_PAD});
   }
@@ -230,7 +223,7 @@ TEST_CASE("position scales: tiny, huge, negative, zero", "[accuracy]") {
                            5e-324, 0.0,     -0.0,       3.0e-7, 0.3333333333333333};
   for (double sc : scales) {
     INFO("position_scale " << sc);
-    const posenc_spec s = make(34, POSENC_SIN_COS_HALVES, 10000.0, 0.0, sc);
+    const posenc_spec s = spec_of(34, POSENC_SIN_COS_HALVES, 10000.0, 0.0, sc);
     check_positions(s, run_of(-3, 30));
     check_positions(s, {2147483647, -2147483647, 65536, POSENC_PAD});
   }

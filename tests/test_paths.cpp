@@ -14,17 +14,11 @@
 #include "cpu.hpp"
 #include "support/paths.hpp"
 #include "support/reference.hpp"
+#include "support/spec.hpp"
 
 namespace {
 
-posenc_spec make(int64_t d, posenc_layout layout, double base = 10000.0, double den = 0.0, double scale = 1.0) {
-  posenc_spec s = posenc_spec_default(d);
-  s.layout = layout;
-  s.base = base;
-  s.freq_denominator = den;
-  s.position_scale = scale;
-  return s;
-}
+using ref::spec_of;
 
 const float kCanary = -1234.5f;
 
@@ -41,13 +35,13 @@ std::vector<float> table(const posenc_spec &s, int64_t first, int64_t n, int64_t
 }
 
 const posenc_spec kSpecs[] = {
-    make(512, POSENC_INTERLEAVED),
-    make(7, POSENC_SIN_COS_HALVES),
-    make(130, POSENC_COS_SIN_HALVES, 1e6, 64.0),
-    make(33, POSENC_INTERLEAVED, 2.0, 0.5, -0.25),
-    make(1, POSENC_INTERLEAVED),
-    make(4097, POSENC_SIN_COS_HALVES, 10000.0, 2047.0, 1000.0),
-    make(18, POSENC_INTERLEAVED, 10000.0, 0.0, 1e-20),
+    spec_of(512, POSENC_INTERLEAVED),
+    spec_of(7, POSENC_SIN_COS_HALVES),
+    spec_of(130, POSENC_COS_SIN_HALVES, 1e6, 64.0),
+    spec_of(33, POSENC_INTERLEAVED, 2.0, 0.5, -0.25),
+    spec_of(1, POSENC_INTERLEAVED),
+    spec_of(4097, POSENC_SIN_COS_HALVES, 10000.0, 2047.0, 1000.0),
+    spec_of(18, POSENC_INTERLEAVED, 10000.0, 0.0, 1e-20),
 };
 
 }  // namespace
@@ -99,7 +93,7 @@ TEST_CASE("row ranges of a call equal the same rows of the whole call", "[paths]
 
 TEST_CASE("explicit positions with padding, repeats and runs on every path", "[paths]") {
   std::mt19937_64 rng(8);
-  const posenc_spec s = make(96, POSENC_SIN_COS_HALVES);
+  const posenc_spec s = spec_of(96, POSENC_SIN_COS_HALVES);
   std::vector<int64_t> pos;
   for (int k = 0; k < 400; ++k) {
     const int kind = int(rng() % 5);
@@ -138,8 +132,8 @@ TEST_CASE("rows at a repeated position (a decode step of a batch or beam) equal 
   pos.push_back(2000000000);
   const int64_t n = int64_t(pos.size()), vocab = 11;
   // d = 2051: 1025 pairs, three chunks of the kernel (the last a partial vector) and the odd column.
-  for (const posenc_spec &s : {make(512, POSENC_INTERLEAVED), make(37, POSENC_COS_SIN_HALVES, 1e6, 16.0),
-                               make(2051, POSENC_SIN_COS_HALVES)}) {
+  for (const posenc_spec &s : {spec_of(512, POSENC_INTERLEAVED), spec_of(37, POSENC_COS_SIN_HALVES, 1e6, 16.0),
+                               spec_of(2051, POSENC_SIN_COS_HALVES)}) {
     const int64_t d = s.d_model;
     std::vector<float> emb(static_cast<size_t>(vocab * d));
     for (size_t e = 0; e < emb.size(); ++e) emb[e] = float(int(e % 97) - 48) * 0.0625f;
@@ -190,7 +184,7 @@ TEST_CASE("outputs larger than the caches (non-temporal stores) equal the same r
   for (posenc_layout layout : {POSENC_INTERLEAVED, POSENC_COS_SIN_HALVES})
     for (posenc_isa isa : ref::paths())
       ref::on_path(isa, [&] {
-        posenc_spec s = make(d, layout);
+        posenc_spec s = spec_of(d, layout);
         // offset 0: rows 64-byte aligned, streamed directly; offset 3: streamed through the L1 stage
         for (int64_t offset : {0, 3}) {
           std::vector<float> buf(size_t(n) * d + 16 + 2), piece(size_t(64) * d);
@@ -223,7 +217,7 @@ TEST_CASE("gathered embeddings larger than the caches equal the same rows writte
     tokens[size_t(r)] = int32_t(rng() % uint32_t(vocab));
     positions[size_t(r)] = (r * 7) % pos_rows;
   }
-  const posenc_spec s = make(d, POSENC_INTERLEAVED);
+  const posenc_spec s = spec_of(d, POSENC_INTERLEAVED);
   const float scale = 55.425625f;
   for (posenc_isa isa : ref::paths()) {
     if (isa == POSENC_ISA_SCALAR) continue;  // it never streams (and is slow under the sanitizers)
@@ -325,7 +319,7 @@ TEST_CASE("calls fit in a 48 KiB thread stack (docs/api.md)", "[paths]") {
   const size_t stack = size_t(48) << 10;
 #endif
   const int64_t d = 4096, n = 70, vocab = 5;  // 4 chunks of pairs, two blocks of rows
-  const posenc_spec s = make(d, POSENC_INTERLEAVED);
+  const posenc_spec s = spec_of(d, POSENC_INTERLEAVED);
   std::vector<float> emb(size_t(vocab * d));
   for (size_t e = 0; e < emb.size(); ++e) emb[e] = float(int(e % 89) - 44) * 0.125f;
   std::vector<int32_t> tok(static_cast<size_t>(n));

@@ -21,6 +21,7 @@
 #include "support/halves.hpp"
 #include "support/paths.hpp"
 #include "support/reference.hpp"
+#include "support/spec.hpp"
 
 namespace {
 
@@ -34,14 +35,7 @@ uint64_t splitmix(uint64_t &s) {
 }
 double unit(uint64_t &s) { return double(splitmix(s) >> 11) * 0x1p-53; }
 
-posenc_spec spec_of(int64_t d, posenc_layout layout, double base, double D, double scale) {
-  posenc_spec s = posenc_spec_default(d);
-  s.layout = layout;
-  s.base = base;
-  s.freq_denominator = D;
-  s.position_scale = scale;
-  return s;
-}
+using ref::spec_of;
 
 // Timesteps of every kind: diffusion's 0 .. 999 and half steps, flow matching's [0, 1) and sigma * 1000,
 // integer-valued ones, negatives, huge ones with fractions, tiny and subnormal ones, signed zeros.
