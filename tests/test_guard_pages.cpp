@@ -65,6 +65,23 @@ const T *move_next_to_guard(GuardedRegion &r, const T *src, size_t count, bool a
   return reinterpret_cast<const T *>(p);
 }
 
+// Runs c (a ref::Call or a ref::RopeCall) whole, or with `parts` as one part per row or token, the last first;
+// every call must succeed.
+template <class Call>
+void whole_or_parts(const Call &c, bool parts) {
+  if (!parts) {
+    REQUIRE(ref::invoke(c) == POSENC_OK);
+    return;
+  }
+  Call p = c;
+  p.part = true;
+  for (int64_t r = c.n - 1; r >= 0; --r) {
+    p.begin = r;
+    p.end = r + 1;
+    REQUIRE(ref::invoke(p) == POSENC_OK);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the guard pages are inaccessible right at the buffer boundaries", "[guard]") {
@@ -122,19 +139,7 @@ TEST_CASE("no kernel reads or writes a byte outside its buffers, on any path, at
             for (posenc_isa isa : isas)
               for (bool parts : {false, true}) {  // the whole call, then its rows one part each, the last first
                 std::memset(out, 0x5C, want.size());
-                ref::on_path(isa, [&] {
-                  if (!parts) {
-                    REQUIRE(ref::invoke(c) == POSENC_OK);
-                    return;
-                  }
-                  ref::Call p = c;
-                  p.part = true;
-                  for (int64_t r = c.n - 1; r >= 0; --r) {
-                    p.begin = r;
-                    p.end = r + 1;
-                    REQUIRE(ref::invoke(p) == POSENC_OK);
-                  }
-                });
+                ref::on_path(isa, [&] { whole_or_parts(c, parts); });
                 ++calls;
                 // row values and the canary in the stride gaps, byte for byte
                 if (std::memcmp(out, want.data(), want.size()) != 0) {
@@ -266,19 +271,7 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
             for (bool parts : {false, true}) {  // the whole call, then its tokens one part each, the last first
               std::memcpy(qp, q_in.data(), q_in.size());
               std::memcpy(kp, k_in.data(), k_in.size());
-              ref::on_path(isa, [&] {
-                if (!parts) {
-                  REQUIRE(ref::invoke(c) == POSENC_OK);
-                  return;
-                }
-                ref::RopeCall p = c;
-                p.part = true;
-                for (int64_t t = c.n - 1; t >= 0; --t) {
-                  p.begin = t;
-                  p.end = t + 1;
-                  REQUIRE(ref::invoke(p) == POSENC_OK);
-                }
-              });
+              ref::on_path(isa, [&] { whole_or_parts(c, parts); });
               calls += parts ? 0 : 1;
               part_calls += parts ? 1 : 0;
               if (std::memcmp(qp, q_want.data(), q_in.size()) != 0 || std::memcmp(kp, k_want.data(), k_in.size()) != 0)

@@ -24,6 +24,22 @@ using Split = std::vector<Range>;  // the parts, in the order they run
 
 inline constexpr int64_t k2p31 = int64_t(1) << 31;
 
+// Runs c (a ref::Call or a ref::RopeCall) unsplit (split null) or as the parts of `split` in their order;
+// returns the status of the unsplit call, or the last status of a part other than POSENC_OK.
+template <class Call>
+posenc_status invoke_split(Call c, const Split *split) {
+  if (!split) return ref::invoke(c);
+  posenc_status status = POSENC_OK;
+  c.part = true;
+  for (const Range &r : *split) {
+    c.begin = r.first;
+    c.end = r.second;
+    const posenc_status s = ref::invoke(c);
+    if (s != POSENC_OK) status = s;
+  }
+  return status;
+}
+
 // Input floats: mostly finite in [-4, 4], an occasional NaN, infinity, subnormal or signed zero.
 inline float input_float(std::mt19937_64 &rng) {
   const uint64_t v = rng();
@@ -151,18 +167,7 @@ struct PeCall {
     ref::Call c = call;
     c.out = out.data();
     if (in_place) c.x = out.data();
-    *status = POSENC_OK;
-    if (!split) {
-      *status = ref::invoke(c);
-      return out;
-    }
-    c.part = true;
-    for (const Range &r : *split) {
-      c.begin = r.first;
-      c.end = r.second;
-      const posenc_status s = ref::invoke(c);
-      if (s != POSENC_OK) *status = s;
-    }
+    *status = invoke_split(c, split);
     return out;
   }
 };
@@ -294,18 +299,7 @@ struct RopeCallOf {
     std::vector<unsigned char> buf = init;
     ref::RopeCall c = call;
     point(c, buf);
-    *status = POSENC_OK;
-    if (!split) {
-      *status = ref::invoke(c);
-      return buf;
-    }
-    c.part = true;
-    for (const Range &rg : *split) {
-      c.begin = rg.first;
-      c.end = rg.second;
-      const posenc_status s = ref::invoke(c);
-      if (s != POSENC_OK) *status = s;
-    }
+    *status = invoke_split(c, split);
     return buf;
   }
 };
