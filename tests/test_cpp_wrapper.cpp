@@ -33,6 +33,16 @@ void same_spec(const posenc::spec &got, const posenc_spec &want) {
 using ref::same_bytes;
 using ref::thrown;
 
+// A wrapper call, cpp(view), and its C function, cfn(pointer), on n rows of d elements at `stride`, both
+// buffers starting as `fill`: the C function returns POSENC_OK and the two write the same bytes.
+template <class T, class Cpp, class C>
+void same_as_c(int64_t n, int64_t d, int64_t stride, T fill, Cpp cpp, C cfn) {
+  std::vector<T> a(size_t(n * stride), fill), b(size_t(n * stride), fill);
+  cpp(posenc::rows_view<T>(a.data(), n, d, stride));
+  REQUIRE(cfn(b.data()) == POSENC_OK);
+  CHECK(same_bytes(a, b));
+}
+
 }  // namespace
 
 TEST_CASE("named conventions are the specs of the contract table", "[cpp]") {
@@ -166,18 +176,8 @@ TEST_CASE("every wrapper call returns the bytes of its C function", "[cpp]") {
   const posenc::rows_view<const float> tv(table.data(), vocab, d, stride), xv(x.data(), n, d, stride);
   const posenc::rows_view<const uint16_t> t16(table16.data(), vocab, d, stride);
 
-  auto f32 = [&](auto cpp, auto cfn) {
-    std::vector<float> a(n * stride, -3.0f), b(n * stride, -3.0f);
-    cpp(posenc::rows_view<float>(a.data(), n, d, stride));
-    REQUIRE(cfn(b.data()) == POSENC_OK);
-    CHECK(same_bytes(a, b));
-  };
-  auto u16 = [&](auto cpp, auto cfn) {
-    std::vector<uint16_t> a(n * stride, 0xdead), b(n * stride, 0xdead);
-    cpp(posenc::rows_view<uint16_t>(a.data(), n, d, stride));
-    REQUIRE(cfn(b.data()) == POSENC_OK);
-    CHECK(same_bytes(a, b));
-  };
+  auto f32 = [&](auto cpp, auto cfn) { same_as_c<float>(n, d, stride, -3.0f, cpp, cfn); };
+  auto u16 = [&](auto cpp, auto cfn) { same_as_c<uint16_t>(n, d, stride, 0xdead, cpp, cfn); };
   // The C side of each pair, spelled with short names: T table, H half table, K tokens, P positions.
   const float *T = table.data();
   const uint16_t *H = table16.data();
@@ -239,18 +239,8 @@ TEST_CASE("the timestep calls return the bytes of their C functions", "[cpp][tim
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(float(i)) * 3.0f;
   const posenc::rows_view<const float> xv(x.data(), n, d, stride);
   const double *T = t.data();
-  auto f32 = [&](auto cpp, auto cfn) {
-    std::vector<float> a(n * stride, -3.0f), b(n * stride, -3.0f);
-    cpp(posenc::rows_view<float>(a.data(), n, d, stride));
-    REQUIRE(cfn(b.data()) == POSENC_OK);
-    CHECK(same_bytes(a, b));
-  };
-  auto u16 = [&](auto cpp, auto cfn) {
-    std::vector<uint16_t> a(n * stride, 0xdead), b(n * stride, 0xdead);
-    cpp(posenc::rows_view<uint16_t>(a.data(), n, d, stride));
-    REQUIRE(cfn(b.data()) == POSENC_OK);
-    CHECK(same_bytes(a, b));
-  };
+  auto f32 = [&](auto cpp, auto cfn) { same_as_c<float>(n, d, stride, -3.0f, cpp, cfn); };
+  auto u16 = [&](auto cpp, auto cfn) { same_as_c<uint16_t>(n, d, stride, 0xdead, cpp, cfn); };
   f32([&](auto o) { posenc::timesteps_f32(s, t, o); },
       [&](float *o) { return posenc_timesteps_f32(&c, T, n, o, stride); });
   u16([&](auto o) { posenc::timesteps_bf16(s, t, o); },
