@@ -230,13 +230,8 @@ struct Expect {
   bool or_invalid;  // the spec's largest frequency is too close to 2^1000 to call from a double estimate
 };
 
-Expect spec_status(const posenc_spec &s) {
-  int layout;
-  std::memcpy(&layout, &s.layout, sizeof layout);
-  if (s.d_model < 1 || layout < 0 || layout > 2) return {POSENC_ERR_INVALID, false};
-  if (!(s.base > 0) || std::isinf(s.base)) return {POSENC_ERR_INVALID, false};
-  if (!(s.freq_denominator >= 0) || std::isinf(s.freq_denominator)) return {POSENC_ERR_INVALID, false};
-  if (!std::isfinite(s.position_scale)) return {POSENC_ERR_INVALID, false};
+// OK when every |scale w_i| of a spec with finite fields is below 2^bound_log2, INVALID when one is not.
+Expect largest_frequency_below(const posenc_spec &s, long double bound_log2) {
   const int64_t h = s.d_model / 2;
   if (h == 0 || s.position_scale == 0) return {POSENC_OK, false};
   // the largest |scale w_i|: w_0 = 1 when base >= 1, w_(h-1) = base^(-(h-1)/D) when base < 1
@@ -245,22 +240,22 @@ Expect spec_status(const posenc_spec &s) {
   if (h >= 2 && s.base < 1) grow = (long double)(h - 1) * (-std::log2((long double)s.base) / D);
   top += grow;
   const long double tol = 1e-9L + 1e-12L * std::fabs(grow);
-  if (top >= 1000 + tol) return {POSENC_ERR_INVALID, false};
-  return {POSENC_OK, top > 1000 - tol};
+  if (top >= bound_log2 + tol) return {POSENC_ERR_INVALID, false};
+  return {POSENC_OK, top > bound_log2 - tol};
+}
+
+Expect spec_status(const posenc_spec &s) {
+  int layout;
+  std::memcpy(&layout, &s.layout, sizeof layout);
+  if (s.d_model < 1 || layout < 0 || layout > 2) return {POSENC_ERR_INVALID, false};
+  if (!(s.base > 0) || std::isinf(s.base)) return {POSENC_ERR_INVALID, false};
+  if (!(s.freq_denominator >= 0) || std::isinf(s.freq_denominator)) return {POSENC_ERR_INVALID, false};
+  if (!std::isfinite(s.position_scale)) return {POSENC_ERR_INVALID, false};
+  return largest_frequency_below(s, 1000);
 }
 
 // The timestep kernels' own bound on a valid spec: every |scale w_i| below 2^52 (posenc.h).
-Expect times_spec_status(const posenc_spec &s) {
-  const int64_t h = s.d_model / 2;
-  if (h == 0 || s.position_scale == 0) return {POSENC_OK, false};
-  const long double D = s.freq_denominator == 0 ? (long double)h : (long double)s.freq_denominator;
-  long double top = std::log2(std::fabs((long double)s.position_scale)), grow = 0;
-  if (h >= 2 && s.base < 1) grow = (long double)(h - 1) * (-std::log2((long double)s.base) / D);
-  top += grow;
-  const long double tol = 1e-9L + 1e-12L * std::fabs(grow);
-  if (top >= 52 + tol) return {POSENC_ERR_INVALID, false};
-  return {POSENC_OK, top > 52 - tol};
-}
+Expect times_spec_status(const posenc_spec &s) { return largest_frequency_below(s, 52); }
 
 bool extent_fits(int64_t rows, int64_t stride, int64_t width, size_t size) {
   if (rows <= 0) return true;
