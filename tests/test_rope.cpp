@@ -79,31 +79,12 @@ const float kCanary = -1234.5f;
 // h + h floats per row, after checking that the gaps kept their canary.
 std::vector<float> library_cache(const Rope &rope, const std::vector<int64_t> &pos, bool implicit, bool vllm) {
   const posenc_rope r = rope.get();
-  const int64_t h = rope.h(), n = int64_t(pos.size());
-  const int64_t cs = vllm ? 2 * h : h + 3, ss = vllm ? 2 * h : h + 1;
-  std::vector<float> cbuf(size_t(n * cs + 5), kCanary), sbuf(size_t(n * ss + 5), kCanary);
-  float *cos_out = cbuf.data() + 1, *sin_out = vllm ? cbuf.data() + 1 + h : sbuf.data() + 2;
-  REQUIRE(posenc_rope_cache_f32(&r, implicit ? nullptr : pos.data(), implicit ? pos[0] : 0, n, cos_out, cs, sin_out,
-                                ss) == POSENC_OK);
-  std::vector<float> out(size_t(n * 2 * h));
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t i = 0; i < h; ++i) {
-      out[size_t(t * 2 * h + i)] = cos_out[t * cs + i];
-      out[size_t(t * 2 * h + h + i)] = sin_out[t * ss + i];
-    }
-  // everything but the rows is untouched
-  std::vector<bool> row_c(cbuf.size(), false), row_s(sbuf.size(), false);
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t i = 0; i < h; ++i) {
-      row_c[size_t(1 + t * cs + i)] = true;
-      if (vllm) row_c[size_t(1 + h + t * ss + i)] = true;
-      else row_s[size_t(2 + t * ss + i)] = true;
-    }
-  int64_t touched = 0;
-  for (size_t k = 0; k < cbuf.size(); ++k) touched += !row_c[k] && ref::bits(cbuf[k]) != ref::bits(kCanary);
-  for (size_t k = 0; k < sbuf.size(); ++k) touched += !row_s[k] && ref::bits(sbuf[k]) != ref::bits(kCanary);
-  CHECK(touched == 0);
-  return out;
+  const int64_t n = int64_t(pos.size());
+  const auto write = [&](float *cos_out, int64_t cs, float *sin_out, int64_t ss) {
+    return posenc_rope_cache_f32(&r, implicit ? nullptr : pos.data(), implicit ? pos[0] : 0, n, cos_out, cs, sin_out,
+                                 ss);
+  };
+  return cache_between_canaries(rope.h(), n, vllm, kCanary, write);
 }
 
 // Every path, both cache layouts (and first + t for runs), against MPFR. `only_pair` >= 0 compares that
@@ -778,21 +759,11 @@ TEST_CASE("golden: the checked-in hashes are those of MPFR's values and posenc.h
 }
 
 TEST_CASE("golden: every path of this build reproduces the hashes", "[rope][golden]") {
-  for (posenc_isa isa : ref::paths())
-    ref::on_path(isa, [&] {
-      for (const Golden &g : goldens()) {
-        std::vector<unsigned char> got;
-        if (g.cache) {
-          std::vector<int64_t> pos = g.positions.empty() ? run_of(g.first, g.n) : g.positions;
-          got = as_bytes(library_cache(g.rope, pos, g.positions.empty(), true));
-        } else {
-          got = golden_input(g);
-          REQUIRE(run(g.rope, golden_rotation(g), g.format, got) == POSENC_OK);
-        }
-        INFO(g.name << " on " << posenc_isa_name(isa));
-        CHECK(digest(got) == g.sha256);
-      }
-    });
+  every_path_reproduces(goldens(), [](const Golden &g) {
+    if (!g.cache) return rotated(g.rope, golden_rotation(g), g.format, golden_input(g));
+    const std::vector<int64_t> pos = g.positions.empty() ? run_of(g.first, g.n) : g.positions;
+    return as_bytes(library_cache(g.rope, pos, g.positions.empty(), true));
+  });
 }
 
 // ---- (e) out of place: rope_copy_* -------------------------------------------------------------------

@@ -116,26 +116,10 @@ std::vector<double> axis_positions(int axes, int64_t n, uint64_t seed) {
 // posenc_rope_cache_real_f32 on the current path: h cos then h sin per token, the canaries checked.
 std::vector<float> library_cache(const Rope &rope, const std::vector<double> &t, int64_t n, bool vllm) {
   const posenc_rope r = rope.get();
-  const int64_t h = rope.h();
-  const int64_t cs = vllm ? 2 * h : h + 3, ss = vllm ? 2 * h : h + 1;
-  std::vector<float> cbuf(size_t(n * cs + 5), kCanary), sbuf(size_t(n * ss + 5), kCanary);
-  float *cos_out = cbuf.data() + 1, *sin_out = vllm ? cbuf.data() + 1 + h : sbuf.data() + 2;
-  REQUIRE(posenc_rope_cache_real_f32(&r, t.data(), n, cos_out, cs, sin_out, ss) == POSENC_OK);
-  std::vector<float> out(size_t(n * 2 * h));
-  std::vector<bool> row_c(cbuf.size(), false), row_s(sbuf.size(), false);
-  for (int64_t k = 0; k < n; ++k)
-    for (int64_t i = 0; i < h; ++i) {
-      out[size_t(k * 2 * h + i)] = cos_out[k * cs + i];
-      out[size_t(k * 2 * h + h + i)] = sin_out[k * ss + i];
-      row_c[size_t(1 + k * cs + i)] = true;
-      if (vllm) row_c[size_t(1 + h + k * ss + i)] = true;
-      else row_s[size_t(2 + k * ss + i)] = true;
-    }
-  int64_t touched = 0;
-  for (size_t k = 0; k < cbuf.size(); ++k) touched += !row_c[k] && ref::bits(cbuf[k]) != ref::bits(kCanary);
-  for (size_t k = 0; k < sbuf.size(); ++k) touched += !row_s[k] && ref::bits(sbuf[k]) != ref::bits(kCanary);
-  CHECK(touched == 0);
-  return out;
+  const auto write = [&](float *cos_out, int64_t cs, float *sin_out, int64_t ss) {
+    return posenc_rope_cache_real_f32(&r, t.data(), n, cos_out, cs, sin_out, ss);
+  };
+  return cache_between_canaries(rope.h(), n, vllm, kCanary, write);
 }
 
 std::vector<float> reference_cache(Exact &ex, const std::vector<double> &t, int64_t n, int axes) {
@@ -447,21 +431,10 @@ TEST_CASE("real positions golden: the checked-in hashes are those of MPFR's valu
 }
 
 TEST_CASE("real positions golden: every path of this build reproduces the hashes", "[rope][real][golden]") {
-  for (posenc_isa isa : ref::paths())
-    ref::on_path(isa, [&] {
-      for (const Golden &g : goldens()) {
-        std::vector<unsigned char> got;
-        if (g.cache) {
-          const std::vector<float> v = library_cache(g.rope, g.times, golden_n(g), true);
-          got = as_bytes(v);
-        } else {
-          got = golden_input(g);
-          REQUIRE(run(g.rope, golden_rotation(g), g.format, got) == POSENC_OK);
-        }
-        INFO(g.name << " on " << posenc_isa_name(isa));
-        CHECK(digest(got) == g.sha256);
-      }
-    });
+  every_path_reproduces(goldens(), [](const Golden &g) {
+    if (!g.cache) return rotated(g.rope, golden_rotation(g), g.format, golden_input(g));
+    return as_bytes(library_cache(g.rope, g.times, golden_n(g), true));
+  });
 }
 
 TEST_CASE("real positions bad input: the documented status, and not one byte written", "[rope][real][hardening]") {

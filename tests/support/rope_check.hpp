@@ -404,6 +404,54 @@ inline std::vector<unsigned char> as_bytes(const std::vector<float> &v) {
   return b;
 }
 
+// A cos/sin cache written by write(cos_out, cos_stride, sin_out, sin_stride) for n tokens of h pairs, which
+// must succeed: in vLLM's layout (one buffer, sin right after cos, both strides 2h) or in two buffers with
+// gaps, both filled with `canary`; returns cos and sin as h + h floats per token, after checking that every
+// float outside the rows kept its canary.
+template <class Write>
+std::vector<float> cache_between_canaries(int64_t h, int64_t n, bool vllm, float canary, Write write) {
+  const int64_t cs = vllm ? 2 * h : h + 3, ss = vllm ? 2 * h : h + 1;
+  std::vector<float> cbuf(size_t(n * cs + 5), canary), sbuf(size_t(n * ss + 5), canary);
+  float *cos_out = cbuf.data() + 1, *sin_out = vllm ? cbuf.data() + 1 + h : sbuf.data() + 2;
+  REQUIRE(write(cos_out, cs, sin_out, ss) == POSENC_OK);
+  std::vector<float> out(size_t(n * 2 * h));
+  std::vector<bool> row_c(cbuf.size(), false), row_s(sbuf.size(), false);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < h; ++i) {
+      out[size_t(t * 2 * h + i)] = cos_out[t * cs + i];
+      out[size_t(t * 2 * h + h + i)] = sin_out[t * ss + i];
+      row_c[size_t(1 + t * cs + i)] = true;
+      if (vllm) row_c[size_t(1 + h + t * ss + i)] = true;
+      else row_s[size_t(2 + t * ss + i)] = true;
+    }
+  int64_t touched = 0;
+  for (size_t k = 0; k < cbuf.size(); ++k) touched += !row_c[k] && ref::bits(cbuf[k]) != ref::bits(canary);
+  for (size_t k = 0; k < sbuf.size(); ++k) touched += !row_s[k] && ref::bits(sbuf[k]) != ref::bits(canary);
+  CHECK(touched == 0);
+  return out;
+}
+
+// A golden rotation's bytes on the active path: `in` rotated in place by the library, which must accept it.
+inline std::vector<unsigned char> rotated(const Rope &rope, const Rotation &c, Format f,
+                                          std::vector<unsigned char> in) {
+  REQUIRE(run(rope, c, f, in) == POSENC_OK);
+  return in;
+}
+
+// Every path of this build reproduces every golden's checked-in hash; made(g) makes g's bytes on the active
+// path (a cache, or a golden input rotated).
+template <class Goldens, class Made>
+void every_path_reproduces(const Goldens &goldens, Made made) {
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      for (const auto &g : goldens) {
+        const std::vector<unsigned char> got = made(g);
+        INFO(g.name << " on " << posenc_isa_name(isa));
+        CHECK(digest(got) == g.sha256);
+      }
+    });
+}
+
 // [T,H,D]: token stride H*D (+ gap), head stride D.
 inline Tensor thd(int64_t heads, int64_t d, int64_t gap = 0, int64_t offset = 0) {
   return Tensor{heads, heads * d + gap, d, offset};
