@@ -12,10 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "accuracy_axes.hpp"
+#include "accuracy_cells.hpp"
 #include "accuracy_times.hpp"
 #include "peers/peers.hpp"
 #include "peers/rope.hpp"
@@ -54,8 +56,7 @@ void compute(std::vector<Impl> &impls, const std::vector<int64_t> &pos) {
   for (Impl &im : impls) {
     im.out.assign(size_t(kRows * kD), 0.0f);
     if (im.kind == "posenc") {
-      for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
-        if (im.name == posenc_isa_name(posenc_isa(v))) posenc_force_isa(posenc_isa(v));
+      accuracy::force_path(im.name);
       if (posenc_rows_f32(&spec, pos.data(), kRows, im.out.data(), kD) != POSENC_OK) std::abort();
     } else {
       for (const peers::TablePeer &p : peers::table_peers())
@@ -79,16 +80,6 @@ const double kRopeBases[] = {1e4, 5e5};
 const Group kRopeGroups[] = {{"4096", 4096}, {"32768", 32768}, {"131072", 131072}, {"2^20", 1048576},
                              {"2^31-1", 2147483647}};
 
-struct RopeRow {
-  std::string impl, kind;  // kind: "posenc" or "peer"
-  double base;
-  const char *group;
-  int64_t center;
-  double max_ulp = 0, max_abs = 0;
-  int64_t count = 0;
-  posenc_status status = POSENC_OK;  // a posenc path that did not run (not measured)
-};
-
 // The cos and sin (kRows x h each) of one implementation at the positions.
 //   hf_fp32:  cosf / sinf of fl32(fl32(p) * inv_freq32), inv_freq32 = 1 / fl32(fl32(base) ** fl32(2i/r)):
 //             HF's LlamaRotaryEmbedding, and vLLM's float32 cos_sin_cache (the same float32 products)
@@ -109,59 +100,46 @@ posenc_status rope_values(const std::string &impl, double base, const std::vecto
     }
     return POSENC_OK;
   }
-  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
-    if (impl == posenc_isa_name(posenc_isa(v))) posenc_force_isa(posenc_isa(v));
+  accuracy::force_path(impl);
   posenc_rope rope = posenc_rope_default(kRopeR);
   rope.base = base;
   return posenc_rope_cache_f32(&rope, pos.data(), 0, kRows, c, h, s, h);
 }
 
-std::vector<RopeRow> rope_accuracy(const std::vector<std::string> &paths) {
+// Cells base by base, group by group, implementation by implementation.
+std::vector<accuracy::Cell> rope_accuracy(const std::vector<std::string> &paths) {
   constexpr int64_t h = kRopeR / 2;
-  std::vector<std::pair<std::string, std::string>> impls;
-  for (const std::string &p : paths) impls.push_back({p, "posenc"});
-  impls.push_back({"hf_fp32", "peer"});
-  impls.push_back({"llamacpp", "peer"});
-  std::vector<RopeRow> rows;
-  std::vector<float> c(size_t(kRows * h)), s(size_t(kRows * h));
+  constexpr size_t kSin = size_t(kRows * h);  // each implementation's values: the cos rows, then the sin rows
+  const accuracy::Impls impls = accuracy::implementations(paths, {"hf_fp32", "llamacpp"});
+  std::vector<accuracy::Cell> rows;
   for (const double base : kRopeBases) {
     posenc_spec spec = posenc_spec_default(kRopeR);  // w_i = base^(-i/64) = base^(-2i/128): the RoPE f_i
     spec.base = base;
     for (const Group &g : kRopeGroups) {
       const std::vector<int64_t> pos = group_positions(g);
-      std::vector<std::vector<float>> cs, ss;
-      for (const auto &im : impls) {
-        RopeRow row{im.first, im.second, base, g.label, g.center};
-        row.status = rope_values(im.first, base, pos, c.data(), s.data());
-        if (row.status != POSENC_OK)
+      const size_t first = rows.size();
+      const auto run = [&](const std::string &impl, float *v) {
+        const posenc_status st = rope_values(impl, base, pos, v, v + kSin);
+        if (st != POSENC_OK)
           std::fprintf(stderr, "posenc-accuracy: posenc_rope_cache_f32 on %s, base %g, p ~ %s: %s (not measured)\n",
-                       im.first.c_str(), base, g.label, posenc_status_string(row.status));
-        rows.push_back(row);
-        cs.push_back(c);
-        ss.push_back(s);
-      }
+                       impl.c_str(), base, g.label, posenc_status_string(st));
+        return st == POSENC_OK;
+      };
+      const auto got = accuracy::run_group(rows, impls, accuracy::Cell{{}, {}, g.label, g.center, base}, 2 * kSin, run);
       ref::Big es, ec;
       for (int64_t r = 0; r < kRows; ++r)
         for (int64_t i = 0; i < h; ++i) {
           ref::exact_pair(spec, i, pos[size_t(r)], es, ec);
-          for (size_t k = 0; k < impls.size(); ++k) {
-            RopeRow &row = rows[rows.size() - impls.size() + k];
-            if (row.status != POSENC_OK) continue;
-            for (const auto &[got, exact] : {std::pair<float, mpfr_srcptr>{cs[k][size_t(r * h + i)], ec},
-                                             std::pair<float, mpfr_srcptr>{ss[k][size_t(r * h + i)], es}}) {
-              row.max_ulp = std::max(row.max_ulp, ref::ulp_error(got, exact));
-              row.max_abs = std::max(row.max_abs, std::fabs(mpfr_get_d(exact, MPFR_RNDN) - double(got)));
-              row.count += 1;
-            }
-          }
+          accuracy::add_pair(&rows[first], got, size_t(r * h + i), kSin + size_t(r * h + i), ec, es);
         }
     }
   }
   return rows;
 }
 
-void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group, const std::vector<RopeRow> &rope,
-                const std::vector<accuracy::AxesRow> &axes, const std::vector<accuracy::TimesRow> &times) {
+void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group,
+                const std::vector<accuracy::Cell> &rope, const std::vector<accuracy::Cell> &axes,
+                const std::vector<accuracy::Cell> &times) {
   FILE *f = std::fopen(path, "w");
   if (!f) {
     std::perror(path);
@@ -181,17 +159,10 @@ void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group
     }
   std::fprintf(f, "\n  ],\n  \"rope\": {\"rotary_dim\": %lld, \"positions_per_group\": %lld, \"results\": [\n",
                (long long)kRopeR, (long long)kRows);
-  sep = "";
-  for (const RopeRow &r : rope) {
-    if (r.status != POSENC_OK) continue;  // not measured: the report says which path is missing
-    std::fprintf(f,
-                 "%s    {\"impl\": \"%s\", \"kind\": \"%s\", \"base\": %g, \"group\": \"%s\", \"center\": %lld, "
-                 "\"max_ulp\": %.6g, \"max_abs\": %.6g, \"count\": %lld}",
-                 sep, r.impl.c_str(), r.kind.c_str(), r.base, r.group, (long long)r.center, r.max_ulp, r.max_abs,
-                 (long long)r.count);
-    sep = ",\n";
-  }
-  std::fprintf(f, "\n  ]},\n");
+  accuracy::write_cells(f, rope, [](FILE *o, const accuracy::Cell &c) {
+    std::fprintf(o, "\"base\": %g, \"group\": \"%s\", \"center\": %lld, ", c.base, c.group, (long long)c.center);
+  });
+  std::fprintf(f, ",\n");
   accuracy::write_axes_json(f, axes);
   std::fprintf(f, ",\n");
   accuracy::write_times_json(f, times);
@@ -237,9 +208,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> path_names;
   for (const Impl &im : proto)
     if (im.kind == "posenc") path_names.push_back(im.name);
-  const std::vector<RopeRow> rope = rope_accuracy(path_names);
-  const std::vector<accuracy::AxesRow> axes = accuracy::rope_axes_accuracy(path_names);
-  const std::vector<accuracy::TimesRow> times = accuracy::timesteps_accuracy(path_names);
+  const std::vector<accuracy::Cell> rope = rope_accuracy(path_names);
+  const std::vector<accuracy::Cell> axes = accuracy::rope_axes_accuracy(path_names);
+  const std::vector<accuracy::Cell> times = accuracy::timesteps_accuracy(path_names);
   posenc_force_isa(active);
 
   bool broken = false;
@@ -255,25 +226,8 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
   std::printf("\nRoPE cos/sin, r = %lld: max abs error (max ULP error)\n%-10s %-8s", (long long)kRopeR, "impl", "base");
-  for (const Group &g : kRopeGroups) std::printf(" %20s", g.label);
-  std::printf("\n");
-  bool rope_broken = false;
-  const size_t per_line = sizeof kRopeGroups / sizeof kRopeGroups[0];
-  for (size_t k = 0; k < rope.size(); ++k) {  // rows come base by base, group by group, impl by impl
-    const size_t n_impls = path_names.size() + 2, base_block = n_impls * per_line;
-    if (k % base_block >= n_impls) continue;  // print each (base, impl) once, its groups across the line
-    std::printf("%-10s %-8g", rope[k].impl.c_str(), rope[k].base);
-    for (size_t g = 0; g < per_line; ++g) {
-      const RopeRow &r = rope[k + g * n_impls];
-      if (r.status != POSENC_OK) {
-        std::printf(" %20s", "-");
-        continue;
-      }
-      std::printf(" %11.3g (%6.3g)", r.max_abs, r.max_ulp);
-      rope_broken |= r.kind == "posenc" && r.max_ulp > 0.5;
-    }
-    std::printf("\n");
-  }
+  // a line per (base, impl), its groups across
+  bool rope_broken = !accuracy::print_cells(rope, path_names.size() + 2, std::size(kRopeGroups), 10);
   rope_broken |= !accuracy::print_axes(axes);
   rope_broken |= !accuracy::print_times(times);
   if (json) write_json(json, by_group, rope, axes, times);

@@ -8,8 +8,8 @@
 //            from pair to pair), the pair taking its axis's theta, cosf / sinf
 #include "accuracy_axes.hpp"
 
-#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "peers/rope.hpp"
 #include "posenc/posenc.h"
@@ -51,8 +51,7 @@ bool values(const std::string &impl, int64_t c, float *cs, float *sn) {
     }
     return true;
   }
-  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
-    if (impl == posenc_isa_name(posenc_isa(v))) posenc_force_isa(posenc_isa(v));
+  force_path(impl);
   posenc_rope rope = posenc_rope_default(kR);
   rope.base = kBase;
   uint8_t axis[kH];
@@ -65,84 +64,44 @@ bool values(const std::string &impl, int64_t c, float *cs, float *sn) {
 
 }  // namespace
 
-std::vector<AxesRow> rope_axes_accuracy(const std::vector<std::string> &paths) {
-  std::vector<std::pair<std::string, std::string>> impls;
-  for (const std::string &p : paths) impls.push_back({p, "posenc"});
-  impls.push_back({"hf_fp32", "peer"});
-  impls.push_back({"ggml", "peer"});
+std::vector<Cell> rope_axes_accuracy(const std::vector<std::string> &paths) {
+  const Impls impls = implementations(paths, {"hf_fp32", "ggml"});
   posenc_spec spec = posenc_spec_default(kR);  // w_i = base^(-i/64) = base^(-2i/128): the RoPE f_i
   spec.base = kBase;
-  std::vector<AxesRow> rows;
-  std::vector<float> c(size_t(kTokens * kH)), s(size_t(kTokens * kH));
+  constexpr size_t kSin = size_t(kTokens * kH);  // each implementation's values: the cos rows, then the sin rows
+  std::vector<Cell> rows;
   for (const Group &g : kGroups) {
-    std::vector<std::vector<float>> cs, ss;
     const size_t first = rows.size();
-    for (const auto &im : impls) {
-      AxesRow row{im.first, im.second, g.label, g.center};
-      row.measured = values(im.first, g.center, c.data(), s.data());
-      if (!row.measured) std::fprintf(stderr, "posenc-accuracy: multi-axis RoPE on %s not measured\n", im.first.c_str());
-      rows.push_back(row);
-      cs.push_back(c);
-      ss.push_back(s);
-    }
+    const auto run = [&](const std::string &impl, float *v) {
+      if (values(impl, g.center, v, v + kSin)) return true;
+      std::fprintf(stderr, "posenc-accuracy: multi-axis RoPE on %s not measured\n", impl.c_str());
+      return false;
+    };
+    const auto got = run_group(rows, impls, Cell{{}, {}, g.label, g.center}, 2 * kSin, run);
     ref::Big es, ec;
     for (int64_t t = 0; t < kTokens; ++t)
       for (int64_t i = 0; i < kH; ++i) {
         ref::exact_pair(spec, i, position(g.center, axis_of(i), t), es, ec);
-        for (size_t k = 0; k < impls.size(); ++k) {
-          AxesRow &row = rows[first + k];
-          if (!row.measured) continue;
-          for (const auto &[got, exact] : {std::pair<float, mpfr_srcptr>{cs[k][size_t(t * kH + i)], ec},
-                                           std::pair<float, mpfr_srcptr>{ss[k][size_t(t * kH + i)], es}}) {
-            row.max_ulp = std::max(row.max_ulp, ref::ulp_error(got, exact));
-            row.max_abs = std::max(row.max_abs, std::fabs(mpfr_get_d(exact, MPFR_RNDN) - double(got)));
-            row.count += 1;
-          }
-        }
+        add_pair(&rows[first], got, size_t(t * kH + i), kSin + size_t(t * kH + i), ec, es);
       }
   }
   return rows;
 }
 
-void write_axes_json(FILE *f, const std::vector<AxesRow> &rows) {
+void write_axes_json(FILE *f, const std::vector<Cell> &rows) {
   std::fprintf(f,
                "  \"rope_axes\": {\"model\": \"Qwen2.5-VL text, mrope_section [16, 24, 24]\", \"rotary_dim\": %lld, "
                "\"base\": %g, \"tokens_per_group\": %lld, \"results\": [\n",
                (long long)kR, kBase, (long long)kTokens);
-  const char *sep = "";
-  for (const AxesRow &r : rows) {
-    if (!r.measured) continue;
-    std::fprintf(f,
-                 "%s    {\"impl\": \"%s\", \"kind\": \"%s\", \"group\": \"%s\", \"center\": %lld, \"max_ulp\": %.6g, "
-                 "\"max_abs\": %.6g, \"count\": %lld}",
-                 sep, r.impl.c_str(), r.kind.c_str(), r.group, (long long)r.center, r.max_ulp, r.max_abs,
-                 (long long)r.count);
-    sep = ",\n";
-  }
-  std::fprintf(f, "\n  ]}");
+  write_cells(f, rows, [](FILE *o, const Cell &c) {
+    std::fprintf(o, "\"group\": \"%s\", \"center\": %lld, ", c.group, (long long)c.center);
+  });
 }
 
-bool print_axes(const std::vector<AxesRow> &rows) {
+bool print_axes(const std::vector<Cell> &rows) {
   std::printf("\nMulti-axis RoPE cos/sin (Qwen2.5-VL, r = %lld, base %g, an image row at p): max abs error (max ULP)\n%-10s",
               (long long)kR, kBase, "impl");
-  const size_t groups = sizeof kGroups / sizeof kGroups[0], per_group = rows.size() / groups;
-  for (const Group &g : kGroups) std::printf(" %20s", g.label);
-  std::printf("\n");
-  bool ok = true;
-  for (size_t k = 0; k < per_group; ++k) {
-    std::printf("%-10s", rows[k].impl.c_str());
-    for (size_t g = 0; g < groups; ++g) {
-      const AxesRow &r = rows[g * per_group + k];
-      if (!r.measured) {
-        std::printf(" %20s", "-");
-        continue;
-      }
-      std::printf(" %11.3g (%6.3g)", r.max_abs, r.max_ulp);
-      ok = ok && !(r.kind == "posenc" && r.max_ulp > 0.5);
-    }
-    std::printf("\n");
-  }
-  return ok;
+  return print_cells(rows, rows.size() / std::size(kGroups), std::size(kGroups), 10);
 }
 
 }  // namespace accuracy

@@ -6,8 +6,8 @@
 //   ggml:           freq = expf(-logf(max_period) * j / half), arg = (float)t * freq, cosf, sinf
 #include "accuracy_times.hpp"
 
-#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "posenc/posenc.h"
 #include "support/reference.hpp"
@@ -50,90 +50,45 @@ bool rows(const std::string &impl, const std::vector<double> &t, float *out) {
       }
     return true;
   }
-  for (int v = POSENC_ISA_SCALAR; v < POSENC_ISA_COUNT; ++v)
-    if (impl == posenc_isa_name(posenc_isa(v))) posenc_force_isa(posenc_isa(v));
+  force_path(impl);
   const posenc_spec s = spec();
   return posenc_timesteps_f32(&s, t.data(), kRows, out, kDim) == POSENC_OK;
 }
 
 }  // namespace
 
-std::vector<TimesRow> timesteps_accuracy(const std::vector<std::string> &paths) {
-  std::vector<std::pair<std::string, std::string>> impls;
-  for (const std::string &p : paths) impls.push_back({p, "posenc"});
-  impls.push_back({"diffusers_fp32", "peer"});
-  impls.push_back({"ggml", "peer"});
+std::vector<Cell> timesteps_accuracy(const std::vector<std::string> &paths) {
+  const Impls impls = implementations(paths, {"diffusers_fp32", "ggml"});
   const posenc_spec s = spec();
-  std::vector<TimesRow> out;
-  std::vector<float> v(size_t(kRows * kDim));
+  std::vector<Cell> out;
   for (const Group &g : kGroups) {
     std::vector<double> t;
     for (int64_t r = 0; r < kRows; ++r) t.push_back(g.center - 2.0 + 0.25 * double(r));
-    std::vector<std::vector<float>> got;
     const size_t first = out.size();
-    for (const auto &im : impls) {
-      TimesRow row{im.first, im.second, g.label};
-      row.measured = rows(im.first, t, v.data());
-      out.push_back(row);
-      got.push_back(v);
-    }
+    const auto got = run_group(out, impls, Cell{{}, {}, g.label}, size_t(kRows * kDim),
+                               [&](const std::string &impl, float *v) { return rows(impl, t, v); });
     for (int64_t r = 0; r < kRows; ++r)
       for (int64_t j = 0; j < kHalf; ++j) {
         ref::Big es, ec;
         ref::exact_pair_real(s, j, t[size_t(r)], es, ec);
-        for (size_t k = 0; k < impls.size(); ++k) {
-          TimesRow &row = out[first + k];
-          if (!row.measured) continue;
-          for (const auto &[val, exact] : {std::pair<float, mpfr_srcptr>{got[k][size_t(r * kDim + j)], ec},
-                                           std::pair<float, mpfr_srcptr>{got[k][size_t(r * kDim + kHalf + j)], es}}) {
-            row.max_ulp = std::max(row.max_ulp, ref::ulp_error(val, exact));
-            row.max_abs = std::max(row.max_abs, std::fabs(mpfr_get_d(exact, MPFR_RNDN) - double(val)));
-            row.count += 1;
-          }
-        }
+        add_pair(&out[first], got, size_t(r * kDim + j), size_t(r * kDim + kHalf + j), ec, es);
       }
   }
   return out;
 }
 
-void write_times_json(FILE *f, const std::vector<TimesRow> &rows) {
+void write_times_json(FILE *f, const std::vector<Cell> &rows) {
   std::fprintf(f,
                "  \"timesteps\": {\"model\": \"diffusers Timesteps(320, flip_sin_to_cos=True, downscale_freq_shift=0)\", "
                "\"dim\": %lld, \"timesteps_per_group\": %lld, \"results\": [\n",
                (long long)kDim, (long long)kRows);
-  const char *sep = "";
-  for (const TimesRow &r : rows) {
-    if (!r.measured) continue;
-    std::fprintf(f,
-                 "%s    {\"impl\": \"%s\", \"kind\": \"%s\", \"group\": \"%s\", \"max_ulp\": %.6g, \"max_abs\": %.6g, "
-                 "\"count\": %lld}",
-                 sep, r.impl.c_str(), r.kind.c_str(), r.group, r.max_ulp, r.max_abs, (long long)r.count);
-    sep = ",\n";
-  }
-  std::fprintf(f, "\n  ]}");
+  write_cells(f, rows, [](FILE *o, const Cell &c) { std::fprintf(o, "\"group\": \"%s\", ", c.group); });
 }
 
-bool print_times(const std::vector<TimesRow> &rows) {
+bool print_times(const std::vector<Cell> &rows) {
   std::printf("\nTimestep embedding (dim %lld, cos first, max_period %g): max abs error (max ULP)\n%-16s",
               (long long)kDim, kMaxPeriod, "impl");
-  const size_t groups = sizeof kGroups / sizeof kGroups[0], per_group = rows.size() / groups;
-  for (const Group &g : kGroups) std::printf(" %20s", g.label);
-  std::printf("\n");
-  bool ok = true;
-  for (size_t k = 0; k < per_group; ++k) {
-    std::printf("%-16s", rows[k].impl.c_str());
-    for (size_t g = 0; g < groups; ++g) {
-      const TimesRow &r = rows[g * per_group + k];
-      if (!r.measured) {
-        std::printf(" %20s", "-");
-        continue;
-      }
-      std::printf(" %11.3g (%6.3g)", r.max_abs, r.max_ulp);
-      ok = ok && !(r.kind == "posenc" && r.max_ulp > 0.5);
-    }
-    std::printf("\n");
-  }
-  return ok;
+  return print_cells(rows, rows.size() / std::size(kGroups), std::size(kGroups), 16);
 }
 
 }  // namespace accuracy

@@ -4,23 +4,16 @@
 // path, against MPFR.
 #pragma once
 
-#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "accuracy_cells.hpp"
+
 namespace accuracy {
 
-struct TimesRow {
-  std::string impl, kind;  // kind: "posenc" or "peer"
-  const char *group;
-  double max_ulp = 0, max_abs = 0;
-  int64_t count = 0;
-  bool measured = true;
-};
-
-std::vector<TimesRow> timesteps_accuracy(const std::vector<std::string> &paths);
-void write_times_json(FILE *f, const std::vector<TimesRow> &rows);
-bool print_times(const std::vector<TimesRow> &rows);  // false when a posenc path is not correctly rounded
+std::vector<Cell> timesteps_accuracy(const std::vector<std::string> &paths);
+void write_times_json(FILE *f, const std::vector<Cell> &rows);
+bool print_times(const std::vector<Cell> &rows);  // false when a posenc path is not correctly rounded
 
 }  // namespace accuracy
