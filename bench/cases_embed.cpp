@@ -48,9 +48,7 @@ using EmbedCall = posenc_status (*)(const posenc_spec *, const T *, int64_t, int
 template <class T>
 void add_posenc_embed(const char *kernel, EmbedCall<T> call, TableOf<T> table_of, const Shape &s, int64_t vocab) {
   for (posenc_isa isa : paths()) {
-    Case c = embed_case(kernel, posenc_isa_name(isa), s, vocab, sizeof(T));
-    c.isa = isa;
-    c.forces_path = true;
+    Case c = on_path(isa, embed_case(kernel, posenc_isa_name(isa), s, vocab, sizeof(T)));
     c.prepare = [=] {
       const posenc_spec spec = posenc_spec_default(s.d);
       const Inputs<T> in = inputs<T>(s, vocab, table_of, false);
@@ -62,9 +60,8 @@ void add_posenc_embed(const char *kernel, EmbedCall<T> call, TableOf<T> table_of
 
 void add_learned(const Shape &s, int64_t vocab) {
   for (posenc_isa isa : paths()) {
-    Case c = embed_case("embed_learned_f32", posenc_isa_name(isa), s, vocab, in_size("embed_learned_f32"));
-    c.isa = isa;
-    c.forces_path = true;
+    Case c =
+        on_path(isa, embed_case("embed_learned_f32", posenc_isa_name(isa), s, vocab, in_size("embed_learned_f32")));
     c.prepare = [=] {
       const Inputs<float> in = inputs<float>(s, vocab, embedding_f32, true);
       return Work([=] {
@@ -108,9 +105,7 @@ void add_gather(const char *kernel, const Shape &s, int64_t vocab) {
 // posenc_add_f32 (scale 1, as x + pe in the seeds' module), the naive two passes, and a memcpy of x.
 void add_activation_cases(const Shape &s) {
   for (posenc_isa isa : paths()) {
-    Case c = embed_case("add_f32", posenc_isa_name(isa), s, 0, in_size("add_f32"));
-    c.isa = isa;
-    c.forces_path = true;
+    Case c = on_path(isa, embed_case("add_f32", posenc_isa_name(isa), s, 0, in_size("add_f32")));
     c.prepare = [=] {
       const posenc_spec spec = posenc_spec_default(s.d);
       const float *x = activations(s.n, s.d);

@@ -114,9 +114,7 @@ using QkCall = posenc_status (*)(const posenc_rope *, const int64_t *, int64_t, 
 template <class T>
 void add_posenc_qk(const char *kernel, QkCall<T> call, const RopeShape &s, const char *role, T (*value)(uint64_t)) {
   for (posenc_isa isa : paths()) {
-    Case c = qk_case(kernel, posenc_isa_name(isa), s, sizeof(T));
-    c.isa = isa;
-    c.forces_path = true;
+    Case c = on_path(isa, qk_case(kernel, posenc_isa_name(isa), s, sizeof(T)));
     c.prepare = [=] {
       const posenc_rope rope = spec_of(s);
       const peers::QkOf<T> t = views(s, qkv<T>(s, role, value));
@@ -190,9 +188,7 @@ Case cache_case(const std::string &impl, const RopeShape &s) {
 
 void add_cache(const RopeShape &s) {
   for (posenc_isa isa : paths()) {
-    Case c = cache_case(posenc_isa_name(isa), s);
-    c.isa = isa;
-    c.forces_path = true;
+    Case c = on_path(isa, cache_case(posenc_isa_name(isa), s));
     c.prepare = [=] {
       const posenc_rope rope = spec_of(s);
       const int64_t *pos = rope_positions(s.pos, s.n);
@@ -229,10 +225,8 @@ void add_setup() {
   constexpr int64_t r = 128;
   for (const char *which : {"fresh", "cached"}) {
     for (posenc_isa isa : paths()) {
-      Case c = make_case("rope_cache_f32", posenc_isa_name(isa), r, 1, sizeof(float));
+      Case c = on_path(isa, make_case("rope_cache_f32", posenc_isa_name(isa), r, 1, sizeof(float)));
       c.extra = {{"pos", "decode"}, {"freq", which}};
-      c.isa = isa;
-      c.forces_path = true;
       const bool fresh = std::string(which) == "fresh";
       c.prepare = [fresh] {
         struct State {

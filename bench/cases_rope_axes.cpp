@@ -14,6 +14,7 @@
 #include "buffers.hpp"
 #include "cases.hpp"
 #include "harness.hpp"
+#include "vl_prompt.hpp"
 
 namespace bench {
 namespace {
@@ -35,19 +36,7 @@ const int64_t *axes_positions(const std::string &pos, int64_t n, int axes) {
     for (int64_t t = 0; t < n; ++t) v.push_back(t);
     return v.data();
   }
-  std::vector<int64_t> row[3];
-  const int64_t text = n / 10 < 200 ? n / 10 : 200, side = n >= 2048 ? 40 : 4;
-  for (int64_t t = 0; t < text; ++t)
-    for (auto &r : row) r.push_back(t);
-  for (int64_t y = 0; y < side; ++y)
-    for (int64_t x = 0; x < side; ++x) {
-      row[0].push_back(text);
-      row[1].push_back(text + y);
-      row[2].push_back(text + x);
-    }
-  for (int64_t p = text + side; int64_t(row[0].size()) < n; ++p)
-    for (auto &r : row) r.push_back(p);
-  for (auto &r : row) v.insert(v.end(), r.begin(), r.begin() + n);
+  v = vl_prompt_positions(n, n / 10 < 200 ? n / 10 : 200, n >= 2048 ? 40 : 4);  // the quick plan: a 4 x 4 image
   return v.data();
 }
 
@@ -60,15 +49,14 @@ float value(uint64_t &s) {
 
 void add_axes(const RopeShape &s, int axes) {
   for (posenc_isa isa : paths()) {
-    Case c = make_case(axes == 3 ? "rope_qk_f32_axes3" : "rope_qk_f32_axes1", posenc_isa_name(isa), s.head_dim, s.n, 0);
+    const char *kernel = axes == 3 ? "rope_qk_f32_axes3" : "rope_qk_f32_axes1";
+    Case c = on_path(isa, make_case(kernel, posenc_isa_name(isa), s.head_dim, s.n, 0));
     c.extra = {{"r", std::to_string(s.r)},
                {"q", std::to_string(s.q_heads)},
                {"k", std::to_string(s.k_heads)},
                {"pos", s.pos}};
     c.elements = double(s.n) * double(s.q_heads + s.k_heads) * double(s.r);
     c.bytes = 2.0 * c.elements * sizeof(float);
-    c.isa = isa;
-    c.forces_path = true;
     c.prepare = [=] {
       struct Spec {
         posenc_rope rope;

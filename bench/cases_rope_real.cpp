@@ -56,9 +56,7 @@ Case real_case(const std::string &impl, int64_t n) { return make_case("rope_cach
 
 void add_real(int64_t n) {
   for (posenc_isa isa : paths()) {
-    Case c = real_case(posenc_isa_name(isa), n);
-    c.isa = isa;
-    c.forces_path = true;
+    Case c = on_path(isa, real_case(posenc_isa_name(isa), n));
     c.prepare = [=] {
       const RealSpec *sp = &flux_spec();
       const double *t = coords(n).data();

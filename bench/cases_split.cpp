@@ -55,9 +55,7 @@ Work split_work(const std::string &name, const Shape &s, float *out, bool check,
 }
 
 void add_table(const Shape &s, posenc_isa best) {
-  Case c = split_case("table_f32", posenc_isa_name(best), s, sizeof(float));
-  c.isa = best;
-  c.forces_path = true;
+  Case c = on_path(best, split_case("table_f32", posenc_isa_name(best), s, sizeof(float)));
   c.prepare = [s, name = "table" + std::to_string(s.d) + "x" + std::to_string(s.n)] {
     const posenc_spec spec = posenc_spec_default(s.d);
     float *out = buffer_of<float>("out", s.d * s.n);
@@ -78,10 +76,8 @@ void add_table(const Shape &s, posenc_isa best) {
 }
 
 void add_embed(const Shape &s, posenc_isa best, int64_t vocab) {
-  Case c = split_case("embed_f32", posenc_isa_name(best), s, 2 * sizeof(float));
+  Case c = on_path(best, split_case("embed_f32", posenc_isa_name(best), s, 2 * sizeof(float)));
   c.extra.insert(c.extra.begin(), {"vocab", std::to_string(vocab)});
-  c.isa = best;
-  c.forces_path = true;
   Case g = c;
   c.prepare = [s, vocab, name = "embed" + std::to_string(s.d) + "x" + std::to_string(s.n)] {
     const posenc_spec spec = posenc_spec_default(s.d);

@@ -78,9 +78,7 @@ template <class T>
 void add_posenc_table(const char *kernel, TableCall<T> call, const Shape &s, bool slow_too) {
   for (posenc_isa isa : paths()) {
     if (isa == POSENC_ISA_SCALAR && !slow_too) continue;
-    Case c = table_case(kernel, posenc_isa_name(isa), s, sizeof(T));
-    c.isa = isa;
-    c.forces_path = true;
+    Case c = on_path(isa, table_case(kernel, posenc_isa_name(isa), s, sizeof(T)));
     c.prepare = [call, s] {
       const posenc_spec spec = posenc_spec_default(s.d);
       T *out = buffer_of<T>("out", s.d * s.n);
@@ -92,10 +90,8 @@ void add_posenc_table(const char *kernel, TableCall<T> call, const Shape &s, boo
 
 void add_posenc_rows(const Shape &s, const char *pos_kind) {
   for (posenc_isa isa : paths()) {
-    Case c = table_case("rows_f32", posenc_isa_name(isa), s, sizeof(float));
+    Case c = on_path(isa, table_case("rows_f32", posenc_isa_name(isa), s, sizeof(float)));
     c.extra.push_back({"pos", pos_kind});
-    c.isa = isa;
-    c.forces_path = true;
     c.prepare = [s, pos_kind] {
       const posenc_spec spec = posenc_spec_default(s.d);
       float *out = buffer_of<float>("out", s.d * s.n);

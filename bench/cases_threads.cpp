@@ -98,9 +98,7 @@ void add_three(Case base, const std::function<Made()> &make) {
 }
 
 void add_table(const Shape &s, posenc_isa best) {
-  Case c = make_case("table_f32", posenc_isa_name(best), s.d, s.n, sizeof(float));
-  c.isa = best;
-  c.forces_path = true;
+  Case c = on_path(best, make_case("table_f32", posenc_isa_name(best), s.d, s.n, sizeof(float)));
   add_three(c, [s] {
     float *out = buffer_of<float>("out", s.d * s.n);
     return Made{posenc::table_f32_work(posenc::spec(s.d), s.first, posenc::rows_view<float>(out, s.n, s.d)), out,
@@ -109,9 +107,7 @@ void add_table(const Shape &s, posenc_isa best) {
 }
 
 void add_times(const Shape &s, posenc_isa best) {
-  Case c = make_case("timesteps_f32", posenc_isa_name(best), s.d, s.n, sizeof(float));
-  c.isa = best;
-  c.forces_path = true;
+  Case c = on_path(best, make_case("timesteps_f32", posenc_isa_name(best), s.d, s.n, sizeof(float)));
   add_three(c, [s] {
     static std::vector<double> t;
     if (int64_t(t.size()) < s.n)
@@ -124,10 +120,8 @@ void add_times(const Shape &s, posenc_isa best) {
 }
 
 void add_embed(const Shape &s, posenc_isa best, int64_t vocab) {
-  Case c = make_case("embed_f32", posenc_isa_name(best), s.d, s.n, 2 * sizeof(float));
+  Case c = on_path(best, make_case("embed_f32", posenc_isa_name(best), s.d, s.n, 2 * sizeof(float)));
   c.extra.push_back({"vocab", std::to_string(vocab)});
-  c.isa = best;
-  c.forces_path = true;
   add_three(c, [s, vocab] {
     const float *table = embedding_f32(vocab, s.d);
     const int32_t *tok = tokens(s.n, vocab);
@@ -141,13 +135,12 @@ void add_embed(const Shape &s, posenc_isa best, int64_t vocab) {
 
 // Llama-3-8B's layout: a fused QKV buffer [n, q + 2 k heads, 128], positions 0 .. n-1, base 5e5.
 void add_rope(const RopeShape &s, posenc_isa best) {
-  Case c = make_case("rope_qk_f32", posenc_isa_name(best), s.head_dim, s.n,
-                     2.0 * sizeof(float) * double(s.q_heads + s.k_heads) * double(s.r) / double(s.head_dim));
+  const double bytes_per_element =
+      2.0 * sizeof(float) * double(s.q_heads + s.k_heads) * double(s.r) / double(s.head_dim);
+  Case c = on_path(best, make_case("rope_qk_f32", posenc_isa_name(best), s.head_dim, s.n, bytes_per_element));
   c.elements = double(s.n) * double(s.q_heads + s.k_heads) * double(s.r);
   c.extra = {{"r", std::to_string(s.r)}, {"q", std::to_string(s.q_heads)}, {"k", std::to_string(s.k_heads)},
              {"pos", s.pos}};
-  c.isa = best;
-  c.forces_path = true;
   add_three(c, [s] {
     const int64_t D = s.head_dim, count = s.n * (s.q_heads + 2 * s.k_heads) * D;
     float *buf = buffer_of<float>("qkv_threads", count);

@@ -48,9 +48,7 @@ Case times_case(const std::string &impl, const Shape &s) { return make_case("tim
 
 void add_times(const Shape &s) {
   for (posenc_isa isa : paths()) {
-    Case c = times_case(posenc_isa_name(isa), s);
-    c.isa = isa;
-    c.forces_path = true;
+    Case c = on_path(isa, times_case(posenc_isa_name(isa), s));
     c.prepare = [=] {
       posenc_spec spec = posenc_spec_default(s.d);  // ggml's layout: cos then sin, D = half
       spec.layout = POSENC_COS_SIN_HALVES;

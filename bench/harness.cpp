@@ -72,6 +72,12 @@ Case make_case(const std::string &kernel, const std::string &impl, int64_t d, in
   return c;
 }
 
+Case on_path(posenc_isa isa, Case c) {
+  c.isa = isa;
+  c.forces_path = true;
+  return c;
+}
+
 void add(Case c) {
   if (!posenc_isa_available(c.isa)) return;
   const std::string name = name_of(c);

@@ -34,6 +34,9 @@ struct Case {
 // A case of d x n output elements, moving bytes_per_element bytes per element (read + written).
 Case make_case(const std::string &kernel, const std::string &impl, int64_t d, int64_t n, double bytes_per_element);
 
+// c as a case of posenc's path isa: that path forced while it runs.
+Case on_path(posenc_isa isa, Case c);
+
 // Registers c with Google Benchmark, unless its ISA is unavailable on this machine. Every case is timed in
 // wall-clock time, one rule for the single-threaded cases and the 2-thread split alike.
 void add(Case c);

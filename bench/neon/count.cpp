@@ -23,6 +23,7 @@
 #include "peers/peers.hpp"
 #include "peers/rope.hpp"
 #include "posenc/posenc.h"
+#include "vl_prompt.hpp"
 
 namespace {
 
@@ -116,23 +117,7 @@ posenc_rope *qwen_rope() {
   }();
   return &r;
 }
-std::vector<int64_t> vl_positions(int64_t n) {
-  std::vector<int64_t> row[3];
-  const int64_t text = 200, side = 40;
-  for (int64_t t = 0; t < text; ++t)
-    for (auto &r : row) r.push_back(t);
-  for (int64_t y = 0; y < side; ++y)
-    for (int64_t x = 0; x < side; ++x) {
-      row[0].push_back(text);
-      row[1].push_back(text + y);
-      row[2].push_back(text + x);
-    }
-  for (int64_t p = text + side; int64_t(row[0].size()) < n; ++p)
-    for (auto &r : row) r.push_back(p);
-  std::vector<int64_t> v;
-  for (auto &r : row) v.insert(v.end(), r.begin(), r.begin() + n);
-  return v;
-}
+std::vector<int64_t> vl_positions(int64_t n) { return bench::vl_prompt_positions(n, 200, 40); }
 
 template <class T, class Fn>
 Case rope_qk_case(const char *name, const char *what, int64_t n, int64_t first, T (*value)(uint64_t), Fn fn) {
