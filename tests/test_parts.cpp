@@ -78,6 +78,39 @@ std::ptrdiff_t first_difference(const V &a, const V &b) {
   return -1;
 }
 
+// Each of splits(n, rng) of a call (a PeCall or a RopeCallOf, es bytes an element) writes the bytes of the
+// whole call, every part returning POSENC_OK; returns how many splits were compared.
+template <class Of>
+int64_t every_split_writes_whole(const Of &of, int64_t n, size_t es, std::mt19937_64 &rng) {
+  posenc_status st;
+  const std::vector<unsigned char> whole = of.run(nullptr, &st);
+  REQUIRE(st == POSENC_OK);
+  int64_t compared = 0;
+  for (const Split &s : splits(n, rng)) {
+    const std::vector<unsigned char> parts = of.run(&s, &st);
+    INFO("parts " << describe(s));
+    CHECK(st == POSENC_OK);
+    const std::ptrdiff_t at = first_difference(parts, whole);
+    if (at >= 0) FAIL_CHECK("byte " << at << " (element " << at / std::ptrdiff_t(es) << ") differs");
+    ++compared;
+  }
+  return compared;
+}
+
+// An empty part [b, b) at every row or token b of a call of n (its buffer starting as init): POSENC_OK, and
+// not one byte changed.
+template <class Of>
+void empty_parts_write_nothing(const Of &of, const std::vector<unsigned char> &init, int64_t n) {
+  for (int64_t b = 0; b <= n; ++b) {
+    const Split s = {{b, b}};
+    posenc_status st;
+    const std::vector<unsigned char> got = of.run(&s, &st);
+    INFO("[" << b << ", " << b << ")");
+    CHECK(st == POSENC_OK);
+    CHECK(got == init);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("every split of a table, rows, fused or timestep call writes the bytes of the whole call", "[parts]") {
@@ -92,19 +125,8 @@ TEST_CASE("every split of a table, rows, fused or timestep call writes the bytes
             for (int64_t n : kRowCounts) {
               if ((n + d + variant) % 3 == 1 && n > 7) continue;  // a third of the larger shapes: time
               const PeCall pc(k, d, layout, n, variant, rng);
-              posenc_status st;
-              const std::vector<unsigned char> whole = pc.run(nullptr, &st);
               INFO(pc.t.name << " d " << d << " n " << n << " variant " << variant << " path " << posenc_isa_name(isa));
-              REQUIRE(st == POSENC_OK);
-              for (const Split &s : splits(n, rng)) {
-                const std::vector<unsigned char> parts = pc.run(&s, &st);
-                INFO("parts " << describe(s));
-                CHECK(st == POSENC_OK);
-                const std::ptrdiff_t at = first_difference(parts, whole);
-                if (at >= 0)
-                  FAIL_CHECK("byte " << at << " (element " << at / std::ptrdiff_t(pc.t.out_size) << ") differs");
-                ++compared;
-              }
+              compared += every_split_writes_whole(pc, n, pc.t.out_size, rng);
             }
           }
     });
@@ -156,19 +178,9 @@ TEST_CASE("every split of a RoPE call writes the bytes of the whole call", "[par
               for (int64_t n : kRowCounts) {
                 if ((n + r + variant + axes) % 3 != 0 && n > 7) continue;  // a third of the larger shapes: time
                 const RopeCallOf rc(k, r, n, layout, axes, variant, rng);
-                posenc_status st;
-                const std::vector<unsigned char> whole = rc.run(nullptr, &st);
                 INFO(ref::rope_name(k) << " r " << r << " n " << n << " layout " << layout << " axes " << axes
                                        << " variant " << variant << " path " << posenc_isa_name(isa));
-                REQUIRE(st == POSENC_OK);
-                for (const Split &s : splits(n, rng)) {
-                  const std::vector<unsigned char> parts = rc.run(&s, &st);
-                  INFO("parts " << describe(s));
-                  CHECK(st == POSENC_OK);
-                  const std::ptrdiff_t at = first_difference(parts, whole);
-                  if (at >= 0) FAIL_CHECK("byte " << at << " (element " << at / std::ptrdiff_t(rc.es) << ") differs");
-                  ++compared;
-                }
+                compared += every_split_writes_whole(rc, n, rc.es, rng);
               }
             }
     });
@@ -181,24 +193,12 @@ TEST_CASE("an empty part checks the whole call and writes nothing", "[parts]") {
   std::mt19937_64 rng(3);
   for (Kernel k : ref::kAllKernels) {
     const PeCall pc(k, 13, POSENC_INTERLEAVED, 70, 1, rng);
-    for (int64_t b = 0; b <= 70; ++b) {
-      const Split s = {{b, b}};
-      posenc_status st;
-      const std::vector<unsigned char> got = pc.run(&s, &st);
-      INFO(pc.t.name << " [" << b << ", " << b << ")");
-      CHECK(st == POSENC_OK);
-      CHECK(got == pc.out_init);
-    }
+    INFO(pc.t.name);
+    empty_parts_write_nothing(pc, pc.out_init, 70);
   }
   for (RopeKernel k : ref::kAllRopeKernels) {
     const RopeCallOf rc(k, 64, 70, 0, 3, 1, rng);
-    for (int64_t b = 0; b <= 70; ++b) {
-      const Split s = {{b, b}};
-      posenc_status st;
-      const std::vector<unsigned char> got = rc.run(&s, &st);
-      INFO(ref::rope_name(k) << " [" << b << ", " << b << ")");
-      CHECK(st == POSENC_OK);
-      CHECK(got == rc.init);
-    }
+    INFO(ref::rope_name(k));
+    empty_parts_write_nothing(rc, rc.init, 70);
   }
 }

@@ -270,6 +270,32 @@ ref::parts::Split seven_parts(int64_t n) {
   return s;
 }
 
+// One call of n rows or tokens (a PeCall or a RopeCallOf of support/parts.hpp, its buffer starting as init),
+// whole on this thread, then three rounds of its seven_parts(n) each on its own thread, all released at once:
+// every part returns POSENC_OK and the buffer holds the whole call's bytes.
+template <class Of>
+void seven_threads_write_whole(const Of &of, const std::vector<unsigned char> &init, int64_t n) {
+  posenc_status st;
+  const std::vector<unsigned char> whole = of.run(nullptr, &st);
+  REQUIRE(st == POSENC_OK);
+  const ref::parts::Split s = seven_parts(n);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<unsigned char> buf = init;
+    auto c = of.pointed(buf);
+    c.part = true;
+    std::vector<posenc_status> status(7, posenc_status(7));  // 7: no status, inside the enum's range (UBSan)
+    on_threads_at_once(7, [&](int p) {
+      auto mine = c;
+      mine.begin = s[size_t(p)].first;
+      mine.end = s[size_t(p)].second;
+      status[size_t(p)] = ref::invoke(mine);
+    });
+    INFO("round " << round);
+    for (posenc_status ps : status) CHECK(ps == POSENC_OK);
+    CHECK(buf == whole);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the parts of one call on seven threads at once write the bytes of the whole call", "[threads][parts]") {
@@ -278,51 +304,14 @@ TEST_CASE("the parts of one call on seven threads at once write the bytes of the
     ref::on_path(isa, [&] {
       for (ref::Kernel k : ref::kAllKernels) {
         const ref::parts::PeCall pc(k, 96, posenc_layout(int(k) % 3), 400, int(k) % 4, rng);
-        posenc_status st;
-        const std::vector<unsigned char> whole = pc.run(nullptr, &st);
-        REQUIRE(st == POSENC_OK);
-        const ref::parts::Split s = seven_parts(400);
-        for (int round = 0; round < 3; ++round) {
-          std::vector<unsigned char> out = pc.out_init;
-          ref::Call c = pc.call;
-          c.out = out.data();
-          if (pc.in_place) c.x = out.data();
-          c.part = true;
-          std::vector<posenc_status> status(7, posenc_status(7));  // 7: no status, inside the enum's range (UBSan)
-          on_threads_at_once(7, [&](int p) {
-            ref::Call mine = c;
-            mine.begin = s[size_t(p)].first;
-            mine.end = s[size_t(p)].second;
-            status[size_t(p)] = ref::invoke(mine);
-          });
-          INFO(ref::traits(k).name << " round " << round << " path " << posenc_isa_name(isa));
-          for (posenc_status ps : status) CHECK(ps == POSENC_OK);
-          CHECK(out == whole);
-        }
+        INFO(ref::traits(k).name << " path " << posenc_isa_name(isa));
+        seven_threads_write_whole(pc, pc.out_init, 400);
       }
       for (ref::RopeKernel k : ref::kAllRopeKernels)
         for (int axes : {1, 3}) {
           const ref::parts::RopeCallOf rc(k, 64, 300, int(k) % 3, axes, int(k) % 4, rng);
-          posenc_status st;
-          const std::vector<unsigned char> whole = rc.run(nullptr, &st);
-          REQUIRE(st == POSENC_OK);
-          const ref::parts::Split s = seven_parts(300);
-          for (int round = 0; round < 3; ++round) {
-            std::vector<unsigned char> buf = rc.init;
-            ref::RopeCall c = rc.call;
-            rc.point(c, buf);
-            c.part = true;
-            std::vector<posenc_status> status(7, posenc_status(7));
-            on_threads_at_once(7, [&](int p) {
-              ref::RopeCall mine = c;
-              mine.begin = s[size_t(p)].first;
-              mine.end = s[size_t(p)].second;
-              status[size_t(p)] = ref::invoke(mine);
-            });
-            INFO(ref::rope_name(k) << " axes " << axes << " round " << round << " path " << posenc_isa_name(isa));
-            for (posenc_status ps : status) CHECK(ps == POSENC_OK);
-            CHECK(buf == whole);
-          }
+          INFO(ref::rope_name(k) << " axes " << axes << " path " << posenc_isa_name(isa));
+          seven_threads_write_whole(rc, rc.init, 300);
         }
     });
 }

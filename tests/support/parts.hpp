@@ -160,14 +160,19 @@ struct PeCall {
     call.x = x.empty() ? nullptr : x.data();
   }
 
+  // The call with its output in out, a copy of out_init (and x too, in place).
+  ref::Call pointed(std::vector<unsigned char> &out) const {
+    ref::Call c = call;
+    c.out = out.data();
+    if (in_place) c.x = out.data();
+    return c;
+  }
+
   // The bytes of the output after the unsplit call (whole) or after the parts of `split` in their order;
   // the status of every call through *status.
   std::vector<unsigned char> run(const Split *split, posenc_status *status) const {
     std::vector<unsigned char> out = out_init;
-    ref::Call c = call;
-    c.out = out.data();
-    if (in_place) c.x = out.data();
-    *status = invoke_split(c, split);
+    *status = invoke_split(pointed(out), split);
     return out;
   }
 };
@@ -288,18 +293,19 @@ struct RopeCallOf {
     }
   }
 
-  // The call's pointers into buf, a copy of init.
-  void point(ref::RopeCall &c, std::vector<unsigned char> &buf) const {
+  // The call with its pointers into buf, a copy of init.
+  ref::RopeCall pointed(std::vector<unsigned char> &buf) const {
+    ref::RopeCall c = call;
     c.x = buf.data() + size_t(q_off) * es;
     c.k = k_null ? nullptr : buf.data() + size_t(k_off) * es;
     if (ref::is_copy(kernel)) c.src = src_is_x ? c.x : buf.data() + size_t(k_off) * es;
+    return c;
   }
 
+  // As PeCall::run: the buffer after the unsplit call or the parts of `split`, the statuses through *status.
   std::vector<unsigned char> run(const Split *split, posenc_status *status) const {
     std::vector<unsigned char> buf = init;
-    ref::RopeCall c = call;
-    point(c, buf);
-    *status = invoke_split(c, split);
+    *status = invoke_split(pointed(buf), split);
     return buf;
   }
 };
