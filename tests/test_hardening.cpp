@@ -33,6 +33,20 @@ constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
+// Out-of-range positions, the same for the table and the RoPE matrices: explicit ones (each put first and
+// last of the 70) and implicit starts whose rows leave the range or wrap.
+struct NamedValue {
+  const char *name;
+  int64_t value;
+};
+const NamedValue kBadPositions[] = {
+    {"2^31", k2p31}, {"-2^31", -k2p31}, {"INT64_MAX", kI64Max}, {"INT64_MIN + 1", kI64Min + 1}};
+const NamedValue kBadFirsts[] = {{"2^31 - 69 (last is 2^31)", k2p31 - 69}, {"-2^31", -k2p31},
+                                 {"INT64_MAX", kI64Max},
+                                 {"INT64_MAX - 3 (first + n wraps)", kI64Max - 3},
+                                 {"POSENC_PAD", POSENC_PAD},
+                                 {"2^31", k2p31}};
+
 // A successful call of one kernel with every buffer it reads or writes. Inputs hold finite values (the
 // 0xA5 byte pattern is a small negative float, bfloat16 and binary16 alike); positions are a run with a
 // POSENC_PAD in it and rows 20-29 at one repeated position (kernel.hpp takes those rows another way), all
@@ -268,11 +282,7 @@ std::vector<Case> cases() {
     f.positions.back() = kI64Max;
   });
   // positions, explicit: first and last of the 70, both signs
-  const struct {
-    const char *name;
-    int64_t value;
-  } bad_positions[] = {{"2^31", k2p31}, {"-2^31", -k2p31}, {"INT64_MAX", kI64Max}, {"INT64_MIN + 1", kI64Min + 1}};
-  for (const auto &bp : bad_positions)
+  for (const NamedValue &bp : kBadPositions)
     for (bool last : {false, true}) {
       const int64_t v = bp.value;
       add(std::string("explicit position ") + bp.name + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE,
@@ -280,13 +290,8 @@ std::vector<Case> cases() {
           [v, last](Fixture &f) { (last ? f.positions.back() : f.positions.front()) = v; });
     }
   // positions, implicit first + r
-  const struct {
-    const char *name;
-    int64_t first;
-  } bad_firsts[] = {{"2^31 - 69 (last is 2^31)", k2p31 - 69}, {"-2^31", -k2p31},     {"INT64_MAX", kI64Max},
-                    {"INT64_MAX - 3 (first + n wraps)", kI64Max - 3}, {"POSENC_PAD", POSENC_PAD}, {"2^31", k2p31}};
-  for (const auto &bf : bad_firsts) {
-    const int64_t v = bf.first;
+  for (const NamedValue &bf : kBadFirsts) {
+    const int64_t v = bf.value;
     add(std::string("first = ") + bf.name, POSENC_ERR_OUT_OF_RANGE,
         [](const KernelTraits &t) { return implicit_positions(t); },
         [v](Fixture &f) {
@@ -347,6 +352,20 @@ std::vector<Case> cases() {
 
 // The widths: one column, one pair, odd with tails on every path, and several full vectors.
 const int64_t kWidths[] = {1, 2, 13, 40};
+
+// c (a ref::Call or a ref::RopeCall) run as three parts, the last first (posenc.h, "Parts of a call"): every
+// part returns POSENC_OK; the caller compares the bytes with the whole call's.
+template <class Call>
+void in_three_parts(Call c) {
+  const int64_t n = c.n;
+  c.part = true;
+  const std::pair<int64_t, int64_t> thirds[] = {{2 * n / 3, n}, {n / 3, 2 * n / 3}, {0, n / 3}};
+  for (const auto &r : thirds) {
+    c.begin = r.first;
+    c.end = r.second;
+    CHECK(ref::invoke(c) == POSENC_OK);
+  }
+}
 
 }  // namespace
 
@@ -445,14 +464,7 @@ TEST_CASE("valid edge values succeed and write exactly the rows", "[hardening]")
             // the same call in three parts, the last first: the same bytes
             Fixture g(k, d, d == 40 ? POSENC_COS_SIN_HALVES : POSENC_INTERLEAVED);
             e.second(g);
-            const int64_t n = g.call.n;
-            g.call.part = true;
-            const std::pair<int64_t, int64_t> thirds[] = {{2 * n / 3, n}, {n / 3, 2 * n / 3}, {0, n / 3}};
-            for (const auto &r : thirds) {
-              g.call.begin = r.first;
-              g.call.end = r.second;
-              CHECK(ref::invoke(g.call) == POSENC_OK);
-            }
+            in_three_parts(g.call);
             CHECK(std::memcmp(g.out.data(), f.out.data(), f.out.size()) == 0);
           }
     });
@@ -956,11 +968,7 @@ std::vector<RopeCase> rope_cases() {
     no_k(f);
   });
   // positions, explicit: first and last of the 70, both signs
-  const struct {
-    const char *name;
-    int64_t value;
-  } bad_positions[] = {{"2^31", k2p31}, {"-2^31", -k2p31}, {"INT64_MAX", kI64Max}, {"INT64_MIN + 1", kI64Min + 1}};
-  for (const auto &bp : bad_positions)
+  for (const NamedValue &bp : kBadPositions)
     for (bool last : {false, true}) {
       const int64_t v = bp.value;
       add(std::string("explicit position ") + bp.name + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE,
@@ -999,7 +1007,7 @@ std::vector<RopeCase> rope_cases() {
     f.call.token_stride = kI64Max / 4;
     no_k(f);
   });
-  for (const auto &bp : bad_positions)
+  for (const NamedValue &bp : kBadPositions)
     for (int64_t at : {RopeFixture::kRows, 3 * RopeFixture::kRows - 1}) {
       const int64_t v = bp.value;
       add(std::string("axis ") + (at == RopeFixture::kRows ? "1" : "2") + " position " + bp.name,
@@ -1017,13 +1025,8 @@ std::vector<RopeCase> rope_cases() {
     f.call.positions = nullptr;
     f.call.first = k2p31 - 69;
   });
-  const struct {
-    const char *name;
-    int64_t first;
-  } bad_firsts[] = {{"2^31 - 69 (last is 2^31)", k2p31 - 69}, {"-2^31", -k2p31}, {"INT64_MAX", kI64Max},
-                    {"INT64_MAX - 3 (first + n wraps)", kI64Max - 3}, {"POSENC_PAD", POSENC_PAD}, {"2^31", k2p31}};
-  for (const auto &bf : bad_firsts) {
-    const int64_t v = bf.first;
+  for (const NamedValue &bf : kBadFirsts) {
+    const int64_t v = bf.value;
     add(std::string("first = ") + bf.name, POSENC_ERR_OUT_OF_RANGE, rope_any, [v](RopeFixture &f) {
       f.call.first = v;
       f.call.positions = nullptr;
@@ -1279,14 +1282,7 @@ TEST_CASE("RoPE valid edge values succeed and write exactly the rows", "[hardeni
             // the same call in three parts, the last first: the same bytes
             RopeFixture g(k, r, false, r == 64 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES);
             e.second(g);
-            const int64_t n = g.call.n;
-            g.call.part = true;
-            const std::pair<int64_t, int64_t> thirds[] = {{2 * n / 3, n}, {n / 3, 2 * n / 3}, {0, n / 3}};
-            for (const auto &rg : thirds) {
-              g.call.begin = rg.first;
-              g.call.end = rg.second;
-              CHECK(ref::invoke(g.call) == POSENC_OK);
-            }
+            in_three_parts(g.call);
             CHECK(std::memcmp(g.buf.data(), f.buf.data(), f.buf.size()) == 0);
           }
     });
@@ -1299,6 +1295,20 @@ namespace {
 const std::pair<int64_t, int64_t> kBadRanges[] = {
     {-1, 0}, {0, -1}, {1, 0}, {0, 71}, {70, 71}, {71, 71}, {-1, -1}, {kI64Min, 0}, {0, kI64Max}, {kI64Min, kI64Max},
     {kI64Max, kI64Max}, {69, 68}};
+
+// c (a ref::Call or a ref::RopeCall) made a call of n = 0: its part `range` is INVALID, [0, 0) is OK, and
+// buf, the fixture's guarded output, is not written.
+template <class Call, class Buffer>
+void only_empty_part_of_nothing(Call c, const std::pair<int64_t, int64_t> &range, const Buffer &buf) {
+  c.part = true;
+  c.n = 0;
+  c.begin = range.first;
+  c.end = range.second;
+  CHECK(ref::invoke(c) == POSENC_ERR_INVALID);
+  c.begin = c.end = 0;
+  CHECK(ref::invoke(c) == POSENC_OK);
+  CHECK(buf.first_change() == -1);
+}
 
 }  // namespace
 
@@ -1335,14 +1345,7 @@ TEST_CASE("a part's range outside [0, n] is INVALID after the whole call's check
           CHECK(g.out.first_change() == -1);
           // n = 0: the range must be [0, 0)
           Fixture z(k, 13, POSENC_INTERLEAVED);
-          z.call.part = true;
-          z.call.n = 0;
-          z.call.begin = range.first;
-          z.call.end = range.second;
-          CHECK(ref::invoke(z.call) == POSENC_ERR_INVALID);
-          z.call.begin = z.call.end = 0;
-          CHECK(ref::invoke(z.call) == POSENC_OK);
-          CHECK(z.out.first_change() == -1);
+          only_empty_part_of_nothing(z.call, range, z.out);
           checked += 4;
         }
     });
@@ -1377,14 +1380,8 @@ TEST_CASE("a RoPE part's range outside [0, n] is INVALID after the whole call's 
           CHECK(ref::invoke(g.call) == POSENC_ERR_OUT_OF_RANGE);
           CHECK(g.buf.first_change() == -1);
           RopeFixture z(k, 14, false, POSENC_ROPE_HALVES);
-          z.call.part = true;
-          z.call.n = 0;
-          z.call.begin = range.first;
-          z.call.end = range.second;
-          CHECK(ref::invoke(z.call) == POSENC_ERR_INVALID);
-          z.call.begin = z.call.end = 0;
-          CHECK(ref::invoke(z.call) == POSENC_OK);
-          CHECK(z.buf.first_change() == -1);
+          // n = 0: the range must be [0, 0)
+          only_empty_part_of_nothing(z.call, range, z.buf);
         }
     });
 }
