@@ -28,52 +28,13 @@ inputs, positions, frequency factors and op_params (at 2^30 a float64 angle is g
 resolves ggml's float32 angle errors, not the last bit); B against A; the shifted keys against the keys
 computed directly at the shifted positions.
 """
-import json
-import os
 import sys
 
 import numpy as np
 
+from dumps import Dump, find_runs
+
 MODE_NEOX, MODE_MROPE, MODE_IMROPE = 2, 8, 40
-
-
-class Dump:
-    def __init__(self, d):
-        self.dir = d
-        with open(os.path.join(d, "index.json")) as f:
-            self.ix = json.load(f)
-        self.meta = {a["name"]: a for a in self.ix["arrays"]}
-
-    def has(self, name):
-        return name in self.meta
-
-    def get(self, name):
-        a = self.meta[name]
-        dt = {"f32": "<f4", "i32": "<i4"}[a["dtype"]]
-        return np.fromfile(os.path.join(self.dir, a["file"]), dtype=dt).reshape(a["shape"])
-
-    def f16_weights(self):
-        return " F16" in self.ix["model_desc"] or self.ix["model"].endswith("f16.gguf")
-
-    def f32_path(self):
-        """F32 weights and an F32 attention: F32 KV cache and no flash attention (llama-graph.cpp casts an
-        F32 K/V to F16 for ggml_flash_attn_ext, whose CPU kernel also rounds Q to F16)."""
-        return (not self.f16_weights() and self.ix["kv"] == "f32"
-                and self.ix.get("flash_attn_resolved", self.ix["flash_attn"]) == "disabled")
-
-    def phase(self, name):
-        for p in self.ix["phases"]:
-            if p["name"] == name:
-                return p
-        return None
-
-
-def find_runs(root):
-    runs = {}
-    for d, _, files in os.walk(root):
-        if "index.json" in files:
-            runs[os.path.relpath(d, root)] = d
-    return runs
 
 
 def rope_ref(x, pos, op, ff):

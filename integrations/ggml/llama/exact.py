@@ -21,37 +21,16 @@ Prints "OK name: ...", "FAIL name: ..." and "INFO ..." lines; exits 1 when a che
 
 Only what the test models use is evaluated: ext_factor 0 (no YaRN ramp); another value is refused by name.
 """
-import json
-import os
 import sys
 
 import gmpy2
 import numpy as np
 from gmpy2 import mpfr
 
+from dumps import Dump, find_runs
+
 MODE_NORMAL, MODE_NEOX, MODE_MROPE, MODE_VISION, MODE_IMROPE = 0, 2, 8, 24, 40
 PREC = 256
-
-
-class Dump:
-    def __init__(self, d):
-        self.dir = d
-        with open(os.path.join(d, "index.json")) as f:
-            self.ix = json.load(f)
-        self.meta = {a["name"]: a for a in self.ix["arrays"]}
-
-    def get(self, name):
-        a = self.meta[name]
-        dt = {"f32": "<f4", "i32": "<i4", "f16": "<f2"}[a["dtype"]]
-        return np.fromfile(os.path.join(self.dir, a["file"]), dtype=dt).reshape(a["shape"])
-
-
-def find_runs(root):
-    out = {}
-    for d, _, files in os.walk(root):
-        if "index.json" in files:
-            out[os.path.relpath(d, root)] = d
-    return out
 
 
 def axes_of(mode, sections, pairs):
