@@ -84,6 +84,13 @@ void same_as_whole(const char *what, const std::vector<T> &start, const std::fun
   }
 }
 
+// same_as_whole for the wrapper call fn(args...) and its work, fn_work(args...): the call is spelled once, so
+// the two cannot drift apart. The arguments name the buffer same_as_whole hands in as b; rng is the test's.
+#define SAME_AS_WHOLE(T, what, start, fn, ...)                                                                 \
+  same_as_whole<T>(                                                                                           \
+      what, start, [&](std::vector<T> &b) { fn(__VA_ARGS__); },                                               \
+      [&](std::vector<T> &b) { return fn##_work(__VA_ARGS__); }, rng)
+
 }  // namespace
 
 TEST_CASE("every table, rows, fused and timestep work writes the bytes of its wrapper call", "[work]") {
@@ -116,57 +123,25 @@ TEST_CASE("every table, rows, fused and timestep work writes the bytes of its wr
         using VH = std::vector<uint16_t>;
         auto of = [&](VF &b) { return rows_view<float>(b.data(), n, d, stride); };
         auto oh = [&](VH &b) { return rows_view<uint16_t>(b.data(), n, d, stride); };
-        same_as_whole<float>(
-            "table_f32", f0, [&](VF &b) { posenc::table_f32(s, 11, of(b)); },
-            [&](VF &b) { return posenc::table_f32_work(s, 11, of(b)); }, rng);
-        same_as_whole<uint16_t>(
-            "table_bf16", h0, [&](VH &b) { posenc::table_bf16(s, -3, oh(b)); },
-            [&](VH &b) { return posenc::table_bf16_work(s, -3, oh(b)); }, rng);
-        same_as_whole<uint16_t>(
-            "table_f16", h0, [&](VH &b) { posenc::table_f16(s, k2p31 - n, oh(b)); },
-            [&](VH &b) { return posenc::table_f16_work(s, k2p31 - n, oh(b)); }, rng);
-        same_as_whole<float>(
-            "rows_f32", f0, [&](VF &b) { posenc::rows_f32(s, pos, of(b)); },
-            [&](VF &b) { return posenc::rows_f32_work(s, pos, of(b)); }, rng);
-        same_as_whole<uint16_t>(
-            "rows_bf16", h0, [&](VH &b) { posenc::rows_bf16(s, pos, oh(b)); },
-            [&](VH &b) { return posenc::rows_bf16_work(s, pos, oh(b)); }, rng);
-        same_as_whole<uint16_t>(
-            "rows_f16", h0, [&](VH &b) { posenc::rows_f16(s, pos, oh(b)); },
-            [&](VH &b) { return posenc::rows_f16_work(s, pos, oh(b)); }, rng);
+        SAME_AS_WHOLE(float, "table_f32", f0, posenc::table_f32, s, 11, of(b));
+        SAME_AS_WHOLE(uint16_t, "table_bf16", h0, posenc::table_bf16, s, -3, oh(b));
+        SAME_AS_WHOLE(uint16_t, "table_f16", h0, posenc::table_f16, s, k2p31 - n, oh(b));
+        SAME_AS_WHOLE(float, "rows_f32", f0, posenc::rows_f32, s, pos, of(b));
+        SAME_AS_WHOLE(uint16_t, "rows_bf16", h0, posenc::rows_bf16, s, pos, oh(b));
+        SAME_AS_WHOLE(uint16_t, "rows_f16", h0, posenc::rows_f16, s, pos, oh(b));
         // in place: x is the output
-        same_as_whole<float>(
-            "add_f32 in place", f0, [&](VF &b) { posenc::add_f32(s, of(b), 0.5f, positions(pos), of(b)); },
-            [&](VF &b) { return posenc::add_f32_work(s, of(b), 0.5f, positions(pos), of(b)); }, rng);
-        same_as_whole<float>(
-            "add_f32 first + r", f0, [&](VF &b) { posenc::add_f32(s, of(b), -2.0f, positions(7), of(b)); },
-            [&](VF &b) { return posenc::add_f32_work(s, of(b), -2.0f, positions(7), of(b)); }, rng);
-        same_as_whole<float>(
-            "embed_f32", f0, [&](VF &b) { posenc::embed_f32(s, emb32, tok, 1.5f, positions(pos), of(b)); },
-            [&](VF &b) { return posenc::embed_f32_work(s, emb32, tok, 1.5f, positions(pos), of(b)); }, rng);
-        same_as_whole<float>(
-            "embed_bf16", f0, [&](VF &b) { posenc::embed_bf16(s, emb16, tok, 1.0f, positions(5), of(b)); },
-            [&](VF &b) { return posenc::embed_bf16_work(s, emb16, tok, 1.0f, positions(5), of(b)); }, rng);
-        same_as_whole<float>(
-            "embed_f16", f0, [&](VF &b) { posenc::embed_f16(s, emb16, tok, 3.0f, positions(pos), of(b)); },
-            [&](VF &b) { return posenc::embed_f16_work(s, emb16, tok, 3.0f, positions(pos), of(b)); }, rng);
-        same_as_whole<float>(
-            "embed_learned_f32", f0,
-            [&](VF &b) { posenc::embed_learned_f32(emb32, tok, 2.0f, lt, positions(learned_pos), of(b)); },
-            [&](VF &b) { return posenc::embed_learned_f32_work(emb32, tok, 2.0f, lt, positions(learned_pos), of(b)); },
-            rng);
-        same_as_whole<float>(
-            "timesteps_f32", f0, [&](VF &b) { posenc::timesteps_f32(s, times, of(b)); },
-            [&](VF &b) { return posenc::timesteps_f32_work(s, times, of(b)); }, rng);
-        same_as_whole<uint16_t>(
-            "timesteps_bf16", h0, [&](VH &b) { posenc::timesteps_bf16(s, times, oh(b)); },
-            [&](VH &b) { return posenc::timesteps_bf16_work(s, times, oh(b)); }, rng);
-        same_as_whole<uint16_t>(
-            "timesteps_f16", h0, [&](VH &b) { posenc::timesteps_f16(s, times, oh(b)); },
-            [&](VH &b) { return posenc::timesteps_f16_work(s, times, oh(b)); }, rng);
-        same_as_whole<float>(
-            "timesteps_add_f32 in place", f0, [&](VF &b) { posenc::timesteps_add_f32(s, of(b), 0.25f, times, of(b)); },
-            [&](VF &b) { return posenc::timesteps_add_f32_work(s, of(b), 0.25f, times, of(b)); }, rng);
+        SAME_AS_WHOLE(float, "add_f32 in place", f0, posenc::add_f32, s, of(b), 0.5f, positions(pos), of(b));
+        SAME_AS_WHOLE(float, "add_f32 first + r", f0, posenc::add_f32, s, of(b), -2.0f, positions(7), of(b));
+        SAME_AS_WHOLE(float, "embed_f32", f0, posenc::embed_f32, s, emb32, tok, 1.5f, positions(pos), of(b));
+        SAME_AS_WHOLE(float, "embed_bf16", f0, posenc::embed_bf16, s, emb16, tok, 1.0f, positions(5), of(b));
+        SAME_AS_WHOLE(float, "embed_f16", f0, posenc::embed_f16, s, emb16, tok, 3.0f, positions(pos), of(b));
+        SAME_AS_WHOLE(float, "embed_learned_f32", f0, posenc::embed_learned_f32, emb32, tok, 2.0f, lt,
+                      positions(learned_pos), of(b));
+        SAME_AS_WHOLE(float, "timesteps_f32", f0, posenc::timesteps_f32, s, times, of(b));
+        SAME_AS_WHOLE(uint16_t, "timesteps_bf16", h0, posenc::timesteps_bf16, s, times, oh(b));
+        SAME_AS_WHOLE(uint16_t, "timesteps_f16", h0, posenc::timesteps_f16, s, times, oh(b));
+        SAME_AS_WHOLE(float, "timesteps_add_f32 in place", f0, posenc::timesteps_add_f32, s, of(b), 0.25f, times,
+                      of(b));
       }
     });
 }
@@ -204,56 +179,35 @@ TEST_CASE("every RoPE work writes the bytes of its wrapper call", "[work][rope]"
           const posenc::rope &r = *rp;
           const positions pos = r.axes() == 1 ? positions(p1) : positions::axis_major(p3, 3);
           const std::string tag = r.axes() == 1 ? "one axis" : "three axes";
-          same_as_whole<float>(("apply q+k " + tag).c_str(), f0, [&](VF &b) { r.apply(pos, fq(b), fk(b)); },
-                               [&](VF &b) { return r.apply_work(pos, fq(b), fk(b)); }, rng);
-          same_as_whole<float>(("apply q " + tag).c_str(), f0, [&](VF &b) { r.apply(positions(9), fq(b)); },
-                               [&](VF &b) { return r.apply_work(positions(9), fq(b)); }, rng);
-          same_as_whole<uint16_t>(("apply_bf16 q+k " + tag).c_str(), h0,
-                                  [&](VH &b) { r.apply_bf16(pos, fq(b), fk(b)); },
-                                  [&](VH &b) { return r.apply_bf16_work(pos, fq(b), fk(b)); }, rng);
-          same_as_whole<uint16_t>(("apply_bf16 q " + tag).c_str(), h0, [&](VH &b) { r.apply_bf16(pos, fq(b)); },
-                                  [&](VH &b) { return r.apply_bf16_work(pos, fq(b)); }, rng);
-          same_as_whole<uint16_t>(("apply_f16 q+k " + tag).c_str(), h0, [&](VH &b) { r.apply_f16(pos, fq(b), fk(b)); },
-                                  [&](VH &b) { return r.apply_f16_work(pos, fq(b), fk(b)); }, rng);
-          same_as_whole<uint16_t>(("apply_f16 k " + tag).c_str(), h0, [&](VH &b) { r.apply_f16(positions(0), fk(b)); },
-                                  [&](VH &b) { return r.apply_f16_work(positions(0), fk(b)); }, rng);
+          SAME_AS_WHOLE(float, ("apply q+k " + tag).c_str(), f0, r.apply, pos, fq(b), fk(b));
+          SAME_AS_WHOLE(float, ("apply q " + tag).c_str(), f0, r.apply, positions(9), fq(b));
+          SAME_AS_WHOLE(uint16_t, ("apply_bf16 q+k " + tag).c_str(), h0, r.apply_bf16, pos, fq(b), fk(b));
+          SAME_AS_WHOLE(uint16_t, ("apply_bf16 q " + tag).c_str(), h0, r.apply_bf16, pos, fq(b));
+          SAME_AS_WHOLE(uint16_t, ("apply_f16 q+k " + tag).c_str(), h0, r.apply_f16, pos, fq(b), fk(b));
+          SAME_AS_WHOLE(uint16_t, ("apply_f16 k " + tag).c_str(), h0, r.apply_f16, positions(0), fk(b));
           // out of place: x (the q heads) from the k heads' values in the same buffer, and in place
           auto src_of = [&](auto &b) {
             using T = std::remove_reference_t<decltype(b[0])>;
             return heads_view<const T>(b.data() + qh * D, n, qh, D, (qh + 2 * kh) * D, 0);  // every head from one row
           };
-          same_as_whole<float>(("apply_copy " + tag).c_str(), f0, [&](VF &b) { r.apply_copy(pos, src_of(b), fq(b)); },
-                               [&](VF &b) { return r.apply_copy_work(pos, src_of(b), fq(b)); }, rng);
-          same_as_whole<uint16_t>(("apply_copy_bf16 " + tag).c_str(), h0,
-                                  [&](VH &b) { r.apply_copy_bf16(pos, src_of(b), fq(b)); },
-                                  [&](VH &b) { return r.apply_copy_bf16_work(pos, src_of(b), fq(b)); }, rng);
-          same_as_whole<uint16_t>(("apply_copy_f16 in place " + tag).c_str(), h0,
-                                  [&](VH &b) { r.apply_copy_f16(pos, fk(b), fk(b)); },
-                                  [&](VH &b) { return r.apply_copy_f16_work(pos, fk(b), fk(b)); }, rng);
+          SAME_AS_WHOLE(float, ("apply_copy " + tag).c_str(), f0, r.apply_copy, pos, src_of(b), fq(b));
+          SAME_AS_WHOLE(uint16_t, ("apply_copy_bf16 " + tag).c_str(), h0, r.apply_copy_bf16, pos, src_of(b), fq(b));
+          SAME_AS_WHOLE(uint16_t, ("apply_copy_f16 in place " + tag).c_str(), h0, r.apply_copy_f16, pos, fk(b), fk(b));
           // the cache: separate tables and vLLM's cos_sin_cache
           const VF c0 = filled<float>(size_t(n * (D + 3)), 11);
           auto cos_rows = [&](VF &b) { return rows_view<float>(b.data(), n, h, h + 1); };
           auto sin_rows = [&](VF &b) { return rows_view<float>(b.data() + n * (h + 1), n, h, h + 1); };
-          same_as_whole<float>(("cache cos, sin " + tag).c_str(), c0,
-                               [&](VF &b) { r.cache(pos, cos_rows(b), sin_rows(b)); },
-                               [&](VF &b) { return r.cache_work(pos, cos_rows(b), sin_rows(b)); }, rng);
-          same_as_whole<float>(("cache cos_sin " + tag).c_str(), c0,
-                               [&](VF &b) { r.cache(pos, rows_view<float>(b.data(), n, D, D + 3)); },
-                               [&](VF &b) { return r.cache_work(pos, rows_view<float>(b.data(), n, D, D + 3)); }, rng);
+          SAME_AS_WHOLE(float, ("cache cos, sin " + tag).c_str(), c0, r.cache, pos, cos_rows(b), sin_rows(b));
+          SAME_AS_WHOLE(float, ("cache cos_sin " + tag).c_str(), c0, r.cache, pos,
+                        rows_view<float>(b.data(), n, D, D + 3));
           // the shift, by a list and by one delta
           const positions dl = r.axes() == 1 ? positions(deltas) : positions::axis_major(d3, 3);
-          same_as_whole<float>(("shift list " + tag).c_str(), f0, [&](VF &b) { r.shift(dl, fk(b)); },
-                               [&](VF &b) { return r.shift_work(dl, fk(b)); }, rng);
-          same_as_whole<float>(("shift -9 " + tag).c_str(), f0, [&](VF &b) { r.shift(-9, fk(b)); },
-                               [&](VF &b) { return r.shift_work(-9, fk(b)); }, rng);
-          same_as_whole<uint16_t>(("shift_bf16 list " + tag).c_str(), h0, [&](VH &b) { r.shift_bf16(dl, fk(b)); },
-                                  [&](VH &b) { return r.shift_bf16_work(dl, fk(b)); }, rng);
-          same_as_whole<uint16_t>(("shift_bf16 4 " + tag).c_str(), h0, [&](VH &b) { r.shift_bf16(4, fk(b)); },
-                                  [&](VH &b) { return r.shift_bf16_work(4, fk(b)); }, rng);
-          same_as_whole<uint16_t>(("shift_f16 list " + tag).c_str(), h0, [&](VH &b) { r.shift_f16(dl, fq(b)); },
-                                  [&](VH &b) { return r.shift_f16_work(dl, fq(b)); }, rng);
-          same_as_whole<uint16_t>(("shift_f16 -1 " + tag).c_str(), h0, [&](VH &b) { r.shift_f16(-1, fq(b)); },
-                                  [&](VH &b) { return r.shift_f16_work(-1, fq(b)); }, rng);
+          SAME_AS_WHOLE(float, ("shift list " + tag).c_str(), f0, r.shift, dl, fk(b));
+          SAME_AS_WHOLE(float, ("shift -9 " + tag).c_str(), f0, r.shift, -9, fk(b));
+          SAME_AS_WHOLE(uint16_t, ("shift_bf16 list " + tag).c_str(), h0, r.shift_bf16, dl, fk(b));
+          SAME_AS_WHOLE(uint16_t, ("shift_bf16 4 " + tag).c_str(), h0, r.shift_bf16, 4, fk(b));
+          SAME_AS_WHOLE(uint16_t, ("shift_f16 list " + tag).c_str(), h0, r.shift_f16, dl, fq(b));
+          SAME_AS_WHOLE(uint16_t, ("shift_f16 -1 " + tag).c_str(), h0, r.shift_f16, -1, fq(b));
         }
       }
     });
