@@ -27,15 +27,7 @@ double nearest_double(mpfr_srcptr x) {
 }
 
 // |got - exact| in units of the double ULP at exact's binade (the unit floored at 2^-1074).
-double ulps(double got, mpfr_srcptr exact) {
-  Big diff(kPrec + 1200), unit(64);
-  mpfr_sub_d(diff, exact, got, MPFR_RNDN);
-  mpfr_abs(diff, diff, MPFR_RNDN);
-  const long e = mpfr_zero_p(exact) ? -2000 : long(mpfr_get_exp(exact));  // |exact| in [2^(e-1), 2^e)
-  mpfr_set_ui_2exp(unit, 1, std::max(e - 53, -1074L), MPFR_RNDN);
-  mpfr_div(diff, diff, unit, MPFR_RNDN);
-  return mpfr_get_d(diff, MPFR_RNDU);
-}
+double ulps(double got, mpfr_srcptr exact) { return ref::ulp_error_in(got, exact, 53, -1074, kPrec + 1200); }
 
 uint64_t bits(double x) {
   uint64_t b;

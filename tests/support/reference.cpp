@@ -106,15 +106,19 @@ void exact_row_real(const posenc_spec &s, double p, float *row) {
   }
 }
 
-double ulp_error(float got, mpfr_srcptr exact) {
-  Big diff(mpfr_get_prec(exact) + 64), unit(64);
-  mpfr_sub_d(diff, exact, double(got), MPFR_RNDN);  // got is exact in double
+double ulp_error_in(double got, mpfr_srcptr exact, int digits, long min_exp, mpfr_prec_t prec) {
+  Big diff(prec), unit(64);
+  mpfr_sub_d(diff, exact, got, MPFR_RNDN);
   mpfr_abs(diff, diff, MPFR_RNDN);
-  long e = mpfr_zero_p(exact) ? -1000 : long(mpfr_get_exp(exact));  // |exact| in [2^(e-1), 2^e)
-  long ue = std::max(e - 24, -149L);
-  mpfr_set_ui_2exp(unit, 1, ue, MPFR_RNDN);
+  // |exact| in [2^(e-1), 2^e); zero takes the floor
+  const long e = mpfr_zero_p(exact) ? min_exp + digits : long(mpfr_get_exp(exact));
+  mpfr_set_ui_2exp(unit, 1, std::max(e - digits, min_exp), MPFR_RNDN);
   mpfr_div(diff, diff, unit, MPFR_RNDN);
   return mpfr_get_d(diff, MPFR_RNDU);
+}
+
+double ulp_error(float got, mpfr_srcptr exact) {
+  return ulp_error_in(double(got), exact, 24, -149, mpfr_get_prec(exact) + 64);  // got is exact in double
 }
 
 uint32_t bits(float x) {

@@ -48,6 +48,9 @@ void exact_row_real(const posenc_spec &s, double p, float *row);
 
 // |got - exact| in units of the float32 ulp at the exact value's binade, the unit floored at 2^-149.
 double ulp_error(float got, mpfr_srcptr exact);
+// The same for a binary format of `digits` significant bits whose smallest ulp is 2^min_exp (53 and -1074 for
+// double), the difference taken at `prec` bits (enough to hold it exactly, or rounded once).
+double ulp_error_in(double got, mpfr_srcptr exact, int digits, long min_exp, mpfr_prec_t prec);
 
 // Bit patterns, for exact comparisons that tell -0 from +0.
 uint32_t bits(float x);
