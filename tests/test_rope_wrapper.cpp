@@ -89,7 +89,8 @@ void copies_outlive_original(const posenc::rope &built, const posenc::rope &fres
   const void *storage = owned(*original).first;
   original.reset();  // the copies must not point into it
 
-  for (const posenc::rope *q : {&copy, &assigned, &move_assigned, &setter}) {
+  const posenc::rope *const copies[] = {&copy, &assigned, &move_assigned, &setter};
+  for (const posenc::rope *q : copies) {
     const auto [c, own] = owned(*q);
     REQUIRE(c != nullptr);
     CHECK(c == own);
@@ -109,6 +110,108 @@ void copies_outlive_original(const posenc::rope &built, const posenc::rope &fres
 // The owned arrays as (the C spec's pointer, the wrapper's array).
 std::pair<const void *, const void *> freq_of(const posenc::rope &q) { return {q.c_rope().freq, q.freq().data()}; }
 std::pair<const void *, const void *> axis_of(const posenc::rope &q) { return {q.c_rope().axis, q.axis().data()}; }
+
+
+// The calls the "every wrapper call returns the bytes of its C function" cases compare: the cache as two
+// padded tables or as one cos||sin table; apply on [T, H, D] or [H, T, D] (8 heads of D), or on a fused QKV
+// buffer (GQA: Hq query and Hkv key heads of D) against the qk function and against two single calls; bf16
+// and f16 on [T, H, D] and on the fused buffer.
+enum class Call { kCacheTables, kCacheCosSin, kThd, kHtd, kQk, kThdBf16, kThdF16, kQkBf16, kQkF16 };
+
+// Positions as a wrapper call takes them and as its C function does: a list (axis-major for a multi-axis
+// spec), or NULL and first.
+struct At {
+  posenc::positions p;
+  const int64_t *list;
+  int64_t first;
+};
+At list_at(const std::vector<int64_t> &l, int axes) {
+  return {axes == 1 ? posenc::positions(l) : posenc::positions::axis_major(l, axes), l.data(), 0};
+}
+At run_at(int64_t first) { return {posenc::positions(first), nullptr, first}; }
+
+// T tokens of a fused QKV row: Hq + 2 Hkv heads of D.
+struct Qkv {
+  int64_t T, Hq, Hkv, D;
+};
+
+// A wrapper call, cpp(buffer), and its C function, cfn(buffer), on copies of x0: the C function returns
+// POSENC_OK and both write the same bytes. Returns the wrapper's bytes.
+template <class E, class Cpp, class C>
+std::vector<E> same_as_c(const std::vector<E> &x0, Cpp cpp, C cfn) {
+  std::vector<E> a = x0, b = x0;
+  cpp(a.data());
+  REQUIRE(cfn(b.data()) == POSENC_OK);
+  CHECK(same_bytes(a, b));
+  return a;
+}
+
+// One of the calls at the positions `at`, against its C function.
+void call_as_c(const posenc::rope &rp, Call call, const At &at, const Qkv &s) {
+  using HF = posenc::heads_view<float>;
+  using HH = posenc::heads_view<uint16_t>;
+  const posenc_rope &c = rp.c_rope();
+  const int64_t r = rp.rotary_dim(), h = r / 2, T = s.T, Hq = s.Hq, Hkv = s.Hkv, D = s.D;
+  const int64_t row = (Hq + 2 * Hkv) * D;
+  const std::vector<float> x0 = activations(size_t(T * row));
+  const std::vector<uint16_t> y0 = halves(size_t(T * row));
+  switch (call) {
+    case Call::kCacheTables: {
+      std::vector<float> cw(size_t(T * (h + 3)), -2.0f), sw = cw, cc = cw, sc = cw;
+      rp.cache(at.p, posenc::rows_view<float>(cw.data(), T, h, h + 3),
+               posenc::rows_view<float>(sw.data(), T, h, h + 3));
+      REQUIRE(posenc_rope_cache_f32(&c, at.list, at.first, T, cc.data(), h + 3, sc.data(), h + 3) == POSENC_OK);
+      CHECK(same_bytes(cw, cc));
+      CHECK(same_bytes(sw, sc));
+      return;
+    }
+    case Call::kCacheCosSin:
+      same_as_c(std::vector<float>(size_t(T * r), -2.0f),
+                [&](float *o) { rp.cache(at.p, posenc::rows_view<float>(o, T, r)); },
+                [&](float *o) { return posenc_rope_cache_f32(&c, at.list, at.first, T, o, r, o + h, r); });
+      return;
+    case Call::kThd: {
+      const std::vector<float> a =
+          same_as_c(x0, [&](float *o) { rp.apply(at.p, HF::thd(o, T, 8, D)); },
+                    [&](float *o) { return posenc_rope_f32(&c, at.list, at.first, T, o, 8, 8 * D, D); });
+      CHECK(!same_bytes(a, x0));
+      return;
+    }
+    case Call::kHtd:
+      same_as_c(x0, [&](float *o) { rp.apply(at.p, HF::htd(o, 8, T, D)); },
+                [&](float *o) { return posenc_rope_f32(&c, at.list, at.first, T, o, 8, D, T * D); });
+      return;
+    case Call::kQk: {
+      const std::vector<float> a = same_as_c(
+          x0, [&](float *o) { rp.apply(at.p, HF::fused_q(o, T, Hq, Hkv, D), HF::fused_k(o, T, Hq, Hkv, D)); },
+          [&](float *o) {
+            return posenc_rope_qk_f32(&c, at.list, at.first, T, o, Hq, row, D, o + Hq * D, Hkv, row, D);
+          });
+      std::vector<float> two = x0;
+      rp.apply(at.p, HF::fused_q(two.data(), T, Hq, Hkv, D));
+      rp.apply(at.p, HF::fused_k(two.data(), T, Hq, Hkv, D));
+      CHECK(same_bytes(a, two));
+      return;
+    }
+    case Call::kThdBf16:
+    case Call::kThdF16:
+    case Call::kQkBf16:
+    case Call::kQkF16: {  // the two half formats, on one tensor or on q and k
+      const bool bf16 = call == Call::kThdBf16 || call == Call::kQkBf16;
+      const auto apply = [&](auto... views) { bf16 ? rp.apply_bf16(at.p, views...) : rp.apply_f16(at.p, views...); };
+      if (call == Call::kThdBf16 || call == Call::kThdF16) {
+        const auto cfn = bf16 ? posenc_rope_bf16 : posenc_rope_f16;
+        same_as_c(y0, [&](uint16_t *o) { apply(HH::thd(o, T, 8, D)); },
+                  [&](uint16_t *o) { return cfn(&c, at.list, at.first, T, o, 8, 8 * D, D); });
+      } else {
+        const auto cfn = bf16 ? posenc_rope_qk_bf16 : posenc_rope_qk_f16;
+        same_as_c(y0, [&](uint16_t *o) { apply(HH::fused_q(o, T, Hq, Hkv, D), HH::fused_k(o, T, Hq, Hkv, D)); },
+                  [&](uint16_t *o) { return cfn(&c, at.list, at.first, T, o, Hq, row, D, o + Hq * D, Hkv, row, D); });
+      }
+      return;
+    }
+  }
+}
 
 }  // namespace
 
@@ -274,73 +377,19 @@ TEST_CASE("heads views address what the C strides address", "[rope][cpp]") {
 }
 
 TEST_CASE("every RoPE wrapper call returns the bytes of its C function", "[rope][cpp]") {
-  const int64_t T = 5, Hq = 4, Hkv = 2, D = 72;  // every preset below rotates part of a 72-wide head
-  const int64_t row = (Hq + 2 * Hkv) * D;
+  const Qkv shape{5, 4, 2, 72};  // every preset below rotates part of a 72-wide head
   const std::vector<int64_t> pos = {7, POSENC_PAD, -3, 131071, 1 << 20};
   const posenc::rope ropes[] = {posenc::rope::llama3_1(32), posenc::rope::gpt_j_6b().with_attention_scale(1.25),
                                 posenc::rope::gpt_neox_20b(), posenc::rope::deepseek_v2()};
   for (const posenc::rope &rp : ropes) {
-    const posenc_rope &c = rp.c_rope();
-    const int64_t r = rp.rotary_dim(), h = r / 2;
-    INFO("rotary_dim " << r << ", pairs " << int(rp.pairs()));
-
-    // The cache: separate tables with padded rows, and the cos||sin table.
-    std::vector<float> cw(size_t(T * (h + 3)), -2.0f), sw = cw, cc = cw, sc = cw;
-    rp.cache(pos, posenc::rows_view<float>(cw.data(), T, h, h + 3), posenc::rows_view<float>(sw.data(), T, h, h + 3));
-    REQUIRE(posenc_rope_cache_f32(&c, pos.data(), 0, T, cc.data(), h + 3, sc.data(), h + 3) == POSENC_OK);
-    CHECK(same_bytes(cw, cc));
-    CHECK(same_bytes(sw, sc));
-    std::vector<float> both(size_t(T * r), -2.0f), both_c = both;
-    rp.cache(40, posenc::rows_view<float>(both.data(), T, r));
-    REQUIRE(posenc_rope_cache_f32(&c, nullptr, 40, T, both_c.data(), r, both_c.data() + h, r) == POSENC_OK);
-    CHECK(same_bytes(both, both_c));
-
-    // apply on [T, H, D] and [H, T, D], runs and lists.
-    const std::vector<float> x0 = activations(size_t(T * row));
-    std::vector<float> a = x0, b = x0;
-    rp.apply(pos, posenc::heads_view<float>::thd(a.data(), T, 8, D));
-    REQUIRE(posenc_rope_f32(&c, pos.data(), 0, T, b.data(), 8, 8 * D, D) == POSENC_OK);
-    CHECK(same_bytes(a, b));
-    CHECK(!same_bytes(a, x0));
-    a = x0, b = x0;
-    rp.apply(12, posenc::heads_view<float>::htd(a.data(), 8, T, D));
-    REQUIRE(posenc_rope_f32(&c, nullptr, 12, T, b.data(), 8, D, T * D) == POSENC_OK);
-    CHECK(same_bytes(a, b));
-
-    // apply(q, k) on a fused QKV buffer (GQA), against posenc_rope_qk_f32 and against two single calls.
-    a = x0, b = x0;
-    std::vector<float> two = x0;
-    rp.apply(pos, posenc::heads_view<float>::fused_q(a.data(), T, Hq, Hkv, D),
-             posenc::heads_view<float>::fused_k(a.data(), T, Hq, Hkv, D));
-    REQUIRE(posenc_rope_qk_f32(&c, pos.data(), 0, T, b.data(), Hq, row, D, b.data() + Hq * D, Hkv, row, D) ==
-            POSENC_OK);
-    CHECK(same_bytes(a, b));
-    rp.apply(pos, posenc::heads_view<float>::fused_q(two.data(), T, Hq, Hkv, D));
-    rp.apply(pos, posenc::heads_view<float>::fused_k(two.data(), T, Hq, Hkv, D));
-    CHECK(same_bytes(a, two));
-
-    // bf16 and f16, one tensor and q/k.
-    const std::vector<uint16_t> y0 = halves(size_t(T * row));
-    std::vector<uint16_t> u = y0, v = y0;
-    rp.apply_bf16(pos, posenc::heads_view<uint16_t>::thd(u.data(), T, 8, D));
-    REQUIRE(posenc_rope_bf16(&c, pos.data(), 0, T, v.data(), 8, 8 * D, D) == POSENC_OK);
-    CHECK(same_bytes(u, v));
-    u = y0, v = y0;
-    rp.apply_f16(3, posenc::heads_view<uint16_t>::thd(u.data(), T, 8, D));
-    REQUIRE(posenc_rope_f16(&c, nullptr, 3, T, v.data(), 8, 8 * D, D) == POSENC_OK);
-    CHECK(same_bytes(u, v));
-    u = y0, v = y0;
-    rp.apply_bf16(pos, posenc::heads_view<uint16_t>::fused_q(u.data(), T, Hq, Hkv, D),
-                  posenc::heads_view<uint16_t>::fused_k(u.data(), T, Hq, Hkv, D));
-    REQUIRE(posenc_rope_qk_bf16(&c, pos.data(), 0, T, v.data(), Hq, row, D, v.data() + Hq * D, Hkv, row, D) ==
-            POSENC_OK);
-    CHECK(same_bytes(u, v));
-    u = y0, v = y0;
-    rp.apply_f16(9, posenc::heads_view<uint16_t>::fused_q(u.data(), T, Hq, Hkv, D),
-                 posenc::heads_view<uint16_t>::fused_k(u.data(), T, Hq, Hkv, D));
-    REQUIRE(posenc_rope_qk_f16(&c, nullptr, 9, T, v.data(), Hq, row, D, v.data() + Hq * D, Hkv, row, D) ==
-            POSENC_OK);
-    CHECK(same_bytes(u, v));
+    INFO("rotary_dim " << rp.rotary_dim() << ", pairs " << int(rp.pairs()));
+    // runs and lists
+    const At list = list_at(pos, 1);
+    const std::pair<Call, At> calls[] = {
+        {Call::kCacheTables, list}, {Call::kCacheCosSin, run_at(40)}, {Call::kThd, list},
+        {Call::kHtd, run_at(12)},   {Call::kQk, list},                {Call::kThdBf16, list},
+        {Call::kThdF16, run_at(3)}, {Call::kQkBf16, list},            {Call::kQkF16, run_at(9)}};
+    for (const auto &[call, at] : calls) call_as_c(rp, call, at, shape);
   }
 }
 
@@ -694,16 +743,14 @@ TEST_CASE("a rope owns its axis map: copies and moves outlive the original", "[r
 }
 
 TEST_CASE("multi-axis positions: every wrapper call returns the bytes of its C function", "[rope][cpp][axes]") {
-  const int64_t T = 11, Hq = 4, Hkv = 2, D = 128;
-  const int64_t row = (Hq + 2 * Hkv) * D;
+  const int64_t T = 11;
+  const Qkv shape{T, 4, 2, 128};
   const posenc::rope ropes[] = {posenc::rope::qwen2_vl(), posenc::rope::qwen3_vl(), posenc::rope::glm4v(),
                                 posenc::rope::pixtral(), posenc::rope::llama4_vision().with_attention_scale(0.75),
                                 posenc::rope(64).with_sections({4, 4, 4, 4}, posenc::rope_layout::interleaved_4)};
   for (const posenc::rope &rp : ropes) {
-    const posenc_rope &c = rp.c_rope();
-    const int64_t r = rp.rotary_dim(), h = r / 2;
     const int axes = rp.axes();
-    INFO("rotary_dim " << r << ", axes " << axes);
+    INFO("rotary_dim " << rp.rotary_dim() << ", axes " << axes);
     REQUIRE(axes > 1);
     const std::vector<int64_t> list = mixed_positions(T, axes, true);
     const posenc::positions pos = posenc::positions::axis_major(list, axes);
@@ -713,53 +760,11 @@ TEST_CASE("multi-axis positions: every wrapper call returns the bytes of its C f
     CHECK(pos.size() == T * axes);
     CHECK(pos.tokens() == T);
 
-    std::vector<float> cw(size_t(T * (h + 3)), -2.0f), sw = cw, cc = cw, sc = cw;
-    rp.cache(pos, posenc::rows_view<float>(cw.data(), T, h, h + 3), posenc::rows_view<float>(sw.data(), T, h, h + 3));
-    REQUIRE(posenc_rope_cache_f32(&c, list.data(), 0, T, cc.data(), h + 3, sc.data(), h + 3) == POSENC_OK);
-    CHECK(same_bytes(cw, cc));
-    CHECK(same_bytes(sw, sc));
-    std::vector<float> both(size_t(T * r), -2.0f), both_c = both;
-    rp.cache(pos, posenc::rows_view<float>(both.data(), T, r));
-    REQUIRE(posenc_rope_cache_f32(&c, list.data(), 0, T, both_c.data(), r, both_c.data() + h, r) == POSENC_OK);
-    CHECK(same_bytes(both, both_c));
-    rp.cache(77, posenc::rows_view<float>(both.data(), T, r));  // a run: every axis first + t
-    REQUIRE(posenc_rope_cache_f32(&c, nullptr, 77, T, both_c.data(), r, both_c.data() + h, r) == POSENC_OK);
-    CHECK(same_bytes(both, both_c));
-
-    const std::vector<float> x0 = activations(size_t(T * row));
-    std::vector<float> a = x0, b = x0;
-    rp.apply(pos, posenc::heads_view<float>::thd(a.data(), T, 8, D));
-    REQUIRE(posenc_rope_f32(&c, list.data(), 0, T, b.data(), 8, 8 * D, D) == POSENC_OK);
-    CHECK(same_bytes(a, b));
-    CHECK(!same_bytes(a, x0));
-    a = x0, b = x0;
-    rp.apply(pos, posenc::heads_view<float>::fused_q(a.data(), T, Hq, Hkv, D),
-             posenc::heads_view<float>::fused_k(a.data(), T, Hq, Hkv, D));
-    REQUIRE(posenc_rope_qk_f32(&c, list.data(), 0, T, b.data(), Hq, row, D, b.data() + Hq * D, Hkv, row, D) ==
-            POSENC_OK);
-    CHECK(same_bytes(a, b));
-
-    const std::vector<uint16_t> y0 = halves(size_t(T * row));
-    std::vector<uint16_t> u = y0, v = y0;
-    rp.apply_bf16(pos, posenc::heads_view<uint16_t>::thd(u.data(), T, 8, D));
-    REQUIRE(posenc_rope_bf16(&c, list.data(), 0, T, v.data(), 8, 8 * D, D) == POSENC_OK);
-    CHECK(same_bytes(u, v));
-    u = y0, v = y0;
-    rp.apply_f16(pos, posenc::heads_view<uint16_t>::thd(u.data(), T, 8, D));
-    REQUIRE(posenc_rope_f16(&c, list.data(), 0, T, v.data(), 8, 8 * D, D) == POSENC_OK);
-    CHECK(same_bytes(u, v));
-    u = y0, v = y0;
-    rp.apply_bf16(pos, posenc::heads_view<uint16_t>::fused_q(u.data(), T, Hq, Hkv, D),
-                  posenc::heads_view<uint16_t>::fused_k(u.data(), T, Hq, Hkv, D));
-    REQUIRE(posenc_rope_qk_bf16(&c, list.data(), 0, T, v.data(), Hq, row, D, v.data() + Hq * D, Hkv, row, D) ==
-            POSENC_OK);
-    CHECK(same_bytes(u, v));
-    u = y0, v = y0;
-    rp.apply_f16(pos, posenc::heads_view<uint16_t>::fused_q(u.data(), T, Hq, Hkv, D),
-                 posenc::heads_view<uint16_t>::fused_k(u.data(), T, Hq, Hkv, D));
-    REQUIRE(posenc_rope_qk_f16(&c, list.data(), 0, T, v.data(), Hq, row, D, v.data() + Hq * D, Hkv, row, D) ==
-            POSENC_OK);
-    CHECK(same_bytes(u, v));
+    const At at = list_at(list, axes);
+    for (Call call : {Call::kCacheTables, Call::kCacheCosSin, Call::kThd, Call::kQk, Call::kThdBf16, Call::kThdF16,
+                      Call::kQkBf16, Call::kQkF16})
+      call_as_c(rp, call, at, shape);
+    call_as_c(rp, Call::kCacheCosSin, run_at(77), shape);  // a run: every axis first + t
   }
   // A one-axis spec takes axis_major(list, 1) as a plain list.
   const std::vector<int64_t> one = {5, 9, POSENC_PAD};
@@ -1142,12 +1147,12 @@ TEST_CASE("real positions: every wrapper call returns the bytes of its C functio
     CHECK(!same_bytes(a, x0));
     REQUIRE(rp.apply_at_work(at, posenc::heads_view<float>::thd(e.data(), T, 8, d)).run(0, T) == POSENC_OK);
     CHECK(same_bytes(e, b));
-    a = x0, b = x0;
-    rp.apply_at(at, posenc::heads_view<float>::fused_q(a.data(), T, Hq, Hkv, d),
-                posenc::heads_view<float>::fused_k(a.data(), T, Hq, Hkv, d));
-    REQUIRE(posenc_rope_qk_real_f32(&c, at.data(), T, b.data(), Hq, qrow, d, b.data() + Hq * d, Hkv, qrow, d) ==
-            POSENC_OK);
-    CHECK(same_bytes(a, b));
+    using HF = posenc::heads_view<float>;
+    using HH = posenc::heads_view<uint16_t>;
+    same_as_c(x0, [&](float *o) { rp.apply_at(at, HF::fused_q(o, T, Hq, Hkv, d), HF::fused_k(o, T, Hq, Hkv, d)); },
+              [&](float *o) {
+                return posenc_rope_qk_real_f32(&c, at.data(), T, o, Hq, qrow, d, o + Hq * d, Hkv, qrow, d);
+              });
     // copy: the bytes apply_at leaves in a copy
     std::vector<float> dst(x0.size(), 9.0f), inplace = x0;
     rp.apply_copy_at(at, posenc::heads_view<const float>::thd(x0.data(), T, 8, d),
@@ -1156,16 +1161,13 @@ TEST_CASE("real positions: every wrapper call returns the bytes of its C functio
     for (int64_t k = 0; k < T * 8; ++k)
       CHECK(std::memcmp(dst.data() + k * d, inplace.data() + k * d, size_t(r) * 4) == 0);
     const std::vector<uint16_t> y0 = halves(size_t(T * qrow));
-    std::vector<uint16_t> u = y0, v = y0;
-    rp.apply_at_bf16(at, posenc::heads_view<uint16_t>::thd(u.data(), T, 8, d));
-    REQUIRE(posenc_rope_real_bf16(&c, at.data(), T, v.data(), 8, 8 * d, d) == POSENC_OK);
-    CHECK(same_bytes(u, v));
-    u = y0, v = y0;
-    rp.apply_at_f16(at, posenc::heads_view<uint16_t>::fused_q(u.data(), T, Hq, Hkv, d),
-                    posenc::heads_view<uint16_t>::fused_k(u.data(), T, Hq, Hkv, d));
-    REQUIRE(posenc_rope_qk_real_f16(&c, at.data(), T, v.data(), Hq, qrow, d, v.data() + Hq * d, Hkv, qrow, d) ==
-            POSENC_OK);
-    CHECK(same_bytes(u, v));
+    same_as_c(y0, [&](uint16_t *o) { rp.apply_at_bf16(at, HH::thd(o, T, 8, d)); },
+              [&](uint16_t *o) { return posenc_rope_real_bf16(&c, at.data(), T, o, 8, 8 * d, d); });
+    same_as_c(
+        y0, [&](uint16_t *o) { rp.apply_at_f16(at, HH::fused_q(o, T, Hq, Hkv, d), HH::fused_k(o, T, Hq, Hkv, d)); },
+        [&](uint16_t *o) {
+          return posenc_rope_qk_real_f16(&c, at.data(), T, o, Hq, qrow, d, o + Hq * d, Hkv, qrow, d);
+        });
     // a position count that is not axes() per token throws before anything is written
     std::vector<double> short_t(at.begin(), at.end() - 1);
     a = x0;
