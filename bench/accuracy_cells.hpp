@@ -26,7 +26,7 @@ struct Cell {
   std::string impl, kind;  // kind: "posenc" or "peer"
   const char *group;
   int64_t center = 0;  // the group's centre position, where the table has one
-  double base = 0;     // the RoPE base, where the table has several
+  double base = 0;     // the RoPE base, where the table has several (a column of print_cells)
   double max_ulp = 0, max_abs = 0;
   int64_t count = 0;
   bool measured = true;
