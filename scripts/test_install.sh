@@ -46,6 +46,18 @@ headers_from_prefix() {  # what, dependency listing
   return 0
 }
 
+# Builds an example program (compiler, flags and pkg-config's words given), checks that it read the installed
+# headers alone, runs it and checks that a line of its output starts with `reports`.
+pkgconfig_example() {  # what, program, reports, compiler command...
+  local what=$1 program=$2 reports=$3
+  shift 3
+  quiet "$@" -MD -MF "$program.d" -o "$program"
+  headers_from_prefix "$what" "$(cat "$program.d")"
+  "./$program" >"$program.out" || { cat "$program.out"; fail "$what"; }
+  cat "$program.out"
+  grep -q "^$reports" "$program.out" || fail "$what did not report '$reports'"
+}
+
 # The package directory find_package must find for a libdir (cmake/meson.build's rule): CMake searches
 # <prefix>/lib/cmake and <prefix>/lib/<multiarch>/cmake everywhere, <prefix>/lib64/cmake not on Debian.
 cmake_dir_for() {  # libdir relative to the prefix
@@ -147,20 +159,14 @@ cd "$tmp"
 
 echo "== (a) C99 through pkg-config"
 # Only what pkg-config says, without --static: the static archive must link with its Libs alone.
-quiet "${CC:-cc}" -std=c99 -pedantic-errors -Wall -Wextra -Werror -MD -MF c_example.d examples/c_pkgconfig/main.c \
-  $(pkg-config --cflags --libs posenc) -o c_example
-headers_from_prefix "the C example" "$(cat c_example.d)"
-./c_example >c_example.out || { cat c_example.out; fail "the C example"; }
-cat c_example.out
-grep -q "^posenc $version," c_example.out || fail "the C example did not report version $version"
+pkgconfig_example "the C example" c_example "posenc $version," \
+  "${CC:-cc}" -std=c99 -pedantic-errors -Wall -Wextra -Werror examples/c_pkgconfig/main.c \
+  $(pkg-config --cflags --libs posenc)
 
 echo "== (rope_decode) the RoPE step of a decode loop, C99 through pkg-config"
-quiet "${CC:-cc}" -std=c99 -pedantic-errors -Wall -Wextra -Werror -MD -MF rope_decode.d examples/rope_decode/main.c \
-  $(pkg-config --cflags --libs posenc) -o rope_decode
-headers_from_prefix "the RoPE example" "$(cat rope_decode.d)"
-./rope_decode >rope_decode.out || { cat rope_decode.out; fail "the RoPE example"; }
-cat rope_decode.out
-grep -q "^rope_decode: ok" rope_decode.out || fail "the RoPE example did not report ok"
+pkgconfig_example "the RoPE example" rope_decode "rope_decode: ok" \
+  "${CC:-cc}" -std=c99 -pedantic-errors -Wall -Wextra -Werror examples/rope_decode/main.c \
+  $(pkg-config --cflags --libs posenc)
 
 if [ -n "$ggml_prefix" ]; then
   echo "== (ggml_rope) one attention block's q/k RoPE, ggml's and posenc's drop-in, C11 through pkg-config"
@@ -168,13 +174,9 @@ if [ -n "$ggml_prefix" ]; then
   ggml_pkg=$PKG_CONFIG_PATH:$ggml_prefix/lib/pkgconfig
   [ "$(PKG_CONFIG_PATH=$ggml_pkg pkg-config --modversion posenc-ggml)" = "$version" ] ||
     fail "posenc-ggml.pc version is not $version"
-  quiet "${CC:-cc}" -std=c11 -pedantic-errors -Wall -Wextra -Werror -MD -MF ggml_rope.d examples/ggml_rope/main.c \
-    $(PKG_CONFIG_PATH=$ggml_pkg pkg-config --cflags --libs posenc-ggml) -lggml-cpu -Wl,-rpath,"$ggml_prefix/lib" \
-    -o ggml_rope
-  headers_from_prefix "the ggml example" "$(cat ggml_rope.d)"
-  ./ggml_rope >ggml_rope.out || { cat ggml_rope.out; fail "the ggml example"; }
-  cat ggml_rope.out
-  grep -q "^ggml_rope: ok" ggml_rope.out || fail "the ggml example did not report ok"
+  pkgconfig_example "the ggml example" ggml_rope "ggml_rope: ok" \
+    "${CC:-cc}" -std=c11 -pedantic-errors -Wall -Wextra -Werror examples/ggml_rope/main.c \
+    $(PKG_CONFIG_PATH=$ggml_pkg pkg-config --cflags --libs posenc-ggml) -lggml-cpu -Wl,-rpath,"$ggml_prefix/lib"
 fi
 
 echo "== (threads) posenc::work split over std::threads by posenc/threads.hpp, C++17 through pkg-config"
@@ -196,12 +198,8 @@ int main() {  // a 4096 x 512 table on 4 threads: the bytes of the unsplit call
   return same ? 0 : 1;
 }
 CPP
-quiet "${CXX:-c++}" -std=c++17 -Wall -Wextra -Werror -pthread -MD -MF threads_example.d threads_example.cpp \
-  $(pkg-config --cflags --libs posenc) -o threads_example
-headers_from_prefix "the threads example" "$(cat threads_example.d)"
-./threads_example >threads_example.out || { cat threads_example.out; fail "the threads example"; }
-cat threads_example.out
-grep -q "^threads: ok" threads_example.out || fail "the threads example did not report ok"
+pkgconfig_example "the threads example" threads_example "threads: ok" \
+  "${CXX:-c++}" -std=c++17 -Wall -Wextra -Werror -pthread threads_example.cpp $(pkg-config --cflags --libs posenc)
 
 cmake_example cpp_cmake cpp_example
 grep -q "^posenc $version (CMake package $version)" cpp_example.out || fail "the CMake package is not version $version"
