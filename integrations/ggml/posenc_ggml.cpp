@@ -87,48 +87,22 @@ void timestep_op(ggml_tensor *dst, int ith, int nth, void *) {
 
 extern "C" {
 
-ggml_tensor *posenc_ggml_rope_ext(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, int n_dims,
-                                  int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-                                  float attn_factor, float beta_fast, float beta_slow) {
-  return build(ctx, a, b, c, n_dims, nullptr, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
-               beta_fast, beta_slow, false, true);
-}
-
-ggml_tensor *posenc_ggml_rope_ext_inplace(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, int n_dims,
-                                          int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-                                          float attn_factor, float beta_fast, float beta_slow) {
-  return build(ctx, a, b, c, n_dims, nullptr, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
-               beta_fast, beta_slow, true, true);
-}
-
-ggml_tensor *posenc_ggml_rope_ext_back(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, int n_dims,
-                                       int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-                                       float attn_factor, float beta_fast, float beta_slow) {
-  return build(ctx, a, b, c, n_dims, nullptr, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
-               beta_fast, beta_slow, false, false);
-}
-
-ggml_tensor *posenc_ggml_rope_multi(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, int n_dims,
-                                    int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale,
-                                    float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
-  return build(ctx, a, b, c, n_dims, sections, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
-               beta_fast, beta_slow, false, true);
-}
-
-ggml_tensor *posenc_ggml_rope_multi_inplace(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c,
-                                            int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base,
-                                            float freq_scale, float ext_factor, float attn_factor, float beta_fast,
-                                            float beta_slow) {
-  return build(ctx, a, b, c, n_dims, sections, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
-               beta_fast, beta_slow, true, true);
-}
-
-ggml_tensor *posenc_ggml_rope_multi_back(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, int n_dims,
-                                         int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale,
-                                         float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
-  return build(ctx, a, b, c, n_dims, sections, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
-               beta_fast, beta_slow, false, false);
-}
+// One builder of posenc/ggml.h through build(): `dims` its parameters from n_dims to mode, in parentheses;
+// inplace, or a new tensor; forward, or the backward operation (ggml_rope_*_back).
+#define POSENC_GGML_UNPAREN(...) __VA_ARGS__
+#define POSENC_GGML_ROPE_BUILDER(name, dims, sections, inplace, forward)                                               \
+  ggml_tensor *name(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, POSENC_GGML_UNPAREN dims,       \
+                    int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor,            \
+                    float beta_fast, float beta_slow) {                                                                \
+    return build(ctx, a, b, c, n_dims, sections, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,     \
+                 beta_fast, beta_slow, inplace, forward);                                                              \
+  }
+POSENC_GGML_ROPE_BUILDER(posenc_ggml_rope_ext, (int n_dims, int mode), nullptr, false, true)
+POSENC_GGML_ROPE_BUILDER(posenc_ggml_rope_ext_inplace, (int n_dims, int mode), nullptr, true, true)
+POSENC_GGML_ROPE_BUILDER(posenc_ggml_rope_ext_back, (int n_dims, int mode), nullptr, false, false)
+POSENC_GGML_ROPE_BUILDER(posenc_ggml_rope_multi, (int n_dims, int sections[4], int mode), sections, false, true)
+POSENC_GGML_ROPE_BUILDER(posenc_ggml_rope_multi_inplace, (int n_dims, int sections[4], int mode), sections, true, true)
+POSENC_GGML_ROPE_BUILDER(posenc_ggml_rope_multi_back, (int n_dims, int sections[4], int mode), sections, false, false)
 
 int posenc_ggml_is_rope(const ggml_tensor *t) {
   if (!t || t->op != GGML_OP_CUSTOM) return 0;

@@ -69,18 +69,9 @@ std::unique_ptr<FreqSet> make_set(const Record &r, const float *factors) {
   auto set = std::make_unique<FreqSet>();
   if (factors) set->factors.assign(factors, factors + r.pairs);
   set->freq.resize(size_t(r.pairs));
-  posenc_ggml_rope_params g{};
-  g.n_dims = r.key.n_dims;
-  g.pairs = r.pairs;
-  g.index = r.index.data();
-  g.factors = factors;
-  g.freq_base = r.key.base;
-  g.freq_scale = r.key.fs;
-  g.ext_factor = r.key.ef;
-  g.attn_factor = r.key.af;
-  g.beta_fast = r.key.bf;
-  g.beta_slow = r.key.bs;
-  g.n_ctx_orig = r.key.n_ctx_orig;
+  // posenc.h's fields in order: n_dims, pairs, index, factors, freq_base .. beta_slow (the key's six), n_ctx_orig
+  const posenc_ggml_rope_params g{r.key.n_dims, r.pairs,  r.index.data(), factors,  r.key.base, r.key.fs,
+                                  r.key.ef,     r.key.af, r.key.bf,       r.key.bs, r.key.n_ctx_orig};
   double m = 1.0;
   set->ok = posenc_rope_ggml_frequencies(&g, set->freq.data(), &m) == POSENC_OK;
   set->rope = posenc_rope_default(2 * r.pairs);
@@ -98,25 +89,13 @@ template <class T>
 struct Calls;
 template <>
 struct Calls<float> {
-  static posenc_status in_place(const posenc_rope *rope, const int64_t *pos, int64_t n, float *x, int64_t heads,
-                                int64_t ts, int64_t hs, int64_t b, int64_t e) {
-    return posenc_rope_f32_part(rope, pos, 0, n, x, heads, ts, hs, b, e);
-  }
-  static posenc_status copy(const posenc_rope *rope, const int64_t *pos, int64_t n, const float *src, int64_t sts,
-                            int64_t shs, float *x, int64_t heads, int64_t ts, int64_t hs, int64_t b, int64_t e) {
-    return posenc_rope_copy_f32_part(rope, pos, 0, n, src, sts, shs, x, heads, ts, hs, b, e);
-  }
+  static constexpr auto in_place = posenc_rope_f32_part;
+  static constexpr auto copy = posenc_rope_copy_f32_part;
 };
 template <>
 struct Calls<uint16_t> {
-  static posenc_status in_place(const posenc_rope *rope, const int64_t *pos, int64_t n, uint16_t *x, int64_t heads,
-                                int64_t ts, int64_t hs, int64_t b, int64_t e) {
-    return posenc_rope_f16_part(rope, pos, 0, n, x, heads, ts, hs, b, e);
-  }
-  static posenc_status copy(const posenc_rope *rope, const int64_t *pos, int64_t n, const uint16_t *src, int64_t sts,
-                            int64_t shs, uint16_t *x, int64_t heads, int64_t ts, int64_t hs, int64_t b, int64_t e) {
-    return posenc_rope_copy_f16_part(rope, pos, 0, n, src, sts, shs, x, heads, ts, hs, b, e);
-  }
+  static constexpr auto in_place = posenc_rope_f16_part;
+  static constexpr auto copy = posenc_rope_copy_f16_part;
 };
 
 // Whether rows at base with these byte strides are rows posenc's calls take: whole elements apart, aligned.
@@ -143,7 +122,7 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, in
     const char *src = static_cast<const char *>(a->data) + i3 * a->nb[3];
     if (whole && whole_elements<T>(src, a->nb[1], a->nb[2])) {
       const posenc_status st =
-          Calls<T>::copy(rope, pos, n, reinterpret_cast<const T *>(src) + node.offs, int64_t(a->nb[2]) / esize,
+          Calls<T>::copy(rope, pos, 0, n, reinterpret_cast<const T *>(src) + node.offs, int64_t(a->nb[2]) / esize,
                          int64_t(a->nb[1]) / esize, reinterpret_cast<T *>(base) + node.offs, heads, ts, hs, b, e);
       if (st != POSENC_OK && st != POSENC_ERR_INVALID) return st;
       if (st == POSENC_OK) {
@@ -169,7 +148,7 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, in
   }
   if (whole) {
     T *x = reinterpret_cast<T *>(base) + node.offs;
-    const posenc_status st = Calls<T>::in_place(rope, pos, n, x, heads, ts, hs, b, e);
+    const posenc_status st = Calls<T>::in_place(rope, pos, 0, n, x, heads, ts, hs, b, e);
     if (st != POSENC_ERR_INVALID) return st;  // INVALID: rows overlap; one at a time below
   }
   std::vector<T> buf(size_t(node.rotary_dim));
@@ -179,7 +158,8 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, in
     for (int64_t j = 0; j < heads; ++j) {
       char *row = base + t * dst->nb[2] + j * dst->nb[1] + node.offs * esize;
       std::memcpy(buf.data(), row, buf.size() * sizeof(T));
-      const posenc_status st = Calls<T>::in_place(rope, one, 1, buf.data(), 1, node.rotary_dim, node.rotary_dim, 0, 1);
+      const posenc_status st =
+          Calls<T>::in_place(rope, one, 0, 1, buf.data(), 1, node.rotary_dim, node.rotary_dim, 0, 1);
       if (st != POSENC_OK) return st;
       std::memcpy(row, buf.data(), buf.size() * sizeof(T));
     }

@@ -20,6 +20,14 @@
 
 namespace ggml_test {
 
+// ggml's RoPE modes by their initials (normal, NeoX, M-RoPE, interleaved M-RoPE, vision).
+namespace modes {
+constexpr int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_TYPE_MROPE, I = GGML_ROPE_TYPE_IMROPE,
+              V = GGML_ROPE_TYPE_VISION;
+}
+// The largest position posenc and ggml's I32 positions take: 2^31 - 1.
+constexpr int32_t kMax = 2147483647;
+
 inline uint64_t splitmix(uint64_t &s) {
   uint64_t z = (s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

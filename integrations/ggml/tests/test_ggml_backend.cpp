@@ -33,10 +33,8 @@
 
 namespace {
 
-constexpr int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_TYPE_MROPE, I = GGML_ROPE_TYPE_IMROPE,
-              V = GGML_ROPE_TYPE_VISION;
-constexpr int32_t kMax = 2147483647;
-
+using namespace ggml_test::modes;
+using ggml_test::kMax;
 using ggml_test::splitmix;
 using ggml_test::uniform;
 
@@ -70,6 +68,26 @@ void set_threads(ggml_backend_t backend, int n) {
   REQUIRE(fn != nullptr);
   fn(backend, n);
 }
+
+// out as the last node of a graph that ggml's scheduler splits over `backends` (the CPU backend last), each on
+// `threads` threads, its tensors allocated; compute() once the inputs are set.
+struct ScheduledGraph {
+  ggml_cgraph *gf = nullptr;
+  ggml_backend_sched_t sched = nullptr;
+  ScheduledGraph(ggml_context *ctx, ggml_tensor *out, std::vector<ggml_backend_t> &backends, int threads) {
+    ggml_set_output(out);
+    gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, out);
+    for (ggml_backend_t be : backends) set_threads(be, threads);
+    sched = ggml_backend_sched_new(backends.data(), nullptr, int(backends.size()), GGML_DEFAULT_GRAPH_SIZE, false,
+                                   true);
+    REQUIRE(ggml_backend_sched_alloc_graph(sched, gf));
+  }
+  ScheduledGraph(const ScheduledGraph &) = delete;
+  ScheduledGraph &operator=(const ScheduledGraph &) = delete;
+  ~ScheduledGraph() { ggml_backend_sched_free(sched); }
+  void compute() { REQUIRE(ggml_backend_sched_graph_compute(sched, gf) == GGML_STATUS_SUCCESS); }
+};
 
 // One RoPE node, as a program's graph has it.
 struct Case {
@@ -182,19 +200,13 @@ Result run(const Case &c, Builder by, const Inputs &in, std::vector<ggml_backend
   if (c.view == 1) a = ggml_view_4d(ctx, x, c.ne[0], c.ne[1], c.ne[2], c.ne[3], x->nb[1] * 2, x->nb[2], x->nb[3], 0);
   if (c.view == 2) a = ggml_cont(ctx, x);  // a copy of x, in a tensor ggml-alloc owns
   ggml_tensor *out = rope(ctx, c, by, a, b, f);
-  ggml_set_output(out);
-  ggml_cgraph *gf = ggml_new_graph(ctx);
-  ggml_build_forward_expand(gf, out);
-  for (ggml_backend_t be : backends) set_threads(be, threads);
-  ggml_backend_sched_t sched =
-      ggml_backend_sched_new(backends.data(), nullptr, int(backends.size()), GGML_DEFAULT_GRAPH_SIZE, false, true);
-  REQUIRE(ggml_backend_sched_alloc_graph(sched, gf));
+  ScheduledGraph graph(ctx, out, backends, threads);
   ggml_backend_tensor_set(x, in.x.data(), 0, in.x.size());
   ggml_backend_tensor_set(b, in.pos.data(), 0, in.pos.size() * 4);
   if (f) ggml_backend_tensor_set(f, in.factors.data(), 0, in.factors.size() * 4);
-  REQUIRE(ggml_backend_sched_graph_compute(sched, gf) == GGML_STATUS_SUCCESS);
+  graph.compute();
   Result r;
-  r.splits = ggml_backend_sched_get_n_splits(sched);
+  r.splits = ggml_backend_sched_get_n_splits(graph.sched);
   r.in_place = out->data == a->data;
   const size_t es = ggml_element_size(out);
   std::vector<uint8_t> row(size_t(out->ne[0]) * es);
@@ -205,7 +217,6 @@ Result run(const Case &c, Builder by, const Inputs &in, std::vector<ggml_backend
                                 row.size());
         r.bytes.insert(r.bytes.end(), row.begin(), row.end());
       }
-  ggml_backend_sched_free(sched);
   ggml_free(ctx);
   return r;
 }
@@ -223,15 +234,22 @@ struct Backends {
 std::vector<Case> cases() {
   std::vector<Case> out;
   const std::array<int, 4> none{0, 0, 0, 0}, qwen25{16, 24, 24, 0}, qwen3{24, 20, 20, 0}, vit{16, 16, 0, 0};
+  // every mode, forward and back, with and without freq_factors
+  struct Shape {
+    std::array<int64_t, 4> ne;
+    int n_dims, mode;
+    std::array<int, 4> sections;
+  };
+  const Shape shapes[] = {{{128, 8, 9, 1}, 128, N, none},
+                          {{128, 8, 9, 1}, 128, X, none},
+                          {{128, 6, 7, 1}, 128, M, qwen25},
+                          {{128, 6, 7, 1}, 128, I, qwen3},
+                          {{64, 4, 5, 1}, 32, V, vit}};
   for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16})
     for (bool back : {false, true})
-      for (bool factors : {false, true}) {
-        out.push_back({type, {128, 8, 9, 1}, 128, N, none, factors, back, false, 0, 1.0f, 0.0f, 0});
-        out.push_back({type, {128, 8, 9, 1}, 128, X, none, factors, back, false, 0, 1.0f, 0.0f, 0});
-        out.push_back({type, {128, 6, 7, 1}, 128, M, qwen25, factors, back, false, 0, 1.0f, 0.0f, 0});
-        out.push_back({type, {128, 6, 7, 1}, 128, I, qwen3, factors, back, false, 0, 1.0f, 0.0f, 0});
-        out.push_back({type, {64, 4, 5, 1}, 32, V, vit, factors, back, false, 0, 1.0f, 0.0f, 0});
-      }
+      for (bool factors : {false, true})
+        for (const Shape &h : shapes)
+          out.push_back({type, h.ne, h.n_dims, h.mode, h.sections, factors, back, false, 0, 1.0f, 0.0f, 0});
   for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16}) {
     // partial rotation (Phi, StableLM), YaRN (DeepSeek, Qwen long contexts), 4-D, views, in place
     out.push_back({type, {80, 4, 5, 1}, 32, X, none, false, false, false, 0, 1.0f, 0.0f, 0});
@@ -386,18 +404,11 @@ std::vector<uint8_t> timesteps(const std::vector<float> &ts, int dim, Builder by
   ggml_set_input(t);
   ggml_tensor *out = by == Builder::twin ? posenc_ggml_timestep_embedding(ctx, t, dim, 10000)
                                          : ggml_timestep_embedding(ctx, t, dim, 10000);
-  ggml_set_output(out);
-  ggml_cgraph *gf = ggml_new_graph(ctx);
-  ggml_build_forward_expand(gf, out);
-  for (ggml_backend_t be : backends) set_threads(be, threads);
-  ggml_backend_sched_t sched =
-      ggml_backend_sched_new(backends.data(), nullptr, int(backends.size()), GGML_DEFAULT_GRAPH_SIZE, false, true);
-  REQUIRE(ggml_backend_sched_alloc_graph(sched, gf));
+  ScheduledGraph graph(ctx, out, backends, threads);
   ggml_backend_tensor_set(t, ts.data(), 0, ts.size() * 4);
-  REQUIRE(ggml_backend_sched_graph_compute(sched, gf) == GGML_STATUS_SUCCESS);
+  graph.compute();
   std::vector<uint8_t> bytes(ggml_nbytes(out));
   ggml_backend_tensor_get(out, bytes.data(), 0, bytes.size());
-  ggml_backend_sched_free(sched);
   ggml_free(ctx);
   return bytes;
 }

@@ -25,11 +25,9 @@
 
 namespace {
 
-constexpr int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_TYPE_MROPE, I = GGML_ROPE_TYPE_IMROPE,
-              V = GGML_ROPE_TYPE_VISION;
-constexpr int32_t kMax = 2147483647;
-
+using namespace ggml_test::modes;
 using ggml_test::aborts;
+using ggml_test::kMax;
 using ggml_test::splitmix;
 using ggml_test::uniform;
 

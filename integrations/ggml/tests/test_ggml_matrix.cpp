@@ -65,8 +65,7 @@ std::vector<RopeCase> matrix() {
                  int v, bool fw, const char *group, bool inplace = false, int n_offs = 0) {
     out.push_back(RopeCase{type, ne, n_dims, mode, 512, fs, ef, af, ff, v, fw, inplace, n_offs, group});
   };
-  const int N = GGML_ROPE_TYPE_NORMAL, X = GGML_ROPE_TYPE_NEOX, M = GGML_ROPE_TYPE_MROPE, I = GGML_ROPE_TYPE_IMROPE,
-            V = GGML_ROPE_TYPE_VISION;
+  using namespace ggml_test::modes;
   for (bool fw : {true, false}) {
     bool all = true;
     for (float fs : {1.0f, 1.4245f})
