@@ -11,12 +11,12 @@
 #include <random>
 #include <vector>
 
-#include "exact.hpp"
-#include "freq.hpp"
-#include "isa_entry.hpp"
-#include "kernel.hpp"
-#include "mp.hpp"
-#include "simd_scalar.hpp"
+#include "setup/exact.hpp"
+#include "setup/freq.hpp"
+#include "support/isa_hooks.hpp"
+#include "kernel/kernel.hpp"
+#include "setup/mp.hpp"
+#include "simd/simd_scalar.hpp"
 #include "support/reference.hpp"
 
 namespace mp = posenc::mp;

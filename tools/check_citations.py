@@ -5,7 +5,7 @@
 
 Reads every text file git tracks under ROOT (or every file, outside a git checkout) and checks three kinds of
 citation:
-  1. paths into the repository's own directories (lib/values_rows.hpp, docs/rope.md, tests/support/...): the
+  1. paths into the repository's own directories (lib/kernel/values_rows.hpp, docs/rope.md, tests/support/...): the
      file or directory must exist;
   2. documents of the project's history that never were in the clone (CONTRACT.md, STYLE.md,
      KERNEL-NOTES.md, ROPE-NOTES.md): always an error, whatever the path in front of them;

@@ -21,7 +21,10 @@ DETAIL = re.compile(r"\bposenc\s*::\s*detail\b")
 
 
 def check(root):
-    lib = set(os.listdir(os.path.join(root, "lib")))
+    lib_dir = os.path.join(root, "lib")
+    lib = set()  # each file of lib/ as the build's include path lets it be written: "setup/freq.hpp"
+    for dirpath, _, names in os.walk(lib_dir):
+        lib.update(os.path.relpath(os.path.join(dirpath, n), lib_dir).replace(os.sep, "/") for n in names)
     bad, files = [], 0
     for top in DIRS:
         for dirpath, _, names in os.walk(os.path.join(root, top)):
@@ -31,17 +34,16 @@ def check(root):
                 path = os.path.join(dirpath, name)
                 rel = os.path.relpath(path, root)
                 files += 1
-                local = set(os.listdir(dirpath))
                 with open(path, encoding="utf-8", errors="replace") as fh:
                     for no, line in enumerate(fh, 1):
                         m = INCLUDE.match(line)
                         if m:
                             inc = m.group(1)
-                            base = os.path.basename(inc)
                             through_lib = "lib/" in inc.replace("\\", "/") and not inc.startswith("posenc/")
-                            # a file of lib/ by its bare name (the build puts lib/ on the include path), unless
-                            # the including directory has a file of that name itself
-                            if through_lib or (inc == base and base in lib and base not in local):
+                            # a file of lib/ by its path below lib/ (the build puts lib/ on the include path),
+                            # unless the including directory has a file of that path itself
+                            inside = inc in lib and not os.path.exists(os.path.join(dirpath, inc))
+                            if through_lib or inside:
                                 bad.append("%s:%d: includes %s, a file of lib/" % (rel, no, inc))
                         if DETAIL.search(line.split("//")[0]):
                             bad.append("%s:%d: names posenc::detail" % (rel, no))

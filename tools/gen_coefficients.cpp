@@ -1,5 +1,5 @@
 // Prints the Taylor coefficients of sin(pi t / 2) and cos(pi t / 2) in t, correctly rounded to double,
-// as used by lib/kernel.hpp. Build: g++ -O1 tools/gen_coefficients.cpp -lmpfr -lgmp
+// as used by lib/kernel/kernel.hpp. Build: g++ -O1 tools/gen_coefficients.cpp -lmpfr -lgmp
 // tests/test_internals.cpp checks the committed values against MPFR.
 #include <mpfr.h>
 #include <cstdio>

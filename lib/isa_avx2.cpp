@@ -1,8 +1,0 @@
-// The AVX2 path (AVX2 + FMA + F16C): the only unit compiled with those flags.
-#include "isa_entry.hpp"
-#include "kernel.hpp"
-#include "simd_avx2.hpp"
-
-namespace posenc {
-POSENC_DEFINE_ISA(avx2, Simd<xsimd::fma3<xsimd::avx2>>)
-}  // namespace posenc

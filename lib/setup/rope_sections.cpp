@@ -1,0 +1,128 @@
+// posenc_rope_sections: the axis of every pair (and, for the vision layouts, its frequency) from the section
+// sizes models give (HF's mrope_section, ggml's sections[4]); docs/rope.md, "Multi-axis RoPE". Everything is
+// checked, and every frequency computed, before anything is written.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "abi/abi.hpp"
+#include "abi/enum_lists.hpp"
+#include "posenc/posenc.h"
+#include "setup/rope_powers.hpp"
+
+namespace posenc {
+namespace detail {
+namespace {
+
+constexpr int kSections = 4;
+
+// Sector j (pair i mod the sections' sum) of the chunked layouts: its section a and its index k in it.
+struct Place {
+  int a;
+  int64_t k;
+};
+Place chunked(const int64_t *sec, int64_t j) {
+  int a = 0;
+  while (a + 1 < kSections && j >= sec[a]) j -= sec[a++];
+  return Place{a, j};
+}
+
+// Qwen3-VL (HF apply_interleaved_mrope): height on j = 1 mod 3 below 3 s1, width on j = 2 mod 3 below 3 s2,
+// the temporal axis everywhere else. ggml IMROPE: the temporal axis only on j = 0 mod 3 below 3 s0, and its
+// fourth position slot everywhere else.
+int interleaved(const int64_t *sec, int64_t j, bool fourth) {
+  if (j % 3 == 1 && j < 3 * sec[1]) return 1;
+  if (j % 3 == 2 && j < 3 * sec[2]) return 2;
+  if (!fourth || (j % 3 == 0 && j < 3 * sec[0])) return 0;
+  return 3;
+}
+
+posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layout, uint8_t *axis_out,
+                            double *freq_out) {
+  if (!rope || !sections || !axis_out) return POSENC_ERR_NULL;
+#define POSENC_ONE(ENUM, name) +1
+  constexpr int kLayouts = 0 POSENC_ROPE_LAYOUT_LIST(POSENC_ONE);  // lib/abi/enum_lists.hpp
+#undef POSENC_ONE
+  if (layout < 0 || layout >= kLayouts) return POSENC_ERR_INVALID;
+  const bool frequencies =
+      layout == POSENC_SECTIONS_VISION || layout == POSENC_SECTIONS_STRIDED || layout == POSENC_SECTIONS_PER_AXIS;
+  if (frequencies && !freq_out) return POSENC_ERR_NULL;
+  const int64_t r = rope->rotary_dim;
+  if (r < 2 || r % 2 != 0) return POSENC_ERR_INVALID;
+  const int64_t h = r / 2;
+  int64_t sum = 0;
+  int last = -1;
+  for (int a = 0; a < kSections; ++a) {
+    if (sections[a] < 0 || sections[a] > h) return POSENC_ERR_INVALID;
+    sum += sections[a];
+    if (sections[a] > 0) last = a;
+  }
+  if (sum == 0 || sum > h) return POSENC_ERR_INVALID;
+  if (layout == POSENC_SECTIONS_ALTERNATING && (sections[1] != sections[2] || sections[3] != 0))
+    return POSENC_ERR_INVALID;
+  int axes = last + 1;
+  if (layout == POSENC_SECTIONS_INTERLEAVED || layout == POSENC_SECTIONS_ALTERNATING) axes = 3;
+  if (layout == POSENC_SECTIONS_INTERLEAVED_4) axes = 4;
+  if (frequencies && !(rope->base > 0.0 && std::isfinite(rope->base))) return POSENC_ERR_INVALID;
+
+  // The frequencies base^(-index/h): index 2k (VISION) or A k + a (STRIDED) for the pair's place k in its
+  // section a; PER_AXIS's base^(-k/s_a) is base^(-(k L/s_a)/L) over the common denominator L = lcm(s_a).
+  // rope_powers checks their range before it writes any.
+  if (frequencies) {
+    int64_t den = h;
+    if (layout == POSENC_SECTIONS_PER_AXIS) {
+      den = 1;
+      for (int a = 0; a < kSections; ++a) {
+        if (sections[a] == 0) continue;
+        int64_t x = den, y = sections[a];
+        while (y != 0) x = std::exchange(y, x % y);   // gcd
+        if (den / x > (int64_t(1) << 40) / sections[a]) return POSENC_ERR_INVALID;  // lcm past 2^40
+        den = den / x * sections[a];
+      }
+    }
+    struct Ctx {
+      const int64_t *sections;
+      int64_t sum, den;
+      int axes, layout;
+    } ctx{sections, sum, den, axes, layout};
+    auto index = [](const void *p, int64_t i) {
+      const Ctx &c = *static_cast<const Ctx *>(p);
+      const Place pl = chunked(c.sections, i % c.sum);
+      if (c.layout == POSENC_SECTIONS_PER_AXIS) return pl.k * (c.den / c.sections[pl.a]);
+      return c.layout == POSENC_SECTIONS_VISION ? 2 * pl.k : int64_t(c.axes) * pl.k + pl.a;
+    };
+    const posenc_status st = rope_powers(2 * den, rope->base, h, PowerIndex{index, &ctx}, freq_out);
+    if (st != POSENC_OK) return st;
+  }
+  for (int64_t i = 0; i < h; ++i) {
+    const int64_t j = i % sum;
+    int a;
+    if (layout == POSENC_SECTIONS_INTERLEAVED || layout == POSENC_SECTIONS_INTERLEAVED_4)
+      a = interleaved(sections, j, layout == POSENC_SECTIONS_INTERLEAVED_4);
+    else if (layout == POSENC_SECTIONS_ALTERNATING)  // ERNIE-4.5-VL: h w h w ... then t
+      a = j < 2 * sections[1] ? 1 + int(j & 1) : 0;
+    else
+      a = chunked(sections, j).a;
+    axis_out[i] = uint8_t(a);
+  }
+  rope->axes = axes;
+  rope->axis = axes > 1 ? axis_out : nullptr;
+  if (frequencies) rope->freq = freq_out;
+  return POSENC_OK;
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace posenc
+
+extern "C" posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
+                                              uint8_t *axis_out, double *freq_out) {
+  // The layout's bytes as an int before anything reads it as the enum: a value outside the enum's range (the
+  // ABI takes any int) is POSENC_ERR_INVALID, never a load of an invalid enum (UBSan's enum check).
+  int layout_int = 0;
+  static_assert(sizeof(layout) == sizeof(int), "posenc_rope_layout is int-sized");
+  std::memcpy(&layout_int, &layout, sizeof layout_int);
+  return posenc::detail::guarded(
+      [&] { return posenc::detail::rope_sections(rope, sections, layout_int, axis_out, freq_out); });
+}
