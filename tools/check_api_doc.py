@@ -95,7 +95,11 @@ def symbols(path):
             else:
                 if "(" in head and top.collects():
                     n = declared_name(head)
-                    if n and n != top.owner:
+                    # `rope rope::llama2(...) {`: a member defined out of its class (posenc::rope::llama2)
+                    member = n and re.search("(" + IDENT + r")\s*::\s*" + re.escape(n) + r"\s*\(", head)
+                    if member:
+                        found.add(name_of(member.group(1) + "::" + n))
+                    elif n and n != top.owner:
                         found.add(name_of(n))
                 stack.append(Scope("skip"))
             stmt = ""
