@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "cpu.hpp"
+#include "dispatch/cpu.hpp"
 #include "posenc/posenc.h"
 
 using posenc::detail::CpuFeatures;

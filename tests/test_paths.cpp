@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "cpu.hpp"
+#include "dispatch/cpu.hpp"
 #include "support/paths.hpp"
 #include "support/reference.hpp"
 #include "support/spec.hpp"

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "cpu.hpp"
-#include "dispatch.hpp"
+#include "dispatch/cpu.hpp"
+#include "dispatch/dispatch.hpp"
 #include "posenc/posenc.hpp"
 #include "support/halves.hpp"
 #include "support/rope.hpp"
