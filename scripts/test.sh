@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-posenc_install_deps g++-aarch64-linux-gnu qemu-user libsleef-dev:arm64 libmpfr-dev:arm64 libgmp-dev:arm64
+posenc_install_deps g++-aarch64-linux-gnu qemu-user clang-format-14 libsleef-dev:arm64 libmpfr-dev:arm64 libgmp-dev:arm64
 
 werror=true report=false
 for arg in "$@"; do

@@ -54,10 +54,10 @@ struct ggml_tensor *posenc_ggml_rope_ext(struct ggml_context *ctx, struct ggml_t
                                          float beta_slow);
 
 /* In place: returns a view of a, which is rotated. */
-struct ggml_tensor *posenc_ggml_rope_ext_inplace(struct ggml_context *ctx, struct ggml_tensor *a,
-                                                 struct ggml_tensor *b, struct ggml_tensor *c, int n_dims, int mode,
-                                                 int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-                                                 float attn_factor, float beta_fast, float beta_slow);
+struct ggml_tensor *posenc_ggml_rope_ext_inplace(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b,
+                                                 struct ggml_tensor *c, int n_dims, int mode, int n_ctx_orig,
+                                                 float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                                                 float beta_fast, float beta_slow);
 
 /* The backward operation (ggml_rope_ext_back): a holds the gradients of the rotation's result; the rotation by
  * the negated angles with the same magnitude, i.e. the transposed matrix. */
@@ -68,9 +68,9 @@ struct ggml_tensor *posenc_ggml_rope_ext_back(struct ggml_context *ctx, struct g
 
 /* Multi-axis modes (GGML_ROPE_TYPE_MROPE, _IMROPE, _VISION): sections[4] counts pairs per axis, as ggml's. */
 struct ggml_tensor *posenc_ggml_rope_multi(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b,
-                                           struct ggml_tensor *c, int n_dims, int sections[4], int mode,
-                                           int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-                                           float attn_factor, float beta_fast, float beta_slow);
+                                           struct ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig,
+                                           float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                                           float beta_fast, float beta_slow);
 
 struct ggml_tensor *posenc_ggml_rope_multi_inplace(struct ggml_context *ctx, struct ggml_tensor *a,
                                                    struct ggml_tensor *b, struct ggml_tensor *c, int n_dims,
@@ -78,11 +78,10 @@ struct ggml_tensor *posenc_ggml_rope_multi_inplace(struct ggml_context *ctx, str
                                                    float freq_scale, float ext_factor, float attn_factor,
                                                    float beta_fast, float beta_slow);
 
-struct ggml_tensor *posenc_ggml_rope_multi_back(struct ggml_context *ctx, struct ggml_tensor *a,
-                                                struct ggml_tensor *b, struct ggml_tensor *c, int n_dims,
-                                                int sections[4], int mode, int n_ctx_orig, float freq_base,
-                                                float freq_scale, float ext_factor, float attn_factor,
-                                                float beta_fast, float beta_slow);
+struct ggml_tensor *posenc_ggml_rope_multi_back(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b,
+                                                struct ggml_tensor *c, int n_dims, int sections[4], int mode,
+                                                int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                                                float attn_factor, float beta_fast, float beta_slow);
 
 /* ggml_rope_set_offset for posenc's operations: the rotated window starts at element n_offs of each row (even,
  * n_offs + n_dims <= ne0; not for VISION). Returns a. */

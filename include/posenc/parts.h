@@ -53,13 +53,12 @@ posenc_status posenc_embed_f32_part(const posenc_spec *spec, const float *table,
                                     const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
                                     int64_t n, float *out, int64_t out_stride, int64_t begin, int64_t end);
 posenc_status posenc_embed_bf16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
-                                     int64_t table_stride, const int32_t *tokens, float scale,
-                                     const int64_t *positions, int64_t first, int64_t n, float *out,
-                                     int64_t out_stride, int64_t begin, int64_t end);
-posenc_status posenc_embed_f16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
-                                    int64_t table_stride, const int32_t *tokens, float scale,
-                                    const int64_t *positions, int64_t first, int64_t n, float *out,
-                                    int64_t out_stride, int64_t begin, int64_t end);
+                                     int64_t table_stride, const int32_t *tokens, float scale, const int64_t *positions,
+                                     int64_t first, int64_t n, float *out, int64_t out_stride, int64_t begin,
+                                     int64_t end);
+posenc_status posenc_embed_f16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
+                                    const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
+                                    int64_t n, float *out, int64_t out_stride, int64_t begin, int64_t end);
 posenc_status posenc_embed_learned_f32_part(int64_t d_model, const float *table, int64_t vocab, int64_t table_stride,
                                             const int32_t *tokens, float scale, const float *pos_table,
                                             int64_t pos_rows, int64_t pos_stride, const int64_t *positions,
@@ -72,13 +71,13 @@ posenc_status posenc_timesteps_bf16_part(const posenc_spec *spec, const double *
 posenc_status posenc_timesteps_f16_part(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
                                         int64_t out_stride, int64_t begin, int64_t end);
 posenc_status posenc_timesteps_add_f32_part(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
-                                            const double *t, int64_t n, float *out, int64_t out_stride,
-                                            int64_t begin, int64_t end);
+                                            const double *t, int64_t n, float *out, int64_t out_stride, int64_t begin,
+                                            int64_t end);
 /** Rows [begin, end) of the cache. Multi-axis positions stay the whole call's array: token t of axis a is
  *  positions[a*n + t] for the part as for the whole call (n, not end - begin). */
-posenc_status posenc_rope_cache_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
-                                         int64_t n, float *cos_out, int64_t cos_stride, float *sin_out,
-                                         int64_t sin_stride, int64_t begin, int64_t end);
+posenc_status posenc_rope_cache_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                         float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride,
+                                         int64_t begin, int64_t end);
 /** Tokens [begin, end): every head of each of those tokens (and of k's, for the _qk calls). */
 posenc_status posenc_rope_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                                    float *x, int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,
@@ -87,20 +86,20 @@ posenc_status posenc_rope_bf16_part(const posenc_rope *rope, const int64_t *posi
                                     uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride,
                                     int64_t begin, int64_t end);
 posenc_status posenc_rope_f16_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                                   uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride,
-                                   int64_t begin, int64_t end);
-posenc_status posenc_rope_copy_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
-                                        int64_t n, const float *src, int64_t src_token_stride,
-                                        int64_t src_head_stride, float *x, int64_t heads, int64_t token_stride,
-                                        int64_t head_stride, int64_t begin, int64_t end);
-posenc_status posenc_rope_copy_bf16_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
-                                         int64_t n, const uint16_t *src, int64_t src_token_stride,
-                                         int64_t src_head_stride, uint16_t *x, int64_t heads, int64_t token_stride,
-                                         int64_t head_stride, int64_t begin, int64_t end);
-posenc_status posenc_rope_copy_f16_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
-                                        int64_t n, const uint16_t *src, int64_t src_token_stride,
-                                        int64_t src_head_stride, uint16_t *x, int64_t heads, int64_t token_stride,
-                                        int64_t head_stride, int64_t begin, int64_t end);
+                                   uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,
+                                   int64_t end);
+posenc_status posenc_rope_copy_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                        const float *src, int64_t src_token_stride, int64_t src_head_stride, float *x,
+                                        int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,
+                                        int64_t end);
+posenc_status posenc_rope_copy_bf16_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                         const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
+                                         uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride,
+                                         int64_t begin, int64_t end);
+posenc_status posenc_rope_copy_f16_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                        const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
+                                        uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride,
+                                        int64_t begin, int64_t end);
 posenc_status posenc_rope_qk_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                                       float *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
                                       float *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride,
@@ -117,8 +116,8 @@ posenc_status posenc_rope_qk_f16_part(const posenc_rope *rope, const int64_t *po
 /** The parts of the RoPE calls at real-valued positions: tokens [begin, end), positions kept as the whole
  *  call's array (token t of axis a at positions[a*n + t]). */
 posenc_status posenc_rope_cache_real_f32_part(const posenc_rope *rope, const double *positions, int64_t n,
-                                              float *cos_out, int64_t cos_stride, float *sin_out,
-                                              int64_t sin_stride, int64_t begin, int64_t end);
+                                              float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride,
+                                              int64_t begin, int64_t end);
 posenc_status posenc_rope_real_f32_part(const posenc_rope *rope, const double *positions, int64_t n, float *x,
                                         int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,
                                         int64_t end);
@@ -133,9 +132,9 @@ posenc_status posenc_rope_copy_real_f32_part(const posenc_rope *rope, const doub
                                              float *x, int64_t heads, int64_t token_stride, int64_t head_stride,
                                              int64_t begin, int64_t end);
 posenc_status posenc_rope_copy_real_bf16_part(const posenc_rope *rope, const double *positions, int64_t n,
-                                              const uint16_t *src, int64_t src_token_stride,
-                                              int64_t src_head_stride, uint16_t *x, int64_t heads,
-                                              int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end);
+                                              const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
+                                              uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride,
+                                              int64_t begin, int64_t end);
 posenc_status posenc_rope_copy_real_f16_part(const posenc_rope *rope, const double *positions, int64_t n,
                                              const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
                                              uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride,
@@ -144,16 +143,14 @@ posenc_status posenc_rope_qk_real_f32_part(const posenc_rope *rope, const double
                                            int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, float *k,
                                            int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride,
                                            int64_t begin, int64_t end);
-posenc_status posenc_rope_qk_real_bf16_part(const posenc_rope *rope, const double *positions, int64_t n,
-                                            uint16_t *q, int64_t q_heads, int64_t q_token_stride,
-                                            int64_t q_head_stride, uint16_t *k, int64_t k_heads,
-                                            int64_t k_token_stride, int64_t k_head_stride, int64_t begin,
-                                            int64_t end);
-posenc_status posenc_rope_qk_real_f16_part(const posenc_rope *rope, const double *positions, int64_t n,
-                                           uint16_t *q, int64_t q_heads, int64_t q_token_stride,
-                                           int64_t q_head_stride, uint16_t *k, int64_t k_heads,
-                                           int64_t k_token_stride, int64_t k_head_stride, int64_t begin,
-                                           int64_t end);
+posenc_status posenc_rope_qk_real_bf16_part(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *q,
+                                            int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, uint16_t *k,
+                                            int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride,
+                                            int64_t begin, int64_t end);
+posenc_status posenc_rope_qk_real_f16_part(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *q,
+                                           int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, uint16_t *k,
+                                           int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride,
+                                           int64_t begin, int64_t end);
 
 #if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
 #pragma GCC visibility pop

@@ -65,11 +65,11 @@ typedef enum posenc_layout {
 
 /** The encoding. Two specs with equal fields encode identically. */
 typedef struct posenc_spec {
-  int64_t d_model;          /**< row width, >= 1 */
-  posenc_layout layout;     /**< POSENC_INTERLEAVED by default */
-  double base;              /**< 10000.0 by default; > 0 and finite */
-  double freq_denominator;  /**< D in w_i = base^(-i/D); 0.0 means h = floor(d_model/2) */
-  double position_scale;    /**< multiplies every position; 1.0 by default; finite */
+  int64_t d_model;         /**< row width, >= 1 */
+  posenc_layout layout;    /**< POSENC_INTERLEAVED by default */
+  double base;             /**< 10000.0 by default; > 0 and finite */
+  double freq_denominator; /**< D in w_i = base^(-i/D); 0.0 means h = floor(d_model/2) */
+  double position_scale;   /**< multiplies every position; 1.0 by default; finite */
 } posenc_spec;
 
 /** Vaswani et al.: interleaved, base 1e4, D = h, scale 1. */
@@ -104,22 +104,22 @@ posenc_status posenc_add_f32(const posenc_spec *spec, const float *x, int64_t x_
 /** Fused embedding: out[r] = fmaf(scale, table[tokens[r]], PE(pos_r)); table holds vocab rows of table_stride
  *  floats. No PE table is materialised. */
 posenc_status posenc_embed_f32(const posenc_spec *spec, const float *table, int64_t vocab, int64_t table_stride,
-                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
-                               int64_t n, float *out, int64_t out_stride);
+                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
+                               float *out, int64_t out_stride);
 /** The same with a bfloat16 / binary16 embedding table (uint16_t bit patterns, widened exactly to float32). */
-posenc_status posenc_embed_bf16(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
-                                int64_t table_stride, const int32_t *tokens, float scale, const int64_t *positions,
-                                int64_t first, int64_t n, float *out, int64_t out_stride);
+posenc_status posenc_embed_bf16(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
+                                const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
+                                float *out, int64_t out_stride);
 posenc_status posenc_embed_f16(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
-                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
-                               int64_t n, float *out, int64_t out_stride);
+                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
+                               float *out, int64_t out_stride);
 
 /** Learned positions (BERT, GPT-2, a trained LSPE): out[r] = fmaf(scale, table[tokens[r]], pos_table[pos_r]);
  *  pos_r must lie in [0, pos_rows), or be POSENC_PAD (explicit positions only), which adds +0.0. */
 posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int64_t vocab, int64_t table_stride,
-                                       const int32_t *tokens, float scale, const float *pos_table,
-                                       int64_t pos_rows, int64_t pos_stride, const int64_t *positions,
-                                       int64_t first, int64_t n, float *out, int64_t out_stride);
+                                       const int32_t *tokens, float scale, const float *pos_table, int64_t pos_rows,
+                                       int64_t pos_stride, const int64_t *positions, int64_t first, int64_t n,
+                                       float *out, int64_t out_stride);
 
 /* ---- Real-valued positions: timestep embeddings (diffusion, flow matching; docs/timesteps.md) ----------
  *
@@ -132,8 +132,7 @@ posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int6
  * than 2^50 quarter turns; real specs stay below 2^12). */
 
 /** Row r at t[r]: n rows, row r at out + r*out_stride (out_stride >= d_model). */
-posenc_status posenc_timesteps_f32(const posenc_spec *spec, const double *t, int64_t n, float *out,
-                                   int64_t out_stride);
+posenc_status posenc_timesteps_f32(const posenc_spec *spec, const double *t, int64_t n, float *out, int64_t out_stride);
 posenc_status posenc_timesteps_bf16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
                                     int64_t out_stride);
 posenc_status posenc_timesteps_f16(const posenc_spec *spec, const double *t, int64_t n, uint16_t *out,
@@ -162,16 +161,16 @@ typedef enum posenc_rope_pairs {
 
 /** A RoPE spec. Two specs with equal fields (and equal frequency values) rotate identically. */
 typedef struct posenc_rope {
-  int64_t rotary_dim;       /**< r: even, >= 2 */
-  posenc_rope_pairs pairs;  /**< POSENC_ROPE_HALVES by default */
-  double base;              /**< 10000.0; f_i = base^(-2i/r) when freq is NULL; > 0 and finite */
-  double position_scale;    /**< multiplies every position; 1.0; finite */
-  const double *freq;       /**< NULL, or r/2 explicit finite frequencies (read at each call: the values, not
-                                 the pointer, identify the spec) */
-  double attention_scale;   /**< m: 1.0 unless a scaling sets it; 2^-64 <= m <= 2^64 */
-  int32_t axes;             /**< A: positions per token, 1 (the default) .. 4 (multi-axis RoPE, below) */
-  const uint8_t *axis;      /**< NULL when axes == 1; else r/2 entries in [0, axes): the axis whose position
-                                 pair i rotates by (read at each call, like freq) */
+  int64_t rotary_dim;      /**< r: even, >= 2 */
+  posenc_rope_pairs pairs; /**< POSENC_ROPE_HALVES by default */
+  double base;             /**< 10000.0; f_i = base^(-2i/r) when freq is NULL; > 0 and finite */
+  double position_scale;   /**< multiplies every position; 1.0; finite */
+  const double *freq;      /**< NULL, or r/2 explicit finite frequencies (read at each call: the values, not
+                                the pointer, identify the spec) */
+  double attention_scale;  /**< m: 1.0 unless a scaling sets it; 2^-64 <= m <= 2^64 */
+  int32_t axes;            /**< A: positions per token, 1 (the default) .. 4 (multi-axis RoPE, below) */
+  const uint8_t *axis;     /**< NULL when axes == 1; else r/2 entries in [0, axes): the axis whose position
+                                pair i rotates by (read at each call, like freq) */
 } posenc_rope;
 
 /** r, POSENC_ROPE_HALVES, base 1e4, position_scale 1, no explicit frequencies, attention_scale 1, one axis. */
@@ -205,29 +204,29 @@ typedef enum posenc_rope_type {
  *  scheme uses; a field a scheme does not read is ignored. */
 typedef struct posenc_rope_scaling {
   posenc_rope_type type;
-  double factor;                    /**< linear, dynamic, yarn, llama3, longrope; proportional (0 = 1) */
-  int64_t original_max_positions;   /**< dynamic (max_position_embeddings), yarn, llama3, longrope */
-  int64_t seq_len;                  /**< dynamic, longrope: the current sequence length (max position + 1) */
-  double beta_fast, beta_slow;      /**< yarn: 32 and 1 when 0 */
-  double mscale, mscale_all_dim;    /**< yarn (DeepSeek): 0 = unset; deepseek_yarn: 0 = vLLM's defaults
-                                         (mscale 1, mscale_all_dim 0) */
-  int truncate;                     /**< yarn: floor/ceil the correction range (HF's default is 1) */
+  double factor;                            /**< linear, dynamic, yarn, llama3, longrope; proportional (0 = 1) */
+  int64_t original_max_positions;           /**< dynamic (max_position_embeddings), yarn, llama3, longrope */
+  int64_t seq_len;                          /**< dynamic, longrope: the current sequence length (max position + 1) */
+  double beta_fast, beta_slow;              /**< yarn: 32 and 1 when 0 */
+  double mscale, mscale_all_dim;            /**< yarn (DeepSeek): 0 = unset; deepseek_yarn: 0 = vLLM's defaults
+                                                 (mscale 1, mscale_all_dim 0) */
+  int truncate;                             /**< yarn: floor/ceil the correction range (HF's default is 1) */
   double low_freq_factor, high_freq_factor; /**< llama3 */
   const double *short_factor, *long_factor; /**< longrope: r/2 each */
-  double attention_factor;          /**< yarn, longrope: 0 = derived as HF does */
-  double partial_rotary_factor;     /**< proportional: p in (0, 1], the share of the r/2 pairs that rotate
-                                         (HF's int(p * head_dim // 2) of them); 0 = 1 */
-  double alpha;                     /**< dynamic: vLLM's NTK alpha (HunYuan), base' = base alpha^(r/(r-2)),
-                                         factor and the lengths then not read; 0 = unset */
-  double mixed_b;                   /**< ntk: vLLM's mixed_b, > 0 with mixed_b ln(r/2) < 2^30; 0 = unset (fixed
-                                         NTK) */
-  double extrapolation_factor;      /**< deepseek_yarn, yarn_log, telechat3: e in [0, 1]; 0 = 1 (vLLM's
-                                         default; e = 0 itself is interpolation everywhere, not asked for) */
-  double attn_factor;               /**< deepseek_yarn, telechat3: vLLM's attn_factor, a multiplier of the
-                                         attention scale; 0 = 1 */
-  double short_mscale, long_mscale; /**< longrope: vLLM's magnitudes for the short / long factors (Phi-3.5-MoE);
-                                         the one of the chosen set, when non-zero, is the attention scale
-                                         (attention_factor must then be 0); 0 = unset */
+  double attention_factor;                  /**< yarn, longrope: 0 = derived as HF does */
+  double partial_rotary_factor;             /**< proportional: p in (0, 1], the share of the r/2 pairs that rotate
+                                                 (HF's int(p * head_dim // 2) of them); 0 = 1 */
+  double alpha;                             /**< dynamic: vLLM's NTK alpha (HunYuan), base' = base alpha^(r/(r-2)),
+                                                 factor and the lengths then not read; 0 = unset */
+  double mixed_b;                           /**< ntk: vLLM's mixed_b, > 0 with mixed_b ln(r/2) < 2^30; 0 = unset (fixed
+                                                 NTK) */
+  double extrapolation_factor;              /**< deepseek_yarn, yarn_log, telechat3: e in [0, 1]; 0 = 1 (vLLM's
+                                                 default; e = 0 itself is interpolation everywhere, not asked for) */
+  double attn_factor;                       /**< deepseek_yarn, telechat3: vLLM's attn_factor, a multiplier of the
+                                                 attention scale; 0 = 1 */
+  double short_mscale, long_mscale;         /**< longrope: vLLM's magnitudes for the short / long factors (Phi-3.5-MoE);
+                                                 the one of the chosen set, when non-zero, is the attention scale
+                                                 (attention_factor must then be 0); 0 = unset */
 } posenc_rope_scaling;
 
 /** Fills *rope for rotary_dim and base under the scaling (NULL: default). Schemes whose frequencies are not
@@ -249,10 +248,10 @@ posenc_status posenc_rope_cache_f32(const posenc_rope *rope, const int64_t *posi
  *  be >= r only where it separates rows (n > 1 for token_stride, heads > 1 for head_stride). */
 posenc_status posenc_rope_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, float *x,
                               int64_t heads, int64_t token_stride, int64_t head_stride);
-posenc_status posenc_rope_bf16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                               uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
-posenc_status posenc_rope_f16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                              uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_bf16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, uint16_t *x,
+                               int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_f16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, uint16_t *x,
+                              int64_t heads, int64_t token_stride, int64_t head_stride);
 
 /** Out of place, in one pass: the head rows of src, rotated, written to dst (x), with the bytes posenc_rope_f32
  *  would leave in a copy of src. For token t and head j < heads, the first r elements of the row at
@@ -265,19 +264,19 @@ posenc_status posenc_rope_copy_f32(const posenc_rope *rope, const int64_t *posit
                                    const float *src, int64_t src_token_stride, int64_t src_head_stride, float *x,
                                    int64_t heads, int64_t token_stride, int64_t head_stride);
 posenc_status posenc_rope_copy_bf16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                                    const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
-                                    uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+                                    const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride, uint16_t *x,
+                                    int64_t heads, int64_t token_stride, int64_t head_stride);
 posenc_status posenc_rope_copy_f16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                                   const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
-                                   uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+                                   const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride, uint16_t *x,
+                                   int64_t heads, int64_t token_stride, int64_t head_stride);
 
 /** q and k of the same tokens in one pass, cos/sin computed once per token and applied to every head of both
  *  (GQA: k_heads may differ from q_heads; k may be NULL with k_heads == 0). A fused QKV buffer of head_dim
  *  elements per head is q = qkv, k = qkv + q_heads*head_dim with the same token stride. q and k rows must not
  *  overlap each other. */
-posenc_status posenc_rope_qk_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
-                                 float *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
-                                 float *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
+posenc_status posenc_rope_qk_f32(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, float *q,
+                                 int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, float *k,
+                                 int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
 posenc_status posenc_rope_qk_bf16(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                                   uint16_t *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride,
                                   uint16_t *k, int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
@@ -295,12 +294,12 @@ posenc_status posenc_rope_qk_f16(const posenc_rope *rope, const int64_t *positio
  *  ceil are decided on the real cd; infinite cd (n_ctx_orig 0, beta 0 or infinite, base 1) as ggml's IEEE
  *  arithmetic has it. */
 typedef struct posenc_ggml_rope_params {
-  int64_t n_dims;         /**< ggml's n_dims: even, >= 2 */
-  int64_t pairs;          /**< the pairs written: n_dims / 2, or n_dims for ggml's VISION mode */
-  const int64_t *index;   /**< NULL, or `pairs` theta indices in [0, 2^31) */
-  const float *factors;   /**< NULL, or `pairs` freq_factors (non-zero, finite) */
+  int64_t n_dims;       /**< ggml's n_dims: even, >= 2 */
+  int64_t pairs;        /**< the pairs written: n_dims / 2, or n_dims for ggml's VISION mode */
+  const int64_t *index; /**< NULL, or `pairs` theta indices in [0, 2^31) */
+  const float *factors; /**< NULL, or `pairs` freq_factors (non-zero, finite) */
   float freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
-  int64_t n_ctx_orig;     /**< within the int32 range */
+  int64_t n_ctx_orig; /**< within the int32 range */
 } posenc_ggml_rope_params;
 
 /** freq[i] = the double nearest f_i for i < pairs, *attention_scale = the double nearest m. POSENC_ERR_NULL for
@@ -329,38 +328,38 @@ posenc_status posenc_rope_ggml_frequencies(const posenc_ggml_rope_params *params
  *  sections, pair i belongs to sector j = i mod S (a sum below r/2 repeats, ggml's rule); the frequency of
  *  pair i is the one-axis f_i unless the layout says otherwise. */
 typedef enum posenc_rope_layout {
-  POSENC_SECTIONS_CHUNKED = 0,     /**< sectors [0, s0) axis 0, [s0, s0+s1) axis 1, ...: Qwen2-VL / Qwen2.5-VL
-                                        (HF mrope_section), GLM-4V, ggml MROPE */
-  POSENC_SECTIONS_INTERLEAVED = 1, /**< sector j on axis 1 if j%3 == 1 and j < 3*s1, on axis 2 if j%3 == 2 and
-                                        j < 3*s2, else on axis 0: Qwen3-VL (HF's interleaved mrope) */
-  POSENC_SECTIONS_VISION = 2,      /**< chunked, and the frequency index restarts in each section: for sector j
-                                        in section a (starting at sector c_a), f_i = base^(-2k/h) with
-                                        k = j - c_a, h = r/2: Qwen2-VL / Qwen2.5-VL / Qwen3-VL vision towers,
-                                        Llama 4 vision (with interleaved pairs), ggml VISION */
-  POSENC_SECTIONS_STRIDED = 3,     /**< chunked, and section a takes every A-th frequency from a: for sector j
-                                        in section a, f_i = base^(-2(A k + a)/r), k = j - c_a: Pixtral (A = 2:
-                                        the even-index frequencies by the row, the odd-index ones by the column) */
+  POSENC_SECTIONS_CHUNKED = 0,       /**< sectors [0, s0) axis 0, [s0, s0+s1) axis 1, ...: Qwen2-VL / Qwen2.5-VL
+                                          (HF mrope_section), GLM-4V, ggml MROPE */
+  POSENC_SECTIONS_INTERLEAVED = 1,   /**< sector j on axis 1 if j%3 == 1 and j < 3*s1, on axis 2 if j%3 == 2 and
+                                          j < 3*s2, else on axis 0: Qwen3-VL (HF's interleaved mrope) */
+  POSENC_SECTIONS_VISION = 2,        /**< chunked, and the frequency index restarts in each section: for sector j
+                                          in section a (starting at sector c_a), f_i = base^(-2k/h) with
+                                          k = j - c_a, h = r/2: Qwen2-VL / Qwen2.5-VL / Qwen3-VL vision towers,
+                                          Llama 4 vision (with interleaved pairs), ggml VISION */
+  POSENC_SECTIONS_STRIDED = 3,       /**< chunked, and section a takes every A-th frequency from a: for sector j
+                                          in section a, f_i = base^(-2(A k + a)/r), k = j - c_a: Pixtral (A = 2:
+                                          the even-index frequencies by the row, the odd-index ones by the column) */
   POSENC_SECTIONS_INTERLEAVED_4 = 4, /**< as INTERLEAVED, but sector j goes to axis 0 only if j%3 == 0 and
                                         j < 3*s0, and every sector outside the three interleaved sets to axis 3:
                                         ggml IMROPE, whose 4th position slot takes them */
-  POSENC_SECTIONS_ALTERNATING = 5,  /**< sectors j < 2*s1 alternate axis 1 (even j) and axis 2 (odd j), s1 == s2;
-                                        the s0 after them on axis 0: ERNIE-4.5-VL (vLLM's
-                                        Ernie4_5_VLRotaryEmbedding; its mrope_section [h, w, t] is [t, h, w] here) */
-  POSENC_SECTIONS_PER_AXIS = 6      /**< chunked, and each section rotates at its own width's frequencies: for
-                                        sector j in section a, f_i = base^(-k/s_a), k = j - c_a (an axis of
-                                        2 s_a dimensions, theta^(-2k/d_a)): Flux, Wan, HunyuanVideo,
-                                        CogVideoX, Qwen-Image (diffusers' per-axis get_1d_rotary_pos_embed) */
+  POSENC_SECTIONS_ALTERNATING = 5,   /**< sectors j < 2*s1 alternate axis 1 (even j) and axis 2 (odd j), s1 == s2;
+                                         the s0 after them on axis 0: ERNIE-4.5-VL (vLLM's
+                                         Ernie4_5_VLRotaryEmbedding; its mrope_section [h, w, t] is [t, h, w] here) */
+  POSENC_SECTIONS_PER_AXIS = 6       /**< chunked, and each section rotates at its own width's frequencies: for
+                                         sector j in section a, f_i = base^(-k/s_a), k = j - c_a (an axis of
+                                         2 s_a dimensions, theta^(-2k/d_a)): Flux, Wan, HunyuanVideo,
+                                         CogVideoX, Qwen-Image (diffusers' per-axis get_1d_rotary_pos_embed) */
 } posenc_rope_layout;
 
 /** Sets rope->axes and rope->axis = axis_out (r/2 entries written) from sections[0..3] (pairs; unused ones 0).
  *  A is 3 for INTERLEAVED and ALTERNATING, 4 for INTERLEAVED_4, and otherwise one more than the index of the
- *  last non-zero section. VISION, STRIDED and PER_AXIS also write the r/2 frequencies into freq_out (each the double nearest the
- *  real value of base^(-e) for rope->base, as posenc_rope_init writes them) and set rope->freq = freq_out;
+ *  last non-zero section. VISION, STRIDED and PER_AXIS also write the r/2 frequencies into freq_out (each the double
+ * nearest the real value of base^(-e) for rope->base, as posenc_rope_init writes them) and set rope->freq = freq_out;
  *  the other layouts keep rope->freq (base^(-2i/r), or explicit frequencies from posenc_rope_init) and need no
  *  freq_out. Every other field of *rope is kept. NULL for a NULL rope, sections or axis_out (or freq_out where
  *  it is written); INVALID for an invalid rotary_dim (or base, where frequencies are written), an unknown
- *  layout, a negative section, a sum of 0 or past r/2 (ALTERNATING: also s1 != s2 or s3 != 0; PER_AXIS: lcm(s_a) past 2^40). Nothing is
- *  written on error. */
+ *  layout, a negative section, a sum of 0 or past r/2 (ALTERNATING: also s1 != s2 or s3 != 0; PER_AXIS: lcm(s_a) past
+ * 2^40). Nothing is written on error. */
 posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
                                    uint8_t *axis_out, double *freq_out);
 
@@ -375,17 +374,17 @@ posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4],
  * there is no `first` and no POSENC_PAD. Statuses as for the integer call, and: POSENC_ERR_NULL for a NULL
  * positions (with n > 0); POSENC_ERR_OUT_OF_RANGE for a position that is not finite or has |t| >= 2^31;
  * POSENC_ERR_INVALID for a spec with a frequency |position_scale * f_i| of 2^52 or more (as the timesteps). */
-posenc_status posenc_rope_cache_real_f32(const posenc_rope *rope, const double *positions, int64_t n,
-                                         float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride);
-posenc_status posenc_rope_real_f32(const posenc_rope *rope, const double *positions, int64_t n, float *x,
-                                   int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_cache_real_f32(const posenc_rope *rope, const double *positions, int64_t n, float *cos_out,
+                                         int64_t cos_stride, float *sin_out, int64_t sin_stride);
+posenc_status posenc_rope_real_f32(const posenc_rope *rope, const double *positions, int64_t n, float *x, int64_t heads,
+                                   int64_t token_stride, int64_t head_stride);
 posenc_status posenc_rope_real_bf16(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *x,
                                     int64_t heads, int64_t token_stride, int64_t head_stride);
 posenc_status posenc_rope_real_f16(const posenc_rope *rope, const double *positions, int64_t n, uint16_t *x,
                                    int64_t heads, int64_t token_stride, int64_t head_stride);
-posenc_status posenc_rope_copy_real_f32(const posenc_rope *rope, const double *positions, int64_t n,
-                                        const float *src, int64_t src_token_stride, int64_t src_head_stride,
-                                        float *x, int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_copy_real_f32(const posenc_rope *rope, const double *positions, int64_t n, const float *src,
+                                        int64_t src_token_stride, int64_t src_head_stride, float *x, int64_t heads,
+                                        int64_t token_stride, int64_t head_stride);
 posenc_status posenc_rope_copy_real_bf16(const posenc_rope *rope, const double *positions, int64_t n,
                                          const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride,
                                          uint16_t *x, int64_t heads, int64_t token_stride, int64_t head_stride);
@@ -458,25 +457,32 @@ typedef enum posenc_path_reason {
 
 /** The CPU facts the path choice combines, one bit each (posenc_feature_name names them). */
 typedef enum posenc_feature {
-  POSENC_FEATURE_OSXSAVE = 0, POSENC_FEATURE_AVX = 1, POSENC_FEATURE_FMA = 2, POSENC_FEATURE_F16C = 3,
-  POSENC_FEATURE_AVX2 = 4, POSENC_FEATURE_AVX512F = 5, POSENC_FEATURE_AVX512CD = 6, POSENC_FEATURE_AVX512DQ = 7,
-  POSENC_FEATURE_AVX512BW = 8, POSENC_FEATURE_AVX512VL = 9,
+  POSENC_FEATURE_OSXSAVE = 0,
+  POSENC_FEATURE_AVX = 1,
+  POSENC_FEATURE_FMA = 2,
+  POSENC_FEATURE_F16C = 3,
+  POSENC_FEATURE_AVX2 = 4,
+  POSENC_FEATURE_AVX512F = 5,
+  POSENC_FEATURE_AVX512CD = 6,
+  POSENC_FEATURE_AVX512DQ = 7,
+  POSENC_FEATURE_AVX512BW = 8,
+  POSENC_FEATURE_AVX512VL = 9,
   POSENC_FEATURE_OS_YMM_STATE = 10, /**< XCR0: the OS saves SSE and AVX state */
   POSENC_FEATURE_OS_ZMM_STATE = 11, /**< XCR0: and opmask, ZMM_Hi256, Hi16_ZMM */
   POSENC_FEATURE_NEON = 12,
-  POSENC_FEATURE_COUNT = 13         /**< not a feature */
+  POSENC_FEATURE_COUNT = 13 /**< not a feature */
 } posenc_feature;
 
 typedef struct posenc_machine {
-  uint32_t compiled;          /**< bit v set: path v (posenc_isa) is compiled into this build */
-  posenc_path_reason reason;  /**< why posenc_active_isa() is what it is */
-  uint32_t features_known;    /**< bit f set: feature f applies to this architecture (x86-64: 0..11; AArch64: 12) */
-  uint32_t features;          /**< bit f set: this CPU (and OS) has feature f */
-  uint64_t l1d, l2, l3;       /**< data cache sizes in bytes, 0 when not known */
-  uint32_t l3_sharing;        /**< logical CPUs sharing the L3 (1 when not known) */
-  const char *cache_source;   /**< "cpuid leaf 4", "cpuid leaf 0x8000001D", "sysconf" or "none" (static) */
-  uint64_t stream_threshold;  /**< float32 outputs of this many bytes or more are written with non-temporal
-                                   stores on the paths that have them (AVX2, AVX-512) */
+  uint32_t compiled;         /**< bit v set: path v (posenc_isa) is compiled into this build */
+  posenc_path_reason reason; /**< why posenc_active_isa() is what it is */
+  uint32_t features_known;   /**< bit f set: feature f applies to this architecture (x86-64: 0..11; AArch64: 12) */
+  uint32_t features;         /**< bit f set: this CPU (and OS) has feature f */
+  uint64_t l1d, l2, l3;      /**< data cache sizes in bytes, 0 when not known */
+  uint32_t l3_sharing;       /**< logical CPUs sharing the L3 (1 when not known) */
+  const char *cache_source;  /**< "cpuid leaf 4", "cpuid leaf 0x8000001D", "sysconf" or "none" (static) */
+  uint64_t stream_threshold; /**< float32 outputs of this many bytes or more are written with non-temporal
+                                  stores on the paths that have them (AVX2, AVX-512) */
 } posenc_machine;
 
 /** Fills *out. POSENC_ERR_NULL for a NULL out. Resolves the active path (as any first call does). */

@@ -77,8 +77,8 @@ inline void embed_f32(const spec &s, rows_view<const float> table, array_view<co
 inline void embed_bf16(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens, float scale,
                        positions pos, rows_view<float> out) {
   detail::expect_embed(s, table, tokens, pos, out);
-  check(posenc_embed_bf16(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale,
-                          pos.list(), pos.first(), out.rows(), out.data(), out.stride()));
+  check(posenc_embed_bf16(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
+                          pos.first(), out.rows(), out.data(), out.stride()));
 }
 /** posenc_embed_f16: a binary16 embedding table. */
 inline void embed_f16(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens, float scale,
@@ -167,12 +167,11 @@ work embed_work(const spec &s, rows_view<const T> table, array_view<const int32_
                 rows_view<float> out, embed_part<T> part) {
   expect_embed(s, table, tokens, pos, out);
   const posenc_spec c = s.c_spec();
-  return work_access::make(
-      out.rows(), kBlockGrain, row_cost(s.d_model(), 4, sizeof(T), cycle_costs::kTurned, 12),
-      [c, table, tokens, scale, pos, out, part](int64_t b, int64_t e) noexcept {
-        return part(&c, table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(), pos.first(),
-                    out.rows(), out.data(), out.stride(), b, e);
-      });
+  return work_access::make(out.rows(), kBlockGrain, row_cost(s.d_model(), 4, sizeof(T), cycle_costs::kTurned, 12),
+                           [c, table, tokens, scale, pos, out, part](int64_t b, int64_t e) noexcept {
+                             return part(&c, table.data(), table.rows(), table.stride(), tokens.data(), scale,
+                                         pos.list(), pos.first(), out.rows(), out.data(), out.stride(), b, e);
+                           });
 }
 template <class T>
 work times_work(const spec &s, array_view<const double> t, rows_view<T> out, times_part<T> part) {
@@ -306,7 +305,7 @@ enum class rope_type : int {
   llama3 = POSENC_ROPE_TYPE_LLAMA3,
   longrope = POSENC_ROPE_TYPE_LONGROPE,
   proportional = POSENC_ROPE_TYPE_PROPORTIONAL,
-  ntk = POSENC_ROPE_TYPE_NTK,                      /**< vLLM's names from here on */
+  ntk = POSENC_ROPE_TYPE_NTK, /**< vLLM's names from here on */
   deepseek_yarn = POSENC_ROPE_TYPE_DEEPSEEK_YARN,
   yarn_log = POSENC_ROPE_TYPE_YARN_LOG,
   theta_scale = POSENC_ROPE_TYPE_THETA_SCALE,
@@ -315,10 +314,10 @@ enum class rope_type : int {
 
 /** posenc_rope_layout as a scoped enum, same values: how with_sections assigns pairs to axes. */
 enum class rope_layout : int {
-  chunked = POSENC_SECTIONS_CHUNKED,          /**< contiguous sections: Qwen2-VL / Qwen2.5-VL, GLM-4V, ggml MROPE */
-  interleaved = POSENC_SECTIONS_INTERLEAVED,  /**< pair by pair, the rest on axis 0: Qwen3-VL */
-  vision = POSENC_SECTIONS_VISION,            /**< chunked, the frequency index restarting per section: vision towers */
-  strided = POSENC_SECTIONS_STRIDED,          /**< chunked, section a taking every A-th frequency from a: Pixtral */
+  chunked = POSENC_SECTIONS_CHUNKED,         /**< contiguous sections: Qwen2-VL / Qwen2.5-VL, GLM-4V, ggml MROPE */
+  interleaved = POSENC_SECTIONS_INTERLEAVED, /**< pair by pair, the rest on axis 0: Qwen3-VL */
+  vision = POSENC_SECTIONS_VISION,           /**< chunked, the frequency index restarting per section: vision towers */
+  strided = POSENC_SECTIONS_STRIDED,         /**< chunked, section a taking every A-th frequency from a: Pixtral */
   interleaved_4 = POSENC_SECTIONS_INTERLEAVED_4, /**< as interleaved, the rest on a 4th axis: ggml IMROPE */
   alternating = POSENC_SECTIONS_ALTERNATING,     /**< h w h w ... then t: ERNIE-4.5-VL */
   per_axis = POSENC_SECTIONS_PER_AXIS            /**< chunked, each axis at its own width: Flux, Wan, .. */
@@ -342,7 +341,11 @@ class heads_view {
   /** Any strides: token t, head j at data + t * token_stride + j * head_stride. */
   heads_view(T *data, int64_t tokens, int64_t heads, int64_t head_dim, int64_t token_stride,
              int64_t head_stride) noexcept
-      : data_(data), tokens_(tokens), heads_(heads), head_dim_(head_dim), token_stride_(token_stride),
+      : data_(data),
+        tokens_(tokens),
+        heads_(heads),
+        head_dim_(head_dim),
+        token_stride_(token_stride),
         head_stride_(head_stride) {}
   /** A view of T is also a view of const T (the source rows of rope::apply_copy). */
   template <class U, class = std::enable_if_t<std::is_same<const U, T>::value>>
@@ -520,11 +523,27 @@ class rope {
   /** The C struct, for the C calls; its freq and axis point into this object (valid while the object lives). */
   const posenc_rope &c_rope() const noexcept { return c_; }
 
-  rope with_pairs(posenc::rope_pairs v) const { rope t = *this; t.c_.pairs = posenc_rope_pairs(v); return t; }
+  rope with_pairs(posenc::rope_pairs v) const {
+    rope t = *this;
+    t.c_.pairs = posenc_rope_pairs(v);
+    return t;
+  }
   /** Ignored by the calls when the spec has explicit frequencies. */
-  rope with_base(double v) const { rope t = *this; t.c_.base = v; return t; }
-  rope with_position_scale(double v) const { rope t = *this; t.c_.position_scale = v; return t; }
-  rope with_attention_scale(double v) const { rope t = *this; t.c_.attention_scale = v; return t; }
+  rope with_base(double v) const {
+    rope t = *this;
+    t.c_.base = v;
+    return t;
+  }
+  rope with_position_scale(double v) const {
+    rope t = *this;
+    t.c_.position_scale = v;
+    return t;
+  }
+  rope with_attention_scale(double v) const {
+    rope t = *this;
+    t.c_.attention_scale = v;
+    return t;
+  }
   /** posenc_rope_sections: a copy whose pairs are assigned to axes from the section sizes (in pairs; unused
    *  ones 0: HF's three-entry mrope_section, or two for a vision tower) under the layout. vision, strided and
    *  per_axis also replace the frequencies by their own, from base; the other layouts keep them (a yarn or llama3
@@ -549,16 +568,19 @@ class rope {
     } else if (!c.freq) {
       t.freq_.clear();
     }
-    if (c.axis) t.axis_.assign(c.axis, c.axis + h);
-    else t.axis_.clear();
+    if (c.axis)
+      t.axis_.assign(c.axis, c.axis + h);
+    else
+      t.axis_.clear();
     t.c_ = c;
     t.repoint();
     return t;
   }
 
   /** Throws POSENC_ERR_INVALID for a spec every call would refuse (a cache call with no rows checks only it). */
-  void validate() const { check(posenc_rope_cache_f32(&c_, nullptr, 0, 0, nullptr, c_.rotary_dim / 2, nullptr,
-                                                     c_.rotary_dim / 2)); }
+  void validate() const {
+    check(posenc_rope_cache_f32(&c_, nullptr, 0, 0, nullptr, c_.rotary_dim / 2, nullptr, c_.rotary_dim / 2));
+  }
 
   /** posenc_rope_cache_f32 into separate tables (ONNX Runtime's cos_cache / sin_cache): cos and sin have
    *  rotary_dim / 2 columns and one row per position. */
@@ -684,19 +706,21 @@ class rope {
     const int64_t h = c_.rotary_dim / 2;
     detail::expect(cos.cols() == h && sin.cols() == h && cos.rows() == sin.rows());
     expect_real(t, cos.rows());
-    return detail::work_access::make(cos.rows(), 1, real_cost(0, 4), [r = *this, t, cos, sin](int64_t b, int64_t e) noexcept {
-      return posenc_rope_cache_real_f32_part(&r.c_, t.data(), cos.rows(), cos.data(), cos.stride(), sin.data(),
-                                             sin.stride(), b, e);
-    });
+    return detail::work_access::make(
+        cos.rows(), 1, real_cost(0, 4), [r = *this, t, cos, sin](int64_t b, int64_t e) noexcept {
+          return posenc_rope_cache_real_f32_part(&r.c_, t.data(), cos.rows(), cos.data(), cos.stride(), sin.data(),
+                                                 sin.stride(), b, e);
+        });
   }
   /** apply_at(t, x) and apply_at(t, q, k) as works of the tokens. */
   work apply_at_work(array_view<const double> t, heads_view<float> x) const {
     expect_real(t, x.tokens());
     detail::expect(x.head_dim() >= c_.rotary_dim);
-    return detail::work_access::make(x.tokens(), 1, real_cost(x.heads(), 4), [r = *this, t, x](int64_t b, int64_t e) noexcept {
-      return posenc_rope_real_f32_part(&r.c_, t.data(), x.tokens(), x.data(), x.heads(), x.token_stride(),
-                                       x.head_stride(), b, e);
-    });
+    return detail::work_access::make(
+        x.tokens(), 1, real_cost(x.heads(), 4), [r = *this, t, x](int64_t b, int64_t e) noexcept {
+          return posenc_rope_real_f32_part(&r.c_, t.data(), x.tokens(), x.data(), x.heads(), x.token_stride(),
+                                           x.head_stride(), b, e);
+        });
   }
   work apply_at_work(array_view<const double> t, heads_view<float> q, heads_view<float> k) const {
     expect_real(t, q.tokens());
@@ -704,8 +728,8 @@ class rope {
     return detail::work_access::make(
         q.tokens(), 1, real_cost(q.heads() + k.heads(), 4), [r = *this, t, q, k](int64_t b, int64_t e) noexcept {
           return posenc_rope_qk_real_f32_part(&r.c_, t.data(), q.tokens(), q.data(), q.heads(), q.token_stride(),
-                                              q.head_stride(), k.data(), k.heads(), k.token_stride(),
-                                              k.head_stride(), b, e);
+                                              q.head_stride(), k.data(), k.heads(), k.token_stride(), k.head_stride(),
+                                              b, e);
         });
   }
 
@@ -970,19 +994,20 @@ class rope {
   unit_cost real_cost(int64_t heads, size_t size) const noexcept {
     unit_cost c = rotation_cost(heads, size);
     if (heads <= 0) c.bytes_written = c.values * 4;
-    c.cycles = c.values * detail::cycle_costs::kDirect + double(heads > 0 ? heads : 0) * c.values *
-               detail::cycle_costs::kRotated + (c.bytes_read + c.bytes_written) * detail::cycle_costs::kPerByte;
+    c.cycles = c.values * detail::cycle_costs::kDirect +
+               double(heads > 0 ? heads : 0) * c.values * detail::cycle_costs::kRotated +
+               (c.bytes_read + c.bytes_written) * detail::cycle_costs::kPerByte;
     return c;
   }
   template <class T>
-  using real_one_part = posenc_status (*)(const posenc_rope *, const double *, int64_t, T *, int64_t, int64_t,
-                                          int64_t, int64_t, int64_t);
+  using real_one_part = posenc_status (*)(const posenc_rope *, const double *, int64_t, T *, int64_t, int64_t, int64_t,
+                                          int64_t, int64_t);
   template <class T>
-  using real_qk_part = posenc_status (*)(const posenc_rope *, const double *, int64_t, T *, int64_t, int64_t,
-                                         int64_t, T *, int64_t, int64_t, int64_t, int64_t, int64_t);
+  using real_qk_part = posenc_status (*)(const posenc_rope *, const double *, int64_t, T *, int64_t, int64_t, int64_t,
+                                         T *, int64_t, int64_t, int64_t, int64_t, int64_t);
   template <class T>
-  using real_copy_part = posenc_status (*)(const posenc_rope *, const double *, int64_t, const T *, int64_t,
-                                           int64_t, T *, int64_t, int64_t, int64_t, int64_t, int64_t);
+  using real_copy_part = posenc_status (*)(const posenc_rope *, const double *, int64_t, const T *, int64_t, int64_t,
+                                           T *, int64_t, int64_t, int64_t, int64_t, int64_t);
   template <class T>
   void real_one(array_view<const double> t, const heads_view<T> &x, real_one_part<T> part) const {
     expect_real(t, x.tokens());
@@ -1034,8 +1059,9 @@ class rope {
   template <class T>
   void expect_shift(const positions &delta, const heads_view<T> &k) const {
     if (!delta.is_list())
-      throw error(POSENC_ERR_INVALID, "shift takes one delta per token (and axis) as a list; "
-                                      "shift(int64_t delta, ...) moves every token by the same delta");
+      throw error(POSENC_ERR_INVALID,
+                  "shift takes one delta per token (and axis) as a list; "
+                  "shift(int64_t delta, ...) moves every token by the same delta");
     detail::expect_heads(k, c_, delta);
   }
   // The same delta for every token and axis, as the list the C calls take.

@@ -15,16 +15,54 @@ namespace posenc {
 namespace detail {
 
 // Phi-3-mini-128k-instruct's LongRoPE factors (48 pairs each), as its config.json lists them.
-inline constexpr double kPhi3Mini128kShort[48] = {
-    1.05, 1.05, 1.05, 1.1, 1.1, 1.1, 1.2500000000000002, 1.2500000000000002, 1.4000000000000004,
-    1.4500000000000004, 1.5500000000000005, 1.8500000000000008, 1.9000000000000008, 2.000000000000001,
-    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001,
-    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001,
-    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001, 2.000000000000001,
-    2.000000000000001, 2.000000000000001, 2.000000000000001, 2.1000000000000005, 2.1000000000000005, 2.2,
-    2.3499999999999996, 2.3499999999999996, 2.3499999999999996, 2.3499999999999996, 2.3999999999999995,
-    2.3999999999999995, 2.6499999999999986, 2.6999999999999984, 2.8999999999999977, 2.9499999999999975,
-    3.049999999999997, 3.049999999999997, 3.049999999999997};
+inline constexpr double kPhi3Mini128kShort[48] = {1.05,
+                                                  1.05,
+                                                  1.05,
+                                                  1.1,
+                                                  1.1,
+                                                  1.1,
+                                                  1.2500000000000002,
+                                                  1.2500000000000002,
+                                                  1.4000000000000004,
+                                                  1.4500000000000004,
+                                                  1.5500000000000005,
+                                                  1.8500000000000008,
+                                                  1.9000000000000008,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.000000000000001,
+                                                  2.1000000000000005,
+                                                  2.1000000000000005,
+                                                  2.2,
+                                                  2.3499999999999996,
+                                                  2.3499999999999996,
+                                                  2.3499999999999996,
+                                                  2.3499999999999996,
+                                                  2.3999999999999995,
+                                                  2.3999999999999995,
+                                                  2.6499999999999986,
+                                                  2.6999999999999984,
+                                                  2.8999999999999977,
+                                                  2.9499999999999975,
+                                                  3.049999999999997,
+                                                  3.049999999999997,
+                                                  3.049999999999997};
 inline constexpr double kPhi3Mini128kLong[48] = {
     1.0299999713897705, 1.0499999523162842, 1.0499999523162842, 1.0799999237060547, 1.2299998998641968,
     1.2299998998641968, 1.2999999523162842, 1.4499999284744263, 1.5999999046325684, 1.6499998569488525,
@@ -39,8 +77,8 @@ inline constexpr double kPhi3Mini128kLong[48] = {
 
 // The presets' shared forms: the diffusion transformers' per-axis RoPE, and DeepSeek's yarn with its two mscales.
 inline rope diffusion_preset(int64_t head_dim, double theta, std::array<int64_t, 4> sections) {
-  return rope::init(head_dim, theta, nullptr, posenc::rope_pairs::interleaved).with_sections(sections,
-                                                                                     rope_layout::per_axis);
+  return rope::init(head_dim, theta, nullptr, posenc::rope_pairs::interleaved)
+      .with_sections(sections, rope_layout::per_axis);
 }
 
 inline rope deepseek_yarn_preset(double mscale, double mscale_all_dim) {
@@ -170,8 +208,7 @@ inline rope rope::qwen3_vl() { return init(128, 5.0e6).with_sections({24, 20, 20
  *  partial_rotary_factor 0.5, rope_theta 10000, rope_scaling mrope_section [8, 12, 12]; transformers'
  *  Glm4vTextRotaryEmbedding (apply_mrope; mrope_section default [8, 12, 12]) and apply_rotary_pos_emb. */
 inline rope rope::glm4v() {
-  return init(64, 1.0e4, nullptr, posenc::rope_pairs::interleaved).with_sections({8, 12, 12, 0},
-                                                                                rope_layout::chunked);
+  return init(64, 1.0e4, nullptr, posenc::rope_pairs::interleaved).with_sections({8, 12, 12, 0}, rope_layout::chunked);
 }
 
 /** The Qwen2-VL vision tower (head_dim 80 = embed_dim 1280 / 16 heads): 2-D RoPE, axes row then column,
@@ -205,8 +242,7 @@ inline rope rope::pixtral() { return init(64, 1.0e4).with_sections({16, 16, 0, 0
  *  Llama4VisionRotaryEmbedding: axis 0 is the column x and axis 1 the row y, both 1-based (positions
  *  x + 1 and y + 1), and the class token (last) rotates by angle 0: give it position 0 on both axes. */
 inline rope rope::llama4_vision() {
-  return init(88, 1.0e4, nullptr, posenc::rope_pairs::interleaved).with_sections({22, 22, 0, 0},
-                                                                                rope_layout::vision);
+  return init(88, 1.0e4, nullptr, posenc::rope_pairs::interleaved).with_sections({22, 22, 0, 0}, rope_layout::vision);
 }
 
 // Diffusion transformers (diffusers 0.40.0.dev0, 58eb52c0): per-axis frequencies (PER_AXIS: an axis of d
@@ -232,8 +268,8 @@ inline rope rope::hunyuan_video() { return detail::diffusion_preset(128, 256.0, 
 
 /** CogVideoX (get_3d_rotary_pos_embed(attention_head_dim 64)): t = 64 // 4 = 16 dimensions, h = w =
  *  64 // 8 * 3 = 24, theta 1e4; the 1.5 models' "slice" grids are integers, 1.0's "linspace" grids are
- *  not (rope::cache_at and the other _at calls take them). Another head size: cogvideox(head_dim), a multiple of 16 (otherwise
- *  diffusers' widths are odd or do not fill the head: posenc::error, POSENC_ERR_INVALID). */
+ *  not (rope::cache_at and the other _at calls take them). Another head size: cogvideox(head_dim), a multiple of 16
+ * (otherwise diffusers' widths are odd or do not fill the head: posenc::error, POSENC_ERR_INVALID). */
 inline rope rope::cogvideox(int64_t head_dim) {
   if (head_dim < 16 || head_dim % 16 != 0) throw error(POSENC_ERR_INVALID);  // even widths summing to head_dim
   return detail::diffusion_preset(head_dim, 1.0e4, {head_dim / 8, head_dim / 8 * 3 / 2, head_dim / 8 * 3 / 2, 0});

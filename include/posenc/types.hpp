@@ -112,11 +112,31 @@ class spec {
   /** The C struct, for the C calls. */
   const posenc_spec &c_spec() const noexcept { return c_; }
 
-  spec with_d_model(int64_t v) const noexcept { spec t = *this; t.c_.d_model = v; return t; }
-  spec with_layout(posenc::layout v) const noexcept { spec t = *this; t.c_.layout = posenc_layout(v); return t; }
-  spec with_base(double v) const noexcept { spec t = *this; t.c_.base = v; return t; }
-  spec with_freq_denominator(double v) const noexcept { spec t = *this; t.c_.freq_denominator = v; return t; }
-  spec with_position_scale(double v) const noexcept { spec t = *this; t.c_.position_scale = v; return t; }
+  spec with_d_model(int64_t v) const noexcept {
+    spec t = *this;
+    t.c_.d_model = v;
+    return t;
+  }
+  spec with_layout(posenc::layout v) const noexcept {
+    spec t = *this;
+    t.c_.layout = posenc_layout(v);
+    return t;
+  }
+  spec with_base(double v) const noexcept {
+    spec t = *this;
+    t.c_.base = v;
+    return t;
+  }
+  spec with_freq_denominator(double v) const noexcept {
+    spec t = *this;
+    t.c_.freq_denominator = v;
+    return t;
+  }
+  spec with_position_scale(double v) const noexcept {
+    spec t = *this;
+    t.c_.position_scale = v;
+    return t;
+  }
 
   /** Throws POSENC_ERR_INVALID for a spec every call would refuse (a call with no rows checks only the spec). */
   void validate() const { check(posenc_table_f32(&c_, 0, 0, nullptr, c_.d_model)); }
@@ -196,8 +216,8 @@ class positions {
   positions(int64_t first) noexcept : first_(first) {}
   /** One position per row. */
   positions(array_view<const int64_t> list) noexcept : list_(list), is_list_(true) {}
-  template <class C, class = std::enable_if_t<
-                         std::is_convertible<decltype(std::declval<C &>().data()), const int64_t *>::value>>
+  template <class C,
+            class = std::enable_if_t<std::is_convertible<decltype(std::declval<C &>().data()), const int64_t *>::value>>
   positions(C &c) noexcept : positions(array_view<const int64_t>(c)) {}
   /** Multi-axis positions, axis-major as posenc.h takes them: with n = values.size() / axes tokens, token
    *  t's position on axis a is values[a * n + t] (HF's position_ids[0], [1], ... one after another). The

@@ -31,15 +31,15 @@ struct unit_cost {
  *  binding: the compute estimate of unit_cost::cycles in cycles per value and per element on the AVX-512 path;
  *  other paths and CPUs differ by a small factor, which only moves where a split starts to pay. */
 struct cost_model {
-  static constexpr double turned = 2.0;    /**< a table / cache value turned from its block's anchor */
+  static constexpr double turned = 2.0; /**< a table / cache value turned from its block's anchor */
   /** a value made where it is (timesteps, real-valued RoPE positions: the direct method's fast form, issue 25):
    *  measured 1.8 ns a value against 0.36 ns for a table value with its stores (timesteps 130 x 320 against a
    *  table 260 x 512, one thread, AMD EPYC); 40, the estimate before the fast form, split 32-row calls at a
    *  loss (0.59x-0.68x with two threads) */
   static constexpr double direct = 12.0;
-  static constexpr double rotated = 1.0;   /**< an element of a q or k head row rotated in place */
-  static constexpr double fused = 0.5;     /**< an element of a fused add or embedding gathered and added */
-  static constexpr double per_byte = 0.1;  /**< memory traffic, per byte read or written */
+  static constexpr double rotated = 1.0;  /**< an element of a q or k head row rotated in place */
+  static constexpr double fused = 0.5;    /**< an element of a fused add or embedding gathered and added */
+  static constexpr double per_byte = 0.1; /**< memory traffic, per byte read or written */
   /** a piece must carry at least this many estimated cycles for a split to pay (work::pieces): the break-even of
    *  two threads through posenc/threads.hpp, which starts and joins a std::thread per piece */
   static constexpr double min_piece_cycles = 200000.0;

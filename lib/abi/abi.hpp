@@ -38,8 +38,8 @@ inline bool extent_fits(int64_t na, int64_t sa, int64_t nb, int64_t sb, int64_t 
   using i128 = __int128;
   if (na <= 0 || nb <= 0) return true;
   const i128 elems = i128(na - 1) * sa + i128(nb - 1) * sb + width;  // each product below 2^126: no overflow
-  if (elems > std::numeric_limits<int64_t>::max()) return false;       // before the bytes: elems * size could
-  const i128 bytes = elems * i128(size);                               // pass 2^127 (the fuzzer found it)
+  if (elems > std::numeric_limits<int64_t>::max()) return false;     // before the bytes: elems * size could
+  const i128 bytes = elems * i128(size);                             // pass 2^127 (the fuzzer found it)
   return bytes <= std::numeric_limits<int64_t>::max() &&
          uint64_t(bytes) <= uint64_t(std::numeric_limits<size_t>::max());
 }

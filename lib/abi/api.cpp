@@ -6,26 +6,24 @@
 #include <limits>
 
 #include "abi/abi.hpp"
+#include "abi/fpenv.hpp"
 #include "dispatch/cpu.hpp"
 #include "dispatch/dispatch.hpp"
-#include "abi/fpenv.hpp"
-#include "setup/freq.hpp"
 #include "kernel/job.hpp"
 #include "posenc/posenc.h"
 #include "posenc_version.h"
+#include "setup/freq.hpp"
 
 namespace posenc {
 namespace detail {
 namespace {
-
-
 
 // Every kind of call, described for the common checks.
 struct Call {
   const posenc_spec *spec;
   const int64_t *positions;  // explicit positions, or nullptr for first + r
   bool positions_required;
-  const double *times;       // real-valued positions (timestep calls), else nullptr
+  const double *times;  // real-valued positions (timestep calls), else nullptr
   bool times_required;
   int64_t first, n;
   Src src;
@@ -122,8 +120,8 @@ posenc_status run_call(const Call &c) {
   job.n = end - b;
   job.times = c.times ? c.times + b : nullptr;
   job.src = c.src;
-  job.x = c.src == Src::kActivations ? static_cast<const char *>(c.x) + b * c.x_stride * int64_t(element_size(c.src))
-                                     : c.x;
+  job.x =
+      c.src == Src::kActivations ? static_cast<const char *>(c.x) + b * c.x_stride * int64_t(element_size(c.src)) : c.x;
   job.x_stride = c.x_stride;
   job.tokens = c.tokens ? c.tokens + b : nullptr;
   job.scale = c.scale;
@@ -136,8 +134,8 @@ posenc_status run_call(const Call &c) {
   return POSENC_OK;
 }
 
-Call table_call(const posenc_spec *spec, int64_t first, int64_t n, void *out, int64_t stride, Dst dst,
-                int64_t begin, int64_t end) {
+Call table_call(const posenc_spec *spec, int64_t first, int64_t n, void *out, int64_t stride, Dst dst, int64_t begin,
+                int64_t end) {
   Call c{};
   c.begin = begin;
   c.end = end;
@@ -159,17 +157,17 @@ Call rows_call(const posenc_spec *spec, const int64_t *positions, int64_t n, voi
   return c;
 }
 
-Call times_call(const posenc_spec *spec, const double *t, int64_t n, void *out, int64_t stride, Dst dst,
-                int64_t begin, int64_t end) {
+Call times_call(const posenc_spec *spec, const double *t, int64_t n, void *out, int64_t stride, Dst dst, int64_t begin,
+                int64_t end) {
   Call c = table_call(spec, 0, n, out, stride, dst, begin, end);
   c.times = t;
   c.times_required = true;
   return c;
 }
 
-Call embed_call(const posenc_spec *spec, const void *table, int64_t vocab, int64_t table_stride,
-                const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
-                float *out, int64_t out_stride, Src src, int64_t begin, int64_t end) {
+Call embed_call(const posenc_spec *spec, const void *table, int64_t vocab, int64_t table_stride, const int32_t *tokens,
+                float scale, const int64_t *positions, int64_t first, int64_t n, float *out, int64_t out_stride,
+                Src src, int64_t begin, int64_t end) {
   Call c = table_call(spec, first, n, out, out_stride, Dst::kF32, begin, end);
   c.positions = positions;
   c.src = src;
@@ -191,13 +189,20 @@ extern "C" {
 
 const char *posenc_status_string(posenc_status s) {
   switch (s) {
-    case POSENC_OK: return "ok";
-    case POSENC_ERR_NULL: return "a required pointer is NULL";
-    case POSENC_ERR_INVALID: return "invalid spec, size or stride";
-    case POSENC_ERR_OUT_OF_RANGE: return "position or token id out of range";
-    case POSENC_ERR_OVERFLOW: return "element or byte count overflows";
-    case POSENC_ERR_UNSUPPORTED: return "instruction set not available";
-    case POSENC_ERR_NO_MEMORY: return "out of memory";
+    case POSENC_OK:
+      return "ok";
+    case POSENC_ERR_NULL:
+      return "a required pointer is NULL";
+    case POSENC_ERR_INVALID:
+      return "invalid spec, size or stride";
+    case POSENC_ERR_OUT_OF_RANGE:
+      return "position or token id out of range";
+    case POSENC_ERR_OVERFLOW:
+      return "element or byte count overflows";
+    case POSENC_ERR_UNSUPPORTED:
+      return "instruction set not available";
+    case POSENC_ERR_NO_MEMORY:
+      return "out of memory";
   }
   return "unknown status";
 }
@@ -218,13 +223,13 @@ const char *posenc_version(void) { return POSENC_VERSION_STRING; }
 // differ only in T and the destination format come from one macro: name_part checks the whole call and runs
 // rows [begin, end); `a` is the call's first, positions or timesteps (make: table_call, rows_call,
 // times_call).
-#define POSENC_ROW_CALL(name, Arg, T, dst, make)                                                        \
-  posenc_status name##_part(const posenc_spec *spec, Arg a, int64_t n, T *out, int64_t out_stride,       \
-                            int64_t begin, int64_t end) {                                                \
-    return guarded([&] { return run_call(make(spec, a, n, out, out_stride, dst, begin, end)); });         \
-  }                                                                                                      \
-  posenc_status name(const posenc_spec *spec, Arg a, int64_t n, T *out, int64_t out_stride) {            \
-    return name##_part(spec, a, n, out, out_stride, 0, n);                                               \
+#define POSENC_ROW_CALL(name, Arg, T, dst, make)                                                                  \
+  posenc_status name##_part(const posenc_spec *spec, Arg a, int64_t n, T *out, int64_t out_stride, int64_t begin, \
+                            int64_t end) {                                                                        \
+    return guarded([&] { return run_call(make(spec, a, n, out, out_stride, dst, begin, end)); });                 \
+  }                                                                                                               \
+  posenc_status name(const posenc_spec *spec, Arg a, int64_t n, T *out, int64_t out_stride) {                     \
+    return name##_part(spec, a, n, out, out_stride, 0, n);                                                        \
   }
 POSENC_ROW_CALL(posenc_table_f32, int64_t, float, Dst::kF32, table_call)
 POSENC_ROW_CALL(posenc_table_bf16, int64_t, uint16_t, Dst::kBF16, table_call)
@@ -238,8 +243,8 @@ POSENC_ROW_CALL(posenc_timesteps_f16, const double *, uint16_t, Dst::kF16, times
 #undef POSENC_ROW_CALL
 
 posenc_status posenc_timesteps_add_f32_part(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
-                                            const double *t, int64_t n, float *out, int64_t out_stride,
-                                            int64_t begin, int64_t end) {
+                                            const double *t, int64_t n, float *out, int64_t out_stride, int64_t begin,
+                                            int64_t end) {
   return guarded([&] {
     Call c = times_call(spec, t, n, out, out_stride, Dst::kF32, begin, end);
     c.src = Src::kActivations;
@@ -255,8 +260,8 @@ posenc_status posenc_timesteps_add_f32(const posenc_spec *spec, const float *x, 
 }
 
 posenc_status posenc_add_f32_part(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
-                                  const int64_t *positions, int64_t first, int64_t n, float *out,
-                                  int64_t out_stride, int64_t begin, int64_t end) {
+                                  const int64_t *positions, int64_t first, int64_t n, float *out, int64_t out_stride,
+                                  int64_t begin, int64_t end) {
   return guarded([&] {
     Call c = table_call(spec, first, n, out, out_stride, Dst::kF32, begin, end);
     c.positions = positions;
@@ -272,57 +277,55 @@ posenc_status posenc_add_f32(const posenc_spec *spec, const float *x, int64_t x_
   return posenc_add_f32_part(spec, x, x_stride, scale, positions, first, n, out, out_stride, 0, n);
 }
 
-posenc_status posenc_embed_f32_part(const posenc_spec *spec, const float *table, int64_t vocab,
-                                    int64_t table_stride, const int32_t *tokens, float scale,
-                                    const int64_t *positions, int64_t first, int64_t n, float *out,
-                                    int64_t out_stride, int64_t begin, int64_t end) {
+posenc_status posenc_embed_f32_part(const posenc_spec *spec, const float *table, int64_t vocab, int64_t table_stride,
+                                    const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
+                                    int64_t n, float *out, int64_t out_stride, int64_t begin, int64_t end) {
   return guarded([&] {
-    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
-                               out_stride, Src::kTableF32, begin, end));
+    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
+                               Src::kTableF32, begin, end));
   });
 }
 posenc_status posenc_embed_bf16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
-                                     int64_t table_stride, const int32_t *tokens, float scale,
-                                     const int64_t *positions, int64_t first, int64_t n, float *out,
-                                     int64_t out_stride, int64_t begin, int64_t end) {
+                                     int64_t table_stride, const int32_t *tokens, float scale, const int64_t *positions,
+                                     int64_t first, int64_t n, float *out, int64_t out_stride, int64_t begin,
+                                     int64_t end) {
   return guarded([&] {
-    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
-                               out_stride, Src::kTableBF16, begin, end));
+    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
+                               Src::kTableBF16, begin, end));
   });
 }
-posenc_status posenc_embed_f16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
-                                    int64_t table_stride, const int32_t *tokens, float scale,
-                                    const int64_t *positions, int64_t first, int64_t n, float *out,
-                                    int64_t out_stride, int64_t begin, int64_t end) {
+posenc_status posenc_embed_f16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
+                                    const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
+                                    int64_t n, float *out, int64_t out_stride, int64_t begin, int64_t end) {
   return guarded([&] {
-    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
-                               out_stride, Src::kTableF16, begin, end));
+    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
+                               Src::kTableF16, begin, end));
   });
 }
 posenc_status posenc_embed_f32(const posenc_spec *spec, const float *table, int64_t vocab, int64_t table_stride,
-                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
-                               int64_t n, float *out, int64_t out_stride) {
-  return posenc_embed_f32_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
-                               0, n);
+                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
+                               float *out, int64_t out_stride) {
+  return posenc_embed_f32_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride, 0,
+                               n);
 }
-posenc_status posenc_embed_bf16(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
-                                int64_t table_stride, const int32_t *tokens, float scale, const int64_t *positions,
-                                int64_t first, int64_t n, float *out, int64_t out_stride) {
-  return posenc_embed_bf16_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,
-                                out_stride, 0, n);
+posenc_status posenc_embed_bf16(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
+                                const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
+                                float *out, int64_t out_stride) {
+  return posenc_embed_bf16_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
+                                0, n);
 }
 posenc_status posenc_embed_f16(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
-                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
-                               int64_t n, float *out, int64_t out_stride) {
-  return posenc_embed_f16_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
-                               0, n);
+                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
+                               float *out, int64_t out_stride) {
+  return posenc_embed_f16_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride, 0,
+                               n);
 }
 
-posenc_status posenc_embed_learned_f32_part(int64_t d_model, const float *table, int64_t vocab,
-                                            int64_t table_stride, const int32_t *tokens, float scale,
-                                            const float *pos_table, int64_t pos_rows, int64_t pos_stride,
-                                            const int64_t *positions, int64_t first, int64_t n, float *out,
-                                            int64_t out_stride, int64_t begin, int64_t end) {
+posenc_status posenc_embed_learned_f32_part(int64_t d_model, const float *table, int64_t vocab, int64_t table_stride,
+                                            const int32_t *tokens, float scale, const float *pos_table,
+                                            int64_t pos_rows, int64_t pos_stride, const int64_t *positions,
+                                            int64_t first, int64_t n, float *out, int64_t out_stride, int64_t begin,
+                                            int64_t end) {
   return guarded([&]() -> posenc_status {
     if (n < 0) return POSENC_ERR_INVALID;
     if (n == 0) {
@@ -352,18 +355,28 @@ posenc_status posenc_embed_learned_f32_part(int64_t d_model, const float *table,
     if (!range_ok(begin, end, n)) return POSENC_ERR_INVALID;
     if (begin == end) return POSENC_OK;
     // rows [begin, end), as in run_call; first + r was checked for every r < n
-    LearnedJob job{d_model, table, table_stride, tokens + begin, scale, pos_table, pos_stride,
-                   positions ? positions + begin : nullptr, positions ? first : first + begin, end - begin,
-                   out + begin * out_stride, out_stride, streams(n, out_stride)};
+    LearnedJob job{d_model,
+                   table,
+                   table_stride,
+                   tokens + begin,
+                   scale,
+                   pos_table,
+                   pos_stride,
+                   positions ? positions + begin : nullptr,
+                   positions ? first : first + begin,
+                   end - begin,
+                   out + begin * out_stride,
+                   out_stride,
+                   streams(n, out_stride)};
     FpEnvironment env;
     path->run_learned(job);
     return POSENC_OK;
   });
 }
 posenc_status posenc_embed_learned_f32(int64_t d_model, const float *table, int64_t vocab, int64_t table_stride,
-                                       const int32_t *tokens, float scale, const float *pos_table,
-                                       int64_t pos_rows, int64_t pos_stride, const int64_t *positions,
-                                       int64_t first, int64_t n, float *out, int64_t out_stride) {
+                                       const int32_t *tokens, float scale, const float *pos_table, int64_t pos_rows,
+                                       int64_t pos_stride, const int64_t *positions, int64_t first, int64_t n,
+                                       float *out, int64_t out_stride) {
   return posenc_embed_learned_f32_part(d_model, table, vocab, table_stride, tokens, scale, pos_table, pos_rows,
                                        pos_stride, positions, first, n, out, out_stride, 0, n);
 }

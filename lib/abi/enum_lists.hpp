@@ -26,11 +26,11 @@
   X(TELECHAT3, telechat3)
 
 // posenc_rope_layout: POSENC_SECTIONS_<ENUM>
-#define POSENC_ROPE_LAYOUT_LIST(X)  \
-  X(CHUNKED, chunked)               \
-  X(INTERLEAVED, interleaved)       \
-  X(VISION, vision)                 \
-  X(STRIDED, strided)               \
-  X(INTERLEAVED_4, interleaved_4)   \
-  X(ALTERNATING, alternating)       \
+#define POSENC_ROPE_LAYOUT_LIST(X) \
+  X(CHUNKED, chunked)              \
+  X(INTERLEAVED, interleaved)      \
+  X(VISION, vision)                \
+  X(STRIDED, strided)              \
+  X(INTERLEAVED_4, interleaved_4)  \
+  X(ALTERNATING, alternating)      \
   X(PER_AXIS, per_axis)

@@ -20,11 +20,16 @@ uint32_t bit(posenc_feature f, bool on = true) { return on ? uint32_t(1) << unsi
 
 posenc_path_reason reason_of(PathChoice c) {
   switch (c) {
-    case PathChoice::kBestAvailable: return POSENC_PATH_BEST_AVAILABLE;
-    case PathChoice::kEnvironment: return POSENC_PATH_ENVIRONMENT;
-    case PathChoice::kForced: return POSENC_PATH_FORCED;
-    case PathChoice::kEnvUnavailable: return POSENC_PATH_ENV_UNAVAILABLE;
-    case PathChoice::kEnvUnknown: break;
+    case PathChoice::kBestAvailable:
+      return POSENC_PATH_BEST_AVAILABLE;
+    case PathChoice::kEnvironment:
+      return POSENC_PATH_ENVIRONMENT;
+    case PathChoice::kForced:
+      return POSENC_PATH_FORCED;
+    case PathChoice::kEnvUnavailable:
+      return POSENC_PATH_ENV_UNAVAILABLE;
+    case PathChoice::kEnvUnknown:
+      break;
   }
   return POSENC_PATH_ENV_UNKNOWN;
 }
@@ -33,8 +38,8 @@ void features(posenc_machine &m) {
 #if defined(__x86_64__)
   const X86Flags x = x86_flags(read_x86_registers());
   m.features_known = (uint32_t(1) << 12) - 1;  // OSXSAVE .. OS_ZMM_STATE
-  m.features = bit(POSENC_FEATURE_OSXSAVE, x.osxsave) | bit(POSENC_FEATURE_AVX, x.avx) | bit(POSENC_FEATURE_FMA, x.fma) |
-               bit(POSENC_FEATURE_F16C, x.f16c) | bit(POSENC_FEATURE_AVX2, x.avx2) |
+  m.features = bit(POSENC_FEATURE_OSXSAVE, x.osxsave) | bit(POSENC_FEATURE_AVX, x.avx) |
+               bit(POSENC_FEATURE_FMA, x.fma) | bit(POSENC_FEATURE_F16C, x.f16c) | bit(POSENC_FEATURE_AVX2, x.avx2) |
                bit(POSENC_FEATURE_AVX512F, x.avx512f) | bit(POSENC_FEATURE_AVX512CD, x.avx512cd) |
                bit(POSENC_FEATURE_AVX512DQ, x.avx512dq) | bit(POSENC_FEATURE_AVX512BW, x.avx512bw) |
                bit(POSENC_FEATURE_AVX512VL, x.avx512vl) | bit(POSENC_FEATURE_OS_YMM_STATE, x.ymm_state) |

@@ -8,12 +8,12 @@
 #include <limits>
 
 #include "abi/abi.hpp"
-#include "dispatch/dispatch.hpp"
 #include "abi/fpenv.hpp"
-#include "setup/freq.hpp"
+#include "abi/rope_overlap.hpp"
+#include "dispatch/dispatch.hpp"
 #include "kernel/job.hpp"
 #include "posenc/posenc.h"
-#include "abi/rope_overlap.hpp"
+#include "setup/freq.hpp"
 
 namespace posenc {
 namespace detail {
@@ -107,8 +107,6 @@ Mag magnitude(double m) {
   return g;
 }
 
-
-
 const Freq *rope_frequencies(const posenc_rope &r) {
   if (r.freq) return explicit_frequencies(r.freq, r.rotary_dim / 2, r.position_scale);
   return frequencies(base_spec(r));
@@ -167,7 +165,9 @@ struct Positions {
   const double *times;
   bool real;
 };
-Positions integer_positions(const int64_t *positions, int64_t first) { return Positions{positions, first, nullptr, false}; }
+Positions integer_positions(const int64_t *positions, int64_t first) {
+  return Positions{positions, first, nullptr, false};
+}
 Positions real_positions(const double *t) { return Positions{nullptr, 0, t, true}; }
 
 // The spec's checks of a call at real positions, after check_rope; then the positions' own checks.
@@ -309,9 +309,9 @@ posenc_rope posenc_rope_default(int64_t rotary_dim) {
   return r;
 }
 
-posenc_status posenc_rope_cache_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first,
-                                         int64_t n, float *cos_out, int64_t cos_stride, float *sin_out,
-                                         int64_t sin_stride, int64_t begin, int64_t end) {
+posenc_status posenc_rope_cache_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
+                                         float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride,
+                                         int64_t begin, int64_t end) {
   return guarded([&] {
     return run_cache(rope, integer_positions(positions, first), n, cos_out, cos_stride, sin_out, sin_stride, begin,
                      end);
@@ -323,58 +323,55 @@ posenc_status posenc_rope_cache_f32(const posenc_rope *rope, const int64_t *posi
 }
 
 // Every RoPE kernel is its _part function: the whole call is the part [0, n).
-#define POSENC_ROPE_ONE(name, T, dst)                                                                     \
-  posenc_status name##_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,  \
-                            T *x, int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin, \
-                            int64_t end) {                                                                \
-    return guarded([&] {                                                                                  \
-      const Tensor t[2] = {{x, heads, token_stride, head_stride, nullptr, 0, 0}, {nullptr, 0, 0, 0, nullptr, 0, 0}}; \
-      return run_apply(rope, integer_positions(positions, first), n, t, dst, begin, end);                                    \
-    });                                                                                                   \
-  }                                                                                                       \
-  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *x,   \
-                     int64_t heads, int64_t token_stride, int64_t head_stride) {                          \
-    return name##_part(rope, positions, first, n, x, heads, token_stride, head_stride, 0, n);             \
+#define POSENC_ROPE_ONE(name, T, dst)                                                                                  \
+  posenc_status name##_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *x,         \
+                            int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end) {    \
+    return guarded([&] {                                                                                               \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, nullptr, 0, 0}, {nullptr, 0, 0, 0, nullptr, 0, 0}};   \
+      return run_apply(rope, integer_positions(positions, first), n, t, dst, begin, end);                              \
+    });                                                                                                                \
+  }                                                                                                                    \
+  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *x, int64_t heads, \
+                     int64_t token_stride, int64_t head_stride) {                                                      \
+    return name##_part(rope, positions, first, n, x, heads, token_stride, head_stride, 0, n);                          \
   }
 POSENC_ROPE_ONE(posenc_rope_f32, float, Dst::kF32)
 POSENC_ROPE_ONE(posenc_rope_bf16, uint16_t, Dst::kBF16)
 POSENC_ROPE_ONE(posenc_rope_f16, uint16_t, Dst::kF16)
 #undef POSENC_ROPE_ONE
 
-#define POSENC_ROPE_QK(name, T, dst)                                                                        \
-  posenc_status name##_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,    \
-                            T *q, int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, T *k,     \
-                            int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride, int64_t begin,  \
-                            int64_t end) {                                                                  \
-    return guarded([&] {                                                                                    \
-      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride, nullptr, 0, 0},                     \
-                           {k, k_heads, k_token_stride, k_head_stride, nullptr, 0, 0}};                    \
-      return run_apply(rope, integer_positions(positions, first), n, t, dst, begin, end);                                      \
-    });                                                                                                     \
-  }                                                                                                         \
-  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *q,     \
-                     int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads, \
-                     int64_t k_token_stride, int64_t k_head_stride) {                                       \
-    return name##_part(rope, positions, first, n, q, q_heads, q_token_stride, q_head_stride, k, k_heads,    \
-                       k_token_stride, k_head_stride, 0, n);                                                \
+#define POSENC_ROPE_QK(name, T, dst)                                                                               \
+  posenc_status name##_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *q,     \
+                            int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads, \
+                            int64_t k_token_stride, int64_t k_head_stride, int64_t begin, int64_t end) {           \
+    return guarded([&] {                                                                                           \
+      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride, nullptr, 0, 0},                             \
+                           {k, k_heads, k_token_stride, k_head_stride, nullptr, 0, 0}};                            \
+      return run_apply(rope, integer_positions(positions, first), n, t, dst, begin, end);                          \
+    });                                                                                                            \
+  }                                                                                                                \
+  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, T *q,            \
+                     int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads,        \
+                     int64_t k_token_stride, int64_t k_head_stride) {                                              \
+    return name##_part(rope, positions, first, n, q, q_heads, q_token_stride, q_head_stride, k, k_heads,           \
+                       k_token_stride, k_head_stride, 0, n);                                                       \
   }
 // Out of place: tokens' rows read from src and written rotated to x in one pass.
-#define POSENC_ROPE_COPY(name, T, dst)                                                                        \
-  posenc_status name##_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,      \
-                            const T *src, int64_t src_token_stride, int64_t src_head_stride, T *x,             \
-                            int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,           \
-                            int64_t end) {                                                                    \
-    return guarded([&] {                                                                                      \
-      const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},     \
-                           {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                \
-      return run_apply(rope, integer_positions(positions, first), n, t, dst, begin, end, true);                                  \
-    });                                                                                                       \
-  }                                                                                                           \
-  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,             \
-                     const T *src, int64_t src_token_stride, int64_t src_head_stride, T *x, int64_t heads,    \
-                     int64_t token_stride, int64_t head_stride) {                                             \
-    return name##_part(rope, positions, first, n, src, src_token_stride, src_head_stride, x, heads,           \
-                       token_stride, head_stride, 0, n);                                                      \
+#define POSENC_ROPE_COPY(name, T, dst)                                                                                 \
+  posenc_status name##_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, const T *src, \
+                            int64_t src_token_stride, int64_t src_head_stride, T *x, int64_t heads,                    \
+                            int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end) {                   \
+    return guarded([&] {                                                                                               \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},              \
+                           {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                         \
+      return run_apply(rope, integer_positions(positions, first), n, t, dst, begin, end, true);                        \
+    });                                                                                                                \
+  }                                                                                                                    \
+  posenc_status name(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n, const T *src,        \
+                     int64_t src_token_stride, int64_t src_head_stride, T *x, int64_t heads, int64_t token_stride,     \
+                     int64_t head_stride) {                                                                            \
+    return name##_part(rope, positions, first, n, src, src_token_stride, src_head_stride, x, heads, token_stride,      \
+                       head_stride, 0, n);                                                                             \
   }
 POSENC_ROPE_COPY(posenc_rope_copy_f32, float, Dst::kF32)
 POSENC_ROPE_COPY(posenc_rope_copy_bf16, uint16_t, Dst::kBF16)
@@ -388,70 +385,70 @@ POSENC_ROPE_QK(posenc_rope_qk_f16, uint16_t, Dst::kF16)
 
 // At real-valued positions: the same calls with the doubles in place of positions and first.
 posenc_status posenc_rope_cache_real_f32_part(const posenc_rope *rope, const double *positions, int64_t n,
-                                              float *cos_out, int64_t cos_stride, float *sin_out,
-                                              int64_t sin_stride, int64_t begin, int64_t end) {
+                                              float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride,
+                                              int64_t begin, int64_t end) {
   return guarded([&] {
     return run_cache(rope, real_positions(positions), n, cos_out, cos_stride, sin_out, sin_stride, begin, end);
   });
 }
-posenc_status posenc_rope_cache_real_f32(const posenc_rope *rope, const double *positions, int64_t n,
-                                         float *cos_out, int64_t cos_stride, float *sin_out, int64_t sin_stride) {
+posenc_status posenc_rope_cache_real_f32(const posenc_rope *rope, const double *positions, int64_t n, float *cos_out,
+                                         int64_t cos_stride, float *sin_out, int64_t sin_stride) {
   return posenc_rope_cache_real_f32_part(rope, positions, n, cos_out, cos_stride, sin_out, sin_stride, 0, n);
 }
 
-#define POSENC_ROPE_REAL(name, T, dst)                                                                         \
-  posenc_status name##_part(const posenc_rope *rope, const double *positions, int64_t n, T *x, int64_t heads,  \
-                            int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end) {           \
-    return guarded([&] {                                                                                       \
+#define POSENC_ROPE_REAL(name, T, dst)                                                                               \
+  posenc_status name##_part(const posenc_rope *rope, const double *positions, int64_t n, T *x, int64_t heads,        \
+                            int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end) {                 \
+    return guarded([&] {                                                                                             \
       const Tensor t[2] = {{x, heads, token_stride, head_stride, nullptr, 0, 0}, {nullptr, 0, 0, 0, nullptr, 0, 0}}; \
-      return run_apply(rope, real_positions(positions), n, t, dst, begin, end);                                \
-    });                                                                                                        \
-  }                                                                                                            \
-  posenc_status name(const posenc_rope *rope, const double *positions, int64_t n, T *x, int64_t heads,         \
-                     int64_t token_stride, int64_t head_stride) {                                              \
-    return name##_part(rope, positions, n, x, heads, token_stride, head_stride, 0, n);                         \
+      return run_apply(rope, real_positions(positions), n, t, dst, begin, end);                                      \
+    });                                                                                                              \
+  }                                                                                                                  \
+  posenc_status name(const posenc_rope *rope, const double *positions, int64_t n, T *x, int64_t heads,               \
+                     int64_t token_stride, int64_t head_stride) {                                                    \
+    return name##_part(rope, positions, n, x, heads, token_stride, head_stride, 0, n);                               \
   }
 POSENC_ROPE_REAL(posenc_rope_real_f32, float, Dst::kF32)
 POSENC_ROPE_REAL(posenc_rope_real_bf16, uint16_t, Dst::kBF16)
 POSENC_ROPE_REAL(posenc_rope_real_f16, uint16_t, Dst::kF16)
 #undef POSENC_ROPE_REAL
 
-#define POSENC_ROPE_COPY_REAL(name, T, dst)                                                                    \
-  posenc_status name##_part(const posenc_rope *rope, const double *positions, int64_t n, const T *src,         \
-                            int64_t src_token_stride, int64_t src_head_stride, T *x, int64_t heads,            \
-                            int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end) {           \
-    return guarded([&] {                                                                                       \
-      const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},      \
-                           {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                 \
-      return run_apply(rope, real_positions(positions), n, t, dst, begin, end, true);                          \
-    });                                                                                                        \
-  }                                                                                                            \
-  posenc_status name(const posenc_rope *rope, const double *positions, int64_t n, const T *src,                \
+#define POSENC_ROPE_COPY_REAL(name, T, dst)                                                                        \
+  posenc_status name##_part(const posenc_rope *rope, const double *positions, int64_t n, const T *src,             \
+                            int64_t src_token_stride, int64_t src_head_stride, T *x, int64_t heads,                \
+                            int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end) {               \
+    return guarded([&] {                                                                                           \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},          \
+                           {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                     \
+      return run_apply(rope, real_positions(positions), n, t, dst, begin, end, true);                              \
+    });                                                                                                            \
+  }                                                                                                                \
+  posenc_status name(const posenc_rope *rope, const double *positions, int64_t n, const T *src,                    \
                      int64_t src_token_stride, int64_t src_head_stride, T *x, int64_t heads, int64_t token_stride, \
-                     int64_t head_stride) {                                                                    \
-    return name##_part(rope, positions, n, src, src_token_stride, src_head_stride, x, heads, token_stride,     \
-                       head_stride, 0, n);                                                                     \
+                     int64_t head_stride) {                                                                        \
+    return name##_part(rope, positions, n, src, src_token_stride, src_head_stride, x, heads, token_stride,         \
+                       head_stride, 0, n);                                                                         \
   }
 POSENC_ROPE_COPY_REAL(posenc_rope_copy_real_f32, float, Dst::kF32)
 POSENC_ROPE_COPY_REAL(posenc_rope_copy_real_bf16, uint16_t, Dst::kBF16)
 POSENC_ROPE_COPY_REAL(posenc_rope_copy_real_f16, uint16_t, Dst::kF16)
 #undef POSENC_ROPE_COPY_REAL
 
-#define POSENC_ROPE_QK_REAL(name, T, dst)                                                                      \
-  posenc_status name##_part(const posenc_rope *rope, const double *positions, int64_t n, T *q, int64_t q_heads, \
-                            int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads,              \
-                            int64_t k_token_stride, int64_t k_head_stride, int64_t begin, int64_t end) {       \
-    return guarded([&] {                                                                                       \
-      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride, nullptr, 0, 0},                        \
-                           {k, k_heads, k_token_stride, k_head_stride, nullptr, 0, 0}};                       \
-      return run_apply(rope, real_positions(positions), n, t, dst, begin, end);                                \
-    });                                                                                                        \
-  }                                                                                                            \
-  posenc_status name(const posenc_rope *rope, const double *positions, int64_t n, T *q, int64_t q_heads,       \
+#define POSENC_ROPE_QK_REAL(name, T, dst)                                                                          \
+  posenc_status name##_part(const posenc_rope *rope, const double *positions, int64_t n, T *q, int64_t q_heads,    \
+                            int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads,                  \
+                            int64_t k_token_stride, int64_t k_head_stride, int64_t begin, int64_t end) {           \
+    return guarded([&] {                                                                                           \
+      const Tensor t[2] = {{q, q_heads, q_token_stride, q_head_stride, nullptr, 0, 0},                             \
+                           {k, k_heads, k_token_stride, k_head_stride, nullptr, 0, 0}};                            \
+      return run_apply(rope, real_positions(positions), n, t, dst, begin, end);                                    \
+    });                                                                                                            \
+  }                                                                                                                \
+  posenc_status name(const posenc_rope *rope, const double *positions, int64_t n, T *q, int64_t q_heads,           \
                      int64_t q_token_stride, int64_t q_head_stride, T *k, int64_t k_heads, int64_t k_token_stride, \
-                     int64_t k_head_stride) {                                                                  \
-    return name##_part(rope, positions, n, q, q_heads, q_token_stride, q_head_stride, k, k_heads, k_token_stride, \
-                       k_head_stride, 0, n);                                                                   \
+                     int64_t k_head_stride) {                                                                      \
+    return name##_part(rope, positions, n, q, q_heads, q_token_stride, q_head_stride, k, k_heads, k_token_stride,  \
+                       k_head_stride, 0, n);                                                                       \
   }
 POSENC_ROPE_QK_REAL(posenc_rope_qk_real_f32, float, Dst::kF32)
 POSENC_ROPE_QK_REAL(posenc_rope_qk_real_bf16, uint16_t, Dst::kBF16)

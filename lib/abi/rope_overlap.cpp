@@ -40,7 +40,7 @@ bool self_overlaps(const Lattice &L) {
     std::swap(s1, s2);
   }
   if (s1 >= L.len && i128(s2) >= i128(n1 - 1) * s1 + L.len) return false;  // nested: [T,H,D], [H,T,D], QKV
-  if (n1 > n2) {  // iterate over the shorter dimension
+  if (n1 > n2) {                                                           // iterate over the shorter dimension
     std::swap(n1, n2);
     std::swap(s1, s2);
   }

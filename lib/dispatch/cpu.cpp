@@ -42,8 +42,8 @@ CacheLevel decode_cache_leaf(uint32_t eax, uint32_t ebx, uint32_t ecx) {
   const uint32_t type = eax & 0x1F;  // 1 data, 2 instruction, 3 unified; 0 ends the list
   if (type != 1 && type != 3) return c;
   c.level = int((eax >> 5) & 0x7);
-  const uint64_t ways = ((ebx >> 22) & 0x3FF) + 1, partitions = ((ebx >> 12) & 0x3FF) + 1,
-                 line = (ebx & 0xFFF) + 1, sets = uint64_t(ecx) + 1;
+  const uint64_t ways = ((ebx >> 22) & 0x3FF) + 1, partitions = ((ebx >> 12) & 0x3FF) + 1, line = (ebx & 0xFFF) + 1,
+                 sets = uint64_t(ecx) + 1;
   c.bytes = ways * partitions * line * sets;
   c.sharing = ((eax >> 14) & 0xFFF) + 1;
   return c;

@@ -7,8 +7,8 @@
 #include <initializer_list>
 
 #include "dispatch/cpu.hpp"
-#include "isa/isa_entry.hpp"
 #include "dispatch/isa_list.hpp"
+#include "isa/isa_entry.hpp"
 #include "posenc/posenc.h"
 
 namespace posenc {
@@ -31,12 +31,13 @@ const Path *path_if(Make make) {
 
 // Which paths this build contains.
 const Path *compiled(int isa) {
-#define POSENC_ISA_CASE(E, n, have)                                                                  \
-  case POSENC_ISA_##E:                                                                               \
+#define POSENC_ISA_CASE(E, n, have) \
+  case POSENC_ISA_##E:              \
     return path_if<have>([](auto) { return Path{n::run, n::run_learned, n::run_rope, n::fill_tables}; });
   switch (isa) {
     POSENC_ISAS(POSENC_ISA_CASE)
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 #undef POSENC_ISA_CASE
 }
@@ -64,10 +65,11 @@ const Wrong &wrong() {
     for (int isa = 0; isa < kIsaCount; ++isa)
       if (std::strlen(kNames[isa]) == len && std::strncmp(env, kNames[isa], len) == 0) r.isa = isa;
     const char *kind = colon ? colon + 1 : "";
-    r.kinds = !*kind ? kTable | kLearned | kRope
-              : !std::strcmp(kind, "table") ? kTable
+    r.kinds = !*kind                          ? kTable | kLearned | kRope
+              : !std::strcmp(kind, "table")   ? kTable
               : !std::strcmp(kind, "learned") ? kLearned
-              : !std::strcmp(kind, "rope") ? kRope : 0;
+              : !std::strcmp(kind, "rope")    ? kRope
+                                              : 0;
     return r;
   }();
   return w;
@@ -99,8 +101,10 @@ struct Wrapped {
   static void run_rope(const RopeJob &j) {
     real().run_rope(j);
     if (!(wrong().kinds & kRope)) return;
-    if (j.cache) flip(j.cos_out, Dst::kF32);
-    else flip(j.t[0].heads ? j.t[0].x : j.t[1].x, j.dst);
+    if (j.cache)
+      flip(j.cos_out, Dst::kF32);
+    else
+      flip(j.t[0].heads ? j.t[0].x : j.t[1].x, j.dst);
   }
   static void fill_tables(Freq &f) { real().fill_tables(f); }
   static const Path *path() {
@@ -113,10 +117,12 @@ struct Wrapped {
 const Path *used(int isa) {
   if (isa != wrong().isa || !compiled(isa)) return compiled(isa);
 #define POSENC_ISA_CASE(E, n, have) \
-  case POSENC_ISA_##E: return Wrapped<POSENC_ISA_##E>::path();
+  case POSENC_ISA_##E:              \
+    return Wrapped<POSENC_ISA_##E>::path();
   switch (isa) {
     POSENC_ISAS(POSENC_ISA_CASE)
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 #undef POSENC_ISA_CASE
 }
@@ -127,10 +133,12 @@ const Path *used(int isa) {
 bool supported(int isa) {
   static const CpuFeatures cpu = detect_cpu();
 #define POSENC_ISA_CASE(E, n, have) \
-  case POSENC_ISA_##E: return cpu.n;
+  case POSENC_ISA_##E:              \
+    return cpu.n;
   switch (isa) {
     POSENC_ISAS(POSENC_ISA_CASE)
-    default: return false;
+    default:
+      return false;
   }
 #undef POSENC_ISA_CASE
 }

@@ -21,11 +21,11 @@ const Path *active_path();
 // active path is the one it is.
 bool isa_compiled(int isa);
 enum class PathChoice {
-  kBestAvailable,       // POSENC_ISA unset or empty: the best path compiled in and supported
-  kEnvironment,         // POSENC_ISA named an available path
-  kForced,              // posenc_force_isa
-  kEnvUnavailable,      // POSENC_ISA named a known path that is not available: every kernel call refuses
-  kEnvUnknown,          // POSENC_ISA named no path: every kernel call refuses
+  kBestAvailable,   // POSENC_ISA unset or empty: the best path compiled in and supported
+  kEnvironment,     // POSENC_ISA named an available path
+  kForced,          // posenc_force_isa
+  kEnvUnavailable,  // POSENC_ISA named a known path that is not available: every kernel call refuses
+  kEnvUnknown,      // POSENC_ISA named no path: every kernel call refuses
 };
 PathChoice path_choice();
 

@@ -21,10 +21,10 @@
 #define POSENC_HAVE_NEON 0
 #endif
 
-#define POSENC_ISAS(X)                   \
-  X(SCALAR, scalar, 1)                   \
-  X(AVX2, avx2, POSENC_HAVE_AVX2)        \
-  X(AVX512, avx512, POSENC_HAVE_AVX512)  \
+#define POSENC_ISAS(X)                  \
+  X(SCALAR, scalar, 1)                  \
+  X(AVX2, avx2, POSENC_HAVE_AVX2)       \
+  X(AVX512, avx512, POSENC_HAVE_AVX512) \
   X(NEON, neon, POSENC_HAVE_NEON)
 
 namespace posenc {
@@ -33,8 +33,9 @@ namespace detail {
 #define POSENC_ISA_ONE(E, n, have) +1
 constexpr int kIsaCount = 0 POSENC_ISAS(POSENC_ISA_ONE);
 #undef POSENC_ISA_ONE
-static_assert(kIsaCount == POSENC_ISA_COUNT,
-              "every posenc_isa enumerator of posenc.h needs its line in lib/dispatch/isa_list.hpp (and the other way)");
+static_assert(
+    kIsaCount == POSENC_ISA_COUNT,
+    "every posenc_isa enumerator of posenc.h needs its line in lib/dispatch/isa_list.hpp (and the other way)");
 
 // Each line's enumerator is its index: the list is in the enum's order.
 #define POSENC_ISA_VALUE(E, n, have) POSENC_ISA_##E,

@@ -13,8 +13,8 @@
 namespace posenc {
 namespace fast_check {
 
-constexpr int64_t kWindow = int64_t(1) << 16;                        // half-width, in double ulps
-constexpr int64_t kBias = kWindow - (int64_t(1) << 28);              // shifts the window to start at 0
+constexpr int64_t kWindow = int64_t(1) << 16;                             // half-width, in double ulps
+constexpr int64_t kBias = kWindow - (int64_t(1) << 28);                   // shifts the window to start at 0
 constexpr int64_t kMask = ((int64_t(1) << 29) - 1) & ~(2 * kWindow - 1);  // bits that must not all be 0
 // The same test on the low 32 bits of the double alone (bits 17 to 28 of a sum do not depend on the bits
 // above 31 of its operands), as the vector paths run it.

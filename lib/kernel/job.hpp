@@ -15,26 +15,26 @@ enum class Dst : uint8_t { kF32, kBF16, kF16 };
 struct Job {
   const Freq *freq;
   int64_t d, h;
-  int layout;                 // posenc_layout value
-  const int64_t *positions;   // nullptr: position of row r is first + r
+  int layout;                // posenc_layout value
+  const int64_t *positions;  // nullptr: position of row r is first + r
   int64_t first, n;
-  const double *times;        // real-valued positions (timesteps): row r at times[r]; nullptr otherwise
-  Src src;                    // what is added to scale * x: nothing, activations, or gathered table rows
+  const double *times;  // real-valued positions (timesteps): row r at times[r]; nullptr otherwise
+  Src src;              // what is added to scale * x: nothing, activations, or gathered table rows
   const void *x;
-  int64_t x_stride;           // elements
-  const int32_t *tokens;      // for the table sources
+  int64_t x_stride;       // elements
+  const int32_t *tokens;  // for the table sources
   float scale;
   Dst dst;
   void *out;
-  int64_t out_stride;         // elements
-  bool stream;                // the output is large enough to bypass the caches (float32 only)
+  int64_t out_stride;  // elements
+  bool stream;         // the output is large enough to bypass the caches (float32 only)
 };
 
 // The positions a call's rows stand for, as the rows engine (values_rows.hpp) walks them.
 struct Stream {
   const Freq *freq;
-  int64_t h;                  // pairs made per row
-  const int64_t *positions;   // nullptr: position of row r is first + r (on every axis)
+  int64_t h;                 // pairs made per row
+  const int64_t *positions;  // nullptr: position of row r is first + r (on every axis)
   int64_t first, n;
   // Multi-axis RoPE: with axes > 1 (0 or 1: one position per row), row r's position on axis a is
   // positions[a axis_stride + r], and pair i takes the position of axis axis[i] (h entries). axis_stride
@@ -56,10 +56,10 @@ struct Mag {
 // A RoPE call: the cos/sin cache, or the rotation of up to two tensors of head rows (q, k), in place or from
 // source rows (posenc_rope_copy_*: each row read from src and written to x in one pass).
 struct RopeTensor {
-  void *x;            // float or uint16_t rows; nullptr when heads == 0
+  void *x;  // float or uint16_t rows; nullptr when heads == 0
   int64_t heads;
-  int64_t token_stride, head_stride;  // elements
-  const void *src;    // the rows read: x itself in place
+  int64_t token_stride, head_stride;          // elements
+  const void *src;                            // the rows read: x itself in place
   int64_t src_token_stride, src_head_stride;  // elements
 };
 struct RopeJob {
@@ -67,19 +67,19 @@ struct RopeJob {
   // r / 2: the pairs whose cos and sin each token makes, and, for HALVES pairs, the distance between the
   // two elements of a pair (pair i is elements i and i + h; INTERLEAVED: 2i and 2i + 1).
   int64_t h;
-  int pairs;                  // posenc_rope_pairs value
+  int pairs;  // posenc_rope_pairs value
   Mag mag;
-  const int64_t *positions;   // nullptr: first + t on every axis; else axis-major, token t of axis a at
-                              // positions[a axis_stride + t]
+  const int64_t *positions;  // nullptr: first + t on every axis; else axis-major, token t of axis a at
+                             // positions[a axis_stride + t]
   int64_t first, n;
-  const double *times;        // real-valued positions (posenc_rope_*_real): laid out as positions, which are
-                              // then unused; nullptr for integer positions
-  int64_t axis_stride;        // the whole call's n (Stream::axis_stride)
-  int axes;                   // positions per token: 1, or up to 4 (multi-axis RoPE)
-  const uint8_t *axis;        // axes > 1: the axis of each of the h pairs, whose position its angle takes
-  bool cache;                 // posenc_rope_cache_f32: cos_out / sin_out; otherwise the tensors
-  Dst dst;                    // the rows' format (rotation)
-  RopeTensor t[2];            // q, k
+  const double *times;  // real-valued positions (posenc_rope_*_real): laid out as positions, which are
+                        // then unused; nullptr for integer positions
+  int64_t axis_stride;  // the whole call's n (Stream::axis_stride)
+  int axes;             // positions per token: 1, or up to 4 (multi-axis RoPE)
+  const uint8_t *axis;  // axes > 1: the axis of each of the h pairs, whose position its angle takes
+  bool cache;           // posenc_rope_cache_f32: cos_out / sin_out; otherwise the tensors
+  Dst dst;              // the rows' format (rotation)
+  RopeTensor t[2];      // q, k
   float *cos_out, *sin_out;
   int64_t cos_stride, sin_stride;
 };

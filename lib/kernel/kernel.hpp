@@ -11,12 +11,12 @@
 #include "kernel/job.hpp"
 #include "kernel/lanes.hpp"
 #include "kernel/sink_pe.hpp"
-#include "simd/simd_contract.hpp"
 #include "kernel/sink_rope.hpp"
 #include "kernel/values_axes.hpp"
 #include "kernel/values_rope_real.hpp"
 #include "kernel/values_rows.hpp"
 #include "kernel/values_times.hpp"
+#include "simd/simd_contract.hpp"
 
 namespace posenc {
 
@@ -24,14 +24,13 @@ template <class S>
 struct Engine : Rows<S> {
   static_assert(simd_contract::check<S>(), "");  // simd_contract.hpp: one message per missing operation
   using R = Rows<S>;
+  using R::anchor_values;
+  using R::W;
   using typename R::D;
   using typename R::F;
-  using R::W;
-  using R::anchor_values;
   template <detail::Src kSrc, detail::Dst kDst, bool kZip>
   using Sink = typename PeSinks<S>::template Sink<kSrc, kDst, kZip>;
   static F fused(const F &scale, const F &x, const F &y) { return Lanes<S>::fused(scale, x, y); }
-
 
   template <class K>
   static void run_pe(const detail::Job &job) {
@@ -42,8 +41,10 @@ struct Engine : Rows<S> {
   }
   template <detail::Src kSrc, detail::Dst kDst>
   static void run_layout(const detail::Job &job) {
-    if (job.layout == POSENC_INTERLEAVED) run_pe<Sink<kSrc, kDst, true>>(job);
-    else run_pe<Sink<kSrc, kDst, false>>(job);
+    if (job.layout == POSENC_INTERLEAVED)
+      run_pe<Sink<kSrc, kDst, true>>(job);
+    else
+      run_pe<Sink<kSrc, kDst, false>>(job);
   }
 
   // The RoPE calls: the cache, or the rotation of f32 / bf16 / f16 head rows.
@@ -59,9 +60,12 @@ struct Engine : Rows<S> {
     using Sinks = RopeSinks<S>;
     if (job.cache) return run_rope_sink<typename Sinks::Cache>(job);
     switch (job.dst) {
-      case detail::Dst::kF32: return run_rope_sink<typename Sinks::template Apply<float, false>>(job);
-      case detail::Dst::kBF16: return run_rope_sink<typename Sinks::template Apply<uint16_t, true>>(job);
-      case detail::Dst::kF16: return run_rope_sink<typename Sinks::template Apply<uint16_t, false>>(job);
+      case detail::Dst::kF32:
+        return run_rope_sink<typename Sinks::template Apply<float, false>>(job);
+      case detail::Dst::kBF16:
+        return run_rope_sink<typename Sinks::template Apply<uint16_t, true>>(job);
+      case detail::Dst::kF16:
+        return run_rope_sink<typename Sinks::template Apply<uint16_t, false>>(job);
     }
   }
 
@@ -114,8 +118,10 @@ struct Engine : Rows<S> {
       vc[k % W] = c[k];
       const D ds = S::load(vs), dc = S::load(vc);
       bool ok;
-      if constexpr (kSmall) ok = S::decided(ds, dc, S::narrow2(ds, dc));
-      else ok = S::decided_window(ds, dc);
+      if constexpr (kSmall)
+        ok = S::decided(ds, dc, S::narrow2(ds, dc));
+      else
+        ok = S::decided_window(ds, dc);
       rejected += ok ? 0 : 1;
     }
     return rejected;
@@ -145,8 +151,10 @@ struct Engine : Rows<S> {
         __builtin_prefetch(next + e);
         const F pv = pe ? S::load_f(pe + e) : S::splat(0.0f);
         const F v = fused(scale, S::load_f(x + e), pv);
-        if (nt) S::stream_f(o + e, v);
-        else S::store_f(o + e, v);
+        if (nt)
+          S::stream_f(o + e, v);
+        else
+          S::store_f(o + e, v);
       }
       if (full < job.d) {
         const int64_t m = job.d - full;
@@ -160,8 +168,10 @@ struct Engine : Rows<S> {
     if (kStream) S::store_fence();  // order the non-temporal stores before whatever the caller does next
   }
   static void run_learned(const detail::LearnedJob &job) {
-    if (S::kCanStream && job.stream) learned_rows<S::kCanStream>(job);
-    else learned_rows<false>(job);
+    if (S::kCanStream && job.stream)
+      learned_rows<S::kCanStream>(job);
+    else
+      learned_rows<false>(job);
   }
 };
 

@@ -53,19 +53,23 @@ struct Lanes {
     return S::load_f(rv);
   }
 
-
   // Loads and stores of 2W elements, contiguous or as two runs of W, converting to and from float32.
   // load_split: lanes [0, W) from a, [W, 2W) from b.
   template <class T, bool kBF16>
   static F load_split(const T *a, const T *b) {
-    if constexpr (sizeof(T) == 4) return S::combine(S::load_h(a), S::load_h(b));
-    else if constexpr (kBF16) return S::load2_bf16(a, b);
-    else return S::load2_f16(a, b);
+    if constexpr (sizeof(T) == 4)
+      return S::combine(S::load_h(a), S::load_h(b));
+    else if constexpr (kBF16)
+      return S::load2_bf16(a, b);
+    else
+      return S::load2_f16(a, b);
   }
   template <class T, bool kBF16>
   static F load2(const T *p) {
-    if constexpr (sizeof(T) == 4) return S::load_f(p);
-    else return load_split<T, kBF16>(p, p + W);
+    if constexpr (sizeof(T) == 4)
+      return S::load_f(p);
+    else
+      return load_split<T, kBF16>(p, p + W);
   }
   // Lanes [0, W) of v to a, lanes [W, 2W) to b; half-precision outputs convert all 2W lanes at once.
   template <class T, bool kBF16>
@@ -81,8 +85,10 @@ struct Lanes {
   }
   template <class T, bool kBF16>
   static void store2(T *p, const F &v) {
-    if constexpr (sizeof(T) == 4) S::store_f(p, v);
-    else store_split<T, kBF16>(p, p + W, v);
+    if constexpr (sizeof(T) == 4)
+      S::store_f(p, v);
+    else
+      store_split<T, kBF16>(p, p + W, v);
   }
 };
 

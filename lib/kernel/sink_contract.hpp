@@ -10,11 +10,14 @@
 namespace posenc {
 namespace sink_contract {
 
-template <class T> T &val();
+template <class T>
+T &val();
 
-#define POSENC_SINK_MEMBER(name, ...)                                                                \
-  template <class K, class = void> struct has_##name : std::false_type {};                         \
-  template <class K> struct has_##name<K, std::void_t<decltype(__VA_ARGS__)>> : std::true_type {};
+#define POSENC_SINK_MEMBER(name, ...)     \
+  template <class K, class = void>        \
+  struct has_##name : std::false_type {}; \
+  template <class K>                      \
+  struct has_##name<K, std::void_t<decltype(__VA_ARGS__)>> : std::true_type {};
 POSENC_SINK_MEMBER(flags, K::kInterleaved, K::kHasX, K::kScaled, K::kUseClear, K::kAxes)
 POSENC_SINK_MEMBER(modes, bool(val<K>().staged), bool(val<K>().direct))
 POSENC_SINK_MEMBER(row, val<K>().row(int64_t(0), int64_t(1)))
@@ -28,18 +31,20 @@ POSENC_SINK_MEMBER(mag, val<K>().mag, val<typename K::Out>().post)
 #undef POSENC_SINK_MEMBER
 
 // Out's writes of a vector F of values: whole (put, put_fast<kNt>) and the first m lanes (put_partial).
-template <class K, class F, class = void> struct has_puts : std::false_type {};
+template <class K, class F, class = void>
+struct has_puts : std::false_type {};
 template <class K, class F>
-struct has_puts<K, F,
-                std::void_t<decltype(val<const typename K::Out>().put(int64_t(0), val<const F>())),
-                            decltype(bool(val<const typename K::Out>().template put_fast<false>(int64_t(0), val<const F>()))),
-                            decltype(val<const typename K::Out>().put_partial(int64_t(0), val<const F>(), int64_t(0)))>>
+struct has_puts<
+    K, F,
+    std::void_t<decltype(val<const typename K::Out>().put(int64_t(0), val<const F>())),
+                decltype(bool(val<const typename K::Out>().template put_fast<false>(int64_t(0), val<const F>()))),
+                decltype(val<const typename K::Out>().put_partial(int64_t(0), val<const F>(), int64_t(0)))>>
     : std::true_type {};
 
 template <class K, class F>
 constexpr bool check() {
-#define POSENC_REQUIRE(m, what) static_assert(has_##m<K>::value, "a sink lacks " what \
-                                              " (docs/architecture.md, \"The sink contract\")");
+#define POSENC_REQUIRE(m, what) \
+  static_assert(has_##m<K>::value, "a sink lacks " what " (docs/architecture.md, \"The sink contract\")");
   POSENC_REQUIRE(flags, "one of kInterleaved, kHasX, kScaled, kUseClear, kAxes")
   POSENC_REQUIRE(modes, "the bool members staged and direct")
   POSENC_REQUIRE(row, "row(r, ahead)")

@@ -22,13 +22,21 @@ struct PeSinks {
   static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
   static F fused(const F &scale, const F &x, const F &y) { return L::fused(scale, x, y); }
   template <class T, bool kBF16>
-  static F load_split(const T *a, const T *b) { return L::template load_split<T, kBF16>(a, b); }
+  static F load_split(const T *a, const T *b) {
+    return L::template load_split<T, kBF16>(a, b);
+  }
   template <class T, bool kBF16>
-  static F load2(const T *p) { return L::template load2<T, kBF16>(p); }
+  static F load2(const T *p) {
+    return L::template load2<T, kBF16>(p);
+  }
   template <class T, bool kBF16>
-  static void store_split(T *a, T *b, const F &v) { L::template store_split<T, kBF16>(a, b, v); }
+  static void store_split(T *a, T *b, const F &v) {
+    L::template store_split<T, kBF16>(a, b, v);
+  }
   template <class T, bool kBF16>
-  static void store2(T *p, const F &v) { L::template store2<T, kBF16>(p, v); }
+  static void store2(T *p, const F &v) {
+    L::template store2<T, kBF16>(p, v);
+  }
 
   // Writes rows of one call: PE alone, or fmaf(scale, x, PE) with x from activations or a gathered table.
   // kZip: the interleaved layout (values arrive interleaved); otherwise the halves, at soff and coff.
@@ -38,8 +46,8 @@ struct PeSinks {
   template <detail::Src kSrc, detail::Dst kDst, bool kZip>
   struct Sink {
     using OutT = typename std::conditional<kDst == detail::Dst::kF32, float, uint16_t>::type;
-    using InT = typename std::conditional<kSrc == detail::Src::kTableBF16 || kSrc == detail::Src::kTableF16,
-                                          uint16_t, float>::type;
+    using InT = typename std::conditional<kSrc == detail::Src::kTableBF16 || kSrc == detail::Src::kTableF16, uint16_t,
+                                          float>::type;
     static constexpr bool kHasX = kSrc != detail::Src::kNone;
     static constexpr bool kOutBF16 = kDst == detail::Dst::kBF16;
     static constexpr bool kInBF16 = kSrc == detail::Src::kTableBF16;
@@ -52,11 +60,11 @@ struct PeSinks {
     const detail::Job &job;
     int64_t soff, coff;  // halves: where the sin and the cos run of a row start
     F scale;
-    bool staged;  // far larger than the caches: non-temporal stores, through the stage unless aligned
-    bool direct;  // ... and every full vector store is aligned: non-temporal stores straight to the row
+    bool staged;              // far larger than the caches: non-temporal stores, through the stage unless aligned
+    bool direct;              // ... and every full vector store is aligned: non-temporal stores straight to the row
     OutT *row_out = nullptr;  // the current row
     const InT *row_x = nullptr;
-    const InT *next_x = nullptr;  // the x row of row r + ahead (row()), which takes this row's place next
+    const InT *next_x = nullptr;        // the x row of row r + ahead (row()), which takes this row's place next
     OutT *os = nullptr, *oc = nullptr;  // the current chunk: where its sin (or all) and cos values go
     const InT *xs = nullptr, *xc = nullptr;
     const InT *pfs = nullptr, *pfc = nullptr;  // the same chunk of next_x
@@ -166,8 +174,10 @@ struct PeSinks {
             prefetch_x(pfs + 2 * jj);
             if (!combine<kFast>(v, load2<InT, kInBF16>(xs + 2 * jj))) return false;
           }
-          if constexpr (kNt && kDst == detail::Dst::kF32) S::stream_f(os + 2 * jj, v);
-          else store2<OutT, kOutBF16>(os + 2 * jj, v);
+          if constexpr (kNt && kDst == detail::Dst::kF32)
+            S::stream_f(os + 2 * jj, v);
+          else
+            store2<OutT, kOutBF16>(os + 2 * jj, v);
         } else {
           if constexpr (kHasX) {
             prefetch_x(pfs + jj);
@@ -248,8 +258,10 @@ struct PeSinks {
     // The same value vector for all n pairs of the current chunk.
     void fill(const F &val, int64_t n) {
       for (int64_t jj = 0; jj < n; jj += W) {
-        if (n - jj >= W) put(jj, val);
-        else put_partial(jj, val, n - jj);
+        if (n - jj >= W)
+          put(jj, val);
+        else
+          put_partial(jj, val, n - jj);
       }
     }
 

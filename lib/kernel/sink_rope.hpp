@@ -107,12 +107,12 @@ struct RopeSinks {
     static constexpr bool kScaled = true;
     static constexpr bool kUseClear = false;
     static constexpr bool kAxes = true;
-    static constexpr int64_t kPiece = 128;  // pairs of cos and sin held as doubles at once (2 KiB, 4 KiB dup)
+    static constexpr int64_t kPiece = 128;    // pairs of cos and sin held as doubles at once (2 KiB, 4 KiB dup)
     static constexpr int64_t kCopyAhead = 2;  // tokens a rotation from a separate source prefetches ahead
     static_assert(kPiece % 8 == 0 && kChunk % kPiece == 0, "pieces tile a chunk in whole blocks");
     using Out = RopeSinks::Out;
 
-    alignas(64) float stage[2 * kChunk];  // the sin run, then (at kChunk) the cos run of the current row
+    alignas(64) float stage[2 * kChunk];        // the sin run, then (at kChunk) the cos run of the current row
     alignas(64) double cd[kPiece], sd[kPiece];  // the piece's c and s
     alignas(64) double cdup[2 * kPiece], sdup[2 * kPiece];  // interleaved pairs: per element
     const detail::RopeJob &job;
@@ -177,9 +177,14 @@ struct RopeSinks {
             const int64_t k = apart ? kCopyAhead : 1;
             const int64_t ahead = token + k < job.n ? k * t.src_token_stride : 0;
             const int64_t dahead = apart && token + kCopyAhead < job.n ? kCopyAhead * t.token_stride : 0;
-            if (!inter) rotate_halves<1>(src + j0 + p0, src + job.h + j0 + p0, row + j0 + p0, row + job.h + j0 + p0, pn, ahead, dahead);
-            else if constexpr (W > 1) rotate_interleaved(src + 2 * (j0 + p0), row + 2 * (j0 + p0), pn, ahead, dahead);
-            else rotate_halves<2>(src + 2 * (j0 + p0), src + 2 * (j0 + p0) + 1, row + 2 * (j0 + p0), row + 2 * (j0 + p0) + 1, pn, ahead);
+            if (!inter)
+              rotate_halves<1>(src + j0 + p0, src + job.h + j0 + p0, row + j0 + p0, row + job.h + j0 + p0, pn, ahead,
+                               dahead);
+            else if constexpr (W > 1)
+              rotate_interleaved(src + 2 * (j0 + p0), row + 2 * (j0 + p0), pn, ahead, dahead);
+            else
+              rotate_halves<2>(src + 2 * (j0 + p0), src + 2 * (j0 + p0) + 1, row + 2 * (j0 + p0),
+                               row + 2 * (j0 + p0) + 1, pn, ahead);
           }
         }
       }
@@ -226,20 +231,28 @@ struct RopeSinks {
     }
 
     static H load_t(const T *p) {
-      if constexpr (sizeof(T) == 4) return S::load_h(p);
-      else if constexpr (kBF16) return S::load_h_bf16(p);
-      else return S::load_h_f16(p);
+      if constexpr (sizeof(T) == 4)
+        return S::load_h(p);
+      else if constexpr (kBF16)
+        return S::load_h_bf16(p);
+      else
+        return S::load_h_f16(p);
     }
     static void store_t(T *p, H v) {
-      if constexpr (sizeof(T) == 4) S::store_h(p, v);
-      else if constexpr (kBF16) S::store_h_bf16(p, v);
-      else S::store_h_f16(p, v);
+      if constexpr (sizeof(T) == 4)
+        S::store_h(p, v);
+      else if constexpr (kBF16)
+        S::store_h_bf16(p, v);
+      else
+        S::store_h_f16(p, v);
     }
     // To nearest for float32; to odd for the 16-bit formats, whose nearest-even rounding of that float
     // then equals the one of the double (simd_scalar.hpp, narrow_odd).
     static H narrow_t(const D &v) {
-      if constexpr (sizeof(T) == 4) return S::narrow(v);
-      else return S::narrow_odd(v);
+      if constexpr (sizeof(T) == 4)
+        return S::narrow(v);
+      else
+        return S::narrow_odd(v);
     }
 
     // W results that hold no NaN, rounded once to T. bf16: the nearest float, and its nearest-even bf16,
@@ -267,7 +280,8 @@ struct RopeSinks {
         for (; i + 8 <= n; i += 8) {
           __builtin_prefetch(xs + i + ahead, 1, 3);
           __builtin_prefetch(ys + i + ahead, 1, 3);
-          if (__builtin_expect(!S::template rotate8_halves<T, kBF16>(xs + i, ys + i, xd + i, yd + i, cd + i, sd + i), 0)) {
+          if (__builtin_expect(!S::template rotate8_halves<T, kBF16>(xs + i, ys + i, xd + i, yd + i, cd + i, sd + i),
+                               0)) {
             for (int64_t v = i; v < i + 8; v += W) nan_vector(xs + v, ys + v, xd + v, yd + v, 1, cd + v, sd + v);
           }
         }
@@ -327,7 +341,8 @@ struct RopeSinks {
       if constexpr (detail::Rotate8<S>::value) {  // NEON: eight pairs (16 elements) a step (simd_neon.hpp)
         for (; i + 16 <= e; i += 16) {
           __builtin_prefetch(src + i + ahead, 1, 3);
-          if (__builtin_expect(!S::template rotate8_interleaved<T, kBF16>(src + i, dst + i, cd + i / 2, sd + i / 2), 0)) {
+          if (__builtin_expect(!S::template rotate8_interleaved<T, kBF16>(src + i, dst + i, cd + i / 2, sd + i / 2),
+                               0)) {
             for (int64_t v = i; v < i + 16; v += W)
               nan_vector(src + v, src + v + 1, dst + v, dst + v + 1, 2, cd + v / 2, sd + v / 2, W / 2);
           }
@@ -381,7 +396,6 @@ struct RopeSinks {
       store_t(out, narrow_t(S::load(v)));
       for (int64_t l = 0; l < m; ++l) yd[k * l] = out[l];
     }
-
   };
 };
 

@@ -13,9 +13,9 @@ namespace posenc {
 template <class S>
 struct AxesRows : Rows<S> {
   using R = Rows<S>;
-  using typename R::D;
-  using R::W;
   using R::kBlock;
+  using R::W;
+  using typename R::D;
   using typename R::Uniform;
 
   // Multi-axis RoPE, pair j at the position of its axis axis[j], each axis moving by step[a] (0 or 1) from
@@ -47,7 +47,6 @@ struct AxesRows : Rows<S> {
     }
   };
 
-
   // Multi-axis RoPE (job.axes = A > 1; token t's position on axis a at positions[a axis_stride + t], or
   // first + t on every axis; axis_stride is the whole call's n, which a part of a call keeps): blocks of up
   // to kBlock tokens along which every axis moves by 0 or 1 per token. A block whose axes all agree (text
@@ -57,9 +56,7 @@ struct AxesRows : Rows<S> {
   template <class K>
   static void run_axes(K &sink, const detail::Stream &job) {
     const int A = job.axes;
-    auto pos = [&](int a, int64_t t) {
-      return job.positions ? job.positions[a * job.axis_stride + t] : job.first + t;
-    };
+    auto pos = [&](int a, int64_t t) { return job.positions ? job.positions[a * job.axis_stride + t] : job.first + t; };
     int64_t r = 0;
     while (r < job.n) {
       int64_t p[4] = {0, 0, 0, 0}, step[4] = {0, 0, 0, 0};
@@ -101,8 +98,10 @@ struct AxesRows : Rows<S> {
           ax.step[a] = len > 1 ? step[a] : 0;
           ax.pa[a] = p[a] + ax.step[a] * (len / 2);
         }
-        if (still || len == 1) R::repeated(sink, job, r, len, ax);
-        else R::segment(sink, job, r, len, ax);
+        if (still || len == 1)
+          R::repeated(sink, job, r, len, ax);
+        else
+          R::segment(sink, job, r, len, ax);
       }
       r += len;
     }

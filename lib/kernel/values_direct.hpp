@@ -24,10 +24,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "setup/exact.hpp"
 #include "kernel/job.hpp"
 #include "kernel/lanes.hpp"
 #include "posenc/posenc.h"
+#include "setup/exact.hpp"
 
 namespace posenc {
 
@@ -38,23 +38,22 @@ struct Direct {
   using H = typename S::H;
   static constexpr int W = S::W;
   static constexpr int64_t kBlock = detail::Freq::kBlock;  // rows turned from one anchor
-  static constexpr int64_t kChunk = Lanes<S>::kChunk;  // pairs whose anchors live on the stack at once
+  static constexpr int64_t kChunk = Lanes<S>::kChunk;      // pairs whose anchors live on the stack at once
 
   static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
   // ---- the direct method ------------------------------------------------------------------------
 
   // pi/2 as a double-double, and the Taylor coefficients of sin(pi t/2) (odd k) and cos(pi t/2) (even k):
-  // (-1)^floor(k/2) (pi/2)^k / k!, correctly rounded (tools/gen_coefficients.cpp prints them, tests/test_internals.cpp checks them).
+  // (-1)^floor(k/2) (pi/2)^k / k!, correctly rounded (tools/gen_coefficients.cpp prints them, tests/test_internals.cpp
+  // checks them).
   static constexpr double kHalfPiHi = 0x1.921fb54442d18p+0, kHalfPiLo = 0x1.1a62633145c07p-54;
   static constexpr double kS3 = -0x1.4abbce625be53p-1, kS5 = 0x1.466bc6775aae2p-4, kS7 = -0x1.32d2cce62bd86p-8,
-                          kS9 = 0x1.50783487ee782p-13, kS11 = -0x1.e3074fde8871fp-19,
-                          kS13 = 0x1.e8f434d018d63p-25, kS15 = -0x1.6fadb9f155744p-31,
-                          kS17 = 0x1.aaec32af93359p-38;
+                          kS9 = 0x1.50783487ee782p-13, kS11 = -0x1.e3074fde8871fp-19, kS13 = 0x1.e8f434d018d63p-25,
+                          kS15 = -0x1.6fadb9f155744p-31, kS17 = 0x1.aaec32af93359p-38;
   static constexpr double kC2 = -0x1.3bd3cc9be45dep+0, kC4 = 0x1.03c1f081b5ac4p-2, kC6 = -0x1.55d3c7e3cbffap-6,
-                          kC8 = 0x1.e1f506891babbp-11, kC10 = -0x1.a6d1f2a204a8cp-16,
-                          kC12 = 0x1.f9d38a3763cc3p-22, kC14 = -0x1.b6e24f44b128fp-28,
-                          kC16 = 0x1.20c62c2f2d7f5p-34, kC18 = -0x1.2a0c591af8314p-41;
+                          kC8 = 0x1.e1f506891babbp-11, kC10 = -0x1.a6d1f2a204a8cp-16, kC12 = 0x1.f9d38a3763cc3p-22,
+                          kC14 = -0x1.b6e24f44b128fp-28, kC16 = 0x1.20c62c2f2d7f5p-34, kC18 = -0x1.2a0c591af8314p-41;
 
   // The angle of the W pairs from j in quarter turns, reduced: the quadrant n in the low bits of y = n +
   // kRound, t + tl in [-1/2, 1/2] around it, and q, the size of the unreduced angle (for the error bound).
@@ -115,8 +114,8 @@ struct Direct {
     two_sum(a, b, c, ec);
     two_sum(t0, c, t1, et1);
     const D tl = ((et0 + et1) + (ec + (ea + eb))) + ((e1 + eh1) + (k * u2 + fr * U2));
-    const D n1 = (t1 + R) - R;  // |t1| <= 1.5: its own nearest integer
-    const D t = t1 - n1;        // exact
+    const D n1 = (t1 + R) - R;         // |t1| <= 1.5: its own nearest integer
+    const D t = t1 - n1;               // exact
     const D y = ((nq + ng) + n1) + R;  // the quadrant: integers below 2^52, exact
     return Reduced{y, t, tl, S::abs(q) + S::abs(g)};
   }
@@ -203,18 +202,18 @@ struct Direct {
                                                            D &s, D &c) {
     const D u0 = S::load(f.u0 + j), U0 = S::load(f.U0 + j);
     const D R = S::set(kRound);
-    const D q = k * u0, e0 = S::fma(k, u0, -q);  // exact
-    const D nq = (q + R) - R, thq = q - nq;       // exact, |q| < 2^33
-    const D g = fr * U0, eg = S::fma(fr, U0, -g); // exact
-    const D ng = (g + R) - R, thg = g - ng;       // exact, |g| < 2^51
-    const D b = S::fma(fr, S::load(f.U1 + j), eg);                               // |b| <= 1/2: rounding 2^-54
+    const D q = k * u0, e0 = S::fma(k, u0, -q);                                   // exact
+    const D nq = (q + R) - R, thq = q - nq;                                       // exact, |q| < 2^33
+    const D g = fr * U0, eg = S::fma(fr, U0, -g);                                 // exact
+    const D ng = (g + R) - R, thg = g - ng;                                       // exact, |g| < 2^51
+    const D b = S::fma(fr, S::load(f.U1 + j), eg);                                // |b| <= 1/2: rounding 2^-54
     const D a = S::fma(fr, S::load(f.U2 + j), S::fma(k, S::load(f.u1 + j), e0));  // |a| <= 2^-18: 2^-71
     D s1, e1, s2, e2;
     two_sum(thq, thg, s1, e1);  // |s1| <= 1
     two_sum(s1, b, s2, e2);     // |s2| <= 3/2
     const D n1 = (s2 + R) - R;
     const D t = (s2 - n1) + ((e1 + e2) + a);  // s2 - n1 exact; |t| <= 1/2 + 2^-17: rounding 2^-54
-    const D y = ((nq + ng) + n1) + R;          // the quadrant: an integer below 2^52, exact
+    const D y = ((nq + ng) + n1) + R;         // the quadrant: an integer below 2^52, exact
     anchor_series(y, t, s, c);
   }
 

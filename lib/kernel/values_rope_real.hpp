@@ -21,13 +21,13 @@ namespace posenc {
 template <class S>
 struct RopeTimes : Times<S> {
   using B = Times<S>;
-  using typename B::D;
-  using typename B::F;
-  using B::W;
   using B::kChunk;
   using B::kFastBound;
   using B::kRound;
   using B::min64;
+  using B::W;
+  using typename B::D;
+  using typename B::F;
 
   // The positions of a vector's W lanes, split as k + fr, as vectors and per lane (for the exact method).
   struct At {
@@ -43,8 +43,8 @@ struct RopeTimes : Times<S> {
     D s, c, bs, bc;
     B::direct_real(at.k, at.fr, force, f, j, s, c, bs, bc);
     return B::template decide<kScaled>(s, c, bs, bc, g, [&](int l, uint32_t *sb, uint32_t *cb) {
-      detail::exact_sincos_bits_real(f.exact[j + l], f.whole[j + l], int64_t(at.kl[l]), at.frl[l],
-                                     kScaled ? g.m : 1.0, sb, cb);
+      detail::exact_sincos_bits_real(f.exact[j + l], f.whole[j + l], int64_t(at.kl[l]), at.frl[l], kScaled ? g.m : 1.0,
+                                     sb, cb);
     });
   }
 
@@ -118,8 +118,10 @@ struct RopeTimes : Times<S> {
         for (int64_t jj = 0; jj < jn; jj += W) {
           const At at = lanes ? At{S::load(kc + jj), S::load(fc + jj), kc + jj, fc + jj} : At{k0, f0, kc, fc};
           const F val = force ? settle<kScaled>(f, at, true, j0 + jj, g) : value<kScaled>(f, at, j0 + jj, g);
-          if (jn - jj >= W) o.put(jj, val);
-          else o.put_partial(jj, val, jn - jj);  // lanes past h are padding, never written
+          if (jn - jj >= W)
+            o.put(jj, val);
+          else
+            o.put_partial(jj, val, jn - jj);  // lanes past h are padding, never written
         }
         sink.flush(j0, jn);
       }
@@ -129,8 +131,10 @@ struct RopeTimes : Times<S> {
 
   template <class K>
   static void run(K &sink, const detail::RopeJob &job) {
-    if (job.mag.m == 1.0) run_tokens<false>(sink, job);
-    else run_tokens<true>(sink, job);
+    if (job.mag.m == 1.0)
+      run_tokens<false>(sink, job);
+    else
+      run_tokens<true>(sink, job);
   }
 };
 

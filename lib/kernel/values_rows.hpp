@@ -25,14 +25,14 @@ namespace posenc {
 template <class S>
 struct Rows : Direct<S> {
   using B = Direct<S>;
-  using typename B::D;
-  using typename B::F;
-  using B::W;
+  using B::anchor_values;
+  using B::anchor_values_at;
   using B::kBlock;
   using B::kChunk;
   using B::min64;
-  using B::anchor_values;
-  using B::anchor_values_at;
+  using B::W;
+  using typename B::D;
+  using typename B::F;
   // ---- the row loop --------------------------------------------------------------------------------
 
   // Turns (s, c) by the angle whose sin and cos are ts, tc: angle addition, two products and two fused
@@ -131,8 +131,10 @@ struct Rows : Direct<S> {
                                                  const typename S::Consts &kc, Redo *redo, int64_t &nr) {
     F val = O::kZipped ? S::narrow2_zip(s, c, kc) : S::narrow2(s, c);
     bool ok;
-    if constexpr (kSmall) ok = S::decided(s, c, val, kc);
-    else ok = S::decided_window(s, c);
+    if constexpr (kSmall)
+      ok = S::decided(s, c, val, kc);
+    else
+      ok = S::decided_window(s, c);
     if constexpr (O::kScaled) val = S::mulf(val, o.post);  // exact: accepted values are far from subnormal
     if (__builtin_expect(ok, 1) && __builtin_expect(o.template put_fast<kNt>(v * W, val), 1)) return;
     redo[nr++] = Redo(4 * v + q);
@@ -144,8 +146,8 @@ struct Rows : Direct<S> {
   struct QuadRows {
     D s[4], c[4];
   };
-  [[gnu::always_inline]] static inline void quad_rows(const double *an, const double *t1, const double *t2,
-                                                      int64_t bo, QuadRows &r) {
+  [[gnu::always_inline]] static inline void quad_rows(const double *an, const double *t1, const double *t2, int64_t bo,
+                                                      QuadRows &r) {
     D as, ac, ts, tc;
     load_pair(an + bo, as, ac);
     load_pair(t1 + bo, ts, tc);
@@ -172,8 +174,8 @@ struct Rows : Direct<S> {
   // the plain loop: there the x rows, their prefetches and four row pointers take the registers, and
   // either change made the embedding slower (docs/math.md section 7).
   template <bool kNt, bool kClear, class O>
-  static int64_t quad_pass(const O *rows, const double *an, const double *t1, const double *t2,
-                           const int16_t *clear, int64_t k, int64_t nfull, Redo *redo) {
+  static int64_t quad_pass(const O *rows, const double *an, const double *t1, const double *t2, const int16_t *clear,
+                           int64_t k, int64_t nfull, Redo *redo) {
     // Local copies, which no store of the loop can alias: read through rows, the row pointers were
     // loaded again before every store (Sink::Out says why).
     const O o[4] = {rows[0], rows[1], rows[2], rows[3]};
@@ -258,7 +260,8 @@ struct Rows : Direct<S> {
         const F sc = zero_angle<K>(sink);
         for (int64_t v = 0; v < nv; ++v) S::store_f(pe + 2 * W * v, kZip ? S::zip(sc) : sc);
       } else {
-        for (int64_t v = 0; v < nv; ++v) anchor_values_at(pos.anchor(j0 + v * W), f, j0 + v * W, as + v * W, ac + v * W);
+        for (int64_t v = 0; v < nv; ++v)
+          anchor_values_at(pos.anchor(j0 + v * W), f, j0 + v * W, as + v * W, ac + v * W);
         if constexpr (K::kScaled) scale_anchors(as, ac, nv, false, sink.mag);
         for (int64_t v = 0; v < nv; ++v) {
           const D s = S::load(as + v * W), c = S::load(ac + v * W);
@@ -274,7 +277,8 @@ struct Rows : Direct<S> {
       for (int64_t k = 0; k < len; ++k) {
         sink.row(r0 + k);
         sink.chunk(j0);
-        const int64_t nr = sink.direct ? put_stage<true>(sink, pe, nfull, redo) : put_stage<false>(sink, pe, nfull, redo);
+        const int64_t nr =
+            sink.direct ? put_stage<true>(sink, pe, nfull, redo) : put_stage<false>(sink, pe, nfull, redo);
         for (int64_t t = 0; t < nr; ++t) sink.put(redo[t] * W, S::load_f(pe + 2 * W * redo[t]));  // NaN results
         if (nfull < nv) sink.put_partial(nfull * W, S::load_f(pe + 2 * W * nfull), jn - nfull * W);
         sink.flush(j0, jn);
@@ -327,8 +331,8 @@ struct Rows : Direct<S> {
     constexpr bool kMasked = P::kPerLane;
     constexpr bool kQuads = S::kQuadPass && !kMasked;
     constexpr bool kClear = kQuads && !K::kHasX && K::kUseClear;  // clear distances: only without x, unscaled
-    const int64_t c = len / 2;                    // the anchor's row; pos gives its position(s)
-    alignas(64) double an[2 * kChunk];            // the anchors, in blocks of kLanes pairs like the tables
+    const int64_t c = len / 2;                                    // the anchor's row; pos gives its position(s)
+    alignas(64) double an[2 * kChunk];              // the anchors, in blocks of kLanes pairs like the tables
     alignas(64) double mask[kMasked ? kChunk : 1];  // the turn masks of a multi-axis block (Axes::masks)
     int16_t clear[kClear ? kChunk / W : 1];
     Redo redo[(kQuads ? 4 : 1) * kChunk / W];  // a quad pass's, or one row's
@@ -352,7 +356,8 @@ struct Rows : Direct<S> {
       const int64_t jn = min64(kChunk, h - j0);
       const int64_t nfull = jn / W, nv = (jn + W - 1) / W;  // lanes past h are padding, never written
       for (int64_t v = 0; v < nv; ++v)
-        anchor_values_at(pos.anchor(j0 + v * W), f, j0 + v * W, an + block_offset(v), an + block_offset(v) + Freq::kLanes);
+        anchor_values_at(pos.anchor(j0 + v * W), f, j0 + v * W, an + block_offset(v),
+                         an + block_offset(v) + Freq::kLanes);
       if constexpr (K::kScaled) scale_anchors(an, an + Freq::kLanes, nv, true, sink.mag);
       if constexpr (kMasked) pos.masks(j0, nv * W, mask);
       if constexpr (kClear) {  // only where a quad will read them (not for a lone row: a decode step)
@@ -445,8 +450,10 @@ struct Rows : Direct<S> {
   // The values of a sink that scales them (K::kScaled), or the unit magnitude.
   template <class K>
   static const detail::Mag &mag_of(const K &sink) {
-    if constexpr (K::kScaled) return sink.mag;
-    else return B::kUnit;
+    if constexpr (K::kScaled)
+      return sink.mag;
+    else
+      return B::kUnit;
   }
   // (+0, m) for the exact zero angle, as [sin lanes | cos lanes]
   template <class K>
@@ -489,8 +496,10 @@ struct Rows : Direct<S> {
         p0 = job.first + r;
         len = min64(kBlock, job.n - r);
       }
-      if (repeat) repeated(sink, job, r, len, Uniform{p0});
-      else segment(sink, job, r, len, Uniform{p0 + len / 2});
+      if (repeat)
+        repeated(sink, job, r, len, Uniform{p0});
+      else
+        segment(sink, job, r, len, Uniform{p0 + len / 2});
       r += len;
     }
     if (sink.staged) S::store_fence();  // order the non-temporal stores before whatever the caller does next

@@ -17,11 +17,11 @@ namespace posenc {
 template <class S>
 struct Times : Direct<S> {
   using B = Direct<S>;
-  using typename B::D;
-  using typename B::F;
-  using B::W;
   using B::kChunk;
   using B::min64;
+  using B::W;
+  using typename B::D;
+  using typename B::F;
 
   // The absolute window of the fast form's test: anchor_real_at's values are within 2^-51.1 of sin and cos
   // (docs/math.md section 8, "The fast form"); 2^-49 is 4.3 times that.
@@ -94,8 +94,10 @@ struct Times : Direct<S> {
         for (; jj < jn; jj += W) {
           const F val = force ? B::template settle_real<K::kInterleaved>(f, k, fr, true, j0 + jj)
                               : settle_fast<K::kInterleaved>(f, k, fr, j0 + jj);
-          if (jn - jj >= W) o.put(jj, val);
-          else o.put_partial(jj, val, jn - jj);  // lanes past h are padding, never written
+          if (jn - jj >= W)
+            o.put(jj, val);
+          else
+            o.put_partial(jj, val, jn - jj);  // lanes past h are padding, never written
         }
         sink.flush(j0, jn);
       }

@@ -43,7 +43,6 @@ uint32_t rounded_bits(const mp::Num &v, bool wrapped, const mp::Num &m, bool sca
   return mp::to_float_bits(mv);
 }
 
-
 // sin and cos of the angle x quarter turns (x to whatever precision it has), split into the nearest
 // integer k and the rest; wrapped: k != 0.
 void sincos_quarter_turns(const mp::Num &x, mp::Num *s, mp::Num *c, bool *wrapped, bool *tiny, unsigned *quadrant_out) {

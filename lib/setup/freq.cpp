@@ -156,8 +156,7 @@ static void set_whole(Freq &f, int64_t i, const mp::Num &whole, int n) {
 
 // Pair i of the angle per position w = s w_i (exact or to the working precision of n limbs): u_i = frac4(2 w
 // / pi) split into three doubles and a 256-bit copy, or marked for exact.cpp when negligible or tiny.
-void set_pair(Freq &f, int64_t i, const mp::Num &w, bool negligible, bool neg, const mp::Num &two_over_pi,
-              int n) {
+void set_pair(Freq &f, int64_t i, const mp::Num &w, bool negligible, bool neg, const mp::Num &two_over_pi, int n) {
   LaneExact &ex = f.exact[i];
   if (negligible || w.is_zero() || w.e < kNegligibleExponent) {
     ex.kind = kNegligible;
@@ -192,14 +191,15 @@ void finish(Freq &f) {
   // roundings here and of the product in Simd::clear_steps, whose - 1 is further margin (docs/math.md
   // section 5). A zero step (position_scale 0) never turns away from its anchor's exact (0, 1): reach 0.
   for (int64_t i = 0; i < f.padded; ++i)
-    f.reach[i] = f.slow[i] != 0.0 || f.u0[i] == 0.0
-                     ? 0.0
-                     : 1.0 / (1.5707963267948966 * std::fabs(f.u0[i]) * (1.0 + 0x1p-20));
+    f.reach[i] =
+        f.slow[i] != 0.0 || f.u0[i] == 0.0 ? 0.0 : 1.0 / (1.5707963267948966 * std::fabs(f.u0[i]) * (1.0 + 0x1p-20));
   // On the active path (vectorised: most of a new spec's setup time); the scalar path when none is
   // selectable (tests that build tables directly under an unavailable POSENC_ISA).
   const Path *path = active_path();
-  if (path) path->fill_tables(f);
-  else scalar::fill_tables(f);
+  if (path)
+    path->fill_tables(f);
+  else
+    scalar::fill_tables(f);
 }
 
 std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {

@@ -43,8 +43,8 @@ struct Freq {
   // that one pointer reaches both; one run of blocks per step, so a vector finds its entry for every step
   // at the same displacement.
   static constexpr int kLanes = 8;
-  static constexpr int kBlock = 65;  // rows of a block, turned from its one anchor in the middle
-  static constexpr int kSteps = kBlock / 2;   // the rows of a block are at most kSteps from its middle
+  static constexpr int kBlock = 65;          // rows of a block, turned from its one anchor in the middle
+  static constexpr int kSteps = kBlock / 2;  // the rows of a block are at most kSteps from its middle
   double *step;
   // Where the sin of pair j sits in the entry of k steps, relative to step; its cos is kLanes further.
   int64_t step_at(int64_t j, int64_t k) const { return block_at(j) + (k - 1) * 2 * padded; }

@@ -273,21 +273,26 @@ Num split_nearest_integer(const Num &a, int64_t *k) {
 
 Num mod4_centered(const Num &a) {
   const int n = a.n;
-  if (a.is_zero() || a.e <= 1) return a;  // |a| < 2 already
+  if (a.is_zero() || a.e <= 1) return a;          // |a| < 2 already
   const int64_t cut = 64 * int64_t(n) - a.e + 2;  // bits at or above this index weigh 4 or more
   if (cut <= 0) return zero(n);
   uint64_t buf[kBufLimbs];
   for (int j = 0; j < n; ++j) {
     const int64_t lo = 64 * int64_t(j);
-    if (lo >= cut) buf[j] = 0;
-    else if (cut - lo >= 64) buf[j] = a.m[j];
-    else buf[j] = a.m[j] & ((uint64_t(1) << (cut - lo)) - 1);
+    if (lo >= cut)
+      buf[j] = 0;
+    else if (cut - lo >= 64)
+      buf[j] = a.m[j];
+    else
+      buf[j] = a.m[j] & ((uint64_t(1) << (cut - lo)) - 1);
   }
   Num r = pack(buf, n, a.e, a.neg, n);  // |r| in [0, 4)
   const Num two = from_u64(2, n);
   const int c = cmp_abs(r, two);
-  if (!r.neg && c >= 0) r = sub(r, from_u64(4, n));
-  else if (r.neg && c > 0) r = add(r, from_u64(4, n));
+  if (!r.neg && c >= 0)
+    r = sub(r, from_u64(4, n));
+  else if (r.neg && c > 0)
+    r = add(r, from_u64(4, n));
   return r;
 }
 
@@ -349,7 +354,7 @@ Num log(double x, int n) {
   std::memcpy(&bits, &x, sizeof bits);
   int be = int((bits >> 52) & 0x7FF);
   uint64_t mant = bits & ((uint64_t(1) << 52) - 1);
-  int64_t ex;  // x = mant * 2^(ex - 52), mant in [2^52, 2^53)
+  int64_t ex;     // x = mant * 2^(ex - 52), mant in [2^52, 2^53)
   if (be == 0) {  // subnormal: normalise
     const int sh = 52 - top_bit(mant);
     mant <<= sh;

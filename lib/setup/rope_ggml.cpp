@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "setup/mp.hpp"
 #include "posenc/posenc.h"
+#include "setup/mp.hpp"
 #include "setup/rope_powers.hpp"
 #include "setup/rope_scheme.hpp"
 
@@ -17,7 +17,6 @@ namespace detail {
 using namespace scheme;
 
 namespace {
-
 
 // ggml_rope_frequencies (rope_powers.hpp). A correction dimension beyond +-2^40 acts on every pair index as
 // +-infinity does; kFar stands for both.
@@ -36,9 +35,12 @@ Cd classify_cd(float beta, int64_t n_ctx_orig, float base) {
     if (beta == 0.0f) return Cd::kNaN;  // 0 / 0
     log_sign = -1;                      // +-0: ln is -inf
   } else if (beta == 0.0f || std::isinf(beta)) {
-    if (std::isinf(beta)) log_sign = -1;                          // n / inf = +-0
-    else if ((n_ctx_orig > 0) != std::signbit(beta)) log_sign = 1;  // n / +-0 = +inf
-    else return Cd::kNaN;                                         // ln(-inf)
+    if (std::isinf(beta))
+      log_sign = -1;  // n / inf = +-0
+    else if ((n_ctx_orig > 0) != std::signbit(beta))
+      log_sign = 1;  // n / +-0 = +inf
+    else
+      return Cd::kNaN;  // ln(-inf)
   } else {
     if ((n_ctx_orig > 0) != (beta > 0.0f)) return Cd::kNaN;  // ln of a negative ratio
     finite = true;
@@ -59,10 +61,16 @@ bool ggml_corr_dim(Scheme &s, float beta, bool ceil, int64_t *out) {
   const int64_t top = s.r - 1;
   auto clamp = [&](int64_t v) { return ceil ? std::min(top, v) : std::max<int64_t>(0, v); };
   switch (classify_cd(beta, s.L0, float(s.base))) {
-    case Cd::kNaN: return false;
-    case Cd::kPlusInf: *out = clamp(kFar); return true;
-    case Cd::kMinusInf: *out = clamp(-kFar); return true;
-    case Cd::kFinite: break;
+    case Cd::kNaN:
+      return false;
+    case Cd::kPlusInf:
+      *out = clamp(kFar);
+      return true;
+    case Cd::kMinusInf:
+      *out = clamp(-kFar);
+      return true;
+    case Cd::kFinite:
+      break;
   }
   Scheme a = s;  // the ratio n_ctx_orig / (2 pi beta) as |n_ctx_orig| / (2 pi |beta|)
   a.L0 = s.L0 < 0 ? -s.L0 : s.L0;
@@ -92,13 +100,11 @@ Num ggml_blend(int n, float fs, float ef, int64_t num, int64_t den) {
 
 }  // namespace
 
-
 posenc_status ggml_rope_frequencies(const GgmlRope &g, double *freq, double *attention) {
   if (g.n_dims < 2 || g.n_dims % 2 != 0 || g.pairs < 1) return POSENC_ERR_INVALID;
   if (g.n_ctx_orig < -(int64_t(1) << 31) || g.n_ctx_orig >= (int64_t(1) << 31)) return POSENC_ERR_INVALID;
   const float fs = g.freq_scale, ef = g.ext_factor;
-  if (!positive_finite(g.freq_base) || !positive_finite(fs) || !std::isfinite(ef) ||
-      !positive_finite(g.attn_factor))
+  if (!positive_finite(g.freq_base) || !positive_finite(fs) || !std::isfinite(ef) || !positive_finite(g.attn_factor))
     return POSENC_ERR_INVALID;
   int64_t top = 0;
   for (int64_t i = 0; i < g.pairs; ++i) {
@@ -120,7 +126,8 @@ posenc_status ggml_rope_frequencies(const GgmlRope &g, double *freq, double *att
     return POSENC_ERR_INVALID;
   auto ramp = [&](int64_t i, int64_t *num, int64_t *den) {
     *den = 1;
-    if (ef == 0.0f) *num = 0;
+    if (ef == 0.0f)
+      *num = 0;
     else if (high - low >= 1) {
       *den = high - low;
       *num = std::min(std::max<int64_t>(high - i, 0), *den);
@@ -151,8 +158,8 @@ posenc_status ggml_rope_frequencies(const GgmlRope &g, double *freq, double *att
     ramp(i, &num, &den);
     const Num exact = ggml_blend(kLimbs[1], fs, ef, num, den);
     if (exact.is_zero()) return 0.0;
-    const double terms = std::fabs(double(fs)) * double(den) +
-                         std::fabs(double(ef)) * double(num) * std::fabs(1.0 - double(fs));
+    const double terms =
+        std::fabs(double(fs)) * double(den) + std::fabs(double(ef)) * double(num) * std::fabs(1.0 - double(fs));
     const double cond = terms / std::fabs(mp::to_double(exact));
     const int64_t k = g.index ? g.index[i] : i;
     const double c = g.factors ? double(g.factors[i]) : 1.0;
@@ -173,7 +180,6 @@ posenc_status ggml_rope_frequencies(const GgmlRope &g, double *freq, double *att
   *attention = m;
   return POSENC_OK;
 }
-
 
 }  // namespace detail
 }  // namespace posenc

@@ -15,8 +15,8 @@
 #include <cstring>
 
 #include "abi/enum_lists.hpp"
-#include "setup/mp.hpp"
 #include "posenc/posenc.h"
+#include "setup/mp.hpp"
 #include "setup/rope_powers.hpp"
 #include "setup/rope_scheme.hpp"
 
@@ -137,8 +137,10 @@ posenc_status yarn_range(Scheme &s) {
       int64_t near = 0;
       int side = 0;
       if (!locate(s, beta, k, c, &near, &side)) continue;
-      if (which == 0) fl = side < 0 ? near - 1 : near;
-      else ce = side > 0 ? near + 1 : near;
+      if (which == 0)
+        fl = side < 0 ? near - 1 : near;
+      else
+        ce = side > 0 ? near + 1 : near;
       ok = true;
     }
   }
@@ -160,8 +162,12 @@ bool surely_in_range(const Scheme &s) {
     case POSENC_ROPE_TYPE_LLAMA3:
     case POSENC_ROPE_TYPE_DEEPSEEK_YARN:
     case POSENC_ROPE_TYPE_YARN_LOG:
-    case POSENC_ROPE_TYPE_TELECHAT3: top += std::fmax(0.0, -std::log2(s.factor)); break;
-    case POSENC_ROPE_TYPE_NTK: top += 2.0 * std::fmax(0.0, -std::log2(s.factor)); break;  // s^(-(i+1)/h) <= 1/s
+    case POSENC_ROPE_TYPE_TELECHAT3:
+      top += std::fmax(0.0, -std::log2(s.factor));
+      break;
+    case POSENC_ROPE_TYPE_NTK:
+      top += 2.0 * std::fmax(0.0, -std::log2(s.factor));
+      break;                              // s^(-(i+1)/h) <= 1/s
     case POSENC_ROPE_TYPE_THETA_SCALE: {  // exp(-(i/h) G) <= max(1, exp(-G))
       const double d = std::log(double(s.L0)) - std::log(2.0 * M_PI);
       top += std::fmax(0.0, -std::log2(s.base) * (d + std::log(s.factor)) / d);
@@ -176,7 +182,8 @@ bool surely_in_range(const Scheme &s) {
     case POSENC_ROPE_TYPE_DYNAMIC:  // base' = base X^(r/(r-2)), r/(r-2) <= 2; only alpha can make X < 1
       if (s.alpha != 0.0) top += 2.0 * std::fmax(0.0, -std::log2(s.alpha));
       break;
-    default: break;
+    default:
+      break;
   }
   return top < 998.0;
 }
@@ -215,14 +222,15 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   double attention = 1.0;
   int64_t L0 = 0;
   switch (s.type) {
-    case POSENC_ROPE_TYPE_DEFAULT: break;
+    case POSENC_ROPE_TYPE_DEFAULT:
+      break;
     case POSENC_ROPE_TYPE_LINEAR:
       if (!positive_finite(scaling->factor) || !(1.0 / scaling->factor < kMaxFrequency)) return POSENC_ERR_INVALID;
       s.factor = scaling->factor;
       break;
     case POSENC_ROPE_TYPE_DYNAMIC:
       if (s.r == 2) return POSENC_ERR_INVALID;  // base' has the exponent r / (r - 2)
-      if (scaling->alpha != 0.0) {  // base' = base alpha^(r / (r - 2)); factor and the lengths are not read
+      if (scaling->alpha != 0.0) {              // base' = base alpha^(r / (r - 2)); factor and the lengths are not read
         if (!positive_finite(scaling->alpha)) return POSENC_ERR_INVALID;
         s.alpha = scaling->alpha;
         break;
@@ -289,8 +297,7 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
       if (scaling->mixed_b != 0.0 && !positive_finite(scaling->mixed_b)) return POSENC_ERR_INVALID;
       // ((i + 1) / h)^b = exp(b ln((i + 1) / h)): mp::exp takes |x| < 2^40; past b ln h = 2^30 every pair but
       // the last has lambda = 1 to far below any precision (a degenerate scheme), refused
-      if (scaling->mixed_b != 0.0 && !(scaling->mixed_b * std::log(double(s.h)) < 0x1p30))
-        return POSENC_ERR_INVALID;
+      if (scaling->mixed_b != 0.0 && !(scaling->mixed_b * std::log(double(s.h)) < 0x1p30)) return POSENC_ERR_INVALID;
       s.factor = scaling->factor;
       s.mixed_b = scaling->mixed_b;
       break;
@@ -305,8 +312,8 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
       const double attn = scaling->attn_factor == 0.0 ? 1.0 : scaling->attn_factor;
       posenc_status st = POSENC_OK;
       if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN)  // vLLM's defaults: mscale 1, mscale_all_dim 0
-        st = vllm_attention(s.factor, scaling->mscale == 0.0 ? 1.0 : scaling->mscale, 10, scaling->mscale_all_dim,
-                            10, attn, &attention);
+        st = vllm_attention(s.factor, scaling->mscale == 0.0 ? 1.0 : scaling->mscale, 10, scaling->mscale_all_dim, 10,
+                            attn, &attention);
       else if (s.type == POSENC_ROPE_TYPE_TELECHAT3)  // 0.07 ln s + 1
         st = vllm_attention(s.factor, 7.0, 100, 0.0, 1, attn, &attention);
       if (st != POSENC_OK) return st;
@@ -318,7 +325,8 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
       s.factor = scaling->factor;
       L0 = scaling->original_max_positions;
       break;
-    default: return POSENC_ERR_INVALID;
+    default:
+      return POSENC_ERR_INVALID;
   }
   s.L0 = L0;
   if (s.type == POSENC_ROPE_TYPE_YARN || s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN ||
@@ -343,7 +351,8 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   // to G's error; the blends lose what their cancellations and clamps can cost.
   double G = std::fabs(std::log(base));
   if (s.type == POSENC_ROPE_TYPE_DYNAMIC)
-    G += s.alpha != 0.0 ? 2.0 * std::fabs(std::log(s.alpha)) : 2.0 * std::log1p(s.factor * (double(s.L - L0) / double(L0)));
+    G += s.alpha != 0.0 ? 2.0 * std::fabs(std::log(s.alpha))
+                        : 2.0 * std::log1p(s.factor * (double(s.L - L0) / double(L0)));
   if (s.type == POSENC_ROPE_TYPE_NTK) G += std::fabs(std::log(s.factor));
   if (s.type == POSENC_ROPE_TYPE_THETA_SCALE) {
     const double d = std::log(double(L0)) - std::log(2.0 * M_PI);
@@ -355,9 +364,11 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
     const Num lo = s.cd(kLimbs[0], s.beta_fast), hi = s.cd(kLimbs[0], s.beta_slow);
     const double cf = mp::to_double(lo), cs = mp::to_double(hi);
     const double span = std::fabs(std::fmin(cs, double(s.r - 1)) - std::fmax(cf, 0.0));
-    const double dcd = double(s.h) * (std::log(double(L0)) + 2.0 + std::fabs(std::log(s.beta_fast)) +
-                                      std::fabs(std::log(s.beta_slow))) / std::fabs(std::log(base)) +
-                       std::fabs(cf) + std::fabs(cs) + double(s.r);
+    const double dcd =
+        double(s.h) *
+            (std::log(double(L0)) + 2.0 + std::fabs(std::log(s.beta_fast)) + std::fabs(std::log(s.beta_slow))) /
+            std::fabs(std::log(base)) +
+        std::fabs(cf) + std::fabs(cs) + double(s.r);
     amp += 0x1p16 * dcd * fr / span;  // span == 0 gives inf: best effort at the highest precision
   }
   if (s.type == POSENC_ROPE_TYPE_LLAMA3) amp += 16.0 * (s.hff + s.lff) / (s.hff - s.lff) * fr;
@@ -389,7 +400,6 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
 
 }  // namespace
 
-
 posenc_status rope_powers(int64_t rotary_dim, double base, int64_t n, PowerIndex index, double *out) {
   Scheme s;
   s.r = rotary_dim;
@@ -412,7 +422,6 @@ posenc_status rope_powers(int64_t rotary_dim, double base, int64_t n, PowerIndex
 
 }  // namespace detail
 }  // namespace posenc
-
 
 extern "C" posenc_status posenc_rope_init(posenc_rope *rope, int64_t rotary_dim, double base,
                                           const posenc_rope_scaling *scaling, double *freq) {

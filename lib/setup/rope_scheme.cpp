@@ -99,9 +99,9 @@ Num Scheme::cd(int n, double beta) const {
 bool locate(const Scheme &s, double beta, int k, const Num &c, int64_t *near, int *side) {
   const int n = kLimbs[k];
   const Num frac = mp::split_nearest_integer(c, near);
-  const double scale = double(s.h) * (std::log(double(s.L0)) + 2.0 + std::fabs(std::log(beta))) /
-                           std::fabs(std::log(s.base)) +
-                       std::fabs(mp::to_double(c)) + 1.0;
+  const double scale =
+      double(s.h) * (std::log(double(s.L0)) + 2.0 + std::fabs(std::log(beta))) / std::fabs(std::log(s.base)) +
+      std::fabs(mp::to_double(c)) + 1.0;
   const Num err = mp::ldexp(mp::from_double(scale, n), lost_bits(1) - 64 * int64_t(n));
   if (k + 1 < kLevels && !frac.is_zero() && mp::cmp_abs(frac, err) <= 0) return false;  // too close to an integer
   *side = frac.is_zero() ? 0 : frac.neg ? -1 : 1;
@@ -157,8 +157,8 @@ Scheme::Level &Scheme::level(int k) {
   l.inv_factor = recip(mp::from_double(factor, n));
   if (type == POSENC_ROPE_TYPE_YARN && !truncate) {
     Num lo = cd(n, beta_fast), hi = cd(n, beta_slow);
-    if (lo.neg || lo.is_zero()) lo = mp::zero(n);                 // max(low, 0)
-    const Num top = mp::from_i64(r - 1, n);                       // min(high, dim - 1)
+    if (lo.neg || lo.is_zero()) lo = mp::zero(n);  // max(low, 0)
+    const Num top = mp::from_i64(r - 1, n);        // min(high, dim - 1)
     if (!hi.neg && mp::cmp_abs(hi, top) > 0) hi = top;
     l.low = lo;
     l.den = mp::sub(hi, lo);
@@ -188,7 +188,8 @@ Num Scheme::freq(int k, int64_t i) {
   const Num inv = l.cur;  // base^(-2i/r), exactly 1 for i = 0
   switch (type) {
     case POSENC_ROPE_TYPE_LINEAR:
-    case POSENC_ROPE_TYPE_PROPORTIONAL: return mp::mul(inv, l.inv_factor);
+    case POSENC_ROPE_TYPE_PROPORTIONAL:
+      return mp::mul(inv, l.inv_factor);
     case POSENC_ROPE_TYPE_YARN: {
       // f = inv ((1 - ramp) + ramp / factor), ramp = clamp((i - low) / (high - low), 0, 1)
       if (truncate) {
@@ -220,7 +221,8 @@ Num Scheme::freq(int k, int64_t i) {
       const Num one_minus_s = div(mp::sub(l.hff, xr), l.band), s = div(mp::sub(xr, l.lff), l.band);
       return mp::mul(inv, mp::add(mp::mul(one_minus_s, l.inv_factor), s));
     }
-    case POSENC_ROPE_TYPE_LONGROPE: return div(inv, mp::from_double(ext[i], n));
+    case POSENC_ROPE_TYPE_LONGROPE:
+      return div(inv, mp::from_double(ext[i], n));
     case POSENC_ROPE_TYPE_NTK: {
       if (mixed_b == 0.0) return mp::mul(inv, l.ntk_c);
       // inv / lambda_i, lambda_i = exp(a (i + 1)^b) with a = ln s / h^b: s^(((i + 1) / h)^b)
@@ -238,7 +240,8 @@ Num Scheme::freq(int k, int64_t i) {
       const Num m = mp::mul(mp::sub(one(n), ramp(n, i)), l.ext);
       return mp::mul(inv, mp::exp(mp::neg(mp::mul(mp::sub(one(n), m), l.ln_s))));
     }
-    default: return inv;  // dynamic, theta_scale: the base is in G
+    default:
+      return inv;  // dynamic, theta_scale: the base is in G
   }
 }
 

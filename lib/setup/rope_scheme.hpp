@@ -8,13 +8,12 @@
 #include <cstdint>
 #include <cstring>
 
-#include "setup/mp.hpp"
 #include "posenc/posenc.h"
+#include "setup/mp.hpp"
 
 namespace posenc {
 namespace detail {
 namespace scheme {
-
 
 using mp::Num;
 
@@ -22,7 +21,6 @@ constexpr int kLevels = 3;
 constexpr int kLimbs[kLevels] = {6, 12, 24};  // 384, 768, 1536 bits
 constexpr double kMaxFrequency = 0x1p1000;    // the same bound as posenc_spec's |position_scale * w_i|
 constexpr double kMinAttention = 0x1p-64, kMaxAttention = 0x1p64;
-
 
 // The double nearest a, ties to even, subnormals included; |a| < 2^1024.
 double round_double(const Num &a);
@@ -97,7 +95,7 @@ struct Scheme {
     Num inv_factor;  // 1 / factor
     Num low, den;    // yarn without truncate: low and den = high - low (made positive, sign in den_neg)
     bool den_neg = false;
-    Num c, lff, hff, band;  // llama3: c = L0 / (2 pi); band = hff - lff
+    Num c, lff, hff, band;          // llama3: c = L0 / (2 pi); band = hff - lff
     Num ln_s, ntk_c, ln_h, b, ext;  // ntk: ln factor, factor^(-1/h), ln h, mixed_b; the YaRN variants' e
     // base^(-2i/r) for consecutive i as a chain of products by rho = exp(-G / h): one multiplication per
     // pair instead of an exp, i relative roundings more (lost counts log2(h) bits for them)

@@ -76,7 +76,7 @@ posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layo
       for (int a = 0; a < kSections; ++a) {
         if (sections[a] == 0) continue;
         int64_t x = den, y = sections[a];
-        while (y != 0) x = std::exchange(y, x % y);   // gcd
+        while (y != 0) x = std::exchange(y, x % y);                                 // gcd
         if (den / x > (int64_t(1) << 40) / sections[a]) return POSENC_ERR_INVALID;  // lcm past 2^40
         den = den / x * sections[a];
       }

@@ -53,9 +53,7 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
   }
   static bool any_nan(const F &v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0; }
 
-  static F narrow2(const D &s, const D &c) {
-    return F(_mm256_set_m128(_mm256_cvtpd_ps(c), _mm256_cvtpd_ps(s)));
-  }
+  static F narrow2(const D &s, const D &c) { return F(_mm256_set_m128(_mm256_cvtpd_ps(c), _mm256_cvtpd_ps(s))); }
   static bool same_bits(const F &a, const F &b) {
     const __m256i x = _mm256_xor_si256(_mm256_castps_si256(a), _mm256_castps_si256(b));
     return _mm256_testz_si256(x, x) != 0;
@@ -98,8 +96,8 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     const __m256d back = _mm256_cvtps_pd(f);
     const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
     const __m256i inexact = _mm256_castpd_si256(_mm256_cmp_pd(back, d, _CMP_NEQ_OQ));
-    const __m256i below = _mm256_castpd_si256(
-        _mm256_cmp_pd(_mm256_and_pd(back, absmask), _mm256_and_pd(d, absmask), _CMP_LT_OQ));
+    const __m256i below =
+        _mm256_castpd_si256(_mm256_cmp_pd(_mm256_and_pd(back, absmask), _mm256_and_pd(d, absmask), _CMP_LT_OQ));
     const __m256i pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
     const __m128i in32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(inexact, pick));
     const __m128i up32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(below, pick));
@@ -110,9 +108,7 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     const __m128i step = _mm_sub_epi32(_mm_and_si128(up32, _mm_set1_epi32(2)), _mm_set1_epi32(1));
     return _mm_castsi128_ps(_mm_add_epi32(b, _mm_and_si128(adj, step)));
   }
-  static bool any_nan_d(const D &a, const D &b) {
-    return _mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_UNORD_Q)) != 0;
-  }
+  static bool any_nan_d(const D &a, const D &b) { return _mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_UNORD_Q)) != 0; }
   // Whether a lane's low 16 bits are 0x8000: a float that is a bfloat16 midpoint (sink_rope.hpp).
   static bool any_bf16_tie(H f) {
     const __m128i low = _mm_and_si128(_mm_castps_si128(f), _mm_set1_epi32(0xFFFF));
@@ -145,9 +141,7 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     r = _mm_blendv_epi8(r, quiet, nan);
     _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_packus_epi32(r, r));
   }
-  static H load_h_f16(const uint16_t *p) {
-    return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
-  }
+  static H load_h_f16(const uint16_t *p) { return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))); }
   // 2W lanes converted at once: [0, W) from a, [W, 2W) from b (one load when b follows a).
   static __m128i halves16(const uint16_t *a, const uint16_t *b) {
     if (b == a + W) return _mm_loadu_si128(reinterpret_cast<const __m128i *>(a));

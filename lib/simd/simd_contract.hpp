@@ -1,5 +1,5 @@
-// The operation set every path's Simd<A> must provide (simd_scalar.hpp, simd_avx2.hpp, simd_avx512.hpp, simd_neon.hpp), checked
-// when the kernel is instantiated for it (kernel.hpp): a new ISA that lacks one gets a message naming the
+// The operation set every path's Simd<A> must provide (simd_scalar.hpp, simd_avx2.hpp, simd_avx512.hpp, simd_neon.hpp),
+// checked when the kernel is instantiated for it (kernel.hpp): a new ISA that lacks one gets a message naming the
 // operation, not an error deep inside a template. docs/architecture.md, "The SIMD operation set", says what
 // each does; simd_scalar.hpp is the reference implementation, one pair per "vector".
 #pragma once
@@ -16,15 +16,21 @@
 namespace posenc {
 namespace simd_contract {
 
-template <class S> using D = typename S::D;  // W doubles
-template <class S> using F = typename S::F;  // 2W floats
-template <class S> using H = typename S::H;  // W floats
-template <class T> T &val();                 // a value of type T in an unevaluated operand
+template <class S>
+using D = typename S::D;  // W doubles
+template <class S>
+using F = typename S::F;  // 2W floats
+template <class S>
+using H = typename S::H;  // W floats
+template <class T>
+T &val();  // a value of type T in an unevaluated operand
 
 // has_<op><S>: S::op can be called with these arguments.
-#define POSENC_SIMD_OP(op, ...)                                                                     \
-  template <class S, class = void> struct has_##op : std::false_type {};                          \
-  template <class S> struct has_##op<S, std::void_t<decltype(S::op(__VA_ARGS__))>> : std::true_type {};
+#define POSENC_SIMD_OP(op, ...)         \
+  template <class S, class = void>      \
+  struct has_##op : std::false_type {}; \
+  template <class S>                    \
+  struct has_##op<S, std::void_t<decltype(S::op(__VA_ARGS__))>> : std::true_type {};
 
 // doubles
 POSENC_SIMD_OP(set, 1.0)
@@ -83,7 +89,8 @@ POSENC_SIMD_OP(decided_window, val<D<S>>(), val<D<S>>())
 POSENC_SIMD_OP(clear_steps, val<D<S>>(), val<D<S>>(), val<D<S>>())
 #undef POSENC_SIMD_OP
 
-template <class S, class = void> struct has_types : std::false_type {};
+template <class S, class = void>
+struct has_types : std::false_type {};
 template <class S>
 struct has_types<S, std::void_t<typename S::D, typename S::F, typename S::H, typename S::Consts, decltype(S::W),
                                 decltype(S::kCanStream), decltype(S::kQuadPass)>> : std::true_type {};
@@ -92,24 +99,61 @@ struct has_types<S, std::void_t<typename S::D, typename S::F, typename S::H, typ
 template <class S>
 constexpr bool check() {
   static_assert(has_types<S>::value, "Simd<A> must define D, F, H, Consts, W, kCanStream and kQuadPass");
-#define POSENC_REQUIRE(op) static_assert(has_##op<S>::value, "Simd<A> lacks the operation " #op \
-                                         " (docs/architecture.md, \"The SIMD operation set\")");
-  POSENC_REQUIRE(set) POSENC_REQUIRE(load) POSENC_REQUIRE(store) POSENC_REQUIRE(pin) POSENC_REQUIRE(fma)
-  POSENC_REQUIRE(fms) POSENC_REQUIRE(fnma) POSENC_REQUIRE(abs) POSENC_REQUIRE(min) POSENC_REQUIRE(quadrant)
-  POSENC_REQUIRE(any_nan_d) POSENC_REQUIRE(narrow2) POSENC_REQUIRE(narrow2_zip) POSENC_REQUIRE(consts)
-  POSENC_REQUIRE(pin_consts) POSENC_REQUIRE(decided) POSENC_REQUIRE(same_bits) POSENC_REQUIRE(zip)
-  POSENC_REQUIRE(narrow) POSENC_REQUIRE(narrow_odd) POSENC_REQUIRE(widen) POSENC_REQUIRE(splat)
-  POSENC_REQUIRE(combine) POSENC_REQUIRE(lo) POSENC_REQUIRE(hi) POSENC_REQUIRE(fmaf) POSENC_REQUIRE(mulf)
-  POSENC_REQUIRE(any_nan) POSENC_REQUIRE(any_bf16_tie) POSENC_REQUIRE(load_f) POSENC_REQUIRE(store_f)
-  POSENC_REQUIRE(load_h) POSENC_REQUIRE(store_h) POSENC_REQUIRE(load_h_bf16) POSENC_REQUIRE(load_h_f16)
-  POSENC_REQUIRE(store_h_bf16) POSENC_REQUIRE(store_h_bf16_finite) POSENC_REQUIRE(store_h_f16)
-  POSENC_REQUIRE(load2_bf16) POSENC_REQUIRE(load2_f16) POSENC_REQUIRE(store2_bf16) POSENC_REQUIRE(store2_f16)
-  POSENC_REQUIRE(stream_f) POSENC_REQUIRE(stream_h) POSENC_REQUIRE(stream_copy) POSENC_REQUIRE(store_fence)
+#define POSENC_REQUIRE(op)          \
+  static_assert(has_##op<S>::value, \
+                "Simd<A> lacks the operation " #op " (docs/architecture.md, \"The SIMD operation set\")")
+  POSENC_REQUIRE(set);
+  POSENC_REQUIRE(load);
+  POSENC_REQUIRE(store);
+  POSENC_REQUIRE(pin);
+  POSENC_REQUIRE(fma);
+  POSENC_REQUIRE(fms);
+  POSENC_REQUIRE(fnma);
+  POSENC_REQUIRE(abs);
+  POSENC_REQUIRE(min);
+  POSENC_REQUIRE(quadrant);
+  POSENC_REQUIRE(any_nan_d);
+  POSENC_REQUIRE(narrow2);
+  POSENC_REQUIRE(narrow2_zip);
+  POSENC_REQUIRE(consts);
+  POSENC_REQUIRE(pin_consts);
+  POSENC_REQUIRE(decided);
+  POSENC_REQUIRE(same_bits);
+  POSENC_REQUIRE(zip);
+  POSENC_REQUIRE(narrow);
+  POSENC_REQUIRE(narrow_odd);
+  POSENC_REQUIRE(widen);
+  POSENC_REQUIRE(splat);
+  POSENC_REQUIRE(combine);
+  POSENC_REQUIRE(lo);
+  POSENC_REQUIRE(hi);
+  POSENC_REQUIRE(fmaf);
+  POSENC_REQUIRE(mulf);
+  POSENC_REQUIRE(any_nan);
+  POSENC_REQUIRE(any_bf16_tie);
+  POSENC_REQUIRE(load_f);
+  POSENC_REQUIRE(store_f);
+  POSENC_REQUIRE(load_h);
+  POSENC_REQUIRE(store_h);
+  POSENC_REQUIRE(load_h_bf16);
+  POSENC_REQUIRE(load_h_f16);
+  POSENC_REQUIRE(store_h_bf16);
+  POSENC_REQUIRE(store_h_bf16_finite);
+  POSENC_REQUIRE(store_h_f16);
+  POSENC_REQUIRE(load2_bf16);
+  POSENC_REQUIRE(load2_f16);
+  POSENC_REQUIRE(store2_bf16);
+  POSENC_REQUIRE(store2_f16);
+  POSENC_REQUIRE(stream_f);
+  POSENC_REQUIRE(stream_h);
+  POSENC_REQUIRE(stream_copy);
+  POSENC_REQUIRE(store_fence);
   if constexpr (S::W > 1) {
-    POSENC_REQUIRE(swap_pairs)
+    POSENC_REQUIRE(swap_pairs);
   }
   if constexpr (S::kQuadPass) {
-    POSENC_REQUIRE(decided_window) POSENC_REQUIRE(clear_steps)
+    POSENC_REQUIRE(decided_window);
+    POSENC_REQUIRE(clear_steps);
   }
 #undef POSENC_REQUIRE
   return true;

@@ -33,10 +33,10 @@ struct Simd<xsimd::neon64> {
   static D set(double x) { return D(x); }
   static D load(const double *p) { return D::load_aligned(p); }
   static void store(double *p, const D &v) { v.store_aligned(p); }
-  static void pin(D &v) { asm("" : "+w"(v.data)); }  // as in simd_xsimd.hpp
-  static D fma(const D &a, const D &b, const D &c) { return D(vfmaq_f64(c, a, b)); }  // fused, always
+  static void pin(D &v) { asm("" : "+w"(v.data)); }                                              // as in simd_xsimd.hpp
+  static D fma(const D &a, const D &b, const D &c) { return D(vfmaq_f64(c, a, b)); }             // fused, always
   static D fms(const D &a, const D &b, const D &c) { return D(vnegq_f64(vfmsq_f64(c, a, b))); }  // -(c - ab)
-  static D fnma(const D &a, const D &b, const D &c) { return D(vfmsq_f64(c, a, b)); }  // c - ab, fused
+  static D fnma(const D &a, const D &b, const D &c) { return D(vfmsq_f64(c, a, b)); }            // c - ab, fused
   static D abs(const D &a) { return xsimd::abs(a); }
   static D min(const D &a, const D &b) { return xsimd::min(a, b); }
   // As in simd_scalar.hpp: y = n + 1.5 2^52; bit 0 of its encoding swaps, bit 1 (of n, of n + 1) negates.

@@ -21,11 +21,11 @@ struct Simd<scalar_arch> {
   struct F {         // 2W floats: the sin lanes, then the cos lanes
     float v[2];
   };
-  using H = float;   // W floats
+  using H = float;  // W floats
   static constexpr int W = 1;
 
   static constexpr bool kCanStream = false;  // one float at a time: nothing to gain
-  static constexpr bool kQuadPass = false;  // values_rows.hpp, quad_pass: the row-by-row form is simpler
+  static constexpr bool kQuadPass = false;   // values_rows.hpp, quad_pass: the row-by-row form is simpler
   static void stream_copy(float *dst, const float *src, int64_t n) { std::memcpy(dst, src, sizeof(float) * size_t(n)); }
   static void stream_f(float *p, const F &v) { store_f(p, v); }
   static void stream_h(float *p, H v) { *p = v; }
@@ -189,7 +189,7 @@ struct Simd<scalar_arch> {
         return;
       }
       const uint32_t m = (a & 0x7FFFFFu) | 0x800000u;  // value = m 2^(e - 150)
-      const int shift = 126 - e;                          // to units of 2^-24
+      const int shift = 126 - e;                       // to units of 2^-24
       const uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
       const uint32_t r = q + ((rem > half || (rem == half && (q & 1))) ? 1 : 0);
       *p = uint16_t(sign | r);
