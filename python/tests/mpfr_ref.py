@@ -129,6 +129,18 @@ def widen(a, fmt):
     return widen_bf16(a) if fmt == "bf16" else widen_f16(a)
 
 
+def _memo_row(memo, p, width, fill):
+    """memo's row of `width` float32 at position p, made once: zeros at PAD, else fill(row, p) on zeros."""
+    p = int(p)
+    got = memo.get(p)
+    if got is None:
+        got = np.zeros(width, dtype=np.float32)
+        if p != PAD:
+            fill(got, p)
+        memo[p] = got
+    return got
+
+
 # ---- the PE table ------------------------------------------------------------------------------------------
 
 class SpecRef:
@@ -174,23 +186,18 @@ class SpecRef:
         return round_f32(s), round_f32(c)
 
     def row(self, p):
-        p = int(p)
-        got = self._rows.get(p)
-        if got is not None:
-            return got
-        row = np.zeros(self.d, dtype=np.float32)
-        if p != PAD:
-            h = self.h
-            for i in range(h):
-                s, c = self.pair(i, p)
-                if self.layout == 0:
-                    row[2 * i], row[2 * i + 1] = s, c
-                elif self.layout == 1:
-                    row[i], row[h + i] = s, c
-                else:
-                    row[i], row[h + i] = c, s
-        self._rows[p] = row
-        return row
+        return _memo_row(self._rows, p, self.d, self._fill)
+
+    def _fill(self, row, p):
+        h = self.h
+        for i in range(h):
+            s, c = self.pair(i, p)
+            if self.layout == 0:
+                row[2 * i], row[2 * i + 1] = s, c
+            elif self.layout == 1:
+                row[i], row[h + i] = s, c
+            else:
+                row[i], row[h + i] = c, s
 
     def rows(self, positions):
         return np.stack([self.row(p) for p in positions]) if len(positions) else np.zeros((0, self.d), np.float32)
@@ -291,16 +298,11 @@ class RopeRef:
         return round_f32(mc), round_f32(ms)
 
     def row(self, p):
-        p = int(p)
-        got = self._rows.get(p)
-        if got is not None:
-            return got
-        row = np.zeros(2 * self.h, dtype=np.float32)
-        if p != PAD:
-            for i in range(self.h):
-                row[i], row[self.h + i] = self.pair(i, p)
-        self._rows[p] = row
-        return row
+        return _memo_row(self._rows, p, 2 * self.h, self._fill)
+
+    def _fill(self, row, p):
+        for i in range(self.h):
+            row[i], row[self.h + i] = self.pair(i, p)
 
     def cache(self, positions):
         """(n, r): cos | sin per row (vLLM's cos_sin_cache layout)."""
