@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "posenc/posenc.h"
@@ -326,6 +327,20 @@ posenc_status item_status(const Args &a) {
     }
   }
   return POSENC_OK;
+}
+
+// The status of a call (`call`: "" or "RoPE ") on one path: what the header's rules allow (want, or INVALID
+// when or_invalid, or INVALID or OVERFLOW when or_overflow), and the first path's status on every other path;
+// printed for the first path with POSENC_FUZZ_VERBOSE (to see what an input decodes to).
+void check_path_status(const std::string &call, posenc_isa isa, posenc_isa first_path, posenc_status st,
+                       posenc_status want, bool or_invalid, bool or_overflow, posenc_status &first_status) {
+  const bool expected = st == want || (or_invalid && st == POSENC_ERR_INVALID) ||
+                        (or_overflow && (st == POSENC_ERR_INVALID || st == POSENC_ERR_OVERFLOW));
+  if (!expected) fail((call + "status differs from the header's rules").c_str(), long(st), long(want));
+  if (isa != first_path && st != first_status) fail(("paths disagree on the " + call + "status").c_str(), long(isa));
+  if (isa == first_path && std::getenv("POSENC_FUZZ_VERBOSE"))
+    std::fprintf(stderr, "%s\n  -> %s\n", g_call, posenc_status_string(st));
+  first_status = st;
 }
 
 // ---- buffers ----------------------------------------------------------------------------------------
@@ -1212,13 +1227,8 @@ int rope_one_input(Input &in, uint8_t selector) {
     if (posenc_force_isa(isa) != POSENC_OK) fail("force_isa refused an available path", long(isa));
     std::vector<unsigned char> out = b.copy;
     const posenc_status st = rope_invoke(a, out.data());
-    const bool expected = st == want.status || (want.or_invalid && st == POSENC_ERR_INVALID) ||
-                          (want.either_invalid_or_overflow && (st == POSENC_ERR_INVALID || st == POSENC_ERR_OVERFLOW));
-    if (!expected) fail("RoPE status differs from the header's rules", long(st), long(want.status));
-    if (isa != paths.front() && st != first_status) fail("paths disagree on the RoPE status", long(isa));
-    if (isa == paths.front() && std::getenv("POSENC_FUZZ_VERBOSE"))
-      std::fprintf(stderr, "%s\n  -> %s\n", g_call, posenc_status_string(st));
-    first_status = st;
+    check_path_status("RoPE ", isa, paths.front(), st, want.status, want.or_invalid, want.either_invalid_or_overflow,
+                      first_status);
     if (a.positions != positions_copy ||
         (!a.freq.empty() && std::memcmp(a.freq.data(), freq_copy.data(), 8 * a.freq.size()) != 0))
       fail("RoPE changed its positions or frequencies");
@@ -1434,12 +1444,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (posenc_force_isa(isa) != POSENC_OK) fail("force_isa refused an available path", long(isa));
     std::vector<unsigned char> out = b.out.copy;
     const posenc_status st = invoke(a, b, out.empty() ? nullptr : out.data());
-    const bool expected = st == want.status || (want.or_invalid && st == POSENC_ERR_INVALID);
-    if (!expected) fail("status differs from the header's rules", long(st), long(want.status));
-    if (isa != paths.front() && st != first_status) fail("paths disagree on the status", long(isa));
-    if (isa == paths.front() && std::getenv("POSENC_FUZZ_VERBOSE"))  // to see what an input decodes to
-      std::fprintf(stderr, "%s\n  -> %s\n", g_call, posenc_status_string(st));
-    first_status = st;
+    check_path_status("", isa, paths.front(), st, want.status, want.or_invalid, false, first_status);
     if (!b.x.unchanged() || !b.pos_table.unchanged() || b.positions != positions_copy || b.tokens != tokens_copy ||
         (!b.times.empty() && std::memcmp(b.times.data(), times_copy.data(), b.times.size() * sizeof(double)) != 0))
       fail("an input buffer changed");
