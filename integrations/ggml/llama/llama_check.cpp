@@ -80,6 +80,16 @@ namespace {
     std::exit(1);
 }
 
+// writes text to the file at path (or stops the program)
+void write_text(const std::string & path, const std::string & text) {
+    FILE * f = std::fopen(path.c_str(), "w");
+    if (!f) {
+        die("cannot write %s", path.c_str());
+    }
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+}
+
 std::string json_str(const std::string & s) {
     std::string r = "\"";
     for (unsigned char c : s) {
@@ -193,26 +203,23 @@ std::vector<uint8_t> read_raw(const ggml_tensor * t) {
     return out;
 }
 
+// v[i] = to_f32 of the i-th 2-byte element (H: ggml_fp16_t or ggml_bf16_t) of raw
+template <typename H, typename F> void widen(const std::vector<uint8_t> & raw, std::vector<float> & v, F to_f32) {
+    for (size_t i = 0; i < v.size(); ++i) {
+        H h;
+        std::memcpy(&h, raw.data() + 2 * i, 2);
+        v[i] = to_f32(h);
+    }
+}
+
 std::vector<float> read_f32(const ggml_tensor * t) {
     const std::vector<uint8_t> raw = read_raw(t);
     const int64_t n = ggml_nelements(t);
     std::vector<float> v(n);
     switch (t->type) {
         case GGML_TYPE_F32: std::memcpy(v.data(), raw.data(), n * sizeof(float)); break;
-        case GGML_TYPE_F16:
-            for (int64_t i = 0; i < n; ++i) {
-                ggml_fp16_t h;
-                std::memcpy(&h, raw.data() + 2 * i, 2);
-                v[i] = ggml_fp16_to_fp32(h);
-            }
-            break;
-        case GGML_TYPE_BF16:
-            for (int64_t i = 0; i < n; ++i) {
-                ggml_bf16_t h;
-                std::memcpy(&h, raw.data() + 2 * i, 2);
-                v[i] = ggml_bf16_to_fp32(h);
-            }
-            break;
+        case GGML_TYPE_F16: widen<ggml_fp16_t>(raw, v, ggml_fp16_to_fp32); break;
+        case GGML_TYPE_BF16: widen<ggml_bf16_t>(raw, v, ggml_bf16_to_fp32); break;
         default: die("tensor %s: type %s not supported", t->name, ggml_type_name(t->type));
     }
     return v;
@@ -595,13 +602,7 @@ void write_index(const State & st, const Run & run, const Dump & dump, const std
         o << "    " << dump.arrays[i] << (i + 1 < dump.arrays.size() ? "," : "") << "\n";
     }
     o << "  ]\n}\n";
-    const std::string path = dump.dir + "/index.json";
-    FILE * f = std::fopen(path.c_str(), "w");
-    if (!f) {
-        die("cannot write %s", path.c_str());
-    }
-    std::fputs(o.str().c_str(), f);
-    std::fclose(f);
+    write_text(dump.dir + "/index.json", o.str());
 }
 
 void dump_records(State & st, Dump & dump) {
@@ -1064,12 +1065,7 @@ int run_bench(State & st) {
     llama_model_free(run.model);
     llama_backend_free();
     const std::string path = opt.out + "/bench.json";
-    FILE * f = std::fopen(path.c_str(), "w");
-    if (!f) {
-        die("cannot write %s", path.c_str());
-    }
-    std::fputs(o.str().c_str(), f);
-    std::fclose(f);
+    write_text(path, o.str());
     if (st.log) {
         std::fclose(st.log);
     }
