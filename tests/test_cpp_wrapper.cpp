@@ -203,6 +203,18 @@ TEST_CASE("every wrapper call returns the bytes of its C function", "[cpp]") {
       [&](float *o) { return posenc_embed_bf16(&c, H, vocab, stride, K, 0.5f, P, 0, n, o, stride); });
   f32([&](auto o) { posenc::embed_f16(s, t16, tok, 0.5f, 2, o); },
       [&](float *o) { return posenc_embed_f16(&c, H, vocab, stride, K, 0.5f, nullptr, 2, n, o, stride); });
+  // The forms written once over the element type, each against its C function: the default (float32) and an
+  // explicit bf16 and f16 of each kind.
+  using posenc::dtype;
+  f32([&](auto o) { posenc::table(s, 7, o); }, [&](float *o) { return posenc_table_f32(&c, 7, n, o, stride); });
+  u16([&](auto o) { posenc::table<dtype::f16>(s, 7, o); },
+      [&](uint16_t *o) { return posenc_table_f16(&c, 7, n, o, stride); });
+  u16([&](auto o) { posenc::rows<dtype::bf16>(s, pos, o); },
+      [&](uint16_t *o) { return posenc_rows_bf16(&c, P, n, o, stride); });
+  f32([&](auto o) { posenc::embed<dtype::bf16>(s, t16, tok, 0.5f, pos, o); },
+      [&](float *o) { return posenc_embed_bf16(&c, H, vocab, stride, K, 0.5f, P, 0, n, o, stride); });
+  f32([&](auto o) { posenc::embed(s, tv, tok, 3.0f, pos, o); },
+      [&](float *o) { return posenc_embed_f32(&c, T, vocab, stride, K, 3.0f, P, 0, n, o, stride); });
   // Learned positions: the embedding table doubles as a 9-row position table.
   const std::vector<int64_t> learned = {0, 8, 4, 4, 1};
   f32([&](auto o) { posenc::embed_learned_f32(tv, tok, 1.5f, tv, learned, o); },

@@ -41,7 +41,9 @@ def strip_templates(stmt):
 
 def macros(text):
     guards = set(re.findall(r"^\s*#\s*ifndef\s+(" + IDENT + ")", text, re.M))
-    return {n for n in re.findall(r"^\s*#\s*define\s+(" + IDENT + ")", text, re.M) if n not in guards}
+    # a macro the header itself #undefs after use is its own helper, not part of the API
+    local = set(re.findall(r"^\s*#\s*undef\s+(" + IDENT + ")", text, re.M))
+    return {n for n in re.findall(r"^\s*#\s*define\s+(" + IDENT + ")", text, re.M) if n not in guards | local}
 
 
 def declared_name(stmt):
@@ -114,7 +116,7 @@ def symbols(path):
         elif ch == ";":
             head = " ".join(stmt.split())
             if top.collects() and head:
-                using = re.match(r"using\s+(" + IDENT + r")\s*=", head)
+                using = re.match(r"using\s+(" + IDENT + r")\s*=", strip_templates(head).strip())
                 if using:
                     found.add(name_of(using.group(1)))
                 elif "(" in head:

@@ -26,36 +26,61 @@
 
 namespace posenc {
 
-/** posenc_table_f32: out.rows() rows for positions first, first + 1, ... */
-inline void table_f32(const spec &s, int64_t first, rows_view<float> out) {
-  detail::expect(out.cols() == s.d_model());
-  check(posenc_table_f32(&s.c_spec(), first, out.rows(), out.data(), out.stride()));
-}
-/** posenc_table_bf16: bfloat16 bit patterns. */
-inline void table_bf16(const spec &s, int64_t first, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model());
-  check(posenc_table_bf16(&s.c_spec(), first, out.rows(), out.data(), out.stride()));
-}
-/** posenc_table_f16: IEEE binary16 bit patterns. */
-inline void table_f16(const spec &s, int64_t first, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model());
-  check(posenc_table_f16(&s.c_spec(), first, out.rows(), out.data(), out.stride()));
-}
+namespace detail {
+// The C _part functions of each element type: the calls below are written once over dtype and call the part
+// [0, n), which is the whole call (posenc/parts.h).
+template <dtype E>
+struct parts_of;
+#define POSENC_PARTS_OF(E)                                                    \
+  template <>                                                                 \
+  struct parts_of<dtype::E> {                                                 \
+    static constexpr auto table = &posenc_table_##E##_part;                   \
+    static constexpr auto rows = &posenc_rows_##E##_part;                     \
+    static constexpr auto embed = &posenc_embed_##E##_part;                   \
+    static constexpr auto timesteps = &posenc_timesteps_##E##_part;           \
+    static constexpr auto rope = &posenc_rope_##E##_part;                     \
+    static constexpr auto rope_qk = &posenc_rope_qk_##E##_part;               \
+    static constexpr auto rope_copy = &posenc_rope_copy_##E##_part;           \
+    static constexpr auto rope_real = &posenc_rope_real_##E##_part;           \
+    static constexpr auto rope_qk_real = &posenc_rope_qk_real_##E##_part;     \
+    static constexpr auto rope_copy_real = &posenc_rope_copy_real_##E##_part; \
+  };
+POSENC_PARTS_OF(f32)
+POSENC_PARTS_OF(bf16)
+POSENC_PARTS_OF(f16)
+#undef POSENC_PARTS_OF
+}  // namespace detail
 
-/** posenc_rows_f32: one row per explicit position. */
-inline void rows_f32(const spec &s, array_view<const int64_t> list, rows_view<float> out) {
+/** posenc_table_f32 / _bf16 / _f16 by element type: out.rows() rows for positions first, first + 1, ... */
+template <dtype E = dtype::f32>
+void table(const spec &s, int64_t first, rows_view<element_t<E>> out) {
+  detail::expect(out.cols() == s.d_model());
+  check(detail::parts_of<E>::table(&s.c_spec(), first, out.rows(), out.data(), out.stride(), 0, out.rows()));
+}
+/** posenc_table_f32. */
+inline void table_f32(const spec &s, int64_t first, rows_view<float> out) { table<dtype::f32>(s, first, out); }
+/** posenc_table_bf16: bfloat16 bit patterns. */
+inline void table_bf16(const spec &s, int64_t first, rows_view<uint16_t> out) { table<dtype::bf16>(s, first, out); }
+/** posenc_table_f16: IEEE binary16 bit patterns. */
+inline void table_f16(const spec &s, int64_t first, rows_view<uint16_t> out) { table<dtype::f16>(s, first, out); }
+
+/** posenc_rows_f32 / _bf16 / _f16 by element type: one row per explicit position. */
+template <dtype E = dtype::f32>
+void rows(const spec &s, array_view<const int64_t> list, rows_view<element_t<E>> out) {
   detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
-  check(posenc_rows_f32(&s.c_spec(), list.data(), out.rows(), out.data(), out.stride()));
+  check(detail::parts_of<E>::rows(&s.c_spec(), list.data(), out.rows(), out.data(), out.stride(), 0, out.rows()));
+}
+/** posenc_rows_f32. */
+inline void rows_f32(const spec &s, array_view<const int64_t> list, rows_view<float> out) {
+  rows<dtype::f32>(s, list, out);
 }
 /** posenc_rows_bf16. */
 inline void rows_bf16(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
-  check(posenc_rows_bf16(&s.c_spec(), list.data(), out.rows(), out.data(), out.stride()));
+  rows<dtype::bf16>(s, list, out);
 }
 /** posenc_rows_f16. */
 inline void rows_f16(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model() && list.size() == out.rows());
-  check(posenc_rows_f16(&s.c_spec(), list.data(), out.rows(), out.data(), out.stride()));
+  rows<dtype::f16>(s, list, out);
 }
 
 /** posenc_add_f32: out = fmaf(scale, x, PE); out may be x itself. */
@@ -66,26 +91,29 @@ inline void add_f32(const spec &s, rows_view<const float> x, float scale, positi
                        out.stride()));
 }
 
-/** posenc_embed_f32: out = fmaf(scale, table[token], PE); the vocabulary is table.rows(). */
+/** posenc_embed_f32 / _bf16 / _f16 by the embedding table's element type: out = fmaf(scale, table[token], PE),
+ *  out float32; the vocabulary is table.rows(). */
+template <dtype E = dtype::f32>
+void embed(const spec &s, rows_view<const element_t<E>> table, array_view<const int32_t> tokens, float scale,
+           positions pos, rows_view<float> out) {
+  detail::expect_embed(s, table, tokens, pos, out);
+  check(detail::parts_of<E>::embed(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale,
+                                   pos.list(), pos.first(), out.rows(), out.data(), out.stride(), 0, out.rows()));
+}
+/** posenc_embed_f32. */
 inline void embed_f32(const spec &s, rows_view<const float> table, array_view<const int32_t> tokens, float scale,
                       positions pos, rows_view<float> out) {
-  detail::expect_embed(s, table, tokens, pos, out);
-  check(posenc_embed_f32(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
-                         pos.first(), out.rows(), out.data(), out.stride()));
+  embed<dtype::f32>(s, table, tokens, scale, pos, out);
 }
 /** posenc_embed_bf16: a bfloat16 embedding table. */
 inline void embed_bf16(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens, float scale,
                        positions pos, rows_view<float> out) {
-  detail::expect_embed(s, table, tokens, pos, out);
-  check(posenc_embed_bf16(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
-                          pos.first(), out.rows(), out.data(), out.stride()));
+  embed<dtype::bf16>(s, table, tokens, scale, pos, out);
 }
 /** posenc_embed_f16: a binary16 embedding table. */
 inline void embed_f16(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens, float scale,
                       positions pos, rows_view<float> out) {
-  detail::expect_embed(s, table, tokens, pos, out);
-  check(posenc_embed_f16(&s.c_spec(), table.data(), table.rows(), table.stride(), tokens.data(), scale, pos.list(),
-                         pos.first(), out.rows(), out.data(), out.stride()));
+  embed<dtype::f16>(s, table, tokens, scale, pos, out);
 }
 
 /** posenc_embed_learned_f32: out = fmaf(scale, table[token], pos_table[position]); d_model is out.cols(). */
@@ -100,20 +128,24 @@ inline void embed_learned_f32(rows_view<const float> table, array_view<const int
 
 // ---- Real-valued positions: timestep embeddings (docs/timesteps.md) ------------------------------------
 
-/** posenc_timesteps_f32: row r at the real-valued position t[r] (any finite double, |t| < 2^31). */
-inline void timesteps_f32(const spec &s, array_view<const double> t, rows_view<float> out) {
+/** posenc_timesteps_f32 / _bf16 / _f16 by element type: row r at the real-valued position t[r] (any finite
+ *  double, |t| < 2^31). */
+template <dtype E = dtype::f32>
+void timesteps(const spec &s, array_view<const double> t, rows_view<element_t<E>> out) {
   detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
-  check(posenc_timesteps_f32(&s.c_spec(), t.data(), out.rows(), out.data(), out.stride()));
+  check(detail::parts_of<E>::timesteps(&s.c_spec(), t.data(), out.rows(), out.data(), out.stride(), 0, out.rows()));
+}
+/** posenc_timesteps_f32. */
+inline void timesteps_f32(const spec &s, array_view<const double> t, rows_view<float> out) {
+  timesteps<dtype::f32>(s, t, out);
 }
 /** posenc_timesteps_bf16: bfloat16 bit patterns. */
 inline void timesteps_bf16(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
-  check(posenc_timesteps_bf16(&s.c_spec(), t.data(), out.rows(), out.data(), out.stride()));
+  timesteps<dtype::bf16>(s, t, out);
 }
 /** posenc_timesteps_f16: IEEE binary16 bit patterns. */
 inline void timesteps_f16(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
-  detail::expect(out.cols() == s.d_model() && t.size() == out.rows());
-  check(posenc_timesteps_f16(&s.c_spec(), t.data(), out.rows(), out.data(), out.stride()));
+  timesteps<dtype::f16>(s, t, out);
 }
 /** posenc_timesteps_add_f32: out = fmaf(scale, x, PE(t)) row by row; out may be x itself. */
 inline void timesteps_add_f32(const spec &s, rows_view<const float> x, float scale, array_view<const double> t,
@@ -185,30 +217,49 @@ work times_work(const spec &s, array_view<const double> t, rows_view<T> out, tim
 
 }  // namespace detail
 
+/** The works of the calls written once over the element type: table<E>, rows<E>, embed<E>, timesteps<E>. */
+template <dtype E = dtype::f32>
+work table_work(const spec &s, int64_t first, rows_view<element_t<E>> out) {
+  return detail::table_work(s, first, out, detail::parts_of<E>::table);
+}
+template <dtype E = dtype::f32>
+work rows_work(const spec &s, array_view<const int64_t> list, rows_view<element_t<E>> out) {
+  return detail::rows_work(s, list, out, detail::parts_of<E>::rows);
+}
+template <dtype E = dtype::f32>
+work embed_work(const spec &s, rows_view<const element_t<E>> table, array_view<const int32_t> tokens, float scale,
+                positions pos, rows_view<float> out) {
+  return detail::embed_work(s, table, tokens, scale, pos, out, detail::parts_of<E>::embed);
+}
+template <dtype E = dtype::f32>
+work timesteps_work(const spec &s, array_view<const double> t, rows_view<element_t<E>> out) {
+  return detail::times_work(s, t, out, detail::parts_of<E>::timesteps);
+}
+
 /** table_f32 as a work. */
 inline work table_f32_work(const spec &s, int64_t first, rows_view<float> out) {
-  return detail::table_work(s, first, out, &posenc_table_f32_part);
+  return table_work<dtype::f32>(s, first, out);
 }
 /** table_bf16 as a work. */
 inline work table_bf16_work(const spec &s, int64_t first, rows_view<uint16_t> out) {
-  return detail::table_work(s, first, out, &posenc_table_bf16_part);
+  return table_work<dtype::bf16>(s, first, out);
 }
 /** table_f16 as a work. */
 inline work table_f16_work(const spec &s, int64_t first, rows_view<uint16_t> out) {
-  return detail::table_work(s, first, out, &posenc_table_f16_part);
+  return table_work<dtype::f16>(s, first, out);
 }
 
 /** rows_f32 as a work. */
 inline work rows_f32_work(const spec &s, array_view<const int64_t> list, rows_view<float> out) {
-  return detail::rows_work(s, list, out, &posenc_rows_f32_part);
+  return rows_work<dtype::f32>(s, list, out);
 }
 /** rows_bf16 as a work. */
 inline work rows_bf16_work(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
-  return detail::rows_work(s, list, out, &posenc_rows_bf16_part);
+  return rows_work<dtype::bf16>(s, list, out);
 }
 /** rows_f16 as a work. */
 inline work rows_f16_work(const spec &s, array_view<const int64_t> list, rows_view<uint16_t> out) {
-  return detail::rows_work(s, list, out, &posenc_rows_f16_part);
+  return rows_work<dtype::f16>(s, list, out);
 }
 
 /** add_f32 as a work (out may be x itself: each piece reads and writes its own rows). */
@@ -227,17 +278,17 @@ inline work add_f32_work(const spec &s, rows_view<const float> x, float scale, p
 /** embed_f32 as a work. */
 inline work embed_f32_work(const spec &s, rows_view<const float> table, array_view<const int32_t> tokens, float scale,
                            positions pos, rows_view<float> out) {
-  return detail::embed_work(s, table, tokens, scale, pos, out, &posenc_embed_f32_part);
+  return embed_work<dtype::f32>(s, table, tokens, scale, pos, out);
 }
 /** embed_bf16 as a work. */
 inline work embed_bf16_work(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens,
                             float scale, positions pos, rows_view<float> out) {
-  return detail::embed_work(s, table, tokens, scale, pos, out, &posenc_embed_bf16_part);
+  return embed_work<dtype::bf16>(s, table, tokens, scale, pos, out);
 }
 /** embed_f16 as a work. */
 inline work embed_f16_work(const spec &s, rows_view<const uint16_t> table, array_view<const int32_t> tokens,
                            float scale, positions pos, rows_view<float> out) {
-  return detail::embed_work(s, table, tokens, scale, pos, out, &posenc_embed_f16_part);
+  return embed_work<dtype::f16>(s, table, tokens, scale, pos, out);
 }
 
 /** embed_learned_f32 as a work (no blocks: grain 1). */
@@ -257,15 +308,15 @@ inline work embed_learned_f32_work(rows_view<const float> table, array_view<cons
 
 /** timesteps_f32 as a work (no blocks: grain 1). */
 inline work timesteps_f32_work(const spec &s, array_view<const double> t, rows_view<float> out) {
-  return detail::times_work(s, t, out, &posenc_timesteps_f32_part);
+  return timesteps_work<dtype::f32>(s, t, out);
 }
 /** timesteps_bf16 as a work. */
 inline work timesteps_bf16_work(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
-  return detail::times_work(s, t, out, &posenc_timesteps_bf16_part);
+  return timesteps_work<dtype::bf16>(s, t, out);
 }
 /** timesteps_f16 as a work. */
 inline work timesteps_f16_work(const spec &s, array_view<const double> t, rows_view<uint16_t> out) {
-  return detail::times_work(s, t, out, &posenc_timesteps_f16_part);
+  return timesteps_work<dtype::f16>(s, t, out);
 }
 /** timesteps_add_f32 as a work (out may be x itself). */
 inline work timesteps_add_f32_work(const spec &s, rows_view<const float> x, float scale, array_view<const double> t,
@@ -601,54 +652,53 @@ class rope {
                                 cos_sin.data() + h, cos_sin.stride()));
   }
 
-  /** posenc_rope_f32: rotates the first rotary_dim elements of every head row of x, in place. */
-  void apply(positions pos, heads_view<float> x) const {
+  /** The rotations written once over the element type: r.apply<dtype::bf16>(pos, x) is r.apply_bf16(pos, x),
+   *  and likewise for q and k, apply_copy, apply_at and apply_copy_at (below). */
+  template <dtype E>
+  void apply(positions pos, heads_view<element_t<E>> x) const {
     detail::expect_heads(x, c_, pos);
-    call_one(c_, pos.list(), pos.first(), x, &posenc_rope_f32_part);
+    call_one(c_, pos.list(), pos.first(), x, detail::parts_of<E>::rope);
   }
-  /** posenc_rope_qk_f32: q and k of the same tokens in one pass (GQA: their head counts may differ). */
-  void apply(positions pos, heads_view<float> q, heads_view<float> k) const {
+  template <dtype E>
+  void apply(positions pos, heads_view<element_t<E>> q, heads_view<element_t<E>> k) const {
     expect_qk(pos, q, k);
-    call_qk(pos, q, k, &posenc_rope_qk_f32_part);
+    call_qk(pos, q, k, detail::parts_of<E>::rope_qk);
   }
+  template <dtype E>
+  void apply_copy(positions pos, heads_view<const element_t<E>> src, heads_view<element_t<E>> x) const {
+    expect_copy(pos, src, x);
+    call_copy(pos, src, x, detail::parts_of<E>::rope_copy);
+  }
+
+  /** posenc_rope_f32: rotates the first rotary_dim elements of every head row of x, in place. */
+  void apply(positions pos, heads_view<float> x) const { apply<dtype::f32>(pos, x); }
+  /** posenc_rope_qk_f32: q and k of the same tokens in one pass (GQA: their head counts may differ). */
+  void apply(positions pos, heads_view<float> q, heads_view<float> k) const { apply<dtype::f32>(pos, q, k); }
   /** posenc_rope_bf16: the same on bfloat16 rows (uint16_t bit patterns). */
-  void apply_bf16(positions pos, heads_view<uint16_t> x) const {
-    detail::expect_heads(x, c_, pos);
-    call_one(c_, pos.list(), pos.first(), x, &posenc_rope_bf16_part);
-  }
+  void apply_bf16(positions pos, heads_view<uint16_t> x) const { apply<dtype::bf16>(pos, x); }
   /** posenc_rope_qk_bf16. */
   void apply_bf16(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    expect_qk(pos, q, k);
-    call_qk(pos, q, k, &posenc_rope_qk_bf16_part);
+    apply<dtype::bf16>(pos, q, k);
   }
   /** posenc_rope_f16: the same on IEEE binary16 rows. */
-  void apply_f16(positions pos, heads_view<uint16_t> x) const {
-    detail::expect_heads(x, c_, pos);
-    call_one(c_, pos.list(), pos.first(), x, &posenc_rope_f16_part);
-  }
+  void apply_f16(positions pos, heads_view<uint16_t> x) const { apply<dtype::f16>(pos, x); }
   /** posenc_rope_qk_f16. */
-  void apply_f16(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    expect_qk(pos, q, k);
-    call_qk(pos, q, k, &posenc_rope_qk_f16_part);
-  }
+  void apply_f16(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const { apply<dtype::f16>(pos, q, k); }
 
   /** posenc_rope_copy_f32, out of place in one pass: the first rotary_dim elements of every head row of src,
    *  rotated, written to the same row of x (the bytes apply leaves in a copy of src); x's elements from
    *  rotary_dim on are left as they are. src and x have the same tokens and heads; src's rows may overlap
    *  each other, and meet x's only as the very same rows (src == x with the same strides: in place). */
   void apply_copy(positions pos, heads_view<const float> src, heads_view<float> x) const {
-    expect_copy(pos, src, x);
-    call_copy(pos, src, x, &posenc_rope_copy_f32_part);
+    apply_copy<dtype::f32>(pos, src, x);
   }
   /** posenc_rope_copy_bf16: the same on bfloat16 rows. */
   void apply_copy_bf16(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
-    expect_copy(pos, src, x);
-    call_copy(pos, src, x, &posenc_rope_copy_bf16_part);
+    apply_copy<dtype::bf16>(pos, src, x);
   }
   /** posenc_rope_copy_f16: the same on IEEE binary16 rows. */
   void apply_copy_f16(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
-    expect_copy(pos, src, x);
-    call_copy(pos, src, x, &posenc_rope_copy_f16_part);
+    apply_copy<dtype::f16>(pos, src, x);
   }
 
   // ---- Real-valued positions (posenc_rope_*_real; docs/api.md) --------------------------------------------
@@ -672,34 +722,43 @@ class rope {
     check(posenc_rope_cache_real_f32(&c_, t.data(), cos_sin.rows(), cos_sin.data(), cos_sin.stride(),
                                      cos_sin.data() + h, cos_sin.stride()));
   }
+  /** apply_at and apply_copy_at written once over the element type (apply_at<dtype::bf16>(t, x), ...). */
+  template <dtype E>
+  void apply_at(array_view<const double> t, heads_view<element_t<E>> x) const {
+    real_one(t, x, detail::parts_of<E>::rope_real);
+  }
+  template <dtype E>
+  void apply_at(array_view<const double> t, heads_view<element_t<E>> q, heads_view<element_t<E>> k) const {
+    real_qk(t, q, k, detail::parts_of<E>::rope_qk_real);
+  }
+  template <dtype E>
+  void apply_copy_at(array_view<const double> t, heads_view<const element_t<E>> src, heads_view<element_t<E>> x) const {
+    real_copy(t, src, x, detail::parts_of<E>::rope_copy_real);
+  }
   /** posenc_rope_real_f32 / posenc_rope_qk_real_f32. */
-  void apply_at(array_view<const double> t, heads_view<float> x) const { real_one(t, x, &posenc_rope_real_f32_part); }
+  void apply_at(array_view<const double> t, heads_view<float> x) const { apply_at<dtype::f32>(t, x); }
   void apply_at(array_view<const double> t, heads_view<float> q, heads_view<float> k) const {
-    real_qk(t, q, k, &posenc_rope_qk_real_f32_part);
+    apply_at<dtype::f32>(t, q, k);
   }
   /** posenc_rope_real_bf16 / posenc_rope_qk_real_bf16 (bfloat16 bit patterns). */
-  void apply_at_bf16(array_view<const double> t, heads_view<uint16_t> x) const {
-    real_one(t, x, &posenc_rope_real_bf16_part);
-  }
+  void apply_at_bf16(array_view<const double> t, heads_view<uint16_t> x) const { apply_at<dtype::bf16>(t, x); }
   void apply_at_bf16(array_view<const double> t, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    real_qk(t, q, k, &posenc_rope_qk_real_bf16_part);
+    apply_at<dtype::bf16>(t, q, k);
   }
   /** posenc_rope_real_f16 / posenc_rope_qk_real_f16 (IEEE binary16 bit patterns). */
-  void apply_at_f16(array_view<const double> t, heads_view<uint16_t> x) const {
-    real_one(t, x, &posenc_rope_real_f16_part);
-  }
+  void apply_at_f16(array_view<const double> t, heads_view<uint16_t> x) const { apply_at<dtype::f16>(t, x); }
   void apply_at_f16(array_view<const double> t, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    real_qk(t, q, k, &posenc_rope_qk_real_f16_part);
+    apply_at<dtype::f16>(t, q, k);
   }
   /** posenc_rope_copy_real_f32 / _bf16 / _f16: out of place, as apply_copy. */
   void apply_copy_at(array_view<const double> t, heads_view<const float> src, heads_view<float> x) const {
-    real_copy(t, src, x, &posenc_rope_copy_real_f32_part);
+    apply_copy_at<dtype::f32>(t, src, x);
   }
   void apply_copy_at_bf16(array_view<const double> t, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
-    real_copy(t, src, x, &posenc_rope_copy_real_bf16_part);
+    apply_copy_at<dtype::bf16>(t, src, x);
   }
   void apply_copy_at_f16(array_view<const double> t, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
-    real_copy(t, src, x, &posenc_rope_copy_real_f16_part);
+    apply_copy_at<dtype::f16>(t, src, x);
   }
   /** cache_at(t, cos, sin) as a work of cos.rows() rows (each value by the direct method: no blocks). */
   work cache_at_work(array_view<const double> t, rows_view<float> cos, rows_view<float> sin) const {

@@ -40,6 +40,17 @@ inline void check(posenc_status status) {
 /** posenc_status_string: a static name for a status, never NULL. */
 inline const char *status_string(posenc_status status) noexcept { return posenc_status_string(status); }
 
+/** The element type of a call's rows, for the calls written once over it (posenc::table<dtype::bf16>(...)):
+ *  float32, or the bfloat16 and IEEE binary16 bit patterns the _bf16 and _f16 C functions take. */
+enum class dtype : int {
+  f32,
+  bf16,
+  f16,
+};
+/** The C++ type that holds one element of E: float for f32, uint16_t for bf16 and f16. */
+template <dtype E>
+using element_t = std::conditional_t<E == dtype::f32, float, uint16_t>;
+
 /** posenc_layout as a scoped enum, same values. */
 enum class layout : int {
   interleaved = POSENC_INTERLEAVED,
