@@ -77,15 +77,14 @@ void measure(Impl &im, float got, mpfr_srcptr exact) {
 // ---- RoPE ------------------------------------------------------------------------------------------------
 constexpr int64_t kRopeR = 128;
 const double kRopeBases[] = {1e4, 5e5};
-const Group kRopeGroups[] = {{"4096", 4096}, {"32768", 32768}, {"131072", 131072}, {"2^20", 1048576},
-                             {"2^31-1", 2147483647}};
+const Group kRopeGroups[] = {
+    {"4096", 4096}, {"32768", 32768}, {"131072", 131072}, {"2^20", 1048576}, {"2^31-1", 2147483647}};
 
 // The cos and sin (kRows x h each) of one implementation at the positions.
 //   hf_fp32:  cosf / sinf of fl32(fl32(p) * inv_freq32), inv_freq32 = 1 / fl32(fl32(base) ** fl32(2i/r)):
 //             HF's LlamaRotaryEmbedding, and vLLM's float32 cos_sin_cache (the same float32 products)
 //   llamacpp: theta = (float)p, then theta *= powf(base, -2/r) from pair to pair, cosf / sinf (ggml CPU)
-posenc_status rope_values(const std::string &impl, double base, const std::vector<int64_t> &pos, float *c,
-                          float *s) {
+posenc_status rope_values(const std::string &impl, double base, const std::vector<int64_t> &pos, float *c, float *s) {
   constexpr int64_t h = kRopeR / 2;
   if (impl == "hf_fp32" || impl == "llamacpp") {
     const peers::RopeModel m(kRopeR, kRopeR, base, 0);
@@ -153,8 +152,8 @@ void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group
       std::fprintf(f,
                    "%s    {\"impl\": \"%s\", \"kind\": \"%s\", \"group\": \"%s\", \"center\": %lld, "
                    "\"max_ulp\": %.6g, \"max_abs\": %.6g, \"over_1ulp\": %lld, \"count\": %lld}",
-                   sep, im.name.c_str(), im.kind.c_str(), kGroups[g].label, (long long)kGroups[g].center,
-                   im.max_ulp, im.max_abs, (long long)im.over_one, (long long)im.count);
+                   sep, im.name.c_str(), im.kind.c_str(), kGroups[g].label, (long long)kGroups[g].center, im.max_ulp,
+                   im.max_abs, (long long)im.over_one, (long long)im.count);
       sep = ",\n";
     }
   std::fprintf(f, "\n  ],\n  \"rope\": {\"rotary_dim\": %lld, \"positions_per_group\": %lld, \"results\": [\n",
@@ -175,7 +174,8 @@ void write_json(const char *path, const std::vector<std::vector<Impl>> &by_group
 int main(int argc, char **argv) {
   const char *json = nullptr;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json = argv[++i];
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+      json = argv[++i];
     else {
       std::fprintf(stderr, "usage: %s [--json FILE]\n", argv[0]);
       return 2;

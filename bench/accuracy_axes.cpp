@@ -26,8 +26,8 @@ struct Group {
   const char *label;
   int64_t center;
 };
-const Group kGroups[] = {{"4096", 4096}, {"32768", 32768}, {"131072", 131072}, {"2^20", 1048576},
-                         {"2^31-32", 2147483647 - 32}};
+const Group kGroups[] = {
+    {"4096", 4096}, {"32768", 32768}, {"131072", 131072}, {"2^20", 1048576}, {"2^31-32", 2147483647 - 32}};
 
 int axis_of(int64_t i) { return i < kSections[0] ? 0 : i < kSections[0] + kSections[1] ? 1 : 2; }
 
@@ -99,8 +99,9 @@ void write_axes_json(FILE *f, const std::vector<Cell> &rows) {
 }
 
 bool print_axes(const std::vector<Cell> &rows) {
-  std::printf("\nMulti-axis RoPE cos/sin (Qwen2.5-VL, r = %lld, base %g, an image row at p): max abs error (max ULP)\n%-10s",
-              (long long)kR, kBase, "impl");
+  std::printf(
+      "\nMulti-axis RoPE cos/sin (Qwen2.5-VL, r = %lld, base %g, an image row at p): max abs error (max ULP)\n%-10s",
+      (long long)kR, kBase, "impl");
   return print_cells(rows, rows.size() / std::size(kGroups), std::size(kGroups), 10);
 }
 

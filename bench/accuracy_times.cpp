@@ -78,10 +78,11 @@ std::vector<Cell> timesteps_accuracy(const std::vector<std::string> &paths) {
 }
 
 void write_times_json(FILE *f, const std::vector<Cell> &rows) {
-  std::fprintf(f,
-               "  \"timesteps\": {\"model\": \"diffusers Timesteps(320, flip_sin_to_cos=True, downscale_freq_shift=0)\", "
-               "\"dim\": %lld, \"timesteps_per_group\": %lld, \"results\": [\n",
-               (long long)kDim, (long long)kRows);
+  std::fprintf(
+      f,
+      "  \"timesteps\": {\"model\": \"diffusers Timesteps(320, flip_sin_to_cos=True, downscale_freq_shift=0)\", "
+      "\"dim\": %lld, \"timesteps_per_group\": %lld, \"results\": [\n",
+      (long long)kDim, (long long)kRows);
   write_cells(f, rows, [](FILE *o, const Cell &c) { std::fprintf(o, "\"group\": \"%s\", ", c.group); });
 }
 

@@ -15,8 +15,7 @@ namespace {
 // the same for every impl of a kernel, so bytes/s ratios are time ratios.
 double in_size(const std::string &kernel) { return kernel == "embed_learned_f32" ? 8.0 : 4.0; }
 
-Case embed_case(const std::string &kernel, const std::string &impl, const Shape &s, int64_t vocab,
-                double in_bytes) {
+Case embed_case(const std::string &kernel, const std::string &impl, const Shape &s, int64_t vocab, double in_bytes) {
   Case c = make_case(kernel, impl, s.d, s.n, in_bytes + sizeof(float));
   if (vocab > 0) c.extra = {{"vocab", std::to_string(vocab)}};
   return c;
@@ -29,7 +28,7 @@ struct Inputs {
   const int32_t *tok;
   const float *pe;  // positions 0 .. n-1: the naive passes' PE table, the learned kernel's position table
   float *out;
-  float scale;      // sqrt(d), as Vaswani, fairseq and Marian scale embeddings
+  float scale;  // sqrt(d), as Vaswani, fairseq and Marian scale embeddings
 };
 template <class T>
 using TableOf = const T *(*)(int64_t, int64_t);
@@ -65,8 +64,8 @@ void add_learned(const Shape &s, int64_t vocab) {
     c.prepare = [=] {
       const Inputs<float> in = inputs<float>(s, vocab, embedding_f32, true);
       return Work([=] {
-        return posenc_embed_learned_f32(s.d, in.table, vocab, s.d, in.tok, in.scale, in.pe, s.n, s.d, nullptr, 0,
-                                        s.n, in.out, s.d);
+        return posenc_embed_learned_f32(s.d, in.table, vocab, s.d, in.tok, in.scale, in.pe, s.n, s.d, nullptr, 0, s.n,
+                                        in.out, s.d);
       });
     };
     add(std::move(c));

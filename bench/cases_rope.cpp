@@ -20,7 +20,7 @@
 namespace bench {
 namespace {
 
-constexpr int64_t kMaxPos = 131072;      // the cache-lookup peer's cos_sin_cache rows (Llama 3.1: 128k)
+constexpr int64_t kMaxPos = 131072;  // the cache-lookup peer's cos_sin_cache rows (Llama 3.1: 128k)
 constexpr int64_t kDecodePos = 100000;
 
 // xorshift64*, as buffers.cpp: every run measures the same inputs.
@@ -71,8 +71,8 @@ uint16_t f16_value(uint64_t r) {  // sign, a normal exponent below 1.0, any mant
 template <class T>
 peers::QkOf<T> views(const RopeShape &s, T *buf) {
   const int64_t ts = (s.q_heads + 2 * s.k_heads) * s.head_dim;
-  return {rope_positions(s.pos, s.n), s.n, buf, s.q_heads, ts, s.head_dim,
-          buf + s.q_heads * s.head_dim, s.k_heads, ts, s.head_dim};
+  return {rope_positions(s.pos, s.n),   s.n,       buf, s.q_heads, ts, s.head_dim,
+          buf + s.q_heads * s.head_dim, s.k_heads, ts,  s.head_dim};
 }
 
 posenc_rope spec_of(const RopeShape &s) {
@@ -98,18 +98,16 @@ peers::RopeScratch scratch(const RopeShape &s) {
 
 Case qk_case(const char *kernel, const std::string &impl, const RopeShape &s, double elem_size) {
   Case c = make_case(kernel, impl, s.head_dim, s.n, 0);
-  c.extra = {{"r", std::to_string(s.r)},
-             {"q", std::to_string(s.q_heads)},
-             {"k", std::to_string(s.k_heads)},
-             {"pos", s.pos}};
+  c.extra = {
+      {"r", std::to_string(s.r)}, {"q", std::to_string(s.q_heads)}, {"k", std::to_string(s.k_heads)}, {"pos", s.pos}};
   c.elements = double(s.n) * double(s.q_heads + s.k_heads) * double(s.r);  // rotated elements
-  c.bytes = 2.0 * c.elements * elem_size;                                   // each read and written once
+  c.bytes = 2.0 * c.elements * elem_size;                                  // each read and written once
   return c;
 }
 
 template <class T>
-using QkCall = posenc_status (*)(const posenc_rope *, const int64_t *, int64_t, int64_t, T *, int64_t, int64_t,
-                                 int64_t, T *, int64_t, int64_t, int64_t);
+using QkCall = posenc_status (*)(const posenc_rope *, const int64_t *, int64_t, int64_t, T *, int64_t, int64_t, int64_t,
+                                 T *, int64_t, int64_t, int64_t);
 
 template <class T>
 void add_posenc_qk(const char *kernel, QkCall<T> call, const RopeShape &s, const char *role, T (*value)(uint64_t)) {
@@ -168,8 +166,8 @@ void add_qk_half(const RopeShape &s) {
     Case c = qk_case(bf16 ? "rope_qk_bf16" : "rope_qk_f16", "inplace", s, sizeof(uint16_t));
     c.isa = best.isa;
     c.prepare = [=, fn = best.inplace16] {
-      const peers::Qk16 t = views(s, bf16 ? qkv<uint16_t>(s, "rope_qkv_bf16", bf16_value)
-                                          : qkv<uint16_t>(s, "rope_qkv_f16", f16_value));
+      const peers::Qk16 t =
+          views(s, bf16 ? qkv<uint16_t>(s, "rope_qkv_bf16", bf16_value) : qkv<uint16_t>(s, "rope_qkv_f16", f16_value));
       return Work([=] {
         fn(t, s.r, 0);
         return POSENC_OK;

@@ -51,10 +51,8 @@ void add_axes(const RopeShape &s, int axes) {
   for (posenc_isa isa : paths()) {
     const char *kernel = axes == 3 ? "rope_qk_f32_axes3" : "rope_qk_f32_axes1";
     Case c = on_path(isa, make_case(kernel, posenc_isa_name(isa), s.head_dim, s.n, 0));
-    c.extra = {{"r", std::to_string(s.r)},
-               {"q", std::to_string(s.q_heads)},
-               {"k", std::to_string(s.k_heads)},
-               {"pos", s.pos}};
+    c.extra = {
+        {"r", std::to_string(s.r)}, {"q", std::to_string(s.q_heads)}, {"k", std::to_string(s.k_heads)}, {"pos", s.pos}};
     c.elements = double(s.n) * double(s.q_heads + s.k_heads) * double(s.r);
     c.bytes = 2.0 * c.elements * sizeof(float);
     c.prepare = [=] {

@@ -52,7 +52,9 @@ const std::vector<double> &coords(int64_t n) {
   return v;
 }
 
-Case real_case(const std::string &impl, int64_t n) { return make_case("rope_cache_real_f32", impl, 128, n, sizeof(float)); }
+Case real_case(const std::string &impl, int64_t n) {
+  return make_case("rope_cache_real_f32", impl, 128, n, sizeof(float));
+}
 
 void add_real(int64_t n) {
   for (posenc_isa isa : paths()) {

@@ -49,8 +49,7 @@ Case split_case(const char *kernel, const std::string &impl, const Shape &s, dou
 // Wraps part into timed work on two threads, after the one-time check when `check` is set.
 template <class Part>
 Work split_work(const std::string &name, const Shape &s, float *out, bool check, Part part) {
-  if (check && !split_matches(name, s.n, sizeof(float) * size_t(s.d), out, part))
-    return [] { return kSplitMismatch; };
+  if (check && !split_matches(name, s.n, sizeof(float) * size_t(s.d), out, part)) return [] { return kSplitMismatch; };
   return [s, part] { return on_two_threads(s.n, part); };
 }
 

@@ -139,8 +139,8 @@ void add_rope(const RopeShape &s, posenc_isa best) {
       2.0 * sizeof(float) * double(s.q_heads + s.k_heads) * double(s.r) / double(s.head_dim);
   Case c = on_path(best, make_case("rope_qk_f32", posenc_isa_name(best), s.head_dim, s.n, bytes_per_element));
   c.elements = double(s.n) * double(s.q_heads + s.k_heads) * double(s.r);
-  c.extra = {{"r", std::to_string(s.r)}, {"q", std::to_string(s.q_heads)}, {"k", std::to_string(s.k_heads)},
-             {"pos", s.pos}};
+  c.extra = {
+      {"r", std::to_string(s.r)}, {"q", std::to_string(s.q_heads)}, {"k", std::to_string(s.k_heads)}, {"pos", s.pos}};
   add_three(c, [s] {
     const int64_t D = s.head_dim, count = s.n * (s.q_heads + 2 * s.k_heads) * D;
     float *buf = buffer_of<float>("qkv_threads", count);
@@ -149,8 +149,7 @@ void add_rope(const RopeShape &s, posenc_isa best) {
       for (int64_t e = 0; e < count; ++e) buf[e] = float((e * 2654435761u) % 2001) / 1000.0f - 1.0f;
     const posenc::rope rope = posenc::rope::init(s.r, s.base);
     const posenc::work w =
-        rope.apply_work(posenc::positions(0),
-                        posenc::heads_view<float>::fused_q(buf, s.n, s.q_heads, s.k_heads, D),
+        rope.apply_work(posenc::positions(0), posenc::heads_view<float>::fused_q(buf, s.n, s.q_heads, s.k_heads, D),
                         posenc::heads_view<float>::fused_k(buf, s.n, s.q_heads, s.k_heads, D));
     return Made{w, buf, sizeof(float) * size_t(count)};
   });

@@ -44,7 +44,9 @@ void ggml_timestep(const float *t, int64_t n, int dim, int max_period, float *ou
   }
 }
 
-Case times_case(const std::string &impl, const Shape &s) { return make_case("timesteps_f32", impl, s.d, s.n, sizeof(float)); }
+Case times_case(const std::string &impl, const Shape &s) {
+  return make_case("timesteps_f32", impl, s.d, s.n, sizeof(float));
+}
 
 void add_times(const Shape &s) {
   for (posenc_isa isa : paths()) {

@@ -23,8 +23,8 @@ struct Case {
   std::string kernel, impl;
   int64_t d = 0, n = 0;
   std::vector<std::pair<std::string, std::string>> extra;  // vocab=32000, pos=packed, threads=2
-  double bytes = 0;     // bytes the ideal single pass moves (read + written), the same for every impl
-  double elements = 0;  // output elements
+  double bytes = 0;                    // bytes the ideal single pass moves (read + written), the same for every impl
+  double elements = 0;                 // output elements
   posenc_isa isa = POSENC_ISA_SCALAR;  // posenc: the path forced while it runs; peers: the ISA they need
   bool forces_path = false;
   // Called once per run, outside the timing: fetches buffers and returns the work.

@@ -37,12 +37,10 @@ void add_context(bool quick) {
   benchmark::AddCustomContext("plan", quick ? "quick" : "full");
   benchmark::AddCustomContext("compiler", "g++ " __VERSION__);
   benchmark::AddCustomContext("glibc", gnu_get_libc_version());
-  benchmark::AddCustomContext("xsimd", std::to_string(XSIMD_VERSION_MAJOR) + "." +
-                                           std::to_string(XSIMD_VERSION_MINOR) + "." +
-                                           std::to_string(XSIMD_VERSION_PATCH));
-  benchmark::AddCustomContext("sleef", std::to_string(SLEEF_VERSION_MAJOR) + "." +
-                                           std::to_string(SLEEF_VERSION_MINOR) + "." +
-                                           std::to_string(SLEEF_VERSION_PATCHLEVEL));
+  benchmark::AddCustomContext("xsimd", std::to_string(XSIMD_VERSION_MAJOR) + "." + std::to_string(XSIMD_VERSION_MINOR) +
+                                           "." + std::to_string(XSIMD_VERSION_PATCH));
+  benchmark::AddCustomContext("sleef", std::to_string(SLEEF_VERSION_MAJOR) + "." + std::to_string(SLEEF_VERSION_MINOR) +
+                                           "." + std::to_string(SLEEF_VERSION_PATCHLEVEL));
   benchmark::AddCustomContext("google_benchmark", POSENC_BENCHMARK_VERSION);
 }
 
@@ -79,9 +77,12 @@ int main(int argc, char **argv) {
   bool quick = false;
   const char *pairs = nullptr;
   for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    else if (std::strcmp(argv[i], "--pairs") == 0 && i + 1 < argc) pairs = argv[++i];
-    else args.push_back(argv[i]);
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else if (std::strcmp(argv[i], "--pairs") == 0 && i + 1 < argc)
+      pairs = argv[++i];
+    else
+      args.push_back(argv[i]);
   }
   int n = int(args.size());
   benchmark::Initialize(&n, args.data());

@@ -56,11 +56,16 @@ int run_report(int argc, char **argv) {
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
-    if (!std::strcmp(a, "--quick")) quick = true;
-    else if (!std::strncmp(a, "--report=", 9)) out = a + 9;
-    else if (!std::strcmp(a, "--report") && i + 1 < argc) out = argv[++i];
-    else if (!std::strcmp(a, "--report")) return usage("--report needs a directory");
-    else return usage((std::string("--report takes only --quick, not ") + a).c_str());
+    if (!std::strcmp(a, "--quick"))
+      quick = true;
+    else if (!std::strncmp(a, "--report=", 9))
+      out = a + 9;
+    else if (!std::strcmp(a, "--report") && i + 1 < argc)
+      out = argv[++i];
+    else if (!std::strcmp(a, "--report"))
+      return usage("--report needs a directory");
+    else
+      return usage((std::string("--report takes only --quick, not ") + a).c_str());
   }
   if (out.empty()) return usage("--report needs a directory");
   std::string tried;
@@ -78,8 +83,8 @@ int run_report(int argc, char **argv) {
   const char *env = std::getenv("POSENC_PYTHON");
   const std::string python = env && *env ? env : "python3";
   std::string command = "posenc-bench --report " + out + (quick ? " --quick" : "");
-  std::vector<std::string> args = {python, driver, "--out", out, "--bench", self_path(), "--accuracy", accuracy,
-                                   "--command", command};
+  std::vector<std::string> args = {python,      driver,       "--out",  out,         "--bench",
+                                   self_path(), "--accuracy", accuracy, "--command", command};
   if (!tool.empty()) args.insert(args.end(), {"--posenc", tool});
   if (quick) args.push_back("--quick");
   std::vector<char *> cargs;

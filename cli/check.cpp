@@ -70,9 +70,13 @@ struct Rng {
 };
 
 // A spec from the C++ wrapper's setters.
-posenc_spec spec(int64_t d, posenc::layout layout = posenc::layout::interleaved, double base = 1.0e4,
-                 double den = 0.0, double scale = 1.0) {
-  return posenc::spec(d).with_layout(layout).with_base(base).with_freq_denominator(den).with_position_scale(scale)
+posenc_spec spec(int64_t d, posenc::layout layout = posenc::layout::interleaved, double base = 1.0e4, double den = 0.0,
+                 double scale = 1.0) {
+  return posenc::spec(d)
+      .with_layout(layout)
+      .with_base(base)
+      .with_freq_denominator(den)
+      .with_position_scale(scale)
       .c_spec();
 }
 
@@ -179,13 +183,14 @@ void rotation_samples(std::vector<Sample> &s, const std::string &format, const R
   const std::string what = c.what + ", positions " + positions_of(c);
   s.push_back({"rope_" + format, what + ", 3 heads", [=](Bytes &b) {
                  std::vector<T> t = x;
-                 return into(b, t, one(&rope.c_rope(), l.empty() ? nullptr : l.data(), first, n, t.data(), 3, q.ts,
-                                       q.hd));
+                 return into(b, t,
+                             one(&rope.c_rope(), l.empty() ? nullptr : l.data(), first, n, t.data(), 3, q.ts, q.hd));
                }});
   s.push_back({"rope_qk_" + format, what + ", fused QKV 4 q / 2 k heads", [=](Bytes &b) {
                  std::vector<T> t = x;
-                 return into(b, t, qk(&rope.c_rope(), l.empty() ? nullptr : l.data(), first, n, t.data(), q.q_heads,
-                                      q.ts, q.hd, t.data() + q.k_offset(), q.k_heads, q.ts, q.hd));
+                 return into(b, t,
+                             qk(&rope.c_rope(), l.empty() ? nullptr : l.data(), first, n, t.data(), q.q_heads, q.ts,
+                                q.hd, t.data() + q.k_offset(), q.k_heads, q.ts, q.hd));
                }});
 }
 
@@ -238,23 +243,27 @@ std::vector<Sample> samples(bool large) {
     const std::vector<int32_t> tok = rng.tokens(size_t(n), vocab), tokl = rng.tokens(size_t(m), vocab);
     s.push_back({"embed_f32", run_of(c) + ", vocab 37", [=](Bytes &b) {
                    std::vector<float> t(size_t(n * d));
-                   return into(b, t, posenc_embed_f32(&sp, tf.data(), vocab, d, tok.data(), scale, nullptr, c.first, n,
-                                                      t.data(), d));
+                   return into(
+                       b, t,
+                       posenc_embed_f32(&sp, tf.data(), vocab, d, tok.data(), scale, nullptr, c.first, n, t.data(), d));
                  }});
     s.push_back({"embed_f32", lw + ", vocab 37", [=](Bytes &b) {
                    std::vector<float> t(size_t(m * d));
-                   return into(b, t, posenc_embed_f32(&sp, tf.data(), vocab, d, tokl.data(), 1.0f, l.data(), 0, m,
-                                                      t.data(), d));
+                   return into(
+                       b, t,
+                       posenc_embed_f32(&sp, tf.data(), vocab, d, tokl.data(), 1.0f, l.data(), 0, m, t.data(), d));
                  }});
-    s.push_back({"embed_bf16", run_of(c) + ", vocab 37", [=](Bytes &b) {
-                   std::vector<float> t(size_t(n * d));
-                   return into(b, t, posenc_embed_bf16(&sp, tb.data(), vocab, d, tok.data(), scale, nullptr, c.first,
-                                                       n, t.data(), d));
-                 }});
+    s.push_back(
+        {"embed_bf16", run_of(c) + ", vocab 37", [=](Bytes &b) {
+           std::vector<float> t(size_t(n * d));
+           return into(
+               b, t, posenc_embed_bf16(&sp, tb.data(), vocab, d, tok.data(), scale, nullptr, c.first, n, t.data(), d));
+         }});
     s.push_back({"embed_f16", lw + ", vocab 37", [=](Bytes &b) {
                    std::vector<float> t(size_t(m * d));
-                   return into(b, t, posenc_embed_f16(&sp, th.data(), vocab, d, tokl.data(), scale, l.data(), 0, m,
-                                                      t.data(), d));
+                   return into(
+                       b, t,
+                       posenc_embed_f16(&sp, th.data(), vocab, d, tokl.data(), scale, l.data(), 0, m, t.data(), d));
                  }});
   }
   for (int64_t d : {96, 33, 1}) {
@@ -267,13 +276,15 @@ std::vector<Sample> samples(bool large) {
     const std::string what = "d=" + std::to_string(d) + ", vocab 29, 50 positions";
     s.push_back({"embed_learned_f32", what + ", run from 3", [=](Bytes &b) {
                    std::vector<float> t(size_t((n - 10) * d));
-                   return into(b, t, posenc_embed_learned_f32(d, table.data(), vocab, d, tok.data(), 1.5f, pos.data(),
-                                                              pos_rows, d, nullptr, 3, n - 10, t.data(), d));
+                   return into(b, t,
+                               posenc_embed_learned_f32(d, table.data(), vocab, d, tok.data(), 1.5f, pos.data(),
+                                                        pos_rows, d, nullptr, 3, n - 10, t.data(), d));
                  }});
     s.push_back({"embed_learned_f32", what + ", a list", [=](Bytes &b) {
                    std::vector<float> t(size_t(n * d));
-                   return into(b, t, posenc_embed_learned_f32(d, table.data(), vocab, d, tok.data(), 1.0f, pos.data(),
-                                                              pos_rows, d, l.data(), 0, n, t.data(), d));
+                   return into(b, t,
+                               posenc_embed_learned_f32(d, table.data(), vocab, d, tok.data(), 1.0f, pos.data(),
+                                                        pos_rows, d, l.data(), 0, n, t.data(), d));
                  }});
   }
   for (const RopeCase &c : rope_cases()) {
@@ -284,13 +295,15 @@ std::vector<Sample> samples(bool large) {
     const std::string what = c.what + ", positions " + positions_of(c);
     s.push_back({"rope_cache_f32", what, [=](Bytes &b) {
                    std::vector<float> t(size_t(n * r));
-                   return into(b, t, posenc_rope_cache_f32(&rope.c_rope(), l.empty() ? nullptr : l.data(), first, n,
-                                                           t.data(), r, t.data() + h, r));
+                   return into(b, t,
+                               posenc_rope_cache_f32(&rope.c_rope(), l.empty() ? nullptr : l.data(), first, n, t.data(),
+                                                     r, t.data() + h, r));
                  }});
     s.push_back({"rope_cache_f32", what + ", separate padded tables", [=](Bytes &b) {
                    std::vector<float> t(size_t(2 * n * (h + 5)), -7.0f);
-                   return into(b, t, posenc_rope_cache_f32(&rope.c_rope(), l.empty() ? nullptr : l.data(), first, n,
-                                                           t.data(), h + 5, t.data() + n * (h + 5), h + 5));
+                   return into(b, t,
+                               posenc_rope_cache_f32(&rope.c_rope(), l.empty() ? nullptr : l.data(), first, n, t.data(),
+                                                     h + 5, t.data() + n * (h + 5), h + 5));
                  }});
     const size_t size = size_t(n * Qkv(r).ts);
     rotation_samples(s, "f32", c, rng.floats(size), posenc_rope_f32, posenc_rope_qk_f32);
@@ -303,11 +316,11 @@ std::vector<Sample> samples(bool large) {
     (void)posenc_machine_info(&m);  // cannot fail with a non-NULL pointer
     const int64_t d = 1024, n = int64_t(m.stream_threshold / (4 * d)) + 3;
     const posenc_spec sp = spec(d);
-    s.push_back({"table_f32", "d=1024, " + std::to_string(n) + " rows (past the non-temporal threshold)",
-                 [=](Bytes &b) {
-                   std::vector<float> t(size_t(n * d));
-                   return into(b, t, posenc_table_f32(&sp, 1000, n, t.data(), d));
-                 }});
+    s.push_back(
+        {"table_f32", "d=1024, " + std::to_string(n) + " rows (past the non-temporal threshold)", [=](Bytes &b) {
+           std::vector<float> t(size_t(n * d));
+           return into(b, t, posenc_table_f32(&sp, 1000, n, t.data(), d));
+         }});
     const std::vector<float> table = Rng(5).floats(size_t(64 * d));
     std::vector<int32_t> tok(static_cast<size_t>(n));
     std::vector<int64_t> l(static_cast<size_t>(n));
@@ -315,8 +328,9 @@ std::vector<Sample> samples(bool large) {
     s.push_back({"embed_learned_f32", "d=1024, " + std::to_string(n) + " rows (past the non-temporal threshold)",
                  [=](Bytes &b) {
                    std::vector<float> t(size_t(n * d));
-                   return into(b, t, posenc_embed_learned_f32(d, table.data(), 64, d, tok.data(), 1.0f, table.data(),
-                                                              64, d, l.data(), 0, n, t.data(), d));
+                   return into(b, t,
+                               posenc_embed_learned_f32(d, table.data(), 64, d, tok.data(), 1.0f, table.data(), 64, d,
+                                                        l.data(), 0, n, t.data(), d));
                  }});
   }
   return s;
@@ -744,8 +758,10 @@ void check_known(const std::vector<posenc_isa> &paths, Report &rep) {
       } catch (const posenc::error &e) {
         why = posenc_status_string(e.status());
       }
-      if (why.empty()) good += std::string(good.empty() ? "" : " ") + posenc_isa_name(isa), ++passed;
-      else rep.fail(k.name + " on " + posenc_isa_name(isa) + ": " + why);
+      if (why.empty())
+        good += std::string(good.empty() ? "" : " ") + posenc_isa_name(isa), ++passed;
+      else
+        rep.fail(k.name + " on " + posenc_isa_name(isa) + ": " + why);
     }
     if (passed) rep.ok(k.name + ": " + good, passed);
   }
@@ -756,9 +772,12 @@ void check_known(const std::vector<posenc_isa> &paths, Report &rep) {
 int check_main(int argc, char **argv) {
   bool quiet = false, large = false;
   read_options(argc, argv, [&](Args &a) {
-    if (a.name() == "--quiet") quiet = true;
-    else if (a.name() == "--large") large = true;
-    else return false;
+    if (a.name() == "--quiet")
+      quiet = true;
+    else if (a.name() == "--large")
+      large = true;
+    else
+      return false;
     a.flag();
     return true;
   });
@@ -773,8 +792,10 @@ int check_main(int argc, char **argv) {
   Report rep(quiet);
   compare_paths(samples(large), paths, rep);
   check_known(paths, rep);
-  if (rep.failed()) std::printf("posenc check: %d of %d checks FAILED\n", rep.failed(), rep.checks());
-  else std::printf("posenc check: all %d checks passed\n", rep.checks());
+  if (rep.failed())
+    std::printf("posenc check: %d of %d checks FAILED\n", rep.failed(), rep.checks());
+  else
+    std::printf("posenc check: all %d checks passed\n", rep.checks());
   return rep.failed() ? kExitFailed : kExitOk;
 }
 

@@ -56,17 +56,18 @@ class Args {
 
 // Hands each option in turn to read(a), which takes it and returns true, or returns false for an option it
 // does not know (a usage error).
-template <class F> void read_options(int argc, char **argv, F &&read) {
+template <class F>
+void read_options(int argc, char **argv, F &&read) {
   Args a(argc, argv);
   while (a.next())
     if (!read(a)) throw Usage("unknown option " + a.name());
 }
 
 // Values of options, each a usage error naming the option when malformed.
-double number(const std::string &text, const std::string &option);          // strtod: decimal, hex, inf
-int64_t integer(const std::string &text, const std::string &option);         // base 10, no fraction
-int64_t count(const std::string &text, const std::string &option);           // an integer >= 0
-std::vector<double> numbers(const std::string &text, const std::string &option);  // a,b,c
+double number(const std::string &text, const std::string &option);                  // strtod: decimal, hex, inf
+int64_t integer(const std::string &text, const std::string &option);                // base 10, no fraction
+int64_t count(const std::string &text, const std::string &option);                  // an integer >= 0
+std::vector<double> numbers(const std::string &text, const std::string &option);    // a,b,c
 std::vector<int64_t> integers(const std::string &text, const std::string &option);  // a,b,c
 // A comma-separated list of positions: integers, or "pad" for POSENC_PAD (a zero row).
 std::vector<int64_t> positions(const std::string &text, const std::string &option);

@@ -29,20 +29,18 @@ std::string env_isa() {
 std::pair<std::string, std::string> active(posenc_path_reason reason) {
   const std::string name = posenc_isa_name(posenc_active_isa());
   switch (reason) {
-    case POSENC_PATH_BEST_AVAILABLE:
-      return {name, "the best path available (POSENC_ISA is not set)"};
-    case POSENC_PATH_ENVIRONMENT:
-      return {name, "POSENC_ISA=" + env_isa()};
-    case POSENC_PATH_FORCED:
-      return {name, "forced by posenc_force_isa"};
+    case POSENC_PATH_BEST_AVAILABLE: return {name, "the best path available (POSENC_ISA is not set)"};
+    case POSENC_PATH_ENVIRONMENT: return {name, "POSENC_ISA=" + env_isa()};
+    case POSENC_PATH_FORCED: return {name, "forced by posenc_force_isa"};
     case POSENC_PATH_ENV_UNAVAILABLE:
-      return {"none", "POSENC_ISA=" + env_isa() + " is not available here: every kernel call returns "
-                      "\"instruction set not available\""};
-    case POSENC_PATH_ENV_UNKNOWN:
-      break;
+      return {"none", "POSENC_ISA=" + env_isa() +
+                          " is not available here: every kernel call returns "
+                          "\"instruction set not available\""};
+    case POSENC_PATH_ENV_UNKNOWN: break;
   }
-  return {"none", "POSENC_ISA=" + env_isa() + " names no path (scalar, avx2, avx512, neon): every kernel call "
-                  "returns \"instruction set not available\""};
+  return {"none", "POSENC_ISA=" + env_isa() +
+                      " names no path (scalar, avx2, avx512, neon): every kernel call "
+                      "returns \"instruction set not available\""};
 }
 
 // The CPU facts the path choice is made from, by name: those of this architecture.
@@ -62,9 +60,12 @@ std::string join(const std::vector<std::string> &v, const char *sep) {
 std::string bytes(uint64_t b) {
   char buf[64];
   if (b == 0) return "unknown";
-  if (b % (1u << 20) == 0) std::snprintf(buf, sizeof buf, "%llu MiB", (unsigned long long)(b >> 20));
-  else if (b % 1024 == 0) std::snprintf(buf, sizeof buf, "%llu KiB", (unsigned long long)(b >> 10));
-  else std::snprintf(buf, sizeof buf, "%llu bytes", (unsigned long long)b);
+  if (b % (1u << 20) == 0)
+    std::snprintf(buf, sizeof buf, "%llu MiB", (unsigned long long)(b >> 20));
+  else if (b % 1024 == 0)
+    std::snprintf(buf, sizeof buf, "%llu KiB", (unsigned long long)(b >> 10));
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", (unsigned long long)b);
   return buf;
 }
 

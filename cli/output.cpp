@@ -72,19 +72,22 @@ void write_npy(Sink &s, const Array &a, DType d) {
   const size_t prefix = 10;
   while ((prefix + dict.size() + 1) % 64 != 0) dict += ' ';
   dict += '\n';
-  const unsigned char head[prefix] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(dict.size() & 0xff),
-                                      (unsigned char)(dict.size() >> 8)};
+  const unsigned char head[prefix] = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(dict.size() & 0xff), (unsigned char)(dict.size() >> 8)};
   s.write(head, prefix);
   s.text(dict);
   s.write(data_of(a, d), size_t(a.rows * a.cols) * element_size(d));
 }
 
 std::string value_text(const Array &a, int64_t i, DType d, int decimals) {
-  const float v = d == DType::kF32 ? a.f32[size_t(i)] : d == DType::kBF16 ? widen_bf16(a.bits[size_t(i)])
-                                                                             : widen_f16(a.bits[size_t(i)]);
+  const float v = d == DType::kF32    ? a.f32[size_t(i)]
+                  : d == DType::kBF16 ? widen_bf16(a.bits[size_t(i)])
+                                      : widen_f16(a.bits[size_t(i)]);
   char buf[64];
-  if (decimals >= 0) std::snprintf(buf, sizeof buf, "%.*f", decimals, double(v));
-  else std::snprintf(buf, sizeof buf, "%.*g", d == DType::kF32 ? 9 : d == DType::kF16 ? 5 : 4, double(v));
+  if (decimals >= 0)
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, double(v));
+  else
+    std::snprintf(buf, sizeof buf, "%.*g", d == DType::kF32 ? 9 : d == DType::kF16 ? 5 : 4, double(v));
   return buf;
 }
 
@@ -122,14 +125,18 @@ void write_one(Sink &s, const Array &a, const OutputOptions &o, bool titled) {
 
 bool OutputOptions::read(Args &a) {
   const std::string &n = a.name();
-  if (n == "--format") format = Format(choice(a.value(), n, {"text", "csv", "npy", "raw"}));
-  else if (n == "--dtype") dtype = DType(choice(a.value(), n, {"f32", "bf16", "f16"}));
-  else if (n == "--output" || n == "-o") path = a.value();
+  if (n == "--format")
+    format = Format(choice(a.value(), n, {"text", "csv", "npy", "raw"}));
+  else if (n == "--dtype")
+    dtype = DType(choice(a.value(), n, {"f32", "bf16", "f16"}));
+  else if (n == "--output" || n == "-o")
+    path = a.value();
   else if (n == "--decimals") {
     const int64_t k = count(a.value(), n);
     if (k > 30) throw Usage("--decimals: at most 30");
     decimals = int(k);
-  } else return false;
+  } else
+    return false;
   return true;
 }
 

@@ -28,9 +28,9 @@ struct OutputOptions {
 
 // One array: rows x cols, row-major, either float32 (f32) or 16-bit bit patterns (bits) by the dtype.
 struct Array {
-  std::string name;                    // "cos", "sin" when there are two; empty for one
-  std::vector<std::string> columns;    // CSV header names, cols of them
-  std::vector<std::string> row_labels; // CSV first column(s) (the positions; "pad"), comma-joined per row
+  std::string name;                       // "cos", "sin" when there are two; empty for one
+  std::vector<std::string> columns;       // CSV header names, cols of them
+  std::vector<std::string> row_labels;    // CSV first column(s) (the positions; "pad"), comma-joined per row
   std::string label_header = "position";  // CSV name(s) of those columns
   int64_t rows = 0, cols = 0;
   std::vector<float> f32;

@@ -20,6 +20,8 @@
 namespace cli {
 namespace {
 
+// a table, laid out by hand
+// clang-format off
 const std::vector<std::string> kPresets = {"llama2",          "llama3.1",          "mistral-7b-v0.2",
                                            "qwen2",           "qwen2-yarn",        "phi3-mini-128k",
                                            "deepseek-v2",     "deepseek-v3",       "gpt-neox-20b",
@@ -29,6 +31,7 @@ const std::vector<std::string> kPresets = {"llama2",          "llama3.1",       
                                            "llama4-vision",   "gemma4-global",     "gemma4-sliding",
                                            "flux",            "wan",               "hunyuan-video",
                                            "cogvideox",       "qwen-image"};
+// clang-format on
 // An enumeration's names in value order, from the library's one list of them (posenc.h, "Names of the
 // enumerations"): name(v) for v = 0, 1, .. up to the first NULL.
 template <class E>
@@ -62,9 +65,8 @@ const std::vector<Param> &params() {
   static const std::vector<Param> p = {
       {"--factor",
        T{POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
-         POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_PROPORTIONAL, POSENC_ROPE_TYPE_NTK,
-         POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_THETA_SCALE,
-         POSENC_ROPE_TYPE_TELECHAT3},
+         POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_PROPORTIONAL, POSENC_ROPE_TYPE_NTK, POSENC_ROPE_TYPE_DEEPSEEK_YARN,
+         POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3},
        &S::factor},
       {"--partial-rotary-factor", T{POSENC_ROPE_TYPE_PROPORTIONAL}, &S::partial_rotary_factor},
       {"--original", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
@@ -151,12 +153,18 @@ bool read_param(Args &a, RopeOptions &o) {
   const auto p = std::find_if(params().begin(), params().end(), [&](const Param &q) { return n == q.option; });
   if (p == params().end()) return false;
   posenc_rope_scaling &s = o.scaling;
-  if (p->number) s.*(p->number) = number(a.value(), n);
-  else if (n == "--original") s.original_max_positions = integer(a.value(), n);
-  else if (n == "--seq-len") s.seq_len = integer(a.value(), n);
-  else if (n == "--truncate") s.truncate = choice(a.value(), n, {"0", "1"});
-  else if (n == "--short-factor") o.short_factor = numbers(a.value(), n);
-  else o.long_factor = numbers(a.value(), n);  // --long-factor
+  if (p->number)
+    s.*(p->number) = number(a.value(), n);
+  else if (n == "--original")
+    s.original_max_positions = integer(a.value(), n);
+  else if (n == "--seq-len")
+    s.seq_len = integer(a.value(), n);
+  else if (n == "--truncate")
+    s.truncate = choice(a.value(), n, {"0", "1"});
+  else if (n == "--short-factor")
+    o.short_factor = numbers(a.value(), n);
+  else
+    o.long_factor = numbers(a.value(), n);  // --long-factor
   o.given.push_back(n);
   return true;
 }
@@ -166,20 +174,34 @@ RopeOptions parse(int argc, char **argv) {
   read_options(argc, argv, [&](Args &a) {
     const std::string &n = a.name();
     if (o.positions.read(a) || o.output.read(a) || read_param(a, o)) return true;
-    if (n == "--preset") o.preset = kPresets[size_t(choice(a.value(), n, kPresets))];
-    else if (n == "--rotary-dim") o.rotary_dim = integer(a.value(), n);
-    else if (n == "--base") o.base = number(a.value(), n);
-    else if (n == "--rope-type") o.type = posenc_rope_type(named(a.value(), n, kTypes));
-    else if (n == "--pairs") o.pairs = posenc::rope_pairs(named(a.value(), n, kPairs));
-    else if (n == "--position-scale") o.position_scale = number(a.value(), n);
-    else if (n == "--attention-scale") o.attention_scale = number(a.value(), n);
-    else if (n == "--cache-layout") o.separate = choice(a.value(), n, {"cos-sin", "separate"}) == 1;
-    else if (n == "--sections") o.sections = integers(a.value(), n);
-    else if (n == "--sections-layout") o.sections_layout = posenc::rope_layout(named(a.value(), n, kLayouts));
-    else if (n == "--axis-positions") o.axis_lists = axis_lists(a.value(), n);
-    else if (n == "--show-spec") a.flag(), o.show_spec = true;
-    else if (n == "--isa") o.isa = a.value();
-    else return false;
+    if (n == "--preset")
+      o.preset = kPresets[size_t(choice(a.value(), n, kPresets))];
+    else if (n == "--rotary-dim")
+      o.rotary_dim = integer(a.value(), n);
+    else if (n == "--base")
+      o.base = number(a.value(), n);
+    else if (n == "--rope-type")
+      o.type = posenc_rope_type(named(a.value(), n, kTypes));
+    else if (n == "--pairs")
+      o.pairs = posenc::rope_pairs(named(a.value(), n, kPairs));
+    else if (n == "--position-scale")
+      o.position_scale = number(a.value(), n);
+    else if (n == "--attention-scale")
+      o.attention_scale = number(a.value(), n);
+    else if (n == "--cache-layout")
+      o.separate = choice(a.value(), n, {"cos-sin", "separate"}) == 1;
+    else if (n == "--sections")
+      o.sections = integers(a.value(), n);
+    else if (n == "--sections-layout")
+      o.sections_layout = posenc::rope_layout(named(a.value(), n, kLayouts));
+    else if (n == "--axis-positions")
+      o.axis_lists = axis_lists(a.value(), n);
+    else if (n == "--show-spec")
+      a.flag(), o.show_spec = true;
+    else if (n == "--isa")
+      o.isa = a.value();
+    else
+      return false;
     return true;
   });
   if (o.sections_layout && !o.sections) throw Usage("--sections-layout needs --sections");
@@ -319,8 +341,10 @@ Array cos_sin_rows(const posenc::rope &r, const Positions &pos, DType dtype) {
     for (int64_t i = 0; i < h; ++i) a.bits[size_t(t * width + i)] = one;
   const posenc::rope halves = r.with_pairs(posenc::rope_pairs::halves);
   const auto x = posenc::heads_view<uint16_t>::thd(a.bits.data(), n, 1, width);
-  if (dtype == DType::kBF16) halves.apply_bf16(p, x);
-  else halves.apply_f16(p, x);
+  if (dtype == DType::kBF16)
+    halves.apply_bf16(p, x);
+  else
+    halves.apply_f16(p, x);
   for (int64_t t = 0; t < n; ++t)
     if (pos.at(t) == POSENC_PAD)
       for (int64_t e = 0; e < width; ++e) a.bits[size_t(t * width + e)] = 0;
@@ -341,8 +365,10 @@ Array half_of(const Array &a, bool sin) {
   out.cols = a.cols / 2;
   for (int64_t t = 0; t < a.rows; ++t) {
     const int64_t from = t * a.cols + (sin ? out.cols : 0);
-    if (!a.f32.empty()) out.f32.insert(out.f32.end(), a.f32.begin() + from, a.f32.begin() + from + out.cols);
-    else out.bits.insert(out.bits.end(), a.bits.begin() + from, a.bits.begin() + from + out.cols);
+    if (!a.f32.empty())
+      out.f32.insert(out.f32.end(), a.f32.begin() + from, a.f32.begin() + from + out.cols);
+    else
+      out.bits.insert(out.bits.end(), a.bits.begin() + from, a.bits.begin() + from + out.cols);
   }
   out.columns = names(out.name.c_str(), out.cols);
   out.row_labels = a.row_labels;

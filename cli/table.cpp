@@ -18,8 +18,8 @@ namespace cli {
 namespace {
 
 enum Preset { kVaswani, kMarian, kFairseq, kT2t, kCtranslate2, kGgml, kDiffusers, kDit, kFlux, kWhisper };
-const std::vector<std::string> kPresets = {"vaswani", "marian", "fairseq", "t2t",  "ctranslate2",
-                                           "ggml",    "diffusers", "dit",   "flux", "whisper"};
+const std::vector<std::string> kPresets = {"vaswani", "marian",    "fairseq", "t2t",  "ctranslate2",
+                                           "ggml",    "diffusers", "dit",     "flux", "whisper"};
 const std::vector<std::string> kLayouts = {"interleaved", "sin-cos-halves", "cos-sin-halves"};
 
 struct TableOptions {
@@ -44,10 +44,14 @@ struct TableOptions {
 bool read_number(Args &a, TableOptions &o) {
   using O = TableOptions;
   static const std::pair<const char *, std::optional<double> O::*> kNumbers[] = {
-      {"--min-timescale", &O::min_timescale}, {"--max-timescale", &O::max_timescale},
-      {"--max-period", &O::max_period},       {"--time-factor", &O::time_factor},
-      {"--base", &O::base},                   {"--denominator", &O::denominator},
-      {"--scale", &O::scale},                 {"--downscale-freq-shift", &O::downscale_freq_shift}};
+      {"--min-timescale", &O::min_timescale},
+      {"--max-timescale", &O::max_timescale},
+      {"--max-period", &O::max_period},
+      {"--time-factor", &O::time_factor},
+      {"--base", &O::base},
+      {"--denominator", &O::denominator},
+      {"--scale", &O::scale},
+      {"--downscale-freq-shift", &O::downscale_freq_shift}};
   for (const auto &[option, field] : kNumbers)
     if (a.name() == option) {
       o.*field = number(a.value(), a.name());
@@ -106,8 +110,7 @@ TableOptions parse(int argc, char **argv) {
   needs(o, o.max_timescale.has_value(), "--max-timescale", {kT2t, kWhisper});
   needs(o, o.max_period.has_value(), "--max-period", {kGgml, kDiffusers, kDit, kFlux});
   needs(o, o.time_factor.has_value(), "--time-factor", {kFlux});
-  needs(o, o.flip_sin_to_cos || o.downscale_freq_shift, "--flip-sin-to-cos and --downscale-freq-shift",
-        {kDiffusers});
+  needs(o, o.flip_sin_to_cos || o.downscale_freq_shift, "--flip-sin-to-cos and --downscale-freq-shift", {kDiffusers});
   if (o.timesteps && o.timesteps_file) throw Usage("--timesteps and --timesteps-file: give one of them");
   if ((o.timesteps || o.timesteps_file) && (o.positions.given() || o.padding_idx))
     throw Usage(std::string(o.timesteps ? "--timesteps" : "--timesteps-file") +
@@ -289,9 +292,12 @@ void show_spec(const posenc::spec &s, const Positions &p, const std::vector<doub
   std::printf("d_model %lld\nlayout %s\nbase %.17g\nfreq_denominator %.17g\nposition_scale %.17g\n",
               (long long)s.d_model(), kLayouts[size_t(s.layout())].c_str(), s.base(), s.freq_denominator(),
               s.position_scale());
-  if (timesteps) std::printf("timesteps list of %lld\n", (long long)timesteps->size());
-  else if (p.is_list) std::printf("positions list of %lld\n", (long long)p.rows());
-  else std::printf("first %lld\npositions %lld\n", (long long)p.first, (long long)p.n);
+  if (timesteps)
+    std::printf("timesteps list of %lld\n", (long long)timesteps->size());
+  else if (p.is_list)
+    std::printf("positions list of %lld\n", (long long)p.rows());
+  else
+    std::printf("first %lld\npositions %lld\n", (long long)p.first, (long long)p.n);
 }
 
 }  // namespace
@@ -325,20 +331,26 @@ int table_main(int argc, char **argv) {
     } else {
       t.bits.resize(size);
       posenc::rows_view<uint16_t> out(t.bits.data(), t.rows, t.cols);
-      if (o.output.dtype == DType::kBF16) posenc::timesteps_bf16(s, *times, out);
-      else posenc::timesteps_f16(s, *times, out);
+      if (o.output.dtype == DType::kBF16)
+        posenc::timesteps_bf16(s, *times, out);
+      else
+        posenc::timesteps_f16(s, *times, out);
     }
   } else if (o.output.dtype == DType::kF32) {
     t.f32.resize(size);
     posenc::rows_view<float> out(t.f32.data(), t.rows, t.cols);
-    if (p.is_list) posenc::rows_f32(s, p.list, out);
-    else posenc::table_f32(s, p.first, out);
+    if (p.is_list)
+      posenc::rows_f32(s, p.list, out);
+    else
+      posenc::table_f32(s, p.first, out);
   } else {
     t.bits.resize(size);
     posenc::rows_view<uint16_t> out(t.bits.data(), t.rows, t.cols);
     const bool bf16 = o.output.dtype == DType::kBF16;
-    if (p.is_list) bf16 ? posenc::rows_bf16(s, p.list, out) : posenc::rows_f16(s, p.list, out);
-    else bf16 ? posenc::table_bf16(s, p.first, out) : posenc::table_f16(s, p.first, out);
+    if (p.is_list)
+      bf16 ? posenc::rows_bf16(s, p.list, out) : posenc::rows_f16(s, p.list, out);
+    else
+      bf16 ? posenc::table_bf16(s, p.first, out) : posenc::table_f16(s, p.first, out);
   }
   write_arrays(o.output, {t});
   return kExitOk;

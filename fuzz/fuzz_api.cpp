@@ -17,7 +17,6 @@
 // fail before any position or token is read get 16-element buffers: reading or writing more is a bug that
 // ASan reports.
 #include <algorithm>
-#include <utility>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posenc/posenc.h"
@@ -89,8 +89,11 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeri
 const double kDenorm = std::numeric_limits<double>::denorm_min(), kDMax = std::numeric_limits<double>::max();
 
 int64_t decode_d(Input &in) {
+  // a table, laid out by hand
+  // clang-format off
   static const int64_t special[] = {0, -1, kI64Min, kI64Max, int64_t(1) << 62, int64_t(1) << 40, 4097,
                                     (int64_t(1) << 61) - 2, int64_t(1) << 60, 2 * (((int64_t(1) << 56) + 17) / 21 * 16 - 16)};
+  // clang-format on
   const uint8_t m = in.u8();
   if (m < 224) return 1 + m % 96;
   if (m < 240) return 1 + in.u16() % 2048;
@@ -99,8 +102,11 @@ int64_t decode_d(Input &in) {
 }
 
 int64_t decode_n(Input &in) {
+  // a table, laid out by hand
+  // clang-format off
   static const int64_t special[] = {-1, -2, kI64Min, kI64Max, int64_t(1) << 62, int64_t(1) << 61,
                                     int64_t(1) << 40, int64_t(1) << 32, k2p31, kI64Max / 2, 65, 129};
+  // clang-format on
   const uint8_t m = in.u8();
   if (m < 200) return m % 80;
   if (m < 240) return in.u16() % 700;
@@ -128,7 +134,10 @@ int64_t decode_stride(Input &in, int64_t d, int64_t rows, size_t size) {
 }
 
 int64_t decode_first(Input &in) {
+  // a table, laid out by hand
+  // clang-format off
   static const int64_t special[] = {kI64Min, kI64Max, k2p31, -k2p31, k2p31 - 1, -(k2p31 - 1), kI64Max - 3, 0};
+  // clang-format on
   const uint8_t m = in.u8();
   if (m < 160) return int8_t(in.u8());
   if (m < 200) return int32_t(in.u32());
@@ -138,7 +147,10 @@ int64_t decode_first(Input &in) {
 }
 
 int64_t decode_rows(Input &in) {  // vocab, pos_rows
+  // a table, laid out by hand
+  // clang-format off
   static const int64_t special[] = {0, -1, kI64Max, int64_t(1) << 62, int64_t(1) << 40, kI64Min};
+  // clang-format on
   const uint8_t m = in.u8();
   if (m < 220) return 1 + m % 16;
   if (m < 252) return pick(special, in.u8());
@@ -167,8 +179,8 @@ double decode_denominator(Input &in) {
 }
 
 double decode_position_scale(Input &in) {
-  static const double special[] = {0.0, -0.0, kNaN, kInf, -kInf, 0x1p1000, 0x1.fffffffffffffp999, kDenorm,
-                                   kDMax, -1e-300, 1e-20, 1000.0};
+  static const double special[] = {0.0,     -0.0,  kNaN,    kInf,  -kInf, 0x1p1000, 0x1.fffffffffffffp999,
+                                   kDenorm, kDMax, -1e-300, 1e-20, 1000.0};
   const uint8_t m = in.u8();
   if (m < 120) return 1.0;
   if (m < 180) return int16_t(in.u16()) / 256.0;
@@ -178,9 +190,13 @@ double decode_position_scale(Input &in) {
 }
 
 float decode_scale(Input &in) {
-  static const float special[] = {0.0f, -0.0f, std::numeric_limits<float>::quiet_NaN(),
-                                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                                  std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()};
+  static const float special[] = {0.0f,
+                                  -0.0f,
+                                  std::numeric_limits<float>::quiet_NaN(),
+                                  std::numeric_limits<float>::infinity(),
+                                  -std::numeric_limits<float>::infinity(),
+                                  std::numeric_limits<float>::max(),
+                                  std::numeric_limits<float>::denorm_min()};
   const uint8_t m = in.u8();
   if (m < 150) return 1.0f;
   if (m < 200) return int8_t(in.u8()) / 16.0f;
@@ -191,8 +207,24 @@ float decode_scale(Input &in) {
 // ---- the kernels ------------------------------------------------------------------------------------
 
 // The first eleven keep their selector bytes (seeds decode as before); the timestep kernels follow them.
-enum Kernel { kTableF32, kTableBF16, kTableF16, kRowsF32, kRowsBF16, kRowsF16, kAdd, kEmbedF32, kEmbedBF16,
-              kEmbedF16, kLearned, kTimesF32, kTimesBF16, kTimesF16, kTimesAdd, kKernels };
+enum Kernel {
+  kTableF32,
+  kTableBF16,
+  kTableF16,
+  kRowsF32,
+  kRowsBF16,
+  kRowsF16,
+  kAdd,
+  kEmbedF32,
+  kEmbedBF16,
+  kEmbedF16,
+  kLearned,
+  kTimesF32,
+  kTimesBF16,
+  kTimesF16,
+  kTimesAdd,
+  kKernels
+};
 
 bool has_spec(int k) { return k != kLearned; }
 bool is_times(int k) { return k >= kTimesF32; }  // real-valued positions: one double per row
@@ -202,8 +234,8 @@ bool has_table(int k) { return k >= kEmbedF32 && k <= kLearned; }
 bool has_activations(int k) { return k == kAdd || k == kTimesAdd; }
 size_t in_size(int k) { return k == kEmbedBF16 || k == kEmbedF16 ? 2 : 4; }
 size_t out_size(int k) {
-  return k == kTableBF16 || k == kTableF16 || k == kRowsBF16 || k == kRowsF16 || k == kTimesBF16 || k == kTimesF16
-             ? 2 : 4;
+  return k == kTableBF16 || k == kTableF16 || k == kRowsBF16 || k == kRowsF16 || k == kTimesBF16 || k == kTimesF16 ? 2
+                                                                                                                   : 4;
 }
 
 struct Args {
@@ -215,7 +247,7 @@ struct Args {
   float scale;
   std::vector<int64_t> positions;  // decoded only when the call may read them (see main)
   std::vector<int32_t> tokens;
-  std::vector<double> times;       // the timestep kernels' rows (positions_null makes the pointer NULL)
+  std::vector<double> times;  // the timestep kernels' rows (positions_null makes the pointer NULL)
 };
 
 // The position of row r, for the kernels that take first + r (wrapping: the timestep kernels ignore first,
@@ -393,7 +425,6 @@ using ref::narrow_f16;
 using ref::widen_bf16;
 using ref::widen_f16;
 
-
 // ---- the call ---------------------------------------------------------------------------------------
 
 struct Buffers {
@@ -411,9 +442,8 @@ struct Part {
 
 posenc_status invoke(const Args &a, Buffers &b, void *out, const Part &part = Part{}) {
   const posenc_spec *spec = a.spec_null ? nullptr : &a.spec;
-  const int64_t *pos = a.positions_null || !(positions_required(a.kernel) || a.explicit_positions)
-                           ? nullptr
-                           : b.positions.data();
+  const int64_t *pos =
+      a.positions_null || !(positions_required(a.kernel) || a.explicit_positions) ? nullptr : b.positions.data();
   const void *x = a.x_null ? nullptr : b.x.ptr();
   const int32_t *tok = a.tokens_null ? nullptr : b.tokens.data();
   const float *pt = a.pos_table_null ? nullptr : static_cast<const float *>(b.pos_table.ptr());
@@ -443,9 +473,8 @@ posenc_status invoke(const Args &a, Buffers &b, void *out, const Part &part = Pa
         return posenc_embed_f16_part(spec, static_cast<const uint16_t *>(x), a.vocab, a.x_stride, tok, a.scale, pos,
                                      a.first, a.n, o32, a.out_stride, pb, pe);
       case kLearned:
-        return posenc_embed_learned_f32_part(a.d, static_cast<const float *>(x), a.vocab, a.x_stride, tok, a.scale,
-                                             pt, a.pos_rows, a.pos_stride, pos, a.first, a.n, o32, a.out_stride, pb,
-                                             pe);
+        return posenc_embed_learned_f32_part(a.d, static_cast<const float *>(x), a.vocab, a.x_stride, tok, a.scale, pt,
+                                             a.pos_rows, a.pos_stride, pos, a.first, a.n, o32, a.out_stride, pb, pe);
       case kTimesF32: return posenc_timesteps_f32_part(spec, t, a.n, o32, a.out_stride, pb, pe);
       case kTimesBF16: return posenc_timesteps_bf16_part(spec, t, a.n, o16, a.out_stride, pb, pe);
       case kTimesF16: return posenc_timesteps_f16_part(spec, t, a.n, o16, a.out_stride, pb, pe);
@@ -465,14 +494,14 @@ posenc_status invoke(const Args &a, Buffers &b, void *out, const Part &part = Pa
       return posenc_add_f32(spec, static_cast<const float *>(x), a.x_stride, a.scale, pos, a.first, a.n, o32,
                             a.out_stride);
     case kEmbedF32:
-      return posenc_embed_f32(spec, static_cast<const float *>(x), a.vocab, a.x_stride, tok, a.scale, pos, a.first,
-                              a.n, o32, a.out_stride);
+      return posenc_embed_f32(spec, static_cast<const float *>(x), a.vocab, a.x_stride, tok, a.scale, pos, a.first, a.n,
+                              o32, a.out_stride);
     case kEmbedBF16:
-      return posenc_embed_bf16(spec, static_cast<const uint16_t *>(x), a.vocab, a.x_stride, tok, a.scale, pos,
-                               a.first, a.n, o32, a.out_stride);
+      return posenc_embed_bf16(spec, static_cast<const uint16_t *>(x), a.vocab, a.x_stride, tok, a.scale, pos, a.first,
+                               a.n, o32, a.out_stride);
     case kEmbedF16:
-      return posenc_embed_f16(spec, static_cast<const uint16_t *>(x), a.vocab, a.x_stride, tok, a.scale, pos,
-                              a.first, a.n, o32, a.out_stride);
+      return posenc_embed_f16(spec, static_cast<const uint16_t *>(x), a.vocab, a.x_stride, tok, a.scale, pos, a.first,
+                              a.n, o32, a.out_stride);
     case kLearned:
       return posenc_embed_learned_f32(a.d, static_cast<const float *>(x), a.vocab, a.x_stride, tok, a.scale, pt,
                                       a.pos_rows, a.pos_stride, pos, a.first, a.n, o32, a.out_stride);
@@ -519,7 +548,8 @@ void check_values(const Args &a, Buffers &b, const unsigned char *out) {
     // timesteps_f32 on this (the scalar) path, held to what can be checked without MPFR: an integer-valued t
     // gives rows_f32's row at that integer, every pair lies on the unit circle, t = 0 gives (+0, 1)
     for (int64_t r = 0; r < n; ++r) pos[size_t(r)] = 0;
-    if (posenc_timesteps_f32(&a.spec, b.times.data(), n, pe.data(), d) != POSENC_OK) fail("timesteps_f32 for the reference");
+    if (posenc_timesteps_f32(&a.spec, b.times.data(), n, pe.data(), d) != POSENC_OK)
+      fail("timesteps_f32 for the reference");
     std::vector<float> row(static_cast<size_t>(d));
     for (int64_t r = 0; r < n; ++r) {
       const double t = b.times[size_t(r)];
@@ -571,7 +601,8 @@ void check_values(const Args &a, Buffers &b, const unsigned char *out) {
         uint16_t got;
         std::memcpy(&got, out + 2 * at, 2);
         const bool bf = k == kTableBF16 || k == kRowsBF16 || k == kTimesBF16;
-        if (got != (bf ? narrow_bf16(p) : narrow_f16(p))) fail("half table is not the rounded float32", long(r), long(e));
+        if (got != (bf ? narrow_bf16(p) : narrow_f16(p)))
+          fail("half table is not the rounded float32", long(r), long(e));
       } else {
         float xv;
         if (has_activations(k)) {
@@ -666,11 +697,14 @@ struct RopeArgs {
   bool explicit_positions = false;
   std::vector<int64_t> positions;  // axes * n values, axis-major (multi-axis RoPE)
   std::vector<uint8_t> axis;       // the axis map, when one is given
-  RopeTensorArgs t[2];  // x / q / cos_out, and k / sin_out / the source rows of rope_copy_* (x's heads)
+  RopeTensorArgs t[2];             // x / q / cos_out, and k / sin_out / the source rows of rope_copy_* (x's heads)
 };
 
 int64_t decode_rotary_dim(Input &in) {
+  // a table, laid out by hand
+  // clang-format off
   static const int64_t special[] = {0, 1, 3, -2, 97, kI64Min, int64_t(1) << 62, (int64_t(1) << 62) + 1, kI64Max, 4096};
+  // clang-format on
   const uint8_t m = in.u8();
   if (m < 200) return 2 * (1 + m % 48);
   if (m < 220) return 2 * (1 + in.u16() % 1024);
@@ -680,8 +714,8 @@ int64_t decode_rotary_dim(Input &in) {
 
 double decode_attention_scale(Input &in) {
   static const double normal[] = {1.369, 0.7, 3.0, 1e-3, 0x1p-64, 0x1p64, 1.0};
-  static const double special[] = {0.0, -0.0, -1.0, kNaN, kInf, -kInf, 0x1.fffffffffffffp-65, 0x1.0000000000001p64,
-                                   0x1p65, -0x1p-64};
+  static const double special[] = {
+      0.0, -0.0, -1.0, kNaN, kInf, -kInf, 0x1.fffffffffffffp-65, 0x1.0000000000001p64, 0x1p65, -0x1p-64};
   const uint8_t m = in.u8();
   if (m < 150) return 1.0;
   if (m < 200) return pick(normal, in.u8());
@@ -702,7 +736,10 @@ double decode_frequency(Input &in) {
 }
 
 int64_t decode_heads(Input &in, bool k) {
+  // a table, laid out by hand
+  // clang-format off
   static const int64_t special[] = {0, -1, 32, 64, int64_t(1) << 40, kI64Max, kI64Min, 2};
+  // clang-format on
   const uint8_t m = in.u8();
   if (m < 220) return k ? m % 5 : 1 + m % 8;
   if (m < 250) return pick(special, in.u8());
@@ -806,8 +843,7 @@ void rope_rows(const RopeArgs &a, int which, std::vector<int64_t> &starts) {
 // same strides wherever they separate rows.
 bool rope_in_place(const RopeArgs &a) {
   const RopeTensorArgs &x = a.t[0], &s = a.t[1];
-  return ref::is_copy(a.kernel) && x.offset == s.offset && (a.n <= 1 || x.ts == s.ts) &&
-         (x.heads <= 1 || x.hs == s.hs);
+  return ref::is_copy(a.kernel) && x.offset == s.offset && (a.n <= 1 || x.ts == s.ts) && (x.heads <= 1 || x.hs == s.hs);
 }
 
 RopeExpect rope_status_before_positions(const RopeArgs &a) {
@@ -1021,7 +1057,7 @@ void rope_check_values(const RopeArgs &a, const std::vector<unsigned char> &in, 
             ref::store(f, row, iy, rr.y);
             continue;
           }
-          const uint32_t nb = std::isnan(xv) ? bits_of_float(xv) | 0x00400000u
+          const uint32_t nb = std::isnan(xv)   ? bits_of_float(xv) | 0x00400000u
                               : std::isnan(yv) ? bits_of_float(yv) | 0x00400000u
                                                : 0x7FC00000u;
           const double nan_d = double(float_of_bits(nb));
@@ -1105,7 +1141,7 @@ int rope_one_input(Input &in, uint8_t selector) {
     ext0 = (i128(a.n) - 1) * t0.ts + (i128(t0.heads) - 1) * (cache ? 0 : t0.hs) + (cache ? h : r);
   switch (km % 4) {
     case 0: t1.offset = saturate(t0.offset + ext0 + km / 4 % 4); break;  // after tensor 0
-    case 1:  // fused QKV: q, k (and v) heads side by side in one token stride; vLLM's cos_sin_cache; in place
+    case 1:        // fused QKV: q, k (and v) heads side by side in one token stride; vLLM's cos_sin_cache; in place
       if (copy) {  // src == x, or the same memory with another token stride (refused where it separates rows)
         t1.offset = t0.offset;
         t1.ts = km / 4 % 2 ? saturate(i128(t0.ts) + 1) : t0.ts;
@@ -1134,7 +1170,9 @@ int rope_one_input(Input &in, uint8_t selector) {
     const uint8_t mm = in.u8();
     if (mm < 240 && h > 0)  // a map of the pairs' axes; 1 in 8 maps has one entry past the axis count
       for (int64_t i = 0; i < h; ++i)
-        a.axis.push_back(uint8_t(mm % 8 == 0 && i == h / 2 ? in.u8() : in.u8() % uint8_t(a.rope.axes > 0 && a.rope.axes < 5 ? a.rope.axes : 1)));
+        a.axis.push_back(uint8_t(mm % 8 == 0 && i == h / 2
+                                     ? in.u8()
+                                     : in.u8() % uint8_t(a.rope.axes > 0 && a.rope.axes < 5 ? a.rope.axes : 1)));
   }
 
   static char described[512];
@@ -1143,11 +1181,10 @@ int rope_one_input(Input &in, uint8_t selector) {
                 "rope_null %d t0 heads %lld ts %lld hs %lld off %lld null %d t1 heads %lld ts %lld hs %lld off %lld "
                 "null %d",
                 ref::rope_name(a.kernel), (long long)r, pairs, int(a.rope.axes), !a.axis.empty(), a.rope.base,
-                a.rope.position_scale,
-                a.rope.attention_scale, a.rope.freq != nullptr, (long long)a.n, (long long)a.first,
-                a.explicit_positions, a.rope_null, (long long)t0.heads, (long long)t0.ts, (long long)t0.hs,
-                (long long)t0.offset, t0.null, (long long)t1.heads, (long long)t1.ts, (long long)t1.hs,
-                (long long)t1.offset, t1.null);
+                a.rope.position_scale, a.rope.attention_scale, a.rope.freq != nullptr, (long long)a.n,
+                (long long)a.first, a.explicit_positions, a.rope_null, (long long)t0.heads, (long long)t0.ts,
+                (long long)t0.hs, (long long)t0.offset, t0.null, (long long)t1.heads, (long long)t1.ts,
+                (long long)t1.hs, (long long)t1.offset, t1.null);
   g_call = described;
 
   RopeExpect want = rope_status_before_positions(a);
@@ -1176,13 +1213,20 @@ int rope_one_input(Input &in, uint8_t selector) {
   for (size_t t = 0; t < items; ++t) {
     const uint8_t m = in.u8();
     int64_t p;
-    if (m < 128) p = int64_t(uint64_t(prev) + 1);
-    else if (m < 150) p = POSENC_PAD;
-    else if (m < 170) p = prev;  // a decode batch: one position repeated
-    else if (m < 200) p = int8_t(in.u8());
-    else if (m < 230) p = int32_t(in.u32());
-    else if (m < 250) p = (m & 1 ? k2p31 : -k2p31) + int8_t(in.u8());
-    else p = in.i64();
+    if (m < 128)
+      p = int64_t(uint64_t(prev) + 1);
+    else if (m < 150)
+      p = POSENC_PAD;
+    else if (m < 170)
+      p = prev;  // a decode batch: one position repeated
+    else if (m < 200)
+      p = int8_t(in.u8());
+    else if (m < 230)
+      p = int32_t(in.u32());
+    else if (m < 250)
+      p = (m & 1 ? k2p31 : -k2p31) + int8_t(in.u8());
+    else
+      p = in.i64();
     a.positions.push_back(p);
     prev = p == POSENC_PAD ? int64_t(uint64_t(prev) + 1) : p;
   }
@@ -1191,12 +1235,18 @@ int rope_one_input(Input &in, uint8_t selector) {
     for (size_t t = 0; t < items; ++t) {
       const uint8_t m = in.u8();
       int64_t p;
-      if (m < 100) p = prev;
-      else if (m < 200) p = int64_t(uint64_t(prev) + 1);
-      else if (m < 220) p = int32_t(in.u32());
-      else if (m < 235) p = POSENC_PAD;  // refused off axis 0
-      else if (m < 250) p = (m & 1 ? k2p31 : -k2p31) + int8_t(in.u8());
-      else p = in.i64();
+      if (m < 100)
+        p = prev;
+      else if (m < 200)
+        p = int64_t(uint64_t(prev) + 1);
+      else if (m < 220)
+        p = int32_t(in.u32());
+      else if (m < 235)
+        p = POSENC_PAD;  // refused off axis 0
+      else if (m < 250)
+        p = (m & 1 ? k2p31 : -k2p31) + int8_t(in.u8());
+      else
+        p = in.i64();
       a.positions.push_back(p);
       prev = p;
     }
@@ -1261,8 +1311,9 @@ int rope_one_input(Input &in, uint8_t selector) {
   const Part p = decode_range(in, a.n);
   std::vector<unsigned char> out = b.copy;
   const posenc_status st = rope_invoke(a, out.data(), p);
-  const posenc_status want_part =
-      first_status != POSENC_OK ? first_status : range_ok(p, a.n) ? POSENC_OK : POSENC_ERR_INVALID;
+  const posenc_status want_part = first_status != POSENC_OK ? first_status
+                                  : range_ok(p, a.n)        ? POSENC_OK
+                                                            : POSENC_ERR_INVALID;
   if (st != want_part)
     fail("RoPE part status differs from the whole call's then the range's", long(st), long(want_part));
   if (st != POSENC_OK || p.begin == p.end) {
@@ -1303,8 +1354,10 @@ int rope_one_input(Input &in, uint8_t selector) {
         if (out != scalar_out) fail("RoPE at integer-valued real positions differs from the integer call", long(isa));
         out = b.copy;
         if (rope_invoke(a, out.data(), Part{}, half.data()) != POSENC_OK) fail("RoPE at half steps failed");
-        if (isa == paths.front()) first_half = out;
-        else if (out != first_half) fail("paths disagree on RoPE at half steps", long(isa));
+        if (isa == paths.front())
+          first_half = out;
+        else if (out != first_half)
+          fail("paths disagree on RoPE at half steps", long(isa));
       }
       std::vector<unsigned char> out = b.copy;
       for (const Part &q : cover)
@@ -1364,17 +1417,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 "kernel %d d %lld layout %d base %a den %a pscale %a n %lld first %lld vocab %lld pos_rows %lld "
                 "strides out %lld x %lld pos %lld scale %a null spec %d out %d pos %d x %d tok %d ptab %d explicit %d",
                 k, (long long)a.d, layout_value, a.spec.base, a.spec.freq_denominator, a.spec.position_scale,
-                (long long)a.n, (long long)a.first, (long long)a.vocab, (long long)a.pos_rows,
-                (long long)a.out_stride, (long long)a.x_stride, (long long)a.pos_stride, double(a.scale), a.spec_null,
-                a.out_null, a.positions_null, a.x_null, a.tokens_null, a.pos_table_null, a.explicit_positions);
+                (long long)a.n, (long long)a.first, (long long)a.vocab, (long long)a.pos_rows, (long long)a.out_stride,
+                (long long)a.x_stride, (long long)a.pos_stride, double(a.scale), a.spec_null, a.out_null,
+                a.positions_null, a.x_null, a.tokens_null, a.pos_table_null, a.explicit_positions);
   g_call = described;
   Expect want = status_before_items(a);
   const bool reads_items = want.status == POSENC_OK && a.n > 0;
   Buffers b;
   // Buffers at their full size when the library may use them, else kSmall elements of canary.
-  const auto sized = [&](i128 elements, size_t esz) {
-    return reads_items ? size_t(elements) * esz : kSmall * esz;
-  };
+  const auto sized = [&](i128 elements, size_t esz) { return reads_items ? size_t(elements) * esz : kSmall * esz; };
   i128 out_elems = 0, x_elems = 0, pt_elems = 0;
   if (reads_items) {
     const i128 xrows = has_activations(k) ? a.n : has_table(k) ? a.vocab : 0;
@@ -1382,43 +1433,60 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     x_elems = xrows > 0 ? (xrows - 1) * a.x_stride + a.d : 0;
     pt_elems = k == kLearned && a.pos_rows > 0 ? (i128(a.pos_rows) - 1) * a.pos_stride + a.d : 0;
     if (a.n > kMaxElements || out_elems > kMaxElements || x_elems > kMaxElements || pt_elems > kMaxElements)
-      return 0;  // too large to run quickly: not a call this target makes
+      return 0;                               // too large to run quickly: not a call this target makes
     if (has_spec(k) && a.d > 8192) return 0;  // a one-time setup of that size is slow, not interesting
   }
   // positions and token ids, one or a few bytes per row
   const size_t items = reads_items ? size_t(a.n) : kSmall;
   static const int32_t bad_tokens[] = {-1, 0, INT32_MAX, INT32_MIN};
-  int64_t prev = int64_t(uint64_t(a.first) - 1);  // wrapping: only a guess for the next run
+  int64_t prev = int64_t(uint64_t(a.first) - 1);       // wrapping: only a guess for the next run
   for (size_t r = 0; r < items && is_times(k); ++r) {  // timesteps: one double per row
-    static const double special[] = {kNaN, kInf, -kInf, -0.0, 0.0, 5e-324, 0x1p-61, 0x1p-60, 1e-300, 0.5,
-                                     2147483647.5, -2147483647.75, 2147483648.0, 1e300};
+    static const double special[] = {kNaN,   kInf, -kInf,        -0.0,           0.0,          5e-324, 0x1p-61, 0x1p-60,
+                                     1e-300, 0.5,  2147483647.5, -2147483647.75, 2147483648.0, 1e300};
     const uint8_t m = in.u8();
     double t;
-    if (m < 90) t = double(int8_t(in.u8())) + double(in.u8()) / 256.0;   // small, with a fraction
-    else if (m < 140) t = double(in.u16()) / 64.0;                     // 0 .. 1024, sigma * 1000 style
-    else if (m < 170) t = double(int32_t(in.u32()));                   // integer-valued
-    else if (m < 190) t = (m & 1 ? 1.0 : -1.0) * (2147483647.0 - double(in.u8()) / 4.0);  // near 2^31
-    else if (m < 210) t = std::ldexp(1.0 + double(in.u8()) / 256.0, -int(in.u8() % 120));  // tiny
-    else if (m < 240) t = pick(special, in.u8());
-    else t = in.f64();
+    if (m < 90)
+      t = double(int8_t(in.u8())) + double(in.u8()) / 256.0;  // small, with a fraction
+    else if (m < 140)
+      t = double(in.u16()) / 64.0;  // 0 .. 1024, sigma * 1000 style
+    else if (m < 170)
+      t = double(int32_t(in.u32()));  // integer-valued
+    else if (m < 190)
+      t = (m & 1 ? 1.0 : -1.0) * (2147483647.0 - double(in.u8()) / 4.0);  // near 2^31
+    else if (m < 210)
+      t = std::ldexp(1.0 + double(in.u8()) / 256.0, -int(in.u8() % 120));  // tiny
+    else if (m < 240)
+      t = pick(special, in.u8());
+    else
+      t = in.f64();
     b.times.push_back(t);
   }
   for (size_t r = 0; r < items && !is_times(k); ++r) {
     const uint8_t m = in.u8();
     int64_t p;
-    if (m < 128) p = int64_t(uint64_t(prev) + 1);  // runs, as real batches have
-    else if (m < 150) p = POSENC_PAD;
-    else if (m < 200) p = k == kLearned ? int64_t(in.u8() % (a.pos_rows > 0 && a.pos_rows < 250 ? a.pos_rows + 2 : 18)) - 1 : int8_t(in.u8());
-    else if (m < 230) p = int32_t(in.u32());
-    else if (m < 250) p = (m & 1 ? k2p31 : -k2p31) + int8_t(in.u8());
-    else p = in.i64();
+    if (m < 128)
+      p = int64_t(uint64_t(prev) + 1);  // runs, as real batches have
+    else if (m < 150)
+      p = POSENC_PAD;
+    else if (m < 200)
+      p = k == kLearned ? int64_t(in.u8() % (a.pos_rows > 0 && a.pos_rows < 250 ? a.pos_rows + 2 : 18)) - 1
+                        : int8_t(in.u8());
+    else if (m < 230)
+      p = int32_t(in.u32());
+    else if (m < 250)
+      p = (m & 1 ? k2p31 : -k2p31) + int8_t(in.u8());
+    else
+      p = in.i64();
     b.positions.push_back(p);
     prev = p == POSENC_PAD ? int64_t(uint64_t(prev) + 1) : p;
     const uint8_t t = in.u8();
     const int64_t v = a.vocab > 0 && a.vocab < 1 << 20 ? a.vocab : 7;
-    if (t < 230) b.tokens.push_back(int32_t(t % v));
-    else if (t < 250) b.tokens.push_back(t % 4 == 1 ? int32_t(v) : pick(bad_tokens, t));
-    else b.tokens.push_back(int32_t(in.u32()));
+    if (t < 230)
+      b.tokens.push_back(int32_t(t % v));
+    else if (t < 250)
+      b.tokens.push_back(t % 4 == 1 ? int32_t(v) : pick(bad_tokens, t));
+    else
+      b.tokens.push_back(int32_t(in.u32()));
   }
   a.positions = b.positions;
   a.tokens = b.tokens;
@@ -1488,8 +1556,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const Part p = decode_range(in, a.n);
   std::vector<unsigned char> out = b.out.copy;
   const posenc_status st = invoke(a, b, out.empty() ? nullptr : out.data(), p);
-  const posenc_status want_part =
-      first_status != POSENC_OK ? first_status : range_ok(p, a.n) ? POSENC_OK : POSENC_ERR_INVALID;
+  const posenc_status want_part = first_status != POSENC_OK ? first_status
+                                  : range_ok(p, a.n)        ? POSENC_OK
+                                                            : POSENC_ERR_INVALID;
   if (st != want_part) fail("part status differs from the whole call's then the range's", long(st), long(want_part));
   if (!b.x.unchanged() || !b.pos_table.unchanged() || b.positions != positions_copy || b.tokens != tokens_copy)
     fail("a part changed an input buffer");

@@ -50,8 +50,8 @@ void compare(const posenc_spec &s, const std::vector<int64_t> &pos, const std::v
       ref::exact_pair(s, i, pos[r], sv, cv);
       const double u = ref::ulp_error(g, is_sin ? (mpfr_srcptr)sv : (mpfr_srcptr)cv);
       t.max_ulp = std::max(t.max_ulp, u);
-      UNSCOPED_INFO("mismatch at position " << pos[r] << " element " << e << ": got " << g << " want " << w
-                                            << " (" << u << " ulp)");
+      UNSCOPED_INFO("mismatch at position " << pos[r] << " element " << e << ": got " << g << " want " << w << " (" << u
+                                            << " ulp)");
     }
 }
 
@@ -207,9 +207,9 @@ TEST_CASE("bases from 2 to 1e6 and beyond, any denominator", "[accuracy]") {
   struct Case {
     double base, den;
   };
-  const Case cases[] = {{2.0, 0.0},     {10.0, 0.0},  {10000.0, 31.0},  {1e6, 0.0},      {1e6, 1.0},
-                        {1.0001, 0.0},  {0.5, 0.0},   {0.01, 4.0},      {1e300, 1.0},    {10000.0, 0.5},
-                        {10000.0, 1000.5}, {1.0, 0.0}, {3.0, 1e-3},     {1e-300, 1e3}};
+  const Case cases[] = {{2.0, 0.0},        {10.0, 0.0}, {10000.0, 31.0}, {1e6, 0.0},   {1e6, 1.0},
+                        {1.0001, 0.0},     {0.5, 0.0},  {0.01, 4.0},     {1e300, 1.0}, {10000.0, 0.5},
+                        {10000.0, 1000.5}, {1.0, 0.0},  {3.0, 1e-3},     {1e-300, 1e3}};
   for (const Case &c : cases) {
     INFO("base " << c.base << " denominator " << c.den);
     const posenc_spec s = spec_of(66, POSENC_INTERLEAVED, c.base, c.den, 1.0);
@@ -219,8 +219,8 @@ TEST_CASE("bases from 2 to 1e6 and beyond, any denominator", "[accuracy]") {
 }
 
 TEST_CASE("position scales: tiny, huge, negative, zero", "[accuracy]") {
-  const double scales[] = {1e-3,   1000.0,  -2.5,       1e-30,  0x1p100, 0x1p900, -0x1.fffp998,
-                           5e-324, 0.0,     -0.0,       3.0e-7, 0.3333333333333333};
+  const double scales[] = {1e-3,         1000.0, -2.5, 1e-30, 0x1p100, 0x1p900,
+                           -0x1.fffp998, 5e-324, 0.0,  -0.0,  3.0e-7,  0.3333333333333333};
   for (double sc : scales) {
     INFO("position_scale " << sc);
     const posenc_spec s = spec_of(34, POSENC_SIN_COS_HALVES, 10000.0, 0.0, sc);

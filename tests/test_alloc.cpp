@@ -65,8 +65,8 @@ TEST_CASE("no allocation per call once a spec is set up", "[alloc]") {
             POSENC_OK);
       CHECK(posenc_embed_bf16(&s, htab.data(), vocab, d, tokens.data(), 1.0f, pos.data(), 0, n, out.data(), d) ==
             POSENC_OK);
-      CHECK(posenc_embed_learned_f32(d, table.data(), vocab, d, tokens.data(), 1.0f, ptab.data(), n, d, nullptr, 0,
-                                     n, out.data(), d) == POSENC_OK);
+      CHECK(posenc_embed_learned_f32(d, table.data(), vocab, d, tokens.data(), 1.0f, ptab.data(), n, d, nullptr, 0, n,
+                                     out.data(), d) == POSENC_OK);
       CHECK(posenc_table_f32(&s, 0, n, nullptr, d) == POSENC_ERR_NULL);  // errors allocate nothing either
     }
   }
@@ -102,8 +102,8 @@ TEST_CASE("no allocation per RoPE call once a spec is set up", "[alloc][rope]") 
         CHECK(posenc_rope_f32(rope, nullptr, 5, n, q.data(), heads, heads * d, d) == POSENC_OK);
         CHECK(posenc_rope_bf16(rope, pos.data(), 0, n, q16.data(), heads, d, n * d) == POSENC_OK);
         CHECK(posenc_rope_f16(rope, pos.data(), 0, n, q16.data(), heads, heads * d, d) == POSENC_OK);
-        CHECK(posenc_rope_qk_f32(rope, pos.data(), 0, n, q.data(), heads, heads * d, d, k.data(), k_heads,
-                                 k_heads * d, d) == POSENC_OK);
+        CHECK(posenc_rope_qk_f32(rope, pos.data(), 0, n, q.data(), heads, heads * d, d, k.data(), k_heads, k_heads * d,
+                                 d) == POSENC_OK);
         CHECK(posenc_rope_qk_bf16(rope, nullptr, -3, n, q16.data(), heads, heads * d, d, k16.data(), k_heads,
                                   k_heads * d, d) == POSENC_OK);
         CHECK(posenc_rope_qk_f16(rope, pos.data(), 0, n, q16.data(), heads, heads * d, d, nullptr, 0, 0, 0) ==

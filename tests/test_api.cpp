@@ -85,7 +85,8 @@ TEST_CASE("bad specs are INVALID and write nothing", "[api]") {
     const posenc_spec zero{};
     first_call = table(zero, 0, 2, 8, k);
     first_intact = k.intact();
-  }).join();
+  })
+      .join();
   CHECK(first_call == POSENC_ERR_INVALID);
   CHECK(first_intact);
   CHECK(bad(posenc_spec{}) == POSENC_ERR_INVALID);
@@ -165,10 +166,11 @@ TEST_CASE("posenc_spec_default is the Vaswani spec", "[api]") {
 TEST_CASE("the enumerations' names: one per value, read back, '-' as '_', NULL past the end", "[api][names]") {
   // written out here, independently of lib/abi/enum_lists.hpp
   const std::vector<std::string> pairs = {"halves", "interleaved"};
-  const std::vector<std::string> types = {"default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional",
-                                          "ntk", "deepseek_yarn", "yarn_log", "theta_scale", "telechat3"};
-  const std::vector<std::string> layouts = {"chunked", "interleaved", "vision", "strided", "interleaved_4",
-                                            "alternating", "per_axis"};
+  const std::vector<std::string> types = {"default",       "linear",   "dynamic",      "yarn",
+                                          "llama3",        "longrope", "proportional", "ntk",
+                                          "deepseek_yarn", "yarn_log", "theta_scale",  "telechat3"};
+  const std::vector<std::string> layouts = {"chunked",       "interleaved", "vision",  "strided",
+                                            "interleaved_4", "alternating", "per_axis"};
   for (size_t v = 0; v < pairs.size(); ++v) {
     CHECK(std::string(posenc_rope_pairs_name(posenc_rope_pairs(v))) == pairs[v]);
     posenc_rope_pairs got = posenc_rope_pairs(9);

@@ -1,7 +1,7 @@
-// Each framework convention of docs/conventions.md (docs/contract.md section 1): the framework's published formula, transcribed
-// step by step (its frequencies as exp(k * -log(b) / D), its position origin, its layout and padding)
-// and evaluated exactly in MPFR, against posenc with the spec docs/conventions.md gives for it. Since
-// posenc returns the correctly rounded value of the same real number, the rows must match bit for bit.
+// Each framework convention of docs/conventions.md (docs/contract.md section 1): the framework's published formula,
+// transcribed step by step (its frequencies as exp(k * -log(b) / D), its position origin, its layout and padding) and
+// evaluated exactly in MPFR, against posenc with the spec docs/conventions.md gives for it. Since posenc returns the
+// correctly rounded value of the same real number, the rows must match bit for bit.
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -102,8 +102,11 @@ TEST_CASE("the timestep conventions' specs encode as their frameworks' denominat
 
 TEST_CASE("setters change one field of a copy; validate() refuses what the C calls refuse", "[cpp]") {
   const posenc::spec s = posenc::spec::vaswani(8);
-  const posenc::spec t = s.with_layout(posenc::layout::cos_sin_halves).with_base(2.0).with_freq_denominator(3.0)
-                             .with_position_scale(0.25).with_d_model(10);
+  const posenc::spec t = s.with_layout(posenc::layout::cos_sin_halves)
+                             .with_base(2.0)
+                             .with_freq_denominator(3.0)
+                             .with_position_scale(0.25)
+                             .with_d_model(10);
   same_spec(s, posenc_spec_default(8));
   same_spec(t, C{10, POSENC_COS_SIN_HALVES, 2.0, 3.0, 0.25});
   CHECK(t.d_model() == 10);
@@ -316,10 +319,12 @@ TEST_CASE("timestep refusals throw posenc::error with the C status and write not
   CHECK(thrown(out16, [&] { posenc::timesteps_bf16(s, two, ov16); }) == POSENC_ERR_INVALID);
   CHECK(thrown(out16, [&] { posenc::timesteps_f16(s.with_d_model(d + 1), ok, ov16); }) == POSENC_ERR_INVALID);
   CHECK(thrown(out, [&] { posenc::timesteps_add_f32(s, xv, 1.0f, two, ov); }) == POSENC_ERR_INVALID);
-  CHECK(thrown(out, [&] { posenc::timesteps_add_f32(s, posenc::rows_view<const float>(x.data(), 2, d), 1.0f, ok,
-                                                    ov); }) == POSENC_ERR_INVALID);
-  CHECK(thrown(out, [&] { posenc::timesteps_add_f32(s, posenc::rows_view<const float>(x.data(), n, d - 1), 1.0f, ok,
-                                                    ov); }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out, [&] {
+          posenc::timesteps_add_f32(s, posenc::rows_view<const float>(x.data(), 2, d), 1.0f, ok, ov);
+        }) == POSENC_ERR_INVALID);
+  CHECK(thrown(out, [&] {
+          posenc::timesteps_add_f32(s, posenc::rows_view<const float>(x.data(), n, d - 1), 1.0f, ok, ov);
+        }) == POSENC_ERR_INVALID);
 }
 
 TEST_CASE("refusals throw posenc::error with the C status and write nothing", "[cpp]") {
@@ -346,8 +351,7 @@ TEST_CASE("refusals throw posenc::error with the C status and write nothing", "[
   CHECK(thrown(out, [&] { posenc::add_f32(s, posenc::rows_view<const float>(table.data(), 2, d), 1.0f, 0, ov); }) ==
         POSENC_ERR_INVALID);
   CHECK(thrown(out, [&] { posenc::add_f32(s, ov, 1.0f, two, ov); }) == POSENC_ERR_INVALID);
-  CHECK(thrown(out, [&] { posenc::embed_f32(s, tv, tok, 1.0f, two, ov); }) ==
-        POSENC_ERR_INVALID);
+  CHECK(thrown(out, [&] { posenc::embed_f32(s, tv, tok, 1.0f, two, ov); }) == POSENC_ERR_INVALID);
   const posenc::rows_view<const float> narrow(table.data(), 4, d - 1);
   const posenc::array_view<const int32_t> two_tokens = posenc::array_view<const int32_t>(tok).subview(0, 2);
   CHECK(thrown(out, [&] { posenc::embed_f32(s, narrow, tok, 1.0f, 0, ov); }) == POSENC_ERR_INVALID);

@@ -114,7 +114,7 @@ TEST_CASE("cache leaves decode as the Intel SDM lays them out", "[cpu]") {
   CHECK(l1d.bytes == 49152);
   CHECK(l1d.sharing == 1);
   CHECK(decode_cache_leaf(0x4000122, 0x1c0003f, 0x3f).level == 0);  // instruction cache: not counted
-  auto l3 = decode_cache_leaf(0x4004163, 0x4c0003f, 0x33fff);  // 20 ways, 64 B lines, 212992 sets, 2 sharing
+  auto l3 = decode_cache_leaf(0x4004163, 0x4c0003f, 0x33fff);       // 20 ways, 64 B lines, 212992 sets, 2 sharing
   CHECK(l3.level == 3);
   CHECK(l3.bytes == 272629760);
   CHECK(l3.sharing == 2);
@@ -129,11 +129,11 @@ TEST_CASE("cache leaves decode as the Intel SDM lays them out", "[cpu]") {
 TEST_CASE("the streaming threshold is 3/4 of one thread's cache", "[cpu]") {
   using posenc::detail::stream_threshold_for;
   const uint64_t MiB = 1 << 20;
-  CHECK(stream_threshold_for(2 * MiB, 260 * MiB, 2) == 99 * MiB);  // (130 + 2) * 3/4
+  CHECK(stream_threshold_for(2 * MiB, 260 * MiB, 2) == 99 * MiB);             // (130 + 2) * 3/4
   CHECK(stream_threshold_for(2 * MiB, 260 * MiB, 1) == 196 * MiB + MiB / 2);  // 262 * 3/4
   CHECK(stream_threshold_for(2 * MiB, 260 * MiB, 0) == 196 * MiB + MiB / 2);  // an unknown sharing counts as 1
-  CHECK(stream_threshold_for(4 * MiB, 0, 1) == 3 * MiB);            // no L3
-  CHECK(stream_threshold_for(0, 0, 1) == 32 * MiB);                 // nothing known
+  CHECK(stream_threshold_for(4 * MiB, 0, 1) == 3 * MiB);                      // no L3
+  CHECK(stream_threshold_for(0, 0, 1) == 32 * MiB);                           // nothing known
   const uint64_t t = posenc::detail::stream_threshold_bytes();
   CHECK(t > 0);
 #if defined(__x86_64__)

@@ -46,8 +46,8 @@ uint16_t to_f16(float f) {  // in double arithmetic: scale to integer units of t
   const double a = std::fabs(double(f));
   if (a < 0x1p-14) return uint16_t(sign | uint16_t(std::nearbyint(a * 0x1p24)));  // 0x400 is 2^-14 itself
   int e;
-  std::frexp(a, &e);                                   // a in [2^(e-1), 2^e)
-  double q = std::nearbyint(std::ldexp(a, 11 - e));    // 11 significant bits
+  std::frexp(a, &e);                                 // a in [2^(e-1), 2^e)
+  double q = std::nearbyint(std::ldexp(a, 11 - e));  // 11 significant bits
   if (q == 2048.0) {
     q = 1024.0;
     ++e;

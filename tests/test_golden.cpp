@@ -8,8 +8,8 @@
 
 #include "support/paths.hpp"
 #include "support/reference.hpp"
-#include "support/spec.hpp"
 #include "support/sha256.hpp"
+#include "support/spec.hpp"
 
 namespace {
 
@@ -72,9 +72,11 @@ const std::vector<Golden> &goldens() {
        run_of(-100, 32), "561a90058300ea1a1aaaad546bd5b338836caa9ac284824ae6ac86f79ed8486e"},
       {"cos|sin halves d=130, D=64, scattered rows and a pad",
        spec_of(130, POSENC_COS_SIN_HALVES, 1e4, 64.0, 1.0),
-       {0, 1, 1000000, 2147483647, -12345, POSENC_PAD, 7}, "9183432ea0a12e4b5dcbbb66d62e8e2c68ed0d847a0494e9ab05f7f5544116dd"},
+       {0, 1, 1000000, 2147483647, -12345, POSENC_PAD, 7},
+       "9183432ea0a12e4b5dcbbb66d62e8e2c68ed0d847a0494e9ab05f7f5544116dd"},
       {"interleaved d=48, base 2, D=0.5, scale 2^100, near the top of the range",
-       spec_of(48, POSENC_INTERLEAVED, 2.0, 0.5, 0x1p100), run_of((int64_t(1) << 31) - 40, 39), "61bc310d0943be9746c6420a2ba4f8af431a926f4cb1576dbdebcb2fe3914c82"},
+       spec_of(48, POSENC_INTERLEAVED, 2.0, 0.5, 0x1p100), run_of((int64_t(1) << 31) - 40, 39),
+       "61bc310d0943be9746c6420a2ba4f8af431a926f4cb1576dbdebcb2fe3914c82"},
   };
   return g;
 }
@@ -113,10 +115,12 @@ const std::vector<GoldenTimes> &golden_times() {
        spec_of(320, POSENC_COS_SIN_HALVES, 1e4, 160.0, 1.0),
        {0.0, 0.5, 1.0, 999.5, 999.0, 250.25, 1e-3, 123.456, 0x1.8p-20},
        "8a0ec3a9e1a6c7b7f3f205cf14234174aa4c75f6c0238ff071e9a19dc86cad71"},
-      {"flux d=256, time_factor 1000, t in [0, 1]", spec_of(256, POSENC_COS_SIN_HALVES, 1e4, 128.0, 1000.0),
+      {"flux d=256, time_factor 1000, t in [0, 1]",
+       spec_of(256, POSENC_COS_SIN_HALVES, 1e4, 128.0, 1000.0),
        {0.0, 0.001, 0.25, 0.5, 0.999, 1.0, 1.0 / 3.0, 0x1.fffffffffffffp-1},
        "8828a9c5f01bc205dde1f5cca03a37b4a8402f6a1c5e71ef3b0c7b99c66c2083"},
-      {"interleaved d=34, base 2, the ends of the range", spec_of(34, POSENC_INTERLEAVED, 2.0, 0.0, 1.0),
+      {"interleaved d=34, base 2, the ends of the range",
+       spec_of(34, POSENC_INTERLEAVED, 2.0, 0.0, 1.0),
        {-2147483647.5, 2147483647.5, 0x1.fffffffcp30, 1e-300, -0.0, 0x1p-1074, 0x1.fffffffffffffp-1, -0.75},
        "f2d06cfe677b79780547144849d8139c4cb31381b85a9097e06f21085d6cdfc7"},
   };

@@ -197,92 +197,95 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
   std::vector<double> freq;
   for (int64_t i = 0; i < 40; ++i) freq.push_back(1.0 / double(i + 1));
   for (RopeKernel kernel : ref::kAllRopeKernels)
-  for (bool real : {false, true}) {  // integer positions, then the _real twin at real ones
-    const size_t es = ref::format_size(ref::rope_format(kernel));
-    for (int64_t r = 2; r <= 66; r += 2)
-      for (int variant = 0; variant < 6; ++variant) {
-        posenc_rope rope = posenc_rope_default(r);
-        rope.pairs = variant % 2 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
-        rope.attention_scale = 1.25;
-        if (variant == 3 && r <= 80) rope.freq = freq.data();  // explicit frequencies: r/2 of them read
-        const int64_t tail = variant / 2 % 2 ? 1 + (r / 2) % 5 : 0;  // odd and even head_dim tails
-        const int64_t h = r / 2;
-        // variants 4 and 5: three axes, whose map (r/2 bytes) and 3n positions sit against guards too
-        const int axes = variant >= 4 ? 3 : 1;
-        std::vector<uint8_t> axis;
-        for (int64_t i = 0; i < h; ++i) axis.push_back(uint8_t((i * 7) % 3));
-        if (axes > 1) {
-          rope.axes = axes;
-          rope.axis = axis.data();
-        }
-        // q (or cos, or rope_copy_*'s x) and k (or sin, or the source rows of rope_copy_*, q's heads with
-        // other strides); the cache's rows are h wide with strides h + gap
-        const RopeTensor q{2, r + tail, variant % 3}, k{ref::is_copy(kernel) ? q.heads : 1, r + tail + 1, 2};
-        const int64_t q_el = ref::is_cache(kernel) ? (n - 1) * (h + variant % 3) + h : q.elements(n, r);
-        const int64_t k_el = ref::is_cache(kernel) ? (n - 1) * (h + 2) + h : k.elements(n, r);
-        std::vector<int64_t> pos = {5, POSENC_PAD, 1000000};
-        if (axes > 1) pos.insert(pos.end(), {-3, -3, -3, 40, 41, 42});  // axis 1 fixed, axis 2 consecutive
-        std::vector<double> times = {5.25, -0.5, 1000000.75};  // read next to the guards as positions are
-        if (axes > 1) times.insert(times.end(), {-3.5, -3.5, -3.5, 40.25, 41.0, 42.5});
-        const bool explicit_positions = variant % 2 == 1;
-        std::vector<unsigned char> q_in(size_t(q_el) * es), k_in(size_t(k_el) * es);
-        fill_rope_input(q_in.data(), q_in.size(), es, uint32_t(r));
-        fill_rope_input(k_in.data(), k_in.size(), es, uint32_t(r + 7));
-        ref::RopeCall c;
-        c.kernel = kernel;
-        c.rope = &rope;
-        c.first = 77;
-        c.n = n;
-        c.real = real;
-        c.times = times.data();
-        if (ref::is_cache(kernel)) {
-          c.token_stride = h + variant % 3;
-          c.k_token_stride = h + 2;
-        } else {
-          c.heads = q.heads;
-          c.token_stride = q.token_stride();
-          c.head_stride = q.head_dim;
-          if (ref::is_qk(kernel)) {
-            c.k_heads = k.heads;
-            c.k_token_stride = k.token_stride();
-            c.k_head_stride = k.head_dim;
+    for (bool real : {false, true}) {  // integer positions, then the _real twin at real ones
+      const size_t es = ref::format_size(ref::rope_format(kernel));
+      for (int64_t r = 2; r <= 66; r += 2)
+        for (int variant = 0; variant < 6; ++variant) {
+          posenc_rope rope = posenc_rope_default(r);
+          rope.pairs = variant % 2 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
+          rope.attention_scale = 1.25;
+          if (variant == 3 && r <= 80) rope.freq = freq.data();        // explicit frequencies: r/2 of them read
+          const int64_t tail = variant / 2 % 2 ? 1 + (r / 2) % 5 : 0;  // odd and even head_dim tails
+          const int64_t h = r / 2;
+          // variants 4 and 5: three axes, whose map (r/2 bytes) and 3n positions sit against guards too
+          const int axes = variant >= 4 ? 3 : 1;
+          std::vector<uint8_t> axis;
+          for (int64_t i = 0; i < h; ++i) axis.push_back(uint8_t((i * 7) % 3));
+          if (axes > 1) {
+            rope.axes = axes;
+            rope.axis = axis.data();
           }
-          if (ref::is_copy(kernel)) {
-            c.src_token_stride = k.token_stride();
-            c.src_head_stride = k.head_dim;
-          }
-        }
-        // the scalar path in ordinary memory is the reference
-        std::vector<unsigned char> q_want = q_in, k_want = k_in;
-        c.positions = explicit_positions ? pos.data() : nullptr;
-        c.x = q_want.data();
-        c.k = k_want.data();
-        c.src = k_in.data();  // rope_copy_*: read, never written (compared below)
-        ref::on_path(POSENC_ISA_SCALAR, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
-        for (bool at_end : {true, false}) {
-          c.positions = explicit_positions ? move_next_to_guard(g.positions, pos.data(), pos.size(), at_end) : nullptr;
-          c.times = move_next_to_guard(g.times, times.data(), times.size(), at_end);
-          if (axes > 1) rope.axis = move_next_to_guard(g.axis, axis.data(), axis.size(), at_end);
-          unsigned char *qp = g.out.place(q_in.size(), at_end), *kp = g.x.place(k_in.size(), at_end);
-          c.x = qp;
-          c.k = kp;
-          c.src = kp;
-          for (posenc_isa isa : isas)
-            for (bool parts : {false, true}) {  // the whole call, then its tokens one part each, the last first
-              std::memcpy(qp, q_in.data(), q_in.size());
-              std::memcpy(kp, k_in.data(), k_in.size());
-              ref::on_path(isa, [&] { whole_or_parts(c, parts); });
-              calls += parts ? 0 : 1;
-              part_calls += parts ? 1 : 0;
-              if (std::memcmp(qp, q_want.data(), q_in.size()) != 0 || std::memcmp(kp, k_want.data(), k_in.size()) != 0)
-                FAIL(ref::rope_name(kernel) << (real ? " (real positions)" : "") << " r " << r << " variant " << variant << " path " << posenc_isa_name(isa)
-                                            << (at_end ? " at the end" : " at the start")
-                                            << (parts ? ", token by token as parts" : "")
-                                            << ": differs from the scalar path in ordinary memory");
+          // q (or cos, or rope_copy_*'s x) and k (or sin, or the source rows of rope_copy_*, q's heads with
+          // other strides); the cache's rows are h wide with strides h + gap
+          const RopeTensor q{2, r + tail, variant % 3}, k{ref::is_copy(kernel) ? q.heads : 1, r + tail + 1, 2};
+          const int64_t q_el = ref::is_cache(kernel) ? (n - 1) * (h + variant % 3) + h : q.elements(n, r);
+          const int64_t k_el = ref::is_cache(kernel) ? (n - 1) * (h + 2) + h : k.elements(n, r);
+          std::vector<int64_t> pos = {5, POSENC_PAD, 1000000};
+          if (axes > 1) pos.insert(pos.end(), {-3, -3, -3, 40, 41, 42});  // axis 1 fixed, axis 2 consecutive
+          std::vector<double> times = {5.25, -0.5, 1000000.75};           // read next to the guards as positions are
+          if (axes > 1) times.insert(times.end(), {-3.5, -3.5, -3.5, 40.25, 41.0, 42.5});
+          const bool explicit_positions = variant % 2 == 1;
+          std::vector<unsigned char> q_in(size_t(q_el) * es), k_in(size_t(k_el) * es);
+          fill_rope_input(q_in.data(), q_in.size(), es, uint32_t(r));
+          fill_rope_input(k_in.data(), k_in.size(), es, uint32_t(r + 7));
+          ref::RopeCall c;
+          c.kernel = kernel;
+          c.rope = &rope;
+          c.first = 77;
+          c.n = n;
+          c.real = real;
+          c.times = times.data();
+          if (ref::is_cache(kernel)) {
+            c.token_stride = h + variant % 3;
+            c.k_token_stride = h + 2;
+          } else {
+            c.heads = q.heads;
+            c.token_stride = q.token_stride();
+            c.head_stride = q.head_dim;
+            if (ref::is_qk(kernel)) {
+              c.k_heads = k.heads;
+              c.k_token_stride = k.token_stride();
+              c.k_head_stride = k.head_dim;
             }
+            if (ref::is_copy(kernel)) {
+              c.src_token_stride = k.token_stride();
+              c.src_head_stride = k.head_dim;
+            }
+          }
+          // the scalar path in ordinary memory is the reference
+          std::vector<unsigned char> q_want = q_in, k_want = k_in;
+          c.positions = explicit_positions ? pos.data() : nullptr;
+          c.x = q_want.data();
+          c.k = k_want.data();
+          c.src = k_in.data();  // rope_copy_*: read, never written (compared below)
+          ref::on_path(POSENC_ISA_SCALAR, [&] { REQUIRE(ref::invoke(c) == POSENC_OK); });
+          for (bool at_end : {true, false}) {
+            c.positions =
+                explicit_positions ? move_next_to_guard(g.positions, pos.data(), pos.size(), at_end) : nullptr;
+            c.times = move_next_to_guard(g.times, times.data(), times.size(), at_end);
+            if (axes > 1) rope.axis = move_next_to_guard(g.axis, axis.data(), axis.size(), at_end);
+            unsigned char *qp = g.out.place(q_in.size(), at_end), *kp = g.x.place(k_in.size(), at_end);
+            c.x = qp;
+            c.k = kp;
+            c.src = kp;
+            for (posenc_isa isa : isas)
+              for (bool parts : {false, true}) {  // the whole call, then its tokens one part each, the last first
+                std::memcpy(qp, q_in.data(), q_in.size());
+                std::memcpy(kp, k_in.data(), k_in.size());
+                ref::on_path(isa, [&] { whole_or_parts(c, parts); });
+                calls += parts ? 0 : 1;
+                part_calls += parts ? 1 : 0;
+                if (std::memcmp(qp, q_want.data(), q_in.size()) != 0 ||
+                    std::memcmp(kp, k_want.data(), k_in.size()) != 0)
+                  FAIL(ref::rope_name(kernel)
+                       << (real ? " (real positions)" : "") << " r " << r << " variant " << variant << " path "
+                       << posenc_isa_name(isa) << (at_end ? " at the end" : " at the start")
+                       << (parts ? ", token by token as parts" : "")
+                       << ": differs from the scalar path in ordinary memory");
+              }
+          }
         }
-      }
-  }
+    }
   // kernels, integer and real, widths, variants, placements, paths
   CHECK(calls == int64_t(ref::kRopeKernels * 2 * 33 * 6 * 2 * isas.size()));
   CHECK(part_calls == calls);

@@ -41,11 +41,9 @@ struct NamedValue {
 };
 const NamedValue kBadPositions[] = {
     {"2^31", k2p31}, {"-2^31", -k2p31}, {"INT64_MAX", kI64Max}, {"INT64_MIN + 1", kI64Min + 1}};
-const NamedValue kBadFirsts[] = {{"2^31 - 69 (last is 2^31)", k2p31 - 69}, {"-2^31", -k2p31},
-                                 {"INT64_MAX", kI64Max},
-                                 {"INT64_MAX - 3 (first + n wraps)", kI64Max - 3},
-                                 {"POSENC_PAD", POSENC_PAD},
-                                 {"2^31", k2p31}};
+const NamedValue kBadFirsts[] = {
+    {"2^31 - 69 (last is 2^31)", k2p31 - 69},         {"-2^31", -k2p31},          {"INT64_MAX", kI64Max},
+    {"INT64_MAX - 3 (first + n wraps)", kI64Max - 3}, {"POSENC_PAD", POSENC_PAD}, {"2^31", k2p31}};
 
 // A successful call of one kernel with every buffer it reads or writes. Inputs hold finite values (the
 // 0xA5 byte pattern is a small negative float, bfloat16 and binary16 alike); positions are a run with a
@@ -72,7 +70,8 @@ struct Fixture {
         d(d_model),
         out((extent(kRows, d_model + 3, d_model) + 32) * t.out_size, 0x5C),
         x(t.has_activations ? extent(kRows, d_model + 1, d_model) * t.in_size
-                            : t.has_table ? extent(kVocab, d_model + 1, d_model) * t.in_size : 0),
+          : t.has_table     ? extent(kVocab, d_model + 1, d_model) * t.in_size
+                            : 0),
         pos_table(t.has_pos_table ? extent(kPosRows, d_model + 2, d_model) * 4 : 0) {
     spec.layout = layout;
     for (int64_t r = 0; r < kRows; ++r) {
@@ -143,9 +142,7 @@ bool timestep_kernels(const KernelTraits &t) { return t.times; }
 bool table_sources(const KernelTraits &t) { return t.has_table; }
 
 // A stride that makes rows - 1 strides plus d elements fit in int64 but their bytes not.
-int64_t byte_overflow_stride(int64_t rows, size_t elem) {
-  return (kI64Max / int64_t(elem)) / (rows - 1) + 1;
-}
+int64_t byte_overflow_stride(int64_t rows, size_t elem) { return (kI64Max / int64_t(elem)) / (rows - 1) + 1; }
 
 void set_layout(posenc_spec &s, int v) { std::memcpy(&s.layout, &v, sizeof v); }
 
@@ -187,9 +184,11 @@ std::vector<Case> cases() {
   // NULL pointers
   add("out NULL", POSENC_ERR_NULL, any, [](Fixture &f) { f.call.out = nullptr; });
   add("spec NULL", POSENC_ERR_NULL, spec_kernels, [](Fixture &f) { f.call.spec = nullptr; });
-  add("positions NULL", POSENC_ERR_NULL, [](const KernelTraits &t) { return t.positions_required; },
+  add(
+      "positions NULL", POSENC_ERR_NULL, [](const KernelTraits &t) { return t.positions_required; },
       [](Fixture &f) { f.call.positions = nullptr; });
-  add("activations NULL", POSENC_ERR_NULL, [](const KernelTraits &t) { return t.has_activations; },
+  add(
+      "activations NULL", POSENC_ERR_NULL, [](const KernelTraits &t) { return t.has_activations; },
       [](Fixture &f) { f.call.x = nullptr; });
   add("embedding table NULL", POSENC_ERR_NULL, table_sources, [](Fixture &f) { f.call.x = nullptr; });
   add("tokens NULL", POSENC_ERR_NULL, table_sources, [](Fixture &f) { f.call.tokens = nullptr; });
@@ -221,11 +220,11 @@ std::vector<Case> cases() {
         [sc](Fixture &f) { f.spec.position_scale = sc; });
     c.back().min_d = 2;
   }
-  add("a frequency base^(-i/D) of 2^1000 or more", POSENC_ERR_INVALID,
-      [](const KernelTraits &t) { return t.has_spec; },
+  add(
+      "a frequency base^(-i/D) of 2^1000 or more", POSENC_ERR_INVALID, [](const KernelTraits &t) { return t.has_spec; },
       [](Fixture &f) {
         f.spec.base = 0.5;
-        f.spec.freq_denominator = 1e-3;  // w_(h-1) = 2^(1000 (h-1)): too large from h = 2 on
+        f.spec.freq_denominator = 1e-3;                            // w_(h-1) = 2^(1000 (h-1)): too large from h = 2 on
         if (f.spec.d_model < 4) f.spec.position_scale = 0x1p1000;  // one pair: w_0 = 1
       });
   c.back().min_d = 2;
@@ -240,7 +239,8 @@ std::vector<Case> cases() {
   add("out_stride = d - 1", POSENC_ERR_INVALID, any, [](Fixture &f) { f.call.out_stride = f.d - 1; });
   for (int64_t s : {int64_t(0), int64_t(-1), kI64Min})
     add("out_stride = " + std::to_string(s), POSENC_ERR_INVALID, any, [s](Fixture &f) { f.call.out_stride = s; });
-  add("activation stride = d - 1", POSENC_ERR_INVALID, [](const KernelTraits &t) { return t.has_activations; },
+  add(
+      "activation stride = d - 1", POSENC_ERR_INVALID, [](const KernelTraits &t) { return t.has_activations; },
       [](Fixture &f) { f.call.x_stride = f.d - 1; });
   add("embedding table stride = d - 1", POSENC_ERR_INVALID, table_sources,
       [](Fixture &f) { f.call.x_stride = f.d - 1; });
@@ -259,7 +259,8 @@ std::vector<Case> cases() {
     f.spec.d_model = f.call.d_model = int64_t(1) << 62;
     f.call.out_stride = f.call.x_stride = f.call.pos_stride = int64_t(1) << 62;
   });
-  add("activation rows overflow", POSENC_ERR_OVERFLOW, [](const KernelTraits &t) { return t.has_activations; },
+  add(
+      "activation rows overflow", POSENC_ERR_OVERFLOW, [](const KernelTraits &t) { return t.has_activations; },
       [](Fixture &f) { f.call.x_stride = byte_overflow_stride(f.call.n, 4); });
   add("embedding table rows overflow", POSENC_ERR_OVERFLOW, table_sources,
       [](Fixture &f) { f.call.x_stride = byte_overflow_stride(f.call.vocab, f.t.in_size); });
@@ -285,14 +286,16 @@ std::vector<Case> cases() {
   for (const NamedValue &bp : kBadPositions)
     for (bool last : {false, true}) {
       const int64_t v = bp.value;
-      add(std::string("explicit position ") + bp.name + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE,
+      add(
+          std::string("explicit position ") + bp.name + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE,
           [](const KernelTraits &t) { return explicit_positions(t) && t.has_spec; },
           [v, last](Fixture &f) { (last ? f.positions.back() : f.positions.front()) = v; });
     }
   // positions, implicit first + r
   for (const NamedValue &bf : kBadFirsts) {
     const int64_t v = bf.value;
-    add(std::string("first = ") + bf.name, POSENC_ERR_OUT_OF_RANGE,
+    add(
+        std::string("first = ") + bf.name, POSENC_ERR_OUT_OF_RANGE,
         [](const KernelTraits &t) { return implicit_positions(t); },
         [v](Fixture &f) {
           f.call.first = v;
@@ -302,8 +305,8 @@ std::vector<Case> cases() {
   // learned positions
   for (int64_t v : {int64_t(-1), int64_t(Fixture::kPosRows), kI64Max, kI64Min + 1, -k2p31})
     for (bool last : {false, true})
-      add("learned position " + std::to_string(v) + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE,
-          learned, [v, last](Fixture &f) { (last ? f.positions.back() : f.positions.front()) = v; });
+      add("learned position " + std::to_string(v) + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE, learned,
+          [v, last](Fixture &f) { (last ? f.positions.back() : f.positions.front()) = v; });
   add("learned first + n - 1 = pos_rows", POSENC_ERR_OUT_OF_RANGE, learned, [](Fixture &f) {
     f.call.positions = nullptr;
     f.call.first = Fixture::kPosRows - Fixture::kRows + 1;
@@ -325,7 +328,8 @@ std::vector<Case> cases() {
     f.call.times = nullptr;
     f.spec.base = -1.0;
   });
-  for (double v : {kNaN, -kNaN, kInf, -kInf, double(k2p31), -double(k2p31), 1e300, std::nextafter(double(k2p31), 0.0) * 2})
+  for (double v :
+       {kNaN, -kNaN, kInf, -kInf, double(k2p31), -double(k2p31), 1e300, std::nextafter(double(k2p31), 0.0) * 2})
     for (bool last : {false, true})
       add("timestep " + num(v) + (last ? " (last)" : " (first)"), POSENC_ERR_OUT_OF_RANGE, timestep_kernels,
           [v, last](Fixture &f) { (last ? f.times.back() : f.times.front()) = v; });
@@ -412,38 +416,44 @@ TEST_CASE("bad input: the documented status, and not one byte written", "[harden
 
 TEST_CASE("valid edge values succeed and write exactly the rows", "[hardening]") {
   const std::vector<std::pair<const char *, std::function<void(Fixture &)>>> edges = {
-      {"positions +-(2^31 - 1)", [](Fixture &f) {
+      {"positions +-(2^31 - 1)",
+       [](Fixture &f) {
          if (f.t.has_pos_table) return;  // the learned table is indexed by the position
          f.positions.front() = k2p31 - 1;
          f.positions.back() = -(k2p31 - 1);
          f.call.first = -(k2p31 - 1);
        }},
-      {"first + n - 1 = 2^31 - 1", [](Fixture &f) {
+      {"first + n - 1 = 2^31 - 1",
+       [](Fixture &f) {
          if (f.t.has_pos_table) return;
          f.call.positions = f.t.positions_required ? f.call.positions : nullptr;
          f.call.first = k2p31 - Fixture::kRows;
        }},
       {"POSENC_PAD first and last", [](Fixture &f) { f.positions.front() = f.positions.back() = POSENC_PAD; }},
       {"every token the last id", [](Fixture &f) { f.tokens.assign(f.tokens.size(), int32_t(Fixture::kVocab - 1)); }},
-      {"learned positions at both ends of the table", [](Fixture &f) {
+      {"learned positions at both ends of the table",
+       [](Fixture &f) {
          f.positions.front() = 0;
          f.positions.back() = Fixture::kPosRows - 1;
        }},
       {"freq_denominator = -0.0 (means h)", [](Fixture &f) { f.spec.freq_denominator = -0.0; }},
       {"base 1: every frequency 1", [](Fixture &f) { f.spec.base = 1.0; }},
-      {"base at the smallest subnormal, D large", [](Fixture &f) {
+      {"base at the smallest subnormal, D large",
+       [](Fixture &f) {
          f.spec.base = std::numeric_limits<double>::denorm_min();
          f.spec.freq_denominator = 1e6;
        }},
       {"position_scale 0", [](Fixture &f) { f.spec.position_scale = 0.0; }},
       {"position_scale -1e-300", [](Fixture &f) { f.spec.position_scale = -1e-300; }},
-      {"a large frequency, 2^300", [](Fixture &f) {
+      {"a large frequency, 2^300",
+       [](Fixture &f) {
          if (f.t.times) return;  // timesteps take frequencies below 2^52 (their own edge below)
          f.spec.base = 0.5;
          f.spec.freq_denominator = f.spec.d_model / 2 >= 2 ? double(f.spec.d_model / 2 - 1) / 300.0 : 1.0;
        }},
       {"tight strides (= d)", [](Fixture &f) { f.call.out_stride = f.call.x_stride = f.call.pos_stride = f.d; }},
-      {"timesteps +-(2^31 - 2^-22), tiny, subnormal and signed zero", [](Fixture &f) {
+      {"timesteps +-(2^31 - 2^-22), tiny, subnormal and signed zero",
+       [](Fixture &f) {
          const double big = std::nextafter(double(k2p31), 0.0);
          const double vals[] = {big, -big, 5e-324, -0.0, 0x1p-61, 1e-300};
          for (size_t k = 0; k < sizeof vals / sizeof vals[0]; ++k) f.times[k] = vals[k];
@@ -554,9 +564,12 @@ TEST_CASE("NaN and Inf inputs propagate as fmaf says, with posenc.h's NaN rule, 
                 std::vector<int64_t> spots = {0, d - 1, xs + d / 2, 3 * xs + d - 1, (rows - 1) * xs + d - 1};
                 for (size_t s = 0; s < spots.size(); ++s) {
                   const size_t at = size_t(spots[s]), which = (s * 3 + size_t(d)) % 8;
-                  if (f.t.in_size == 4) std::memcpy(f.x.data() + 4 * at, &kSpecialF32[which], 4);
-                  else if (k == Kernel::kEmbedBF16) std::memcpy(f.x.data() + 2 * at, &kSpecialBF16[which], 2);
-                  else std::memcpy(f.x.data() + 2 * at, &kSpecialF16[which], 2);
+                  if (f.t.in_size == 4)
+                    std::memcpy(f.x.data() + 4 * at, &kSpecialF32[which], 4);
+                  else if (k == Kernel::kEmbedBF16)
+                    std::memcpy(f.x.data() + 2 * at, &kSpecialBF16[which], 2);
+                  else
+                    std::memcpy(f.x.data() + 2 * at, &kSpecialF16[which], 2);
                 }
                 if (f.t.has_pos_table) {  // the learned table's values are added as they are: NaN too
                   float v = nanf;
@@ -572,8 +585,7 @@ TEST_CASE("NaN and Inf inputs propagate as fmaf says, with posenc.h's NaN rule, 
                 const std::vector<unsigned char> x(f.x.data(), f.x.data() + f.x.size());
                 // PE of every row on this path (POSENC_PAD rows are zeros), or the learned table's rows
                 std::vector<float> pe(size_t(n * d), 0.0f);
-                if (f.t.has_spec)
-                  REQUIRE(posenc_rows_f32(&f.spec, f.positions.data(), n, pe.data(), d) == POSENC_OK);
+                if (f.t.has_spec) REQUIRE(posenc_rows_f32(&f.spec, f.positions.data(), n, pe.data(), d) == POSENC_OK);
                 REQUIRE(ref::invoke(f.call) == POSENC_OK);
                 const auto *out = reinterpret_cast<const float *>(f.out.data());
                 for (int64_t r = 0; r < n; ++r) {
@@ -594,10 +606,10 @@ TEST_CASE("NaN and Inf inputs propagate as fmaf says, with posenc.h's NaN rule, 
                       std::memcpy(&pv, f.pos_table.data() + 4 * size_t(p * f.call.pos_stride + e), 4);
                     const float want = std::fmaf(scale, xv, pv), got = out[r * f.call.out_stride + e];
                     if (!ieee_same(got, want, xv, pv, scale)) {
-                      FAIL_CHECK(f.t.name << " path " << posenc_isa_name(isa) << " d " << d << " layout "
-                                          << int(layout) << " scale " << scale << " in place " << in_place
-                                          << " row " << r << " element " << e << ": got " << got << " want "
-                                          << want << " (x " << xv << ", pe " << pv << ")");
+                      FAIL_CHECK(f.t.name << " path " << posenc_isa_name(isa) << " d " << d << " layout " << int(layout)
+                                          << " scale " << scale << " in place " << in_place << " row " << r
+                                          << " element " << e << ": got " << got << " want " << want << " (x " << xv
+                                          << ", pe " << pv << ")");
                       return;
                     }
                   }
@@ -616,8 +628,9 @@ using ref::RopeKernel;
 
 // A successful call of one RoPE function on one canary-filled buffer (0x5C bytes: a small finite value in
 // float32, bfloat16 and binary16 alike) holding two tensors: q (or the cos rows, or rope_copy_*'s x) from
-// element 0, k (or the sin rows, or the source rows of rope_copy_*, [T,H,D] with a gap) after it. 70 tokens with a POSENC_PAD and a repeated run, as above; head_dim r + 3 (partial
-// rotary), token strides with a gap, explicit frequencies or base^(-2i/r).
+// element 0, k (or the sin rows, or the source rows of rope_copy_*, [T,H,D] with a gap) after it. 70 tokens with a
+// POSENC_PAD and a repeated run, as above; head_dim r + 3 (partial rotary), token strides with a gap, explicit
+// frequencies or base^(-2i/r).
 struct RopeFixture {
   static constexpr int64_t kRows = 70, kHeads = 3, kKHeads = 2, kFirst = 5;
   RopeKernel kernel;
@@ -627,7 +640,7 @@ struct RopeFixture {
   posenc_rope rope;
   std::vector<int64_t> positions, positions_copy;
   std::vector<uint8_t> axis;  // multi-axis specs (to_axes)
-  int64_t k_offset;  // elements
+  int64_t k_offset;           // elements
   ref::Canary buf;
   RopeCall call;
 
@@ -674,8 +687,8 @@ struct RopeFixture {
     call.x = buf.data();
     call.k = buf.data() + size_t(k_offset) * es;
     if (ref::is_cache(k)) {
-      call.token_stride = h + 1;     // cos_stride
-      call.k_token_stride = h + 2;   // sin_stride
+      call.token_stride = h + 1;    // cos_stride
+      call.k_token_stride = h + 2;  // sin_stride
     } else {
       call.heads = kHeads;
       call.token_stride = kHeads * d + 1;
@@ -781,14 +794,16 @@ std::vector<RopeCase> rope_cases() {
   for (int v : {2, -1, INT_MIN, INT_MAX})
     add("pairs = " + std::to_string(v), POSENC_ERR_INVALID, rope_any, [v](RopeFixture &f) { set_pairs(f.rope, v); });
   for (double base : {0.0, -0.0, -1.0, -std::numeric_limits<double>::denorm_min(), kNaN, -kNaN, kInf, -kInf})
-    add("base = " + num(base) + " (freq NULL)", POSENC_ERR_INVALID, rope_any,
+    add(
+        "base = " + num(base) + " (freq NULL)", POSENC_ERR_INVALID, rope_any,
         [base](RopeFixture &f) { f.rope.base = base; }, 2);
   for (double sc : {kNaN, kInf, -kInf})
     add("position_scale = " + num(sc), POSENC_ERR_INVALID, rope_any,
         [sc](RopeFixture &f) { f.rope.position_scale = sc; });
   for (double v : {kNaN, kInf, -kInf})
     for (bool last : {false, true})
-      add("frequency " + num(v) + (last ? " (last)" : " (first)"), POSENC_ERR_INVALID, rope_any,
+      add(
+          "frequency " + num(v) + (last ? " (last)" : " (first)"), POSENC_ERR_INVALID, rope_any,
           [v, last](RopeFixture &f) { (last ? f.freq.back() : f.freq.front()) = v; }, 1);
   for (double m : {0.0, -0.0, -1.0, kNaN, kInf, -kInf, 0x1p-65, std::nextafter(0x1p-64, 0.0),
                    std::nextafter(0x1p64, kInf), 0x1p65, -0x1p-64})
@@ -803,7 +818,8 @@ std::vector<RopeCase> rope_cases() {
   add("k_heads = -1", POSENC_ERR_INVALID, rope_qk, [](RopeFixture &f) { f.call.k_heads = -1; });
   add("head_stride = r - 1 (heads overlap)", POSENC_ERR_INVALID, rope_rows,
       [](RopeFixture &f) { f.call.head_stride = f.r - 1; });
-  add("head_stride = 0 (heads coincide)", POSENC_ERR_INVALID, rope_rows, [](RopeFixture &f) { f.call.head_stride = 0; });
+  add("head_stride = 0 (heads coincide)", POSENC_ERR_INVALID, rope_rows,
+      [](RopeFixture &f) { f.call.head_stride = 0; });
   add("one head, token_stride = r - 1", POSENC_ERR_INVALID, rope_rows, [](RopeFixture &f) {
     f.call.heads = 1;
     f.call.token_stride = f.r - 1;
@@ -955,13 +971,16 @@ std::vector<RopeCase> rope_cases() {
   });
   add("sin rows overflow", POSENC_ERR_OVERFLOW, rope_cache,
       [](RopeFixture &f) { f.call.k_token_stride = byte_overflow_stride(f.call.n, f.es); });
-  add("rotary_dim = 2^62: one row's bytes overflow", POSENC_ERR_OVERFLOW, rope_rows, [](RopeFixture &f) {
-    f.rope.rotary_dim = int64_t(1) << 62;
-    f.call.n = 1;
-    f.call.heads = 1;
-    f.call.k_heads = 0;
-    f.call.k = nullptr;
-  }, 2);
+  add(
+      "rotary_dim = 2^62: one row's bytes overflow", POSENC_ERR_OVERFLOW, rope_rows,
+      [](RopeFixture &f) {
+        f.rope.rotary_dim = int64_t(1) << 62;
+        f.call.n = 1;
+        f.call.heads = 1;
+        f.call.k_heads = 0;
+        f.call.k = nullptr;
+      },
+      2);
   add("an overflow comes before a bad position", POSENC_ERR_OVERFLOW, rope_any, [no_k](RopeFixture &f) {
     f.call.token_stride = kI64Max / 4;
     f.positions.back() = kI64Max;
@@ -1110,156 +1129,187 @@ TEST_CASE("RoPE bad input: the documented status, and not one byte written", "[h
 
 TEST_CASE("RoPE valid edge values succeed and write exactly the rows", "[hardening][rope]") {
   const std::vector<std::pair<const char *, std::function<void(RopeFixture &)>>> edges = {
-      {"positions +-(2^31 - 1)", [](RopeFixture &f) {
+      {"positions +-(2^31 - 1)",
+       [](RopeFixture &f) {
          f.positions.front() = k2p31 - 1;
          f.positions.back() = -(k2p31 - 1);
        }},
-      {"first + n - 1 = 2^31 - 1", [](RopeFixture &f) {
+      {"first + n - 1 = 2^31 - 1",
+       [](RopeFixture &f) {
          f.call.positions = nullptr;
          f.call.first = k2p31 - RopeFixture::kRows;
        }},
-      {"first = -(2^31 - 1)", [](RopeFixture &f) {
+      {"first = -(2^31 - 1)",
+       [](RopeFixture &f) {
          f.call.positions = nullptr;
          f.call.first = -(k2p31 - 1);
        }},
       {"POSENC_PAD first and last", [](RopeFixture &f) { f.positions.front() = f.positions.back() = POSENC_PAD; }},
       {"every position POSENC_PAD", [](RopeFixture &f) { f.positions.assign(f.positions.size(), POSENC_PAD); }},
       {"3 axes, an image row, a padding token", [](RopeFixture &f) { f.to_axes(); }},
-      {"3 axes, axis positions +-(2^31 - 1)", [](RopeFixture &f) {
+      {"3 axes, axis positions +-(2^31 - 1)",
+       [](RopeFixture &f) {
          f.to_axes();
          f.positions[size_t(RopeFixture::kRows)] = k2p31 - 1;
          f.positions.back() = -(k2p31 - 1);
        }},
-      {"4 axes, first + t on every axis up to 2^31 - 1", [](RopeFixture &f) {
+      {"4 axes, first + t on every axis up to 2^31 - 1",
+       [](RopeFixture &f) {
          f.to_axes();
          f.rope.axes = 4;
          f.call.positions = nullptr;
          f.call.first = k2p31 - RopeFixture::kRows;
        }},
-      {"1 axis with an all-zero map", [](RopeFixture &f) {
+      {"1 axis with an all-zero map",
+       [](RopeFixture &f) {
          f.axis.assign(size_t(f.h), 0);
          f.rope.axis = f.axis.data();
        }},
       {"attention_scale 2^-64", [](RopeFixture &f) { f.rope.attention_scale = 0x1p-64; }},
       {"attention_scale 2^64", [](RopeFixture &f) { f.rope.attention_scale = 0x1p64; }},
-      {"base NaN with explicit frequencies (base unused)", [](RopeFixture &f) {
+      {"base NaN with explicit frequencies (base unused)",
+       [](RopeFixture &f) {
          f.rope.freq = f.freq.data();
          f.rope.base = kNaN;
        }},
-      {"explicit frequencies 0, -0 and negative", [](RopeFixture &f) {
+      {"explicit frequencies 0, -0 and negative",
+       [](RopeFixture &f) {
          f.freq.front() = 0.0;
          f.freq.back() = f.freq.size() > 1 ? -0.0 : -3.0;
          f.rope.freq = f.freq.data();
        }},
       {"position_scale 0 and -0", [](RopeFixture &f) { f.rope.position_scale = f.r == 14 ? -0.0 : 0.0; }},
-      {"position_scale -1e-300, base 1 (every frequency 1)", [](RopeFixture &f) {
+      {"position_scale -1e-300, base 1 (every frequency 1)",
+       [](RopeFixture &f) {
          f.rope.position_scale = -1e-300;
          f.rope.base = 1.0;
        }},
-      {"one token: token stride 0", [](RopeFixture &f) {
+      {"one token: token stride 0",
+       [](RopeFixture &f) {
          if (ref::is_cache(f.kernel)) return;  // cache strides are >= h (posenc.h)
          f.call.n = 1;
          f.call.token_stride = f.call.k_token_stride = 0;
        }},
-      {"one token: token strides INT64_MAX (they separate no rows)", [](RopeFixture &f) {
+      {"one token: token strides INT64_MAX (they separate no rows)",
+       [](RopeFixture &f) {
          f.call.n = 1;
          f.call.token_stride = f.call.k_token_stride = kI64Max;
        }},
-      {"one head: head strides INT64_MAX (they separate no rows)", [](RopeFixture &f) {
+      {"one head: head strides INT64_MAX (they separate no rows)",
+       [](RopeFixture &f) {
          if (ref::is_cache(f.kernel)) return;
          f.call.heads = f.call.k_heads = 1;
          f.call.head_stride = f.call.k_head_stride = kI64Max;
        }},
-      {"one token, heads exactly r apart", [](RopeFixture &f) {
+      {"one token, heads exactly r apart",
+       [](RopeFixture &f) {
          f.call.n = 1;
          f.call.head_stride = f.call.k_head_stride = f.r;
        }},
-      {"one head, tokens exactly r apart (cache: h)", [](RopeFixture &f) {
+      {"one head, tokens exactly r apart (cache: h)",
+       [](RopeFixture &f) {
          f.call.heads = f.call.k_heads = 1;
          f.call.token_stride = f.call.k_token_stride = ref::is_cache(f.kernel) ? f.h : f.r;
        }},
-      {"one head: head stride 0", [](RopeFixture &f) {
+      {"one head: head stride 0",
+       [](RopeFixture &f) {
          f.call.heads = f.call.k_heads = 1;
          f.call.head_stride = f.call.k_head_stride = 0;
        }},
-      {"[H,T,D]: token stride D, head stride T*D", [](RopeFixture &f) {
+      {"[H,T,D]: token stride D, head stride T*D",
+       [](RopeFixture &f) {
          if (ref::is_cache(f.kernel)) return;
          f.call.token_stride = f.d;
          f.call.head_stride = RopeFixture::kRows * f.d;
        }},
-      {"tight rows (partial rotary): head stride r, token stride heads*r", [](RopeFixture &f) {
+      {"tight rows (partial rotary): head stride r, token stride heads*r",
+       [](RopeFixture &f) {
          f.call.head_stride = f.call.k_head_stride = f.r;
          f.call.token_stride = f.call.heads * f.r;
          f.call.k_token_stride = f.call.k_heads * f.r;
          if (ref::is_cache(f.kernel)) f.call.token_stride = f.call.k_token_stride = f.h;
        }},
-      {"fused QKV: k = q + q_heads * head_dim, one token stride", [](RopeFixture &f) {
+      {"fused QKV: k = q + q_heads * head_dim, one token stride",
+       [](RopeFixture &f) {
          if (!ref::is_qk(f.kernel)) return;
          f.call.token_stride = f.call.k_token_stride = (RopeFixture::kHeads + 2 * RopeFixture::kKHeads) * f.d;
          f.call.k = static_cast<unsigned char *>(f.call.x) + size_t(RopeFixture::kHeads * f.d) * f.es;
        }},
-      {"k right after q's last element", [](RopeFixture &f) {
+      {"k right after q's last element",
+       [](RopeFixture &f) {
          if (!ref::is_qk(f.kernel)) return;
          const int64_t e = ref::rope_extent(f.call.n, f.call.heads, f.call.token_stride, f.call.head_stride, f.r);
          f.call.k = static_cast<unsigned char *>(f.call.x) + size_t(e) * f.es;
          f.call.k_heads = 1;
        }},
-      {"k NULL with k_heads 0", [](RopeFixture &f) {
+      {"k NULL with k_heads 0",
+       [](RopeFixture &f) {
          if (ref::is_cache(f.kernel)) return;
          f.call.k = nullptr;
          f.call.k_heads = 0;
        }},
-      {"q NULL with q_heads 0", [](RopeFixture &f) {
+      {"q NULL with q_heads 0",
+       [](RopeFixture &f) {
          if (ref::is_cache(f.kernel)) return;
          f.call.x = nullptr;
          f.call.heads = 0;
        }},
-      {"copy in place: src = x, the same strides", [](RopeFixture &f) {
+      {"copy in place: src = x, the same strides",
+       [](RopeFixture &f) {
          if (!ref::is_copy(f.kernel)) return;
          f.call.src = f.call.x;
          f.call.src_token_stride = f.call.token_stride;
          f.call.src_head_stride = f.call.head_stride;
        }},
-      {"copy in place, one token: src = x, token strides that separate no rows differ", [](RopeFixture &f) {
+      {"copy in place, one token: src = x, token strides that separate no rows differ",
+       [](RopeFixture &f) {
          if (!ref::is_copy(f.kernel)) return;
          f.call.n = 1;
          f.call.src = f.call.x;
          f.call.src_token_stride = 5;
          f.call.src_head_stride = f.call.head_stride;
        }},
-      {"copy: every head from one source row (src_head_stride 0)", [](RopeFixture &f) {
+      {"copy: every head from one source row (src_head_stride 0)",
+       [](RopeFixture &f) {
          if (ref::is_copy(f.kernel)) f.call.src_head_stride = 0;
        }},
-      {"copy: one source row for every token (src_token_stride 0)", [](RopeFixture &f) {
+      {"copy: one source row for every token (src_token_stride 0)",
+       [](RopeFixture &f) {
          if (ref::is_copy(f.kernel)) f.call.src_token_stride = 0;
        }},
-      {"copy: source rows one element apart", [](RopeFixture &f) {
+      {"copy: source rows one element apart",
+       [](RopeFixture &f) {
          if (!ref::is_copy(f.kernel)) return;
          f.call.src_token_stride = 1;
          f.call.src_head_stride = 2;
        }},
-      {"copy: source [H,T,D]", [](RopeFixture &f) {
+      {"copy: source [H,T,D]",
+       [](RopeFixture &f) {
          if (!ref::is_copy(f.kernel)) return;
          f.call.src_token_stride = f.d;
          f.call.src_head_stride = RopeFixture::kRows * f.d;
        }},
-      {"copy: source right after x's last element", [](RopeFixture &f) {
+      {"copy: source right after x's last element",
+       [](RopeFixture &f) {
          if (!ref::is_copy(f.kernel)) return;
          const int64_t e = ref::rope_extent(f.call.n, f.call.heads, f.call.token_stride, f.call.head_stride, f.r);
          f.call.src = static_cast<unsigned char *>(f.call.x) + size_t(e) * f.es;
        }},
-      {"copy: source heads between x's heads (x head stride 2 D, src = x + D)", [](RopeFixture &f) {
+      {"copy: source heads between x's heads (x head stride 2 D, src = x + D)",
+       [](RopeFixture &f) {
          if (!ref::is_copy(f.kernel)) return;
          f.call.head_stride = f.call.src_head_stride = 2 * f.d;
          f.call.token_stride = f.call.src_token_stride = RopeFixture::kHeads * 2 * f.d + 1;
          f.call.src = static_cast<unsigned char *>(f.call.x) + size_t(f.d) * f.es;
        }},
-      {"copy: src NULL with heads 0", [](RopeFixture &f) {
+      {"copy: src NULL with heads 0",
+       [](RopeFixture &f) {
          if (!ref::is_copy(f.kernel)) return;
          f.call.src = nullptr;
          f.call.heads = 0;
        }},
-      {"vLLM cos_sin_cache: sin_out = cos_out + h, strides r", [](RopeFixture &f) {
+      {"vLLM cos_sin_cache: sin_out = cos_out + h, strides r",
+       [](RopeFixture &f) {
          if (!ref::is_cache(f.kernel)) return;
          f.call.k = static_cast<unsigned char *>(f.call.x) + size_t(f.h) * f.es;
          f.call.token_stride = f.call.k_token_stride = f.r;
@@ -1292,9 +1342,12 @@ TEST_CASE("RoPE valid edge values succeed and write exactly the rows", "[hardeni
 
 namespace {
 
+// a table, laid out by hand
+// clang-format off
 const std::pair<int64_t, int64_t> kBadRanges[] = {
     {-1, 0}, {0, -1}, {1, 0}, {0, 71}, {70, 71}, {71, 71}, {-1, -1}, {kI64Min, 0}, {0, kI64Max}, {kI64Min, kI64Max},
     {kI64Max, kI64Max}, {69, 68}};
+// clang-format on
 
 // c (a ref::Call or a ref::RopeCall) made a call of n = 0: its part `range` is INVALID, [0, 0) is OK, and
 // buf, the fixture's guarded output, is not written.
@@ -1337,10 +1390,14 @@ TEST_CASE("a part's range outside [0, n] is INVALID after the whole call's check
           g.call.out_stride = kI64Max / 4;
           CHECK(ref::invoke(g.call) == POSENC_ERR_OVERFLOW);
           g.call.out_stride = 16;
-          if (g.t.times) g.times.back() = kNaN;
-          else if (g.t.has_table) g.tokens.back() = -1;
-          else if (g.t.positions_required) g.positions.back() = k2p31;
-          else g.call.first = k2p31 - Fixture::kRows + 1, g.call.positions = nullptr;
+          if (g.t.times)
+            g.times.back() = kNaN;
+          else if (g.t.has_table)
+            g.tokens.back() = -1;
+          else if (g.t.positions_required)
+            g.positions.back() = k2p31;
+          else
+            g.call.first = k2p31 - Fixture::kRows + 1, g.call.positions = nullptr;
           CHECK(ref::invoke(g.call) == POSENC_ERR_OUT_OF_RANGE);
           CHECK(g.out.first_change() == -1);
           // n = 0: the range must be [0, 0)

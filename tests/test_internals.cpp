@@ -1,8 +1,8 @@
 // The building blocks, each against MPFR: the multi-precision arithmetic, the per-spec frequency table,
 // the direct method's error bound (which the fast path's correctness rests on), the last-resort exact
 // evaluation, and the fast acceptance test on every path.
-#include <catch2/catch.hpp>
 #include <gmp.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -11,12 +11,12 @@
 #include <random>
 #include <vector>
 
+#include "kernel/kernel.hpp"
 #include "setup/exact.hpp"
 #include "setup/freq.hpp"
-#include "support/isa_hooks.hpp"
-#include "kernel/kernel.hpp"
 #include "setup/mp.hpp"
 #include "simd/simd_scalar.hpp"
+#include "support/isa_hooks.hpp"
 #include "support/reference.hpp"
 
 namespace mp = posenc::mp;
@@ -238,11 +238,10 @@ TEST_CASE("frequency table: u_i to 150+ bits, the exact copy to 245 bits, the la
 // it needs to be (a looser one would cost speed only, but would mean the formula changed): reach >=
 // 1 / (|step angle| (1 + 2^-19)). Slow lanes and zero steps have reach 0: nothing is skipped for them.
 TEST_CASE("reach: the steps per radian of margin are below the exact step angle's inverse", "[internals][freq]") {
-  const posenc_spec specs[] = {spec(512, 10000.0, 0.0, 1.0),   spec(64, 1e6, 1.0, 1000.0),
-                               spec(40, 2.0, 0.5, -3.0),       spec(34, 10000.0, 0.0, 0x1p900),
-                               spec(34, 10000.0, 0.0, 1e-300), spec(10, 1e300, 1.0, 1.0),
-                               spec(8, 0.001, 2.0, 0x1p50),    spec(6, 3.0, 1e-3, 1.0),
-                               spec(8, 10000.0, 0.0, 0.0)};
+  const posenc_spec specs[] = {
+      spec(512, 10000.0, 0.0, 1.0),    spec(64, 1e6, 1.0, 1000.0),     spec(40, 2.0, 0.5, -3.0),
+      spec(34, 10000.0, 0.0, 0x1p900), spec(34, 10000.0, 0.0, 1e-300), spec(10, 1e300, 1.0, 1.0),
+      spec(8, 0.001, 2.0, 0x1p50),     spec(6, 3.0, 1e-3, 1.0),        spec(8, 10000.0, 0.0, 0.0)};
   int64_t finite = 0;
   for (const posenc_spec &s : specs) {
     const auto f = posenc::detail::build_frequencies(s);
@@ -295,7 +294,7 @@ TEST_CASE("clear_steps: how far from an anchor no row holds a value near zero", 
       c[l] = std::cos(a);
       reach[l] = std::exp2(-expo(rng));  // steps per radian: step angles from 2^-40 to 4
       if (t % 7 == 0 && l == t % 8) s[l] = (0x1p-12 + 0x1p-34) * (1 + unit(rng) * 0x1p-40);  // at the edge
-      if (t % 11 == 0) reach[l] = 0.0;  // a slow lane
+      if (t % 11 == 0) reach[l] = 0.0;                                                       // a slow lane
     }
     // the exact answer: min over lanes of floor((m - 2^-12 - 2^-34) reach), each in MPFR
     int64_t exact = 1 << 20;
@@ -391,7 +390,8 @@ Anchored anchors_against_mpfr(void (*posenc::IsaTestEntries::*entry)(const Freq 
       void operator()(double *p) const { std::free(p); }
     };
     std::vector<std::unique_ptr<double, Free>> out;
-    for (size_t k = 0; k < 2 * paths.size(); ++k) out.emplace_back(static_cast<double *>(std::aligned_alloc(64, bytes)));
+    for (size_t k = 0; k < 2 * paths.size(); ++k)
+      out.emplace_back(static_cast<double *>(std::aligned_alloc(64, bytes)));
     for (int trial = 0; trial < 40; ++trial) {
       const Pos p = at(trial);
       for (size_t k = 0; k < paths.size(); ++k) paths[k].fn(*f, p, out[2 * k].get(), out[2 * k + 1].get());
@@ -442,7 +442,6 @@ TEST_CASE("block anchors stay within 2^-51 absolute on every path", "[internals]
   CHECK(a.compared > 5000);
 }
 
-
 TEST_CASE("the timestep rows' fast form stays within 2^-51 absolute on every path, its window 4x that",
           "[internals][direct][timesteps]") {
   // docs/math.md section 8, "The fast form": anchor_real_at's analysed bound is 2^-51.1 absolute; run_times
@@ -457,9 +456,9 @@ TEST_CASE("the timestep rows' fast form stays within 2^-51 absolute on every pat
       {spec(320, 10000.0, 160.0, 1.0), spec(256, 10000.0, 128.0, 1000.0), spec(64, 0.5, 1.0, 1.0),
        spec(16, 10000.0, 0.0, 0x1p50), spec(30, 2.0, 3.0, -7.5)},
       [&](int trial) {
-        double t = 1000.0 * unit(rng);                                     // diffusion steps and half steps
-        if (trial % 4 == 1) t = unit(rng);                                 // flow matching
-        if (trial % 4 == 2) t = (unit(rng) - 0.5) * 4294967296.0 * 0.999;  // anywhere in the range
+        double t = 1000.0 * unit(rng);                                       // diffusion steps and half steps
+        if (trial % 4 == 1) t = unit(rng);                                   // flow matching
+        if (trial % 4 == 2) t = (unit(rng) - 0.5) * 4294967296.0 * 0.999;    // anywhere in the range
         if (trial % 4 == 3) t = std::floor(t) + std::ldexp(unit(rng), -50);  // just past an integer
         if (trial == 0) t = 999.5;
         return t;
@@ -514,9 +513,8 @@ TEST_CASE("the fast acceptance test rejects values near a float32 midpoint or at
   // y near the midpoint between two floats of [0.5, 1): 0.75 + 2^-25 is one.
   const double mid = 0.75 + 0x1p-25;
   // The window is 2^16 double ulps either side of a midpoint: 2^-37 in [0.5, 1), 2^-48 in [2^-12, 2^-11).
-  const double s[] = {0.75,        mid,         mid + 0x1p-48, mid - 0x1p-47, mid + 0x1p-40, mid + 0x1p-30,
-                      -mid,        0x1p-13,     0x1p-12,       -0x1.fp-13,    1.0,           0.0,
-                      0x1.8p-12 + 0x1p-36, 0x1.8p-12 + 0x1p-37,
+  const double s[] = {0.75, mid, mid + 0x1p-48, mid - 0x1p-47, mid + 0x1p-40, mid + 0x1p-30, -mid, 0x1p-13, 0x1p-12,
+                      -0x1.fp-13, 1.0, 0.0, 0x1.8p-12 + 0x1p-36, 0x1.8p-12 + 0x1p-37,
                       // just below 2^-12, 2^-48.83 above the lower binade's top midpoint: outside the window of
                       // that binade (2^-49) but within the error bound (2^-48.69); f rounds to 2^-12
                       0x1p-12 - 0x1p-37 + 0x1.2p-49,
@@ -524,8 +522,8 @@ TEST_CASE("the fast acceptance test rejects values near a float32 midpoint or at
                       mid + 0x1.8p-37, mid - 0x1p-37, 0x1.8p-12 + 0x1p-36 + 0x1.8p-48, 0x1.8p-12 + 0x1p-36 - 0x1p-48,
                       // and a window shifted either way: 0.75 2^16 above (rejected), 1.25 2^16 below (accepted)
                       mid + 0x1.8p-38, mid - 0x1.4p-37};
-  const bool reject[] = {false, true, true,  true, true, false, true, true, true, true, false, true, true, false, true,
-                         false, true, false, true, true, false};
+  const bool reject[] = {false, true, true,  true, true,  false, true,  true, true, true, false,
+                         true,  true, false, true, false, true,  false, true, true, false};
   const int64_t n = int64_t(sizeof s / sizeof s[0]);
   std::vector<double> c(n, 0.5);
   int64_t expected = 0;
@@ -545,8 +543,8 @@ TEST_CASE("the fast acceptance test rejects values near a float32 midpoint or at
 #if POSENC_HAVE_AVX512
   // The window half alone (the quads whose rows are clear of zero): the small values it leaves to the
   // other half pass here, the values near a midpoint do not, in every lane, as sin and as cos.
-  const bool window[] = {false, true, true,  true, true,  false, true, false, false, false, false, false, true, false,
-                         false, false, true, false, true, true, false};
+  const bool window[] = {false, true, true,  true,  true,  false, true,  false, false, false, false,
+                         false, true, false, false, false, true,  false, true,  true,  false};
   static_assert(sizeof window == sizeof reject, "one answer per value");
   int64_t near = 0;
   for (bool w : window) near += w;

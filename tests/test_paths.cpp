@@ -1,9 +1,9 @@
 // Bit identity: every path against the scalar path on the same calls, any split of a call into row
 // ranges against the whole call, and the same rows through posenc_table_f32 and posenc_rows_f32. Also
 // strides, unaligned pointers and the bytes around each row, which must stay untouched.
-#include <catch2/catch.hpp>
 #include <pthread.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -97,10 +97,14 @@ TEST_CASE("explicit positions with padding, repeats and runs on every path", "[p
   std::vector<int64_t> pos;
   for (int k = 0; k < 400; ++k) {
     const int kind = int(rng() % 5);
-    if (kind == 0) pos.push_back(POSENC_PAD);
-    else if (kind == 1 && !pos.empty() && pos.back() != POSENC_PAD && pos.back() < 2000000000) pos.push_back(pos.back() + 1);
-    else if (kind == 2 && !pos.empty()) pos.push_back(pos.back());
-    else pos.push_back(int64_t(rng() % 4000000000ull) - 2000000000);
+    if (kind == 0)
+      pos.push_back(POSENC_PAD);
+    else if (kind == 1 && !pos.empty() && pos.back() != POSENC_PAD && pos.back() < 2000000000)
+      pos.push_back(pos.back() + 1);
+    else if (kind == 2 && !pos.empty())
+      pos.push_back(pos.back());
+    else
+      pos.push_back(int64_t(rng() % 4000000000ull) - 2000000000);
   }
   const int64_t n = int64_t(pos.size()), d = s.d_model;
   std::vector<float> want(n * d);
@@ -143,7 +147,8 @@ TEST_CASE("rows at a repeated position (a decode step of a batch or beam) equal 
     for (posenc_isa isa : ref::paths())
       ref::on_path(isa, [&] {
         INFO("path " << posenc_isa_name(isa) << " d " << d);
-        std::vector<float> rows(static_cast<size_t>(n * d)), fused(static_cast<size_t>(n * d)), one(static_cast<size_t>(d));
+        std::vector<float> rows(static_cast<size_t>(n * d)), fused(static_cast<size_t>(n * d)),
+            one(static_cast<size_t>(d));
         REQUIRE(posenc_rows_f32(&s, pos.data(), n, rows.data(), d) == POSENC_OK);
         REQUIRE(posenc_embed_f32(&s, emb.data(), vocab, d, tok.data(), scale, pos.data(), 0, n, fused.data(), d) ==
                 POSENC_OK);
@@ -177,7 +182,8 @@ int64_t rows_past_stream_threshold(int64_t d) {
 
 }  // namespace
 
-TEST_CASE("outputs larger than the caches (non-temporal stores) equal the same rows written in pieces", "[paths][big]") {
+TEST_CASE("outputs larger than the caches (non-temporal stores) equal the same rows written in pieces",
+          "[paths][big]") {
   // Past the streaming threshold, so the library streams the output; the pieces are small enough to be
   // written through the cache.
   const int64_t d = 3072, n = rows_past_stream_threshold(d);
@@ -268,8 +274,8 @@ TEST_CASE("gathered embeddings larger than the caches equal the same rows writte
                                          positions.data(), 0, n, whole, d) == POSENC_OK);
         same = true;
         for (int64_t r = 0; r < n && same; r += 64) {
-          REQUIRE(posenc_embed_learned_f32(d, emb.data(), vocab, d, tokens.data() + r, scale, pos.data(), pos_rows,
-                                           d, positions.data() + r, 0, 64, piece.data(), d) == POSENC_OK);
+          REQUIRE(posenc_embed_learned_f32(d, emb.data(), vocab, d, tokens.data() + r, scale, pos.data(), pos_rows, d,
+                                           positions.data() + r, 0, 64, piece.data(), d) == POSENC_OK);
           same = std::memcmp(piece.data(), whole + r * d, piece.size() * sizeof(float)) == 0;
         }
         CHECK(same);

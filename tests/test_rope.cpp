@@ -13,8 +13,8 @@
 //  - rope_copy_* (out of place): the formula on the source rows' values, the NaN rule, elements from r on
 //    neither read nor written, PAD copying the r elements, the bytes of a copy rotated in place (source rows
 //    that overlap, src == x), the rotation goldens from a separate source.
-#include <catch2/catch.hpp>
 #include <mpfr.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -95,7 +95,8 @@ void check_cache(const Rope &rope, Exact &ex, const std::vector<int64_t> &pos, i
   for (int64_t t = 0; t < n; ++t) {
     if (only_pair >= 0) {
       if (pos[size_t(t)] != POSENC_PAD)
-        ex.pair(only_pair, pos[size_t(t)], want[size_t(t * 2 * h + only_pair)], want[size_t(t * 2 * h + h + only_pair)]);
+        ex.pair(only_pair, pos[size_t(t)], want[size_t(t * 2 * h + only_pair)],
+                want[size_t(t * 2 * h + h + only_pair)]);
     } else {
       const std::vector<float> &row = ex.row(pos[size_t(t)]);
       std::copy(row.begin(), row.end(), want.begin() + t * 2 * h);
@@ -180,8 +181,8 @@ TEST_CASE("cache: correctly rounded m cos and m sin on every path, random and ex
   uint64_t seed = 15;
   for (const Rope &rope : cache_specs()) {
     Exact ex(rope);
-    std::vector<int64_t> scattered = {0, 1, -1, k2p31 - 1, -(k2p31 - 1), POSENC_PAD, 4096, 131072, 1 << 20,
-                                      (1 << 24) + 1, 0, POSENC_PAD, 7};
+    std::vector<int64_t> scattered = {
+        0, 1, -1, k2p31 - 1, -(k2p31 - 1), POSENC_PAD, 4096, 131072, 1 << 20, (1 << 24) + 1, 0, POSENC_PAD, 7};
     for (int k = 0; k < 40; ++k) scattered.push_back(uniform_position(seed));
     check_cache(rope, ex, scattered);
     check_cache(rope, ex, run_of(-5, 70));              // across zero, past one 65-row block
@@ -248,7 +249,14 @@ std::vector<Rotation> rotations(int64_t r, int64_t tail) {
     v.push_back(c);
   }
   {  // token stride with a gap, scattered positions far apart, negative ones, the extremes
-    Rotation c{"[T,H,D] H=2, gaps, scattered", 0, thd(2, d, 7, 1), {}, false, false, 9, 0,
+    Rotation c{"[T,H,D] H=2, gaps, scattered",
+               0,
+               thd(2, d, 7, 1),
+               {},
+               false,
+               false,
+               9,
+               0,
                {k2p31 - 1, -(k2p31 - 1), 123456789, -5, 0, POSENC_PAD, 131072, 1 << 20, -77}};
     c.elements = end_of(c.q, c.n, d) + 2;
     v.push_back(c);
@@ -272,15 +280,21 @@ std::vector<Rotation> rotations(int64_t r, int64_t tail) {
   }
   {  // fused QKV: q = qkv, k = qkv + Hq*D, token stride (Hq + 2 Hk) D; the V part stays untouched
     const int64_t hq = 4, hk = 2, ts = (hq + 2 * hk) * d;
+    // a table, laid out by hand
+    // clang-format off
     Rotation c{"qk fused QKV 4/2, first + t = -35", 0, Tensor{hq, ts, d, 0}, Tensor{hk, ts, d, hq * d},
                true, false, 70, -35, {}};
+    // clang-format on
     c.elements = 70 * ts;
     v.push_back(c);
   }
   {  // GPT-NeoX's query_key_value: [T, H, 3, D], q and k of each head side by side with one token stride
     const int64_t heads = 3, ts = 3 * heads * d;
+    // a table, laid out by hand
+    // clang-format off
     Rotation c{"qk GPT-NeoX per-head QKV [T,H,3,D]", 0, Tensor{heads, ts, 3 * d, 0}, Tensor{heads, ts, 3 * d, d},
                true, false, 67, 0, packed(12, 67)};
+    // clang-format on
     c.elements = 67 * ts;
     v.push_back(c);
   }
@@ -340,9 +354,12 @@ TEST_CASE("rotation: partial rotary leaves the rest of each head row alone; PAD 
           for (int64_t e = 0; e < d; ++e) {
             const size_t k = size_t(t * heads * d + j * d + e);
             const bool changed = ref::bits(x[k]) != ref::bits(before[k]);
-            if (e >= 8) changed_tail += changed;
-            else if (pos[size_t(t)] == POSENC_PAD) changed_pad += changed;
-            else changed_rot += changed;
+            if (e >= 8)
+              changed_tail += changed;
+            else if (pos[size_t(t)] == POSENC_PAD)
+              changed_pad += changed;
+            else
+              changed_rot += changed;
           }
       INFO("path " << posenc_isa_name(isa));
       CHECK(changed_tail == 0);
@@ -351,8 +368,7 @@ TEST_CASE("rotation: partial rotary leaves the rest of each head row alone; PAD 
     });
 }
 
-TEST_CASE("bf16 and f16 round once, from the double: pairs where rounding through float32 would differ",
-          "[rope]") {
+TEST_CASE("bf16 and f16 round once, from the double: pairs where rounding through float32 would differ", "[rope]") {
   // Random pairs (x, y) until a hundred whose rotated double, rounded to float32 first, would land on a
   // midpoint of the 16-bit format and so round to the wrong neighbour (about one pair in 2^15). Each is
   // rotated at its own position; the library must give the direct rounding (posenc.h), on every path.
@@ -372,8 +388,9 @@ TEST_CASE("bf16 and f16 round once, from the double: pairs where rounding throug
         // sign, a mantissa, and an exponent near 1 (no overflow, no subnormal results)
         const uint16_t x = f == Format::kBF16 ? uint16_t((r & 0x807F) | ((0x3C00 + (r >> 16) % 0x400) & 0x7F80))
                                               : uint16_t((r & 0x83FF) | ((0x3000 + (r >> 16) % 0x1800) & 0x7C00));
-        const uint16_t y = f == Format::kBF16 ? uint16_t(((r >> 32) & 0x807F) | ((0x3C00 + (r >> 48) % 0x400) & 0x7F80))
-                                              : uint16_t(((r >> 32) & 0x83FF) | ((0x3000 + (r >> 48) % 0x1800) & 0x7C00));
+        const uint16_t y = f == Format::kBF16
+                               ? uint16_t(((r >> 32) & 0x807F) | ((0x3C00 + (r >> 48) % 0x400) & 0x7F80))
+                               : uint16_t(((r >> 32) & 0x83FF) | ((0x3000 + (r >> 48) % 0x1800) & 0x7C00));
         const float xv = f == Format::kBF16 ? ref::widen_bf16(x) : ref::widen_f16(x);
         const float yv = f == Format::kBF16 ? ref::widen_bf16(y) : ref::widen_f16(y);
         const ref::Rotated rr = ref::rotate_exact(xv, yv, cs[0], cs[1]);
@@ -406,9 +423,9 @@ TEST_CASE("bf16 and f16 round once, from the double: pairs where rounding throug
 // ---- (c) paths, splits, qk, NaN ---------------------------------------------------------------------
 
 TEST_CASE("splits: token ranges and head ranges of a call give the bytes of the whole call", "[rope]") {
-  const Rope specs[] = {make_rope("r=64 halves", 64, POSENC_ROPE_HALVES, 1e4, 1.0, 1.369),
-                        make_rope("r=40 interleaved explicit", 40, POSENC_ROPE_INTERLEAVED, 1e4, 0.5, 1.0,
-                                  odd_frequencies(20, 11))};
+  const Rope specs[] = {
+      make_rope("r=64 halves", 64, POSENC_ROPE_HALVES, 1e4, 1.0, 1.369),
+      make_rope("r=40 interleaved explicit", 40, POSENC_ROPE_INTERLEAVED, 1e4, 0.5, 1.0, odd_frequencies(20, 11))};
   uint64_t seed = 5;
   for (const Rope &rope : specs) {
     const posenc_rope r = rope.get();
@@ -419,8 +436,9 @@ TEST_CASE("splits: token ranges and head ranges of a call give the bytes of the 
         for (posenc_isa isa : ref::paths())
           ref::on_path(isa, [&] {
             const size_t es = ref::format_size(f);
-            const Rotation whole_call{"whole", n * heads * d, thd(heads, d), {}, false, false, n, -60,
-                                      explicit_positions ? pos : std::vector<int64_t>{}};
+            const Rotation whole_call{"whole", n * heads * d, thd(heads, d),
+                                      {},      false,         false,
+                                      n,       -60,           explicit_positions ? pos : std::vector<int64_t>{}};
             std::vector<unsigned char> in(size_t(n * heads * d) * es);
             fill(f, in, seed++, false);
             std::vector<unsigned char> whole = in;
@@ -429,7 +447,8 @@ TEST_CASE("splits: token ranges and head ranges of a call give the bytes of the 
                            << posenc_isa_name(isa));
             // tokens [a, b): the rows from row a on, positions from a on
             for (int split = 0; split < 5; ++split) {
-              const int64_t a = int64_t(splitmix(seed) % uint64_t(n)), b = a + 1 + int64_t(splitmix(seed) % uint64_t(n - a));
+              const int64_t a = int64_t(splitmix(seed) % uint64_t(n)),
+                            b = a + 1 + int64_t(splitmix(seed) % uint64_t(n - a));
               std::vector<unsigned char> part = in;
               Rotation c = whole_call;
               c.n = b - a;
@@ -547,15 +566,15 @@ std::vector<unsigned char> nan_results(const Rope &rope, const Rotation &c, Form
           const int64_t oy = rope.r.pairs == POSENC_ROPE_HALVES ? i + h : 2 * i + 1;
           const int64_t ix = row + ox, iy = row + oy;
           const float xv = ref::load(f, in.data(), from + ox), yv = ref::load(f, in.data(), from + oy);
-          const uint32_t b = std::isnan(xv) ? ref::bits_of_float(xv) | 0x00400000u
+          const uint32_t b = std::isnan(xv)   ? ref::bits_of_float(xv) | 0x00400000u
                              : std::isnan(yv) ? ref::bits_of_float(yv) | 0x00400000u
                                               : 0x7FC00000u;
           for (int64_t e : {ix, iy}) {
             if (f == Format::kF32) {
               std::memcpy(&out[size_t(e) * 4], &b, 4);
             } else {
-              const uint16_t v = f == Format::kBF16 ? uint16_t(b >> 16)
-                                                    : uint16_t((b >> 16 & 0x8000) | 0x7C00 | (b >> 13 & 0x3FF));
+              const uint16_t v =
+                  f == Format::kBF16 ? uint16_t(b >> 16) : uint16_t((b >> 16 & 0x8000) | 0x7C00 | (b >> 13 & 0x3FF));
               std::memcpy(&out[size_t(e) * 2], &v, 2);
             }
           }
@@ -692,33 +711,87 @@ const std::vector<Golden> &goldens() {
   static const Scheme theta = scheme(128, 208533496.0, vllm_scheme(POSENC_ROPE_TYPE_THETA_SCALE, 16.0, 8192));
   static const Scheme telechat = scheme(128, 1e6, vllm_scheme(POSENC_ROPE_TYPE_TELECHAT3, 4.0, 32768));
   static const std::vector<Golden> g = {
-      {"cache r=128 base 5e5, scattered and extreme positions", make_rope("", 128, POSENC_ROPE_HALVES, 5e5), true,
-       Format::kF32, 8, 0, {0, 1, 4096, 131072, k2p31 - 1, -(k2p31 - 1), POSENC_PAD, 1234567}, "3b15244a606cfe5e98ca2b8461ddb9bc74cf09c9284f279a07999586941b3722"},
-      {"cache r=96 m 1.369 scale 0.25, positions -40..29", make_rope("", 96, POSENC_ROPE_HALVES, 1e4, 0.25, 1.369),
-       true, Format::kF32, 70, -40, {}, "67ea95bcb8db282ae9fdd06dac21c08a193d62289c79ff410ce858943a90f520"},
-      {"qk f32 halves r=64 fused QKV 4/2 d=72, first + t", make_rope("", 64, POSENC_ROPE_HALVES, 1e4), false,
-       Format::kF32, 66, 1000, {}, "1b86338b05beaef24b3b197048d7e380f827ea4e1ae56d3a224a634648758640"},
-      {"qk bf16 interleaved r=40 explicit frequencies, m 0.7", make_rope("", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 0.7,
-                                                                          odd_frequencies(20, 5)),
-       false, Format::kBF16, 5, 0, {7, 7, POSENC_PAD, 2000000000, -3}, "398cbf3d5453afab8633722afa3aa90fb98ea5369e3ffd7f137cf5c317dd7d2d"},
+      {"cache r=128 base 5e5, scattered and extreme positions",
+       make_rope("", 128, POSENC_ROPE_HALVES, 5e5),
+       true,
+       Format::kF32,
+       8,
+       0,
+       {0, 1, 4096, 131072, k2p31 - 1, -(k2p31 - 1), POSENC_PAD, 1234567},
+       "3b15244a606cfe5e98ca2b8461ddb9bc74cf09c9284f279a07999586941b3722"},
+      {"cache r=96 m 1.369 scale 0.25, positions -40..29",
+       make_rope("", 96, POSENC_ROPE_HALVES, 1e4, 0.25, 1.369),
+       true,
+       Format::kF32,
+       70,
+       -40,
+       {},
+       "67ea95bcb8db282ae9fdd06dac21c08a193d62289c79ff410ce858943a90f520"},
+      {"qk f32 halves r=64 fused QKV 4/2 d=72, first + t",
+       make_rope("", 64, POSENC_ROPE_HALVES, 1e4),
+       false,
+       Format::kF32,
+       66,
+       1000,
+       {},
+       "1b86338b05beaef24b3b197048d7e380f827ea4e1ae56d3a224a634648758640"},
+      {"qk bf16 interleaved r=40 explicit frequencies, m 0.7",
+       make_rope("", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 0.7, odd_frequencies(20, 5)),
+       false,
+       Format::kBF16,
+       5,
+       0,
+       {7, 7, POSENC_PAD, 2000000000, -3},
+       "398cbf3d5453afab8633722afa3aa90fb98ea5369e3ffd7f137cf5c317dd7d2d"},
       {"qk f16 halves r=32 base 5e5 m 3, packed", make_rope("", 32, POSENC_ROPE_HALVES, 5e5, 1.0, 3.0), false,
        Format::kF16, 40, 0, packed(8, 40), "f8bd4ba0db04892d7a5c3bc6bb3364272ca7c50cc1854a4242db23a928f4282e"},
       {"qk bf16 halves r=64 proportional (Gemma 4's rule: 8 of 32 pairs), base 1e6",
-       make_rope("", 64, POSENC_ROPE_HALVES, 1e6, 1.0, 1.0, proportional_frequencies(64, 1e6, 0.25)), false,
-       Format::kBF16, 6, 0, {0, 1, 4095, 262143, 100000000, k2p31 - 1},
+       make_rope("", 64, POSENC_ROPE_HALVES, 1e6, 1.0, 1.0, proportional_frequencies(64, 1e6, 0.25)),
+       false,
+       Format::kBF16,
+       6,
+       0,
+       {0, 1, 4095, 262143, 100000000, k2p31 - 1},
        "5874dec3b70e16b182eb360d35f9592146cc8939a5cb52d8dd7d9cf86dbd98a9"},
-      {"qk f32 halves r=128 vLLM ntk mixed_b 0.625 factor 8", scheme_rope(128, POSENC_ROPE_HALVES, 1e4, ntk), false,
-       Format::kF32, 5, 0, {0, 1, 32767, 1000000, k2p31 - 1}, "f6dd77d5b5afcb4ca2bdea77d64430cf92aeeeae6a60adb5bf015355b726afc3"},
+      {"qk f32 halves r=128 vLLM ntk mixed_b 0.625 factor 8",
+       scheme_rope(128, POSENC_ROPE_HALVES, 1e4, ntk),
+       false,
+       Format::kF32,
+       5,
+       0,
+       {0, 1, 32767, 1000000, k2p31 - 1},
+       "f6dd77d5b5afcb4ca2bdea77d64430cf92aeeeae6a60adb5bf015355b726afc3"},
       {"qk bf16 interleaved r=64 vLLM deepseek_yarn factor 40, mscale 0.707 alone",
-       scheme_rope(64, POSENC_ROPE_INTERLEAVED, 1e4, deepseek), false, Format::kBF16, 5, 0,
-       {0, 5, 4096, 163840, 100000000}, "a2e34a4bf45f7ee2fa80fe32bbabd72987409ea66de7a9027b3058eb55cd3a0e"},
-      {"qk f32 halves r=128 Grok yarn_log base 208533496 factor 16", scheme_rope(128, POSENC_ROPE_HALVES, 208533496.0,
-                                                                                 yarn_log),
-       false, Format::kF32, 4, 0, {0, 8191, 131071, 1 << 30}, "2595c41564e9d2f77fcd2d1904ef0dddfa2c704c69823864bdc45d8c7fdb4687"},
-      {"cache r=128 Grok theta_scale base 208533496 factor 16", scheme_rope(128, POSENC_ROPE_HALVES, 208533496.0, theta),
-       true, Format::kF32, 4, 0, {0, 8191, 131071, 1 << 30}, "96d545360d88d6a7c15431f172dc52007e81ba112b82be43fac48566df0ea40e"},
+       scheme_rope(64, POSENC_ROPE_INTERLEAVED, 1e4, deepseek),
+       false,
+       Format::kBF16,
+       5,
+       0,
+       {0, 5, 4096, 163840, 100000000},
+       "a2e34a4bf45f7ee2fa80fe32bbabd72987409ea66de7a9027b3058eb55cd3a0e"},
+      {"qk f32 halves r=128 Grok yarn_log base 208533496 factor 16",
+       scheme_rope(128, POSENC_ROPE_HALVES, 208533496.0, yarn_log),
+       false,
+       Format::kF32,
+       4,
+       0,
+       {0, 8191, 131071, 1 << 30},
+       "2595c41564e9d2f77fcd2d1904ef0dddfa2c704c69823864bdc45d8c7fdb4687"},
+      {"cache r=128 Grok theta_scale base 208533496 factor 16",
+       scheme_rope(128, POSENC_ROPE_HALVES, 208533496.0, theta),
+       true,
+       Format::kF32,
+       4,
+       0,
+       {0, 8191, 131071, 1 << 30},
+       "96d545360d88d6a7c15431f172dc52007e81ba112b82be43fac48566df0ea40e"},
       {"qk f16 halves r=128 TeleChat3 factor 4 (attention 0.07 ln 4 + 1)",
-       scheme_rope(128, POSENC_ROPE_HALVES, 1e6, telechat), false, Format::kF16, 4, 0, {0, 32767, 131071, 1 << 24},
+       scheme_rope(128, POSENC_ROPE_HALVES, 1e6, telechat),
+       false,
+       Format::kF16,
+       4,
+       0,
+       {0, 32767, 131071, 1 << 24},
        "9f3e3f5d747cc79fafa1edf6e100765e921d9bfa5a0944e3f612fe862cd9031d"},
   };
   return g;
@@ -727,8 +800,8 @@ const std::vector<Golden> &goldens() {
 // The fused QKV layout of the rotation goldens: 4 q heads, 2 k heads, head_dim r + 8.
 Rotation golden_rotation(const Golden &g) {
   const int64_t d = g.rope.r.rotary_dim + 8, ts = 8 * d;
-  return Rotation{g.name, g.n * ts, Tensor{4, ts, d, 0}, Tensor{2, ts, d, 4 * d}, true, false, g.n, g.first,
-                  g.positions};
+  return Rotation{g.name, g.n * ts, Tensor{4, ts, d, 0}, Tensor{2, ts, d, 4 * d}, true, false,
+                  g.n,    g.first,  g.positions};
 }
 
 std::vector<unsigned char> golden_input(const Golden &g) {
@@ -795,32 +868,50 @@ std::vector<Rotation> copy_rotations(int64_t r, int64_t tail, int axes) {
     v.push_back(c);
   };
   {  // [T,H,D] from [T,H,D] with other strides, after it; first + t
-    const Rotation c{"[T,H,D] from [T,H,D] elsewhere, first + t = 1000", 0, thd(4, d, 1), {}, false, false, 70, 1000, {}};
+    const Rotation c{
+        "[T,H,D] from [T,H,D] elsewhere, first + t = 1000", 0, thd(4, d, 1), {}, false, false, 70, 1000, {}};
     const Tensor src = thd(4, d, 3, end_of(c.q, c.n, d) + 2);
     add(c, src, end_of(src, c.n, d) + 1);
   }
   {  // [T,H,D] from [H,T,D] before it; packed sequences with repeats and PAD
     const Tensor src = htd(3, 67, d, 5, 1);
-    const Rotation c{"[T,H,D] from [H,T,D], packed", 0, thd(3, d, 2, end_of(src, 67, d) + 3), {}, false, false, 67, 0,
+    const Rotation c{"[T,H,D] from [H,T,D], packed",
+                     0,
+                     thd(3, d, 2, end_of(src, 67, d) + 3),
+                     {},
+                     false,
+                     false,
+                     67,
+                     0,
                      packed(9, 67)};
     add(c, src, end_of(c.q, c.n, d));
   }
   {  // [H,T,D] with gaps from [T,H,D]; scattered, extreme, PAD
-    const Rotation c{"[H,T,D] from [T,H,D], scattered", 0, htd(2, 9, d, 4), {}, false, false, 9, 0,
+    const Rotation c{"[H,T,D] from [T,H,D], scattered",
+                     0,
+                     htd(2, 9, d, 4),
+                     {},
+                     false,
+                     false,
+                     9,
+                     0,
                      {k2p31 - 1, -(k2p31 - 1), 123456789, -5, 0, POSENC_PAD, 131072, 1 << 20, -77}};
     const Tensor src = thd(2, d, 7, end_of(c.q, c.n, d));
     add(c, src, end_of(src, c.n, d) + 2);
   }
   {  // source rows that overlap: every head of a token reads one row (head stride 0); a decode batch
+    // a table, laid out by hand
+    // clang-format off
     Rotation c{"5 heads from one source row each (src head_stride 0), decode batch", 0, thd(5, d), {}, false, false,
                9, 0, std::vector<int64_t>(9, 77777)};
+    // clang-format on
     c.positions[4] = POSENC_PAD;
     const Tensor src{0, d + 1, 0, end_of(c.q, c.n, d)};
     add(c, src, end_of(Tensor{1, d + 1, 0, src.offset}, c.n, d));
   }
   {  // source rows that overlap: tokens one element apart, heads three
-    const Rotation c{"2 heads from rows one element apart (src token_stride 1)", 0, thd(2, d, 1), {}, false, false, 66,
-                     -35, {}};
+    const Rotation c{
+        "2 heads from rows one element apart (src token_stride 1)", 0, thd(2, d, 1), {}, false, false, 66, -35, {}};
     const Tensor src{0, 1, 3, end_of(c.q, c.n, d)};
     add(c, src, src.offset + 65 + 3 + d);
   }
@@ -837,8 +928,7 @@ std::vector<Rotation> copy_rotations(int64_t r, int64_t tail, int axes) {
 
 }  // namespace
 
-TEST_CASE("copy: rope_copy_* equals posenc.h's formula on MPFR's cos/sin, read from the source rows",
-          "[rope][copy]") {
+TEST_CASE("copy: rope_copy_* equals posenc.h's formula on MPFR's cos/sin, read from the source rows", "[rope][copy]") {
   std::vector<Rope> specs = {
       make_rope("default r=128 base 5e5 halves", 128, POSENC_ROPE_HALVES, 5e5),
       make_rope("r=64 interleaved, m 1.369, partial (tail 16)", 64, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 1.369),
@@ -866,8 +956,7 @@ TEST_CASE("copy: rope_copy_* equals posenc.h's formula on MPFR's cos/sin, read f
   CHECK(checked == 56);
 }
 
-TEST_CASE("copy: elements from r on are neither read nor written; PAD copies the token's r elements",
-          "[rope][copy]") {
+TEST_CASE("copy: elements from r on are neither read nor written; PAD copies the token's r elements", "[rope][copy]") {
   // The destination starts as a sentinel; the source's elements past r hold values the call must not carry over.
   for (posenc_rope_pairs pairs : {POSENC_ROPE_HALVES, POSENC_ROPE_INTERLEAVED}) {
     Rope rope = make_rope("r=8", 8, pairs, 1e4);
@@ -930,11 +1019,18 @@ TEST_CASE("copy: the bytes of copying the source rows and rotating them in place
           // 0: [T,H,D] from [T,H,D] with gaps; 1: [H,T,D] from [T,H,D]; 2: [T,H,D] from [H,T,D];
           // 3: source rows overlapping (token stride 1, head stride 0 or 2); 4: in place (src == x)
           const int64_t n = layout == 0 ? 67 : 19;
-          Rotation c{"layout " + std::to_string(layout), 0, layout == 1 ? htd(heads, n, d, 3) : thd(heads, d, 1),
-                     {}, false, false, n, -20, layout == 0 ? std::vector<int64_t>{} : packed(seed, n)};
+          Rotation c{"layout " + std::to_string(layout),
+                     0,
+                     layout == 1 ? htd(heads, n, d, 3) : thd(heads, d, 1),
+                     {},
+                     false,
+                     false,
+                     n,
+                     -20,
+                     layout == 0 ? std::vector<int64_t>{} : packed(seed, n)};
           c.copy = true;
           const int64_t after = end_of(c.q, n, d) + 1;
-          c.src = layout == 2 ? htd(heads, n, d, 1, after)
+          c.src = layout == 2   ? htd(heads, n, d, 1, after)
                   : layout == 3 ? Tensor{heads, 1, heads % 2 ? 0 : 2, after}
                   : layout == 4 ? c.q
                                 : thd(heads, d, 5, after);

@@ -9,8 +9,8 @@
 //  - the cache and every rotation call with 1 to 4 axes, random axis maps and sections (sums below r/2
 //    repeat), mixed text / image / video token runs, PAD, extreme positions, every path, every format;
 //  - agreeing axes give the one-axis bytes, any split gives the whole call's bytes, goldens, bad input.
-#include <catch2/catch.hpp>
 #include <mpfr.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "posenc/posenc.hpp"
 #include "support/paths.hpp"
 #include "support/reference.hpp"
-#include "posenc/posenc.hpp"
 #include "support/rope.hpp"
 #include "support/rope_check.hpp"
 #include "support/sha256.hpp"
@@ -163,9 +163,9 @@ void check_cache(const Rope &rope, const std::vector<int64_t> &pos, int64_t firs
         if (ref::bits(got[k]) == ref::bits(want[k])) continue;
         const int64_t t = int64_t(k) / (2 * rope.h()), e = int64_t(k) % (2 * rope.h());
         if (++bad <= 5)
-          UNSCOPED_INFO((e < rope.h() ? "cos" : "sin") << " of pair " << e % rope.h() << " (axis "
-                                                        << rope.axis_of(e % rope.h()) << ") of token " << t << ": got "
-                                                        << got[k] << " want " << want[k]);
+          UNSCOPED_INFO((e < rope.h() ? "cos" : "sin")
+                        << " of pair " << e % rope.h() << " (axis " << rope.axis_of(e % rope.h()) << ") of token " << t
+                        << ": got " << got[k] << " want " << want[k]);
       }
       INFO(rope.name << " on " << posenc_isa_name(isa) << (pos.empty() ? ", first + t" : ", explicit positions"));
       CHECK(bad == 0);
@@ -182,10 +182,11 @@ TEST_CASE("multi-axis cache: correctly rounded on every path, 1 to 4 axes, mixed
     double base, scale, m;
     bool explicit_freq;
   };
-  const Spec specs[] = {{128, POSENC_ROPE_HALVES, 1e6, 1.0, 1.0, false},   {80, POSENC_ROPE_HALVES, 1e4, 1.0, 1.369, false},
-                        {64, POSENC_ROPE_INTERLEAVED, 1e4, 0.25, 0.7, false}, {36, POSENC_ROPE_HALVES, 5e5, 1.0, 3.0, false},
-                        {40, POSENC_ROPE_HALVES, 1e4, 1.0, 1.0, true},     {22, POSENC_ROPE_INTERLEAVED, 1e4, -1.5, 1.0, true},
-                        {2, POSENC_ROPE_HALVES, 1e4, 1.0, 1.0, false}};
+  const Spec specs[] = {
+      {128, POSENC_ROPE_HALVES, 1e6, 1.0, 1.0, false},      {80, POSENC_ROPE_HALVES, 1e4, 1.0, 1.369, false},
+      {64, POSENC_ROPE_INTERLEAVED, 1e4, 0.25, 0.7, false}, {36, POSENC_ROPE_HALVES, 5e5, 1.0, 3.0, false},
+      {40, POSENC_ROPE_HALVES, 1e4, 1.0, 1.0, true},        {22, POSENC_ROPE_INTERLEAVED, 1e4, -1.5, 1.0, true},
+      {2, POSENC_ROPE_HALVES, 1e4, 1.0, 1.0, false}};
   for (const Spec &s : specs)
     for (int axes = 1; axes <= 4; ++axes) {
       const int64_t h = s.r / 2;
@@ -247,7 +248,7 @@ std::vector<Rotation> axes_rotations(int64_t r, int axes, uint64_t seed) {
   }
   {
     const int64_t hq = 4, hk = 2, ts = (hq + 2 * hk) * d;
-    Rotation c{"qk fused QKV 4/2, one token", 0, Tensor{hq, ts, d, 0}, Tensor{hk, ts, d, hq * d}, true, false, 1, 0,
+    Rotation c{"qk fused QKV 4/2, one token",   0,   Tensor{hq, ts, d, 0}, Tensor{hk, ts, d, hq * d}, true, false, 1, 0,
                vl_positions(seed + 2, 1, axes), axes};
     c.elements = ts;
     v.push_back(c);
@@ -432,20 +433,31 @@ std::vector<ModelPair> ggml_sections(const int64_t *s, int64_t h, int mode) {
     const int64_t sector = i % dims;
     int axis = 0;
     if (mode == 1) {  // IMROPE
-      if (sector % 3 == 1 && sector < 3 * s[1]) axis = 1;
-      else if (sector % 3 == 2 && sector < 3 * s[2]) axis = 2;
-      else if (sector % 3 == 0 && sector < 3 * s[0]) axis = 0;
-      else axis = 3;
+      if (sector % 3 == 1 && sector < 3 * s[1])
+        axis = 1;
+      else if (sector % 3 == 2 && sector < 3 * s[2])
+        axis = 2;
+      else if (sector % 3 == 0 && sector < 3 * s[0])
+        axis = 0;
+      else
+        axis = 3;
     } else {
-      if (sector >= s[0] && sector < sec_w) axis = 1;
-      else if (sector >= sec_w && sector < sec_e) axis = 2;
-      else if (sector >= sec_e) axis = 3;
+      if (sector >= s[0] && sector < sec_w)
+        axis = 1;
+      else if (sector >= sec_w && sector < sec_e)
+        axis = 2;
+      else if (sector >= sec_e)
+        axis = 3;
     }
     if (mode == 2) {  // VISION: theta restarts when a section begins
-      if (sector == 0) started[0] = i;
-      else if (sector == s[0]) started[1] = i;
-      else if (sector == sec_w) started[2] = i;
-      else if (sector == sec_e) started[3] = i;
+      if (sector == 0)
+        started[0] = i;
+      else if (sector == s[0])
+        started[1] = i;
+      else if (sector == sec_w)
+        started[2] = i;
+      else if (sector == sec_e)
+        started[3] = i;
     }
     // ggml's n_dims: the rotary dim (2h) for MROPE and IMROPE, the pair count h for VISION (where the
     // rotation spans ne0 = 2 n_dims elements)
@@ -523,7 +535,8 @@ void check_model(const std::string &name, posenc_rope base_rope, const int64_t *
 
 }  // namespace
 
-TEST_CASE("sections: Qwen2-VL / Qwen2.5-VL, Qwen3-VL and GLM-4V text, as HF's code assigns them", "[rope][axes][models]") {
+TEST_CASE("sections: Qwen2-VL / Qwen2.5-VL, Qwen3-VL and GLM-4V text, as HF's code assigns them",
+          "[rope][axes][models]") {
   const std::vector<int64_t> pos = vl_positions(5, 300, 3);
   {  // Qwen2-VL-7B / Qwen2.5-VL-7B: head_dim 128, rope_theta 1e6, mrope_section [16, 24, 24]
     posenc_rope r = posenc_rope_default(128);
@@ -535,7 +548,8 @@ TEST_CASE("sections: Qwen2-VL / Qwen2.5-VL, Qwen3-VL and GLM-4V text, as HF's co
     posenc_rope r = posenc_rope_default(128);
     r.base = 5e6;
     const int64_t s[4] = {24, 20, 20, 0};
-    check_model("Qwen3-VL [24, 20, 20]", r, s, POSENC_SECTIONS_INTERLEAVED, hf_qwen3_vl({24, 20, 20}, 128), pos, 300, 3);
+    check_model("Qwen3-VL [24, 20, 20]", r, s, POSENC_SECTIONS_INTERLEAVED, hf_qwen3_vl({24, 20, 20}, 128), pos, 300,
+                3);
   }
   {  // GLM-4V / GLM-4.1V: head_dim 128, partial_rotary_factor 0.5 (dim 64), mrope_section [8, 12, 12],
      // interleaved pairs (rotate_half_llm), rope_theta 1e4
@@ -550,12 +564,12 @@ TEST_CASE("sections: Qwen2-VL / Qwen2.5-VL, Qwen3-VL and GLM-4V text, as HF's co
     r.base = 5e5;
     r.pairs = POSENC_ROPE_INTERLEAVED;
     const int64_t s[4] = {20, 22, 22, 0};
-    check_model("ERNIE-4.5-VL [22, 22, 20]", r, s, POSENC_SECTIONS_ALTERNATING, vllm_ernie45_vl({22, 22, 20}, 128),
-                pos, 300, 3);
+    check_model("ERNIE-4.5-VL [22, 22, 20]", r, s, POSENC_SECTIONS_ALTERNATING, vllm_ernie45_vl({22, 22, 20}, 128), pos,
+                300, 3);
     posenc_rope r64 = posenc_rope_default(64);
     const int64_t s2[4] = {8, 12, 12, 0};
-    check_model("alternating [8, 12, 12] halves", r64, s2, POSENC_SECTIONS_ALTERNATING, vllm_ernie45_vl({12, 12, 8}, 64),
-                pos, 300, 3);
+    check_model("alternating [8, 12, 12] halves", r64, s2, POSENC_SECTIONS_ALTERNATING,
+                vllm_ernie45_vl({12, 12, 8}, 64), pos, 300, 3);
   }
   {  // Qwen2-VL-2B-like: head_dim 64 would split [8, 12, 12] in HF; also sections with a zero in the middle
     posenc_rope r = posenc_rope_default(64);
@@ -619,7 +633,8 @@ TEST_CASE("sections: diffusion transformers' per-axis frequencies (Flux, Wan, Hu
   CHECK(axa == axb);
 }
 
-TEST_CASE("sections: the vision towers (Qwen2-VL ViT, Llama 4, Pixtral) as their code assigns them", "[rope][axes][models]") {
+TEST_CASE("sections: the vision towers (Qwen2-VL ViT, Llama 4, Pixtral) as their code assigns them",
+          "[rope][axes][models]") {
   const std::vector<int64_t> pos = vl_positions(6, 200, 2);
   {  // Qwen2-VL ViT: head_dim 80 (1280 / 16), theta 1e4, [row | col]
     posenc_rope r = posenc_rope_default(80);
@@ -692,7 +707,8 @@ TEST_CASE("sections: HF's interleaved layout on random sections", "[rope][axes][
   uint64_t seed = 5150;
   for (int trial = 0; trial < 20; ++trial) {
     const int64_t h = 3 + int64_t(splitmix(seed) % 60);
-    const int64_t s1 = int64_t(splitmix(seed) % uint64_t(h / 3 + 1)), s2 = int64_t(splitmix(seed) % uint64_t(h / 3 + 1));
+    const int64_t s1 = int64_t(splitmix(seed) % uint64_t(h / 3 + 1)),
+                  s2 = int64_t(splitmix(seed) % uint64_t(h / 3 + 1));
     const int64_t s[4] = {h - s1 - s2, s1, s2, 0};
     posenc_rope r = posenc_rope_default(2 * h);
     check_model("HF interleaved h " + std::to_string(h), r, s, POSENC_SECTIONS_INTERLEAVED,
@@ -719,7 +735,8 @@ TEST_CASE("sections: bad arguments return their status and write nothing", "[rop
   untouched();
   CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(7), axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_PER_AXIS, axis.data(), nullptr) == POSENC_ERR_NULL);
-  const int64_t uneven[4] = {20, 22, 20, 0}, fourth[4] = {19, 22, 22, 1};  // sums 62 and 64  // ALTERNATING: h == w, 3 axes
+  const int64_t uneven[4] = {20, 22, 20, 0},
+                fourth[4] = {19, 22, 22, 1};  // sums 62 and 64  // ALTERNATING: h == w, 3 axes
   CHECK(posenc_rope_sections(&r, uneven, POSENC_SECTIONS_ALTERNATING, axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, fourth, POSENC_SECTIONS_ALTERNATING, axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(-1), axis.data(), freq.data()) == POSENC_ERR_INVALID);
@@ -865,8 +882,9 @@ const std::vector<AxesGolden> &axes_goldens() {
        vl_positions(2, 70, 3), "677eae13e7ea15b0969136040ef29721268d4058ca0fd0a7275f6da3be9a0506"},
       {"Qwen2-VL ViT qk bf16", golden_rope(80, POSENC_ROPE_HALVES, 1e4, hf_vision(80), 2, true), false, Format::kBF16,
        70, vl_positions(3, 70, 2), "82e5632cfad4a02e4739eb04bb84a4fd553fe9de8bd9d082fe884904c76e89e1"},
-      {"Pixtral (complex pairs) qk f16, m 1.369", golden_rope(64, POSENC_ROPE_INTERLEAVED, 1e4, pixtral(64), 2, true, 1.369),
-       false, Format::kF16, 70, vl_positions(4, 70, 2), "ed1a488eb9c3b0843f178bf556c13239d50239cf70605876d90d5cedc948a347"},
+      {"Pixtral (complex pairs) qk f16, m 1.369",
+       golden_rope(64, POSENC_ROPE_INTERLEAVED, 1e4, pixtral(64), 2, true, 1.369), false, Format::kF16, 70,
+       vl_positions(4, 70, 2), "ed1a488eb9c3b0843f178bf556c13239d50239cf70605876d90d5cedc948a347"},
   };
   return g;
 }
@@ -874,8 +892,8 @@ const std::vector<AxesGolden> &axes_goldens() {
 // 4 q heads and 2 k heads of head_dim r + 8 in a fused QKV buffer, as test_rope.cpp's goldens.
 Rotation axes_golden_rotation(const AxesGolden &g) {
   const int64_t d = g.rope.r.rotary_dim + 8, ts = 8 * d;
-  return Rotation{g.name, g.n * ts, Tensor{4, ts, d, 0}, Tensor{2, ts, d, 4 * d}, true, false, g.n, 0, g.positions,
-                  g.rope.r.axes};
+  return Rotation{g.name, g.n * ts,    Tensor{4, ts, d, 0}, Tensor{2, ts, d, 4 * d}, true, false, g.n,
+                  0,      g.positions, g.rope.r.axes};
 }
 
 std::vector<unsigned char> axes_golden_input(const AxesGolden &g) {
@@ -883,7 +901,6 @@ std::vector<unsigned char> axes_golden_input(const AxesGolden &g) {
   fill(g.format, in, 2026, false);
   return in;
 }
-
 
 }  // namespace
 

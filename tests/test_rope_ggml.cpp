@@ -1,5 +1,5 @@
-// ggml's RoPE frequencies and magnitude (posenc_rope_ggml_frequencies, lib/setup/rope_powers.hpp: what the ggml integration
-// rotates by) against MPFR: each frequency and the magnitude must be the correctly rounded double of ggml's
+// ggml's RoPE frequencies and magnitude (posenc_rope_ggml_frequencies, lib/setup/rope_powers.hpp: what the ggml
+// integration rotates by) against MPFR: each frequency and the magnitude must be the correctly rounded double of ggml's
 // formula evaluated in real arithmetic on its float parameters. The reference re-traces ggml's CPU code
 // (ggml-cpu/ops.cpp: rope_yarn, rope_yarn_ramp; ggml.c: ggml_rope_yarn_corr_dims) with every float operation
 // replaced by its real value, except where ggml's correction dimension is not finite: there it takes ggml's

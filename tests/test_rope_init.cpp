@@ -292,6 +292,8 @@ const double kPhi3LongFactor[48] = {
     61.190006256103516, 61.96000671386719,  62.50000762939453,  63.3700065612793,   63.48000717163086,
     63.48000717163086,  63.66000747680664,  63.850006103515625, 64.08000946044922,  64.760009765625,
     64.80001068115234,  64.81001281738281,  64.81001281738281};
+// a table, laid out by hand
+// clang-format off
 const double kPhi3ShortFactor[48] = {
     1.05, 1.05, 1.05, 1.1, 1.1, 1.1, 1.2500000000000002, 1.2500000000000002, 1.4000000000000004,
     1.4500000000000004, 1.5500000000000005, 1.8500000000000008, 1.9000000000000008, 2.000000000000001,
@@ -302,6 +304,7 @@ const double kPhi3ShortFactor[48] = {
     2.3499999999999996, 2.3499999999999996, 2.3499999999999996, 2.3499999999999996, 2.3999999999999995,
     2.3999999999999995, 2.6499999999999986, 2.6999999999999984, 2.8999999999999977, 2.9499999999999975,
     3.049999999999997, 3.049999999999997, 3.049999999999997};
+// clang-format on
 
 // Phi-3.5-mini-instruct (same geometry): short_factor from google-ai-edge/ai-edge-torch
 // ai_edge_torch/generative/examples/phi/phi3.py (ROPE_SHORT_FACTOR), long_factor from the config dict in
@@ -317,6 +320,8 @@ const double kPhi35LongFactor[48] = {
     63.77000427246094,  63.93000411987305,  63.96000289916992,  63.970001220703125, 64.02999877929688,
     64.06999969482422,  64.08000183105469,  64.12000274658203,  64.41000366210938,  64.4800033569336,
     64.51000213623047,  64.52999877929688,  64.83999633789062};
+// a table, laid out by hand
+// clang-format off
 const double kPhi35ShortFactor[48] = {
     1.0,                1.0199999809265137, 1.0299999713897705, 1.0299999713897705, 1.0499999523162842,
     1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0699999332427979,
@@ -328,6 +333,7 @@ const double kPhi35ShortFactor[48] = {
     2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914,
     2.0799996852874756, 2.0899996757507324, 2.189999580383301,  2.2199995517730713, 2.5899994373321533,
     2.729999542236328,  2.749999523162842,  2.8399994373321533};
+// clang-format on
 
 }  // namespace
 
@@ -575,9 +581,12 @@ TEST_CASE("yarn: the correction range is HF's floor / ceil, clamped to [0, r - 1
     mpfr_div_ui(e, e, 4, MPFR_RNDN);
     const double inv4 = nearest_double(e);
     INFO("pair " << j);
-    if (j <= 23) CHECK(f[size_t(j)] == inv);
-    else if (j >= 40) CHECK(f[size_t(j)] == inv4);
-    else CHECK((f[size_t(j)] < inv && f[size_t(j)] > inv4));
+    if (j <= 23)
+      CHECK(f[size_t(j)] == inv);
+    else if (j >= 40)
+      CHECK(f[size_t(j)] == inv4);
+    else
+      CHECK((f[size_t(j)] < inv && f[size_t(j)] > inv4));
   }
   // The attention factor 0.1 ln 4 + 1.
   CHECK(std::fabs(rope.attention_scale - (0.1 * std::log(4.0) + 1.0)) < 1e-15);
@@ -788,10 +797,10 @@ posenc_rope_scaling good(posenc_rope_type t) {
 
 TEST_CASE("bad input: the status, and rope and freq untouched", "[rope_init]") {
   const posenc_rope_type all[] = {
-      POSENC_ROPE_TYPE_DEFAULT,      POSENC_ROPE_TYPE_LINEAR,       POSENC_ROPE_TYPE_DYNAMIC,
-      POSENC_ROPE_TYPE_YARN,         POSENC_ROPE_TYPE_LLAMA3,       POSENC_ROPE_TYPE_LONGROPE,
-      POSENC_ROPE_TYPE_PROPORTIONAL, POSENC_ROPE_TYPE_NTK,          POSENC_ROPE_TYPE_DEEPSEEK_YARN,
-      POSENC_ROPE_TYPE_YARN_LOG,     POSENC_ROPE_TYPE_THETA_SCALE,  POSENC_ROPE_TYPE_TELECHAT3};
+      POSENC_ROPE_TYPE_DEFAULT,      POSENC_ROPE_TYPE_LINEAR,      POSENC_ROPE_TYPE_DYNAMIC,
+      POSENC_ROPE_TYPE_YARN,         POSENC_ROPE_TYPE_LLAMA3,      POSENC_ROPE_TYPE_LONGROPE,
+      POSENC_ROPE_TYPE_PROPORTIONAL, POSENC_ROPE_TYPE_NTK,         POSENC_ROPE_TYPE_DEEPSEEK_YARN,
+      POSENC_ROPE_TYPE_YARN_LOG,     POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3};
   // The good scalings work, so each refusal below is caused by the one field changed.
   for (posenc_rope_type t : all) {
     const posenc_rope_scaling s = good(t);
@@ -830,10 +839,10 @@ TEST_CASE("bad input: the status, and rope and freq untouched", "[rope_init]") {
     expect_refused(POSENC_ERR_INVALID, false, 128, double(NAN), nullptr, false);
   }
   SECTION("factor") {
-    for (posenc_rope_type t : {POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN,
-                               POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_NTK,
-                               POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
-                               POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3}) {
+    for (posenc_rope_type t :
+         {POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
+          POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_NTK, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
+          POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3}) {
       INFO("type " << int(t));
       for (double fac : {0.0, -1.0, HUGE_VAL, double(NAN)}) {
         posenc_rope_scaling s = good(t);
@@ -861,8 +870,8 @@ TEST_CASE("bad input: the status, and rope and freq untouched", "[rope_init]") {
     expect_refused(POSENC_ERR_INVALID, false, 128, 1e4, &s, true);
   }
   SECTION("original_max_positions, seq_len") {
-    for (posenc_rope_type t : {POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
-                               POSENC_ROPE_TYPE_LONGROPE}) {
+    for (posenc_rope_type t :
+         {POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_TYPE_LONGROPE}) {
       INFO("type " << int(t));
       for (int64_t L0 : {int64_t(0), int64_t(-1), INT64_MIN}) {
         posenc_rope_scaling s = good(t);
@@ -1163,11 +1172,11 @@ TEST_CASE("deepseek_yarn: vLLM's DeepseekScalingRotaryEmbedding, its mscale defa
   };
   Worst w;
   Big e(kPrec), d(kPrec);
-  for (const Case &c : {Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 0.707, 0.707, 0},
-                        Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 1.0, 1.0, 0}, Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 0, 0, 0},
-                        Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 0.707, 0, 0},
-                        Case{{1e4, 128, 4.0, 32768, 64, 2, 0.5}, 0, 0.5, 1.25},
-                        Case{{5e5, 128, 0.5, 8192, 32, 1, 0.75}, 2.0, 0, 0.8}}) {
+  for (const Case &c :
+       {Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 0.707, 0.707, 0}, Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 1.0, 1.0, 0},
+        Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 0, 0, 0}, Case{{1e4, 64, 40.0, 4096, 32, 1, 1}, 0.707, 0, 0},
+        Case{{1e4, 128, 4.0, 32768, 64, 2, 0.5}, 0, 0.5, 1.25},
+        Case{{5e5, 128, 0.5, 8192, 32, 1, 0.75}, 2.0, 0, 0.8}}) {
     posenc_rope_scaling s = vllm_scaling(POSENC_ROPE_TYPE_DEEPSEEK_YARN, c.y);
     s.mscale = c.mscale;
     s.mscale_all_dim = c.mscale_all_dim;

@@ -10,8 +10,8 @@
 //  - every split into parts gives the bytes of the whole call;
 //  - golden digests of MPFR's values, checked in, reproduced by every path;
 //  - bad input: the documented status, and not one byte written.
-#include <catch2/catch.hpp>
 #include <mpfr.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -38,17 +38,20 @@ double unit(uint64_t &s) { return double(splitmix(s) >> 11) * 0x1p-53; }
 // ones, negatives (Qwen-Image's centred grids), huge ones with fractions, ties at .5, fractional parts so
 // small that the reduction's products could underflow, subnormals and signed zeros.
 std::vector<double> real_positions(uint64_t seed, int count) {
+  // a table, laid out by hand
+  // clang-format off
   std::vector<double> t = {0.0,  -0.0, 1.0,          0.5,           -0.5,       2.5,       1.5,      0.25,
                            31.5, 1e-5, 1.0 / 24.0,   120.0 / 25.0,  -7.75,      1e6 + 0.5, -1e6 - 0.5,
                            2147483647.0, 2147483647.5, -2147483647.75, 0x1p-60, 0x1p-61, -0x1p-70, 1e-300,
                            5e-324, -5e-324, 3.0 + 0x1p-62, 100.0 - 0x1p-50, 0.5 + 0x1p-52, 65535.96875};
+  // clang-format on
   while (int(t.size()) < count) {
     const double u = unit(seed);
     switch (splitmix(seed) % 4) {
-      case 0: t.push_back(std::floor(64 * u) + 0.5); break;        // patch midpoints
-      case 1: t.push_back(49.0 * u); break;                        // linspace over a grid
+      case 0: t.push_back(std::floor(64 * u) + 0.5); break;       // patch midpoints
+      case 1: t.push_back(49.0 * u); break;                       // linspace over a grid
       case 2: t.push_back(std::floor(4096 * u) - 2048.0); break;  // integer-valued, either sign
-      default: t.push_back((u - 0.5) * k2p31d * 0.999); break;     // anywhere, with a fraction
+      default: t.push_back((u - 0.5) * k2p31d * 0.999); break;    // anywhere, with a fraction
     }
   }
   t.resize(size_t(count));
@@ -147,11 +150,11 @@ void check_cache(const Rope &rope, const std::vector<double> &t, int64_t n) {
           if (ref::bits(got[k]) == ref::bits(want[k])) continue;
           const int64_t tok = int64_t(k) / (2 * h), e = int64_t(k) % (2 * h);
           if (++bad <= 5)
-            UNSCOPED_INFO((e < h ? "cos" : "sin") << " of pair " << e % h << " at t = " << t[size_t(tok)]
-                                                  << ": got " << got[k] << " want " << want[k]);
+            UNSCOPED_INFO((e < h ? "cos" : "sin") << " of pair " << e % h << " at t = " << t[size_t(tok)] << ": got "
+                                                  << got[k] << " want " << want[k]);
         }
-        INFO(rope.name << " on " << posenc_isa_name(isa) << (vllm ? ", vLLM layout" : ", two buffers") << ": "
-                       << bad << " values not correctly rounded");
+        INFO(rope.name << " on " << posenc_isa_name(isa) << (vllm ? ", vLLM layout" : ", two buffers") << ": " << bad
+                       << " values not correctly rounded");
         CHECK(bad == 0);
       }
     });
@@ -194,9 +197,9 @@ TEST_CASE("real positions: values near zero and near m, where only correct windo
   // misrounds many of them. Then cos next to m at tiny angles, m = 1 and m a float32 midpoint.
   uint64_t seed = 78;
   const std::vector<Rope> all = specs();
-  std::vector<Rope> near = {make_rope("r=128 base 1e4 position scale 1000", 128, POSENC_ROPE_HALVES, 1e4, 1000.0),
-                            make_rope("r=64 base 2 position scale 3, m 1.3", 64, POSENC_ROPE_INTERLEAVED, 2.0, 3.0, 1.3),
-                            all[2], all[7]};
+  std::vector<Rope> near = {
+      make_rope("r=128 base 1e4 position scale 1000", 128, POSENC_ROPE_HALVES, 1e4, 1000.0),
+      make_rope("r=64 base 2 position scale 3, m 1.3", 64, POSENC_ROPE_INTERLEAVED, 2.0, 3.0, 1.3), all[2], all[7]};
   for (const Rope &rope : near) {
     Exact ex(rope);
     const int64_t h = rope.h();
@@ -224,11 +227,10 @@ TEST_CASE("real positions: values near zero and near m, where only correct windo
   // error misrounds several of them.
   {
     const double F = 0x1.e6a09e667f3bdp+50;
-    Rope rope = make_rope("F = 1.9 2^50, t F near k pi", 16, POSENC_ROPE_HALVES, 1e4, 1.0, 1.0,
-                          std::vector<double>(8, F));
-    std::vector<double> t = {0x1.3333334081d69p-2, 0x1.333334eaa70cdp-2, 0x1.33333694cc431p-2,
-                             0x1.3333383ef1795p-2, 0x1.333339e916af9p-2, 0x1.33333b933be5dp-2,
-                             0x1.33333d3d611c1p-2};
+    Rope rope =
+        make_rope("F = 1.9 2^50, t F near k pi", 16, POSENC_ROPE_HALVES, 1e4, 1.0, 1.0, std::vector<double>(8, F));
+    std::vector<double> t = {0x1.3333334081d69p-2, 0x1.333334eaa70cdp-2, 0x1.33333694cc431p-2, 0x1.3333383ef1795p-2,
+                             0x1.333339e916af9p-2, 0x1.33333b933be5dp-2, 0x1.33333d3d611c1p-2};
     for (size_t k = 0, n = t.size(); k < n; ++k) t.push_back(-t[k]);
     check_cache(rope, t, int64_t(t.size()));
     Rope scaled = rope;
@@ -258,12 +260,25 @@ TEST_CASE("real positions: rope, rope_qk and rope_copy equal the formula in ever
     one.elements = end_of(one.q, n, d);
     one.times = t;
     check_rotation(rope, ex, one, seed);
+    // a table, laid out by hand
+    // clang-format off
     Rotation qk{"qk: fused QKV, 4 q heads, 2 k heads", 0, Tensor{4, 8 * d, d, 0}, Tensor{2, 8 * d, d, 4 * d}, true,
                 false, n, 0, {}, axes};
+    // clang-format on
     qk.elements = n * 8 * d;
     qk.times = t;
     check_rotation(rope, ex, qk, seed + 1);
-    Rotation copy{"copy: [T,H,D] from [H,T,D]", 0, thd(2, d), Tensor{}, false, false, n, 0, {}, axes, true,
+    Rotation copy{"copy: [T,H,D] from [H,T,D]",
+                  0,
+                  thd(2, d),
+                  Tensor{},
+                  false,
+                  false,
+                  n,
+                  0,
+                  {},
+                  axes,
+                  true,
                   htd(2, n, d, 3, end_of(thd(2, d), n, d))};
     copy.elements = end_of(copy.src, n, d);
     copy.times = t;
@@ -363,8 +378,8 @@ TEST_CASE("real positions: every split into parts writes the bytes of the whole 
             p.end = range.second;
             REQUIRE(ref::invoke(p) == POSENC_OK);
           }
-          INFO(rope->name << ", " << ref::rope_name(kernel) << ": parts [0, " << b << ") [" << b << ", " << e
-                          << ") [" << e << ", " << n << ")");
+          INFO(rope->name << ", " << ref::rope_name(kernel) << ": parts [0, " << b << ") [" << b << ", " << e << ") ["
+                          << e << ", " << n << ")");
           CHECK(first_difference(got, whole, es) == -1);
         }
     }
@@ -400,16 +415,24 @@ std::vector<unsigned char> golden_input(const Golden &g) {
 
 const std::vector<Golden> &goldens() {
   static const std::vector<Golden> g = {
-      {"cache Flux per-axis [8, 28, 28], real ids", sectioned("", 128, POSENC_ROPE_INTERLEAVED, 1e4, {8, 28, 28},
-                                                              POSENC_SECTIONS_PER_AXIS),
-       true, Format::kF32,
-       {0, 0, 0.5, 1, 2.25, 0, 0, 0, 0.5, 1.5, 63.5, -0.25, 0, 1, 1.5, 0.5, 0.5, 12.75}, "fbabf087b015cc81365255a9865fe42f85096bc66844d662e94dc1149b4391f4"},
+      {"cache Flux per-axis [8, 28, 28], real ids",
+       sectioned("", 128, POSENC_ROPE_INTERLEAVED, 1e4, {8, 28, 28}, POSENC_SECTIONS_PER_AXIS),
+       true,
+       Format::kF32,
+       {0, 0, 0.5, 1, 2.25, 0, 0, 0, 0.5, 1.5, 63.5, -0.25, 0, 1, 1.5, 0.5, 0.5, 12.75},
+       "fbabf087b015cc81365255a9865fe42f85096bc66844d662e94dc1149b4391f4"},
       {"qk bf16 interleaved r=40 explicit frequencies m 0.7, fractional and huge",
-       make_rope("", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 0.7, real_frequencies(20, 5)), false, Format::kBF16,
-       {0.5, -3.25, 1e-5, 2147483647.5, 1e6 + 0.125}, "0af8db8bc2385aa3cd5d1895301d0fd32dd8b26cf464740da2f27c84179137b2"},
+       make_rope("", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 0.7, real_frequencies(20, 5)),
+       false,
+       Format::kBF16,
+       {0.5, -3.25, 1e-5, 2147483647.5, 1e6 + 0.125},
+       "0af8db8bc2385aa3cd5d1895301d0fd32dd8b26cf464740da2f27c84179137b2"},
       {"qk f16 halves LTX-like 3 axes (seconds at 25 fps, patch midpoints), m 1.25",
-       sectioned("", 96, POSENC_ROPE_HALVES, 1e4, {16, 16, 16}, POSENC_SECTIONS_PER_AXIS, 1.25), false, Format::kF16,
-       {0.0, 0.04, 0.08, 0.12, 0.5, 0.5, 1.5, 1.5, 0.5, 1.5, 0.5, 1.5}, "cfca928577ed3b2921623d2fbaba124535ad629535c226e6e9f4ce8ece25fe3a"},
+       sectioned("", 96, POSENC_ROPE_HALVES, 1e4, {16, 16, 16}, POSENC_SECTIONS_PER_AXIS, 1.25),
+       false,
+       Format::kF16,
+       {0.0, 0.04, 0.08, 0.12, 0.5, 0.5, 1.5, 1.5, 0.5, 1.5, 0.5, 1.5},
+       "cfca928577ed3b2921623d2fbaba124535ad629535c226e6e9f4ce8ece25fe3a"},
   };
   return g;
 }
@@ -462,7 +485,14 @@ TEST_CASE("real positions bad input: the documented status, and not one byte wri
       {"position scale 2^52 (f_0 = 1)", 1, false, 0x1p52, {0.5, 1.0, 2.0}, 3, 0, 3, POSENC_ERR_INVALID},
       {"n < 0", 1, false, 1.0, {0.5, 1.0, 2.0}, -1, 0, 0, POSENC_ERR_INVALID},
       {"a part past n, after every other check", 1, false, 1.0, {0.5, 1.0, 2.0}, 3, 1, 4, POSENC_ERR_INVALID},
-      {"NaN before a part past n: OUT_OF_RANGE first", 1, false, 1.0, {0.5, nan, 2.0}, 3, 1, 4,
+      {"NaN before a part past n: OUT_OF_RANGE first",
+       1,
+       false,
+       1.0,
+       {0.5, nan, 2.0},
+       3,
+       1,
+       4,
        POSENC_ERR_OUT_OF_RANGE},
   };
   const int64_t r = 16, h = 8;

@@ -111,7 +111,6 @@ void copies_outlive_original(const posenc::rope &built, const posenc::rope &fres
 std::pair<const void *, const void *> freq_of(const posenc::rope &q) { return {q.c_rope().freq, q.freq().data()}; }
 std::pair<const void *, const void *> axis_of(const posenc::rope &q) { return {q.c_rope().axis, q.axis().data()}; }
 
-
 // The calls the "every wrapper call returns the bytes of its C function" cases compare: the cache as two
 // padded tables or as one cos||sin table; apply on [T, H, D] or [H, T, D] (8 heads of D), or on a fused QKV
 // buffer (GQA: Hq query and Hkv key heads of D) against the qk function and against two single calls; bf16
@@ -166,20 +165,22 @@ void call_as_c(const posenc::rope &rp, Call call, const At &at, const Qkv &s) {
       return;
     }
     case Call::kCacheCosSin:
-      same_as_c(std::vector<float>(size_t(T * r), -2.0f),
-                [&](float *o) { rp.cache(at.p, posenc::rows_view<float>(o, T, r)); },
-                [&](float *o) { return posenc_rope_cache_f32(&c, at.list, at.first, T, o, r, o + h, r); });
+      same_as_c(
+          std::vector<float>(size_t(T * r), -2.0f),
+          [&](float *o) { rp.cache(at.p, posenc::rows_view<float>(o, T, r)); },
+          [&](float *o) { return posenc_rope_cache_f32(&c, at.list, at.first, T, o, r, o + h, r); });
       return;
     case Call::kThd: {
-      const std::vector<float> a =
-          same_as_c(x0, [&](float *o) { rp.apply(at.p, HF::thd(o, T, 8, D)); },
-                    [&](float *o) { return posenc_rope_f32(&c, at.list, at.first, T, o, 8, 8 * D, D); });
+      const std::vector<float> a = same_as_c(
+          x0, [&](float *o) { rp.apply(at.p, HF::thd(o, T, 8, D)); },
+          [&](float *o) { return posenc_rope_f32(&c, at.list, at.first, T, o, 8, 8 * D, D); });
       CHECK(!same_bytes(a, x0));
       return;
     }
     case Call::kHtd:
-      same_as_c(x0, [&](float *o) { rp.apply(at.p, HF::htd(o, 8, T, D)); },
-                [&](float *o) { return posenc_rope_f32(&c, at.list, at.first, T, o, 8, D, T * D); });
+      same_as_c(
+          x0, [&](float *o) { rp.apply(at.p, HF::htd(o, 8, T, D)); },
+          [&](float *o) { return posenc_rope_f32(&c, at.list, at.first, T, o, 8, D, T * D); });
       return;
     case Call::kQk: {
       const std::vector<float> a = same_as_c(
@@ -201,12 +202,14 @@ void call_as_c(const posenc::rope &rp, Call call, const At &at, const Qkv &s) {
       const auto apply = [&](auto... views) { bf16 ? rp.apply_bf16(at.p, views...) : rp.apply_f16(at.p, views...); };
       if (call == Call::kThdBf16 || call == Call::kThdF16) {
         const auto cfn = bf16 ? posenc_rope_bf16 : posenc_rope_f16;
-        same_as_c(y0, [&](uint16_t *o) { apply(HH::thd(o, T, 8, D)); },
-                  [&](uint16_t *o) { return cfn(&c, at.list, at.first, T, o, 8, 8 * D, D); });
+        same_as_c(
+            y0, [&](uint16_t *o) { apply(HH::thd(o, T, 8, D)); },
+            [&](uint16_t *o) { return cfn(&c, at.list, at.first, T, o, 8, 8 * D, D); });
       } else {
         const auto cfn = bf16 ? posenc_rope_qk_bf16 : posenc_rope_qk_f16;
-        same_as_c(y0, [&](uint16_t *o) { apply(HH::fused_q(o, T, Hq, Hkv, D), HH::fused_k(o, T, Hq, Hkv, D)); },
-                  [&](uint16_t *o) { return cfn(&c, at.list, at.first, T, o, Hq, row, D, o + Hq * D, Hkv, row, D); });
+        same_as_c(
+            y0, [&](uint16_t *o) { apply(HH::fused_q(o, T, Hq, Hkv, D), HH::fused_k(o, T, Hq, Hkv, D)); },
+            [&](uint16_t *o) { return cfn(&c, at.list, at.first, T, o, Hq, row, D, o + Hq * D, Hkv, row, D); });
       }
       return;
     }
@@ -339,8 +342,8 @@ TEST_CASE("accessors and with_* setters", "[rope][cpp]") {
   const posenc::rope ds = posenc::rope::deepseek_v2().with_pairs(posenc::rope_pairs::halves);
   CHECK(ds.c_rope().freq == ds.freq().data());  // a setter's copy points into its own storage
   CHECK_NOTHROW(d.validate());
-  for (const posenc::rope &bad : {d.with_base(0.0), posenc::rope(3), d.with_attention_scale(0.0),
-                                  d.with_pairs(posenc::rope_pairs(5))}) {
+  for (const posenc::rope &bad :
+       {d.with_base(0.0), posenc::rope(3), d.with_attention_scale(0.0), d.with_pairs(posenc::rope_pairs(5))}) {
     try {
       bad.validate();
       FAIL("validate() accepted a bad spec");
@@ -385,10 +388,11 @@ TEST_CASE("every RoPE wrapper call returns the bytes of its C function", "[rope]
     INFO("rotary_dim " << rp.rotary_dim() << ", pairs " << int(rp.pairs()));
     // runs and lists
     const At list = list_at(pos, 1);
-    const std::pair<Call, At> calls[] = {
-        {Call::kCacheTables, list}, {Call::kCacheCosSin, run_at(40)}, {Call::kThd, list},
-        {Call::kHtd, run_at(12)},   {Call::kQk, list},                {Call::kThdBf16, list},
-        {Call::kThdF16, run_at(3)}, {Call::kQkBf16, list},            {Call::kQkF16, run_at(9)}};
+    const std::pair<Call, At> calls[] = {{Call::kCacheTables, list}, {Call::kCacheCosSin, run_at(40)},
+                                         {Call::kThd, list},         {Call::kHtd, run_at(12)},
+                                         {Call::kQk, list},          {Call::kThdBf16, list},
+                                         {Call::kThdF16, run_at(3)}, {Call::kQkBf16, list},
+                                         {Call::kQkF16, run_at(9)}};
     for (const auto &[call, at] : calls) call_as_c(rp, call, at, shape);
   }
 }
@@ -426,7 +430,7 @@ TEST_CASE("RoPE refusals throw with the C status and write nothing", "[rope][cpp
   std::vector<float> cache(size_t(T * 16), -1.0f);
   const posenc::rows_view<float> cos_sin(cache.data(), T, 16), cos(cache.data(), T, 8, 16),
       sin(cache.data() + 8, T, 8, 16);
-  CHECK(thrown(cache, [&] { rp.cache(0, cos_sin, sin); }) == POSENC_ERR_INVALID);   // 16 columns, not 8
+  CHECK(thrown(cache, [&] { rp.cache(0, cos_sin, sin); }) == POSENC_ERR_INVALID);  // 16 columns, not 8
   CHECK(thrown(cache, [&] { rp.cache(0, cos, sin.subrows(0, T - 1)); }) == POSENC_ERR_INVALID);
   CHECK(thrown(cache, [&] { rp.cache(two, cos, sin); }) == POSENC_ERR_INVALID);
   CHECK(thrown(cache, [&] { rp.cache(two, cos_sin); }) == POSENC_ERR_INVALID);
@@ -492,8 +496,7 @@ TEST_CASE("apply_copy returns the bytes of posenc_rope_copy_*, and refuses what 
         POSENC_ERR_NULL);
   CHECK(thrown(x, [&] { rp.apply_copy(0, posenc::heads_view<const float>(x.data() + 1, T, H, 16, H * 16, 16), xv); }) ==
         POSENC_ERR_INVALID);  // source rows one element off x's
-  CHECK(thrown(y, [&] { rp.apply_copy_f16(far, yv, yv); }) ==
-        POSENC_ERR_OUT_OF_RANGE);
+  CHECK(thrown(y, [&] { rp.apply_copy_f16(far, yv, yv); }) == POSENC_ERR_OUT_OF_RANGE);
 }
 
 // ---- Multi-axis RoPE in the wrapper (issue 22) ---------------------------------------------------------
@@ -643,7 +646,7 @@ TEST_CASE("with_sections is posenc_rope_sections: the copy owns its map, frequen
       {posenc::rope(64), {4, 4, 4, 4}, posenc::rope_layout::interleaved_4, 4},
       {posenc::rope::llama3_1(), {10, 10, 10, 2}, posenc::rope_layout::vision, 4},  // llama3 freqs replaced
       {posenc::rope(48).with_base(500.0), {6, 6, 0, 0}, posenc::rope_layout::strided, 2},
-      {posenc::rope::qwen3_vl(), {16, 24, 24, 0}, posenc::rope_layout::chunked, 3},  // a map replaced
+      {posenc::rope::qwen3_vl(), {16, 24, 24, 0}, posenc::rope_layout::chunked, 3},       // a map replaced
       {posenc::rope::qwen2_vl_vision(), {40, 0, 0, 0}, posenc::rope_layout::chunked, 1},  // one axis: no map
   };
   for (const Case &k : cases) {
@@ -694,10 +697,10 @@ TEST_CASE("with_sections is posenc_rope_sections: the copy owns its map, frequen
     }
     return POSENC_OK;
   };
-  CHECK(status(d, {8, -1, 8, 0}, posenc::rope_layout::chunked) == POSENC_ERR_INVALID);   // negative
-  CHECK(status(d, {0, 0, 0, 0}, posenc::rope_layout::chunked) == POSENC_ERR_INVALID);    // sum 0
+  CHECK(status(d, {8, -1, 8, 0}, posenc::rope_layout::chunked) == POSENC_ERR_INVALID);       // negative
+  CHECK(status(d, {0, 0, 0, 0}, posenc::rope_layout::chunked) == POSENC_ERR_INVALID);        // sum 0
   CHECK(status(d, {16, 16, 1, 0}, posenc::rope_layout::interleaved) == POSENC_ERR_INVALID);  // past r/2
-  CHECK(status(d, {8, 8, 8, 0}, posenc::rope_layout(9)) == POSENC_ERR_INVALID);          // unknown layout
+  CHECK(status(d, {8, 8, 8, 0}, posenc::rope_layout(9)) == POSENC_ERR_INVALID);              // unknown layout
   CHECK(status(posenc::rope(3), {1, 0, 0, 0}, posenc::rope_layout::chunked) == POSENC_ERR_INVALID);
   CHECK(status(posenc::rope(0), {1, 0, 0, 0}, posenc::rope_layout::vision) == POSENC_ERR_INVALID);
   CHECK(status(d.with_base(-1.0), {8, 8, 0, 0}, posenc::rope_layout::vision) == POSENC_ERR_INVALID);
@@ -745,8 +748,11 @@ TEST_CASE("a rope owns its axis map: copies and moves outlive the original", "[r
 TEST_CASE("multi-axis positions: every wrapper call returns the bytes of its C function", "[rope][cpp][axes]") {
   const int64_t T = 11;
   const Qkv shape{T, 4, 2, 128};
-  const posenc::rope ropes[] = {posenc::rope::qwen2_vl(), posenc::rope::qwen3_vl(), posenc::rope::glm4v(),
-                                posenc::rope::pixtral(), posenc::rope::llama4_vision().with_attention_scale(0.75),
+  const posenc::rope ropes[] = {posenc::rope::qwen2_vl(),
+                                posenc::rope::qwen3_vl(),
+                                posenc::rope::glm4v(),
+                                posenc::rope::pixtral(),
+                                posenc::rope::llama4_vision().with_attention_scale(0.75),
                                 posenc::rope(64).with_sections({4, 4, 4, 4}, posenc::rope_layout::interleaved_4)};
   for (const posenc::rope &rp : ropes) {
     const int axes = rp.axes();
@@ -1025,8 +1031,8 @@ TEST_CASE("shift is the C rotation by the deltas with attention scale 1", "[rope
 
 TEST_CASE("shift by d then by -d restores the keys within the rotation's rounding", "[rope][cpp][shift]") {
   const int64_t T = 64, H = 2, D = 128;
-  const posenc::rope ropes[] = {posenc::rope::llama2(), posenc::rope::qwen2(128, true), posenc::rope::gpt_j_6b(),
-                                posenc::rope::qwen2_vl(), posenc::rope::qwen3_vl(), posenc::rope::glm4v(),
+  const posenc::rope ropes[] = {posenc::rope::llama2(),   posenc::rope::qwen2(128, true), posenc::rope::gpt_j_6b(),
+                                posenc::rope::qwen2_vl(), posenc::rope::qwen3_vl(),       posenc::rope::glm4v(),
                                 posenc::rope::pixtral()};
   for (const posenc::rope &rp : ropes) {
     const int axes = rp.axes();
@@ -1060,8 +1066,10 @@ TEST_CASE("shift by d then by -d restores the keys within the rotation's roundin
       const std::vector<uint16_t> y0 = keys16(size_t(T * H * D), 6, bf16);
       std::vector<uint16_t> y = y0;
       const auto yv = posenc::heads_view<uint16_t>::thd(y.data(), T, H, D);
-      if (bf16) rp.shift_bf16(there, yv), rp.shift_bf16(back, yv);
-      else rp.shift_f16(there, yv), rp.shift_f16(back, yv);
+      if (bf16)
+        rp.shift_bf16(there, yv), rp.shift_bf16(back, yv);
+      else
+        rp.shift_f16(there, yv), rp.shift_f16(back, yv);
       const double b16 = one_rotation(f, 1.0);
       CHECK(worst(widen(y, bf16), widen(y0, bf16), widen(y0, bf16), T * H, D, h, rp.pairs(), 2 * b16 + b16 * b16,
                   f.slack) <= 1.0);
@@ -1071,9 +1079,12 @@ TEST_CASE("shift by d then by -d restores the keys within the rotation's roundin
 
 TEST_CASE("shift of keys rotated at p equals rotating them at p + d, within the bound", "[rope][cpp][shift]") {
   const int64_t T = 48, H = 2, D = 128;
-  const posenc::rope ropes[] = {posenc::rope::llama3_1(), posenc::rope::qwen2(128, true),
-                                posenc::rope::deepseek_v2().with_attention_scale(0.8), posenc::rope::qwen2_vl(),
-                                posenc::rope::qwen3_vl().with_attention_scale(1.5), posenc::rope::glm4v(),
+  const posenc::rope ropes[] = {posenc::rope::llama3_1(),
+                                posenc::rope::qwen2(128, true),
+                                posenc::rope::deepseek_v2().with_attention_scale(0.8),
+                                posenc::rope::qwen2_vl(),
+                                posenc::rope::qwen3_vl().with_attention_scale(1.5),
+                                posenc::rope::glm4v(),
                                 posenc::rope::llama4_vision()};
   for (const posenc::rope &rp : ropes) {
     const int axes = rp.axes();
@@ -1093,8 +1104,8 @@ TEST_CASE("shift of keys rotated at p equals rotating them at p + d, within the 
     rp.shift(posenc::positions::axis_major(d, axes), posenc::heads_view<float>::thd(shifted.data(), T, H, D));
     rp.apply(posenc::positions::axis_major(pd, axes), posenc::heads_view<float>::thd(direct.data(), T, H, D));
     const double b = one_rotation(kF32, 1.0), bm = one_rotation(kF32, m);
-    const double w = worst(widen(shifted), widen(direct), widen(k0), T * H, D, h, rp.pairs(),
-                           2 * bm + b * (m + bm), kF32.slack);
+    const double w =
+        worst(widen(shifted), widen(direct), widen(k0), T * H, D, h, rp.pairs(), 2 * bm + b * (m + bm), kF32.slack);
     CHECK(w <= 1.0);
 
     // The same with the deltas given as one value for every token and axis.
@@ -1149,10 +1160,9 @@ TEST_CASE("real positions: every wrapper call returns the bytes of its C functio
     CHECK(same_bytes(e, b));
     using HF = posenc::heads_view<float>;
     using HH = posenc::heads_view<uint16_t>;
-    same_as_c(x0, [&](float *o) { rp.apply_at(at, HF::fused_q(o, T, Hq, Hkv, d), HF::fused_k(o, T, Hq, Hkv, d)); },
-              [&](float *o) {
-                return posenc_rope_qk_real_f32(&c, at.data(), T, o, Hq, qrow, d, o + Hq * d, Hkv, qrow, d);
-              });
+    same_as_c(
+        x0, [&](float *o) { rp.apply_at(at, HF::fused_q(o, T, Hq, Hkv, d), HF::fused_k(o, T, Hq, Hkv, d)); },
+        [&](float *o) { return posenc_rope_qk_real_f32(&c, at.data(), T, o, Hq, qrow, d, o + Hq * d, Hkv, qrow, d); });
     // copy: the bytes apply_at leaves in a copy
     std::vector<float> dst(x0.size(), 9.0f), inplace = x0;
     rp.apply_copy_at(at, posenc::heads_view<const float>::thd(x0.data(), T, 8, d),
@@ -1161,8 +1171,9 @@ TEST_CASE("real positions: every wrapper call returns the bytes of its C functio
     for (int64_t k = 0; k < T * 8; ++k)
       CHECK(std::memcmp(dst.data() + k * d, inplace.data() + k * d, size_t(r) * 4) == 0);
     const std::vector<uint16_t> y0 = halves(size_t(T * qrow));
-    same_as_c(y0, [&](uint16_t *o) { rp.apply_at_bf16(at, HH::thd(o, T, 8, d)); },
-              [&](uint16_t *o) { return posenc_rope_real_bf16(&c, at.data(), T, o, 8, 8 * d, d); });
+    same_as_c(
+        y0, [&](uint16_t *o) { rp.apply_at_bf16(at, HH::thd(o, T, 8, d)); },
+        [&](uint16_t *o) { return posenc_rope_real_bf16(&c, at.data(), T, o, 8, 8 * d, d); });
     same_as_c(
         y0, [&](uint16_t *o) { rp.apply_at_f16(at, HH::fused_q(o, T, Hq, Hkv, d), HH::fused_k(o, T, Hq, Hkv, d)); },
         [&](uint16_t *o) {

@@ -54,7 +54,6 @@ std::vector<unsigned char> run(const posenc_spec &spec, const Step &st, posenc_s
   return out;
 }
 
-
 // The race both suites below run: kWorkers threads each make kRounds * specs calls, the call (round, j) of
 // worker w being the one worker(w) returns makes (worker(w) runs on that thread before the start, so that what
 // it copies is the thread's own), while one more thread forces the paths in `isas` in turn; all are released
@@ -160,7 +159,8 @@ RopeSpec rope_spec_number(int i) {
   s.rope.position_scale = i % 4 == 0 ? 1.0 : 0.5 * (i % 3 + 1);
   s.rope.attention_scale = i % 5 == 0 ? 1.369 : 1.0;
   if (i % 3 == 1)
-    for (int64_t j = 0; j < s.rope.rotary_dim / 2; ++j) s.freq.push_back(1.0 / double(j + 1 + i) - (j % 4 == 3 ? 0.75 : 0.0));
+    for (int64_t j = 0; j < s.rope.rotary_dim / 2; ++j)
+      s.freq.push_back(1.0 / double(j + 1 + i) - (j % 4 == 3 ? 0.75 : 0.0));
   return s;
 }
 

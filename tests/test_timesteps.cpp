@@ -9,8 +9,8 @@
 //    timestep_embedding, ggml timestep_embedding, Whisper's sinusoids) evaluated as their code writes them,
 //    exactly, equal the spec each maps to;
 //  - bad input: the documented status, nothing written.
-#include <catch2/catch.hpp>
 #include <mpfr.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -40,14 +40,15 @@ using ref::spec_of;
 // Timesteps of every kind: diffusion's 0 .. 999 and half steps, flow matching's [0, 1) and sigma * 1000,
 // integer-valued ones, negatives, huge ones with fractions, tiny and subnormal ones, signed zeros.
 std::vector<double> timesteps(uint64_t seed) {
-  std::vector<double> t = {0.0, -0.0, 1.0, 999.0, 999.5, 0.25, 0.5, 0.75, 1e6 + 0.5, -1e6 - 0.5, 2147483647.0,
-                           2147483646.5, -2147483647.75, 0x1p-60, 0x1p-61, -0x1p-70, 1e-300, 5e-324, -5e-324,
-                           0x1p-1022, 123.456, 0.001, 14.614641, 1e-5, 0.5 + 0x1p-52, 1.5, -2.5, 3.5};
+  std::vector<double> t = {0.0,     -0.0,      1.0,        999.0,         999.5,        0.25,           0.5,
+                           0.75,    1e6 + 0.5, -1e6 - 0.5, 2147483647.0,  2147483646.5, -2147483647.75, 0x1p-60,
+                           0x1p-61, -0x1p-70,  1e-300,     5e-324,        -5e-324,      0x1p-1022,      123.456,
+                           0.001,   14.614641, 1e-5,       0.5 + 0x1p-52, 1.5,          -2.5,           3.5};
   for (int k = 0; k < 24; ++k) {
     const double u = unit(seed);
-    t.push_back(u);                    // flow matching: t in [0, 1)
-    t.push_back(1000.0 * u);           // sigma * 1000
-    t.push_back(std::floor(1000 * u));  // DDPM steps
+    t.push_back(u);                                   // flow matching: t in [0, 1)
+    t.push_back(1000.0 * u);                          // sigma * 1000
+    t.push_back(std::floor(1000 * u));                // DDPM steps
     t.push_back((unit(seed) - 0.5) * k2p31 * 0.999);  // anywhere, with a fraction
   }
   return t;
@@ -80,8 +81,8 @@ void check_spec(const std::string &name, const posenc_spec &s, const std::vector
       for (size_t k = 0; k < want.size(); ++k) {
         if (ref::bits(got[k]) == ref::bits(want[k])) continue;
         if (++bad <= 5)
-          UNSCOPED_INFO("t = " << t[k / size_t(s.d_model)] << " element " << k % size_t(s.d_model) << ": got "
-                               << got[k] << " want " << want[k]);
+          UNSCOPED_INFO("t = " << t[k / size_t(s.d_model)] << " element " << k % size_t(s.d_model) << ": got " << got[k]
+                               << " want " << want[k]);
       }
       INFO(name << " on " << posenc_isa_name(isa) << ": " << bad << " elements not correctly rounded");
       CHECK(bad == 0);
@@ -138,9 +139,8 @@ TEST_CASE("timesteps: values near zero, where only a correct window keeps the fa
   // Where the fast form's own error is largest: a fractional t at a frequency near the 2^52 bound (fr U ~ 2^50
   // quarter turns). These t put t F within 2e-9 of a multiple of pi (found offline by a double-double search
   // of t F mod pi; tests/test_rope_real.cpp has the same), sin about 2^-30: a narrow window misrounds some.
-  std::vector<double> near = {0x1.3333334081d69p-2, 0x1.333334eaa70cdp-2, 0x1.33333694cc431p-2,
-                              0x1.3333383ef1795p-2, 0x1.333339e916af9p-2, 0x1.33333b933be5dp-2,
-                              0x1.33333d3d611c1p-2};
+  std::vector<double> near = {0x1.3333334081d69p-2, 0x1.333334eaa70cdp-2, 0x1.33333694cc431p-2, 0x1.3333383ef1795p-2,
+                              0x1.333339e916af9p-2, 0x1.33333b933be5dp-2, 0x1.33333d3d611c1p-2};
   for (size_t k = 0, n = near.size(); k < n; ++k) near.push_back(-near[k]);
   check_spec("near-zero values at a frequency of 1.9 2^50",
              spec_of(2, POSENC_SIN_COS_HALVES, 1e4, 0.0, 0x1.e6a09e667f3bdp+50), near);
@@ -214,10 +214,10 @@ struct Framework {
   int64_t dim;
   // exponent of pair i: -ln(max_period) * num(i) / den, as the code has it
   double max_period;
-  double den;           // the divisor of i in the exponent
-  double time_factor;   // multiplies t (diffusers' scale, Flux's time_factor)
-  bool cos_first;       // cat(cos, sin) instead of cat(sin, cos)
-  posenc_spec spec;     // what posenc is asked for
+  double den;          // the divisor of i in the exponent
+  double time_factor;  // multiplies t (diffusers' scale, Flux's time_factor)
+  bool cos_first;      // cat(cos, sin) instead of cat(sin, cos)
+  posenc_spec spec;    // what posenc is asked for
 };
 
 std::vector<float> framework_row(const Framework &fw, double t) {
@@ -226,11 +226,11 @@ std::vector<float> framework_row(const Framework &fw, double t) {
   for (int64_t i = 0; i < half; ++i) {
     ref::Big e(2400), w(2400), a(2400), s(2400), c(2400);
     mpfr_set_d(w, fw.max_period, MPFR_RNDN);
-    mpfr_log(w, w, MPFR_RNDN);                 // ln(max_period)
-    mpfr_mul_si(w, w, -long(i), MPFR_RNDN);    // -ln(max_period) * i
-    mpfr_div_d(w, w, fw.den, MPFR_RNDN);       // / den
-    mpfr_exp(e, w, MPFR_RNDN);                 // exp(...): the frequency
-    mpfr_mul_d(a, e, t, MPFR_RNDN);            // t * freq
+    mpfr_log(w, w, MPFR_RNDN);               // ln(max_period)
+    mpfr_mul_si(w, w, -long(i), MPFR_RNDN);  // -ln(max_period) * i
+    mpfr_div_d(w, w, fw.den, MPFR_RNDN);     // / den
+    mpfr_exp(e, w, MPFR_RNDN);               // exp(...): the frequency
+    mpfr_mul_d(a, e, t, MPFR_RNDN);          // t * freq
     mpfr_mul_d(a, a, fw.time_factor, MPFR_RNDN);
     mpfr_sin_cos(s, c, a, MPFR_RNDN);
     const float sf = mpfr_get_flt(s, MPFR_RNDN), cf = mpfr_get_flt(c, MPFR_RNDN);

@@ -83,8 +83,10 @@ Result run(const std::string &program, const std::vector<std::string> &args, con
   }
   for (const std::string &kv : env) {
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos) vars.erase(kv);
-    else vars[kv.substr(0, eq)] = kv;
+    if (eq == std::string::npos)
+      vars.erase(kv);
+    else
+      vars[kv.substr(0, eq)] = kv;
   }
   std::vector<std::string> envs;
   for (const auto &kv : vars) envs.push_back(kv.second);
@@ -205,8 +207,10 @@ std::vector<float> lib_f32(const posenc::spec &s, int64_t first, int64_t n, cons
   const int64_t rows = list.empty() ? n : int64_t(list.size());
   std::vector<float> t(size_t(rows * s.d_model()));
   posenc::rows_view<float> v(t.data(), rows, s.d_model());
-  if (list.empty()) posenc::table_f32(s, first, v);
-  else posenc::rows_f32(s, list, v);
+  if (list.empty())
+    posenc::table_f32(s, first, v);
+  else
+    posenc::rows_f32(s, list, v);
   return t;
 }
 
@@ -253,8 +257,8 @@ TEST_CASE("tools: docs/tools.md describes every option of every manual", "[tools
     int options = 0;
     for (size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at + 2)) {
       size_t end = at + 2;
-      while (end < text.size() && (std::islower((unsigned char)text[end]) || std::isdigit((unsigned char)text[end]) ||
-                                   text[end] == '-'))
+      while (end < text.size() &&
+             (std::islower((unsigned char)text[end]) || std::isdigit((unsigned char)text[end]) || text[end] == '-'))
         ++end;
       if (end == at + 2) continue;
       const std::string option = text.substr(at, end - at);
@@ -312,8 +316,8 @@ TEST_CASE("tools: usage errors exit 2 with a message and print nothing else", "[
       {"rope", "--rotary-dim", "64", "--factor", "2"},
       {"rope", "--rotary-dim", "64", "--rope-type", "linear", "--beta-fast", "3"},
       {"rope", "--rotary-dim", "64", "--rope-type", "llama3", "--short-factor", "1"},
-      {"rope", "--rotary-dim", "8", "--rope-type", "longrope", "--factor", "2", "--original", "16",
-       "--short-factor", "1,2", "--long-factor", "1,2,3,4"},
+      {"rope", "--rotary-dim", "8", "--rope-type", "longrope", "--factor", "2", "--original", "16", "--short-factor",
+       "1,2", "--long-factor", "1,2,3,4"},
       {"rope", "--rotary-dim", "64", "--cache-layout", "nhwc"},
       {"rope", "--rotary-dim", "64", "--rope-type", "yarn", "--truncate", "2"},
       {"rope", "--rotary-dim", "64", "--pairs", "diagonal"},
@@ -385,7 +389,8 @@ TEST_CASE("tools: library refusals exit 1 with posenc_status_string", "[tools]")
       {{"rope", "--rotary-dim", "64", "--sections", "0,0"}, {}, POSENC_ERR_INVALID},
       {{"rope", "--preset", "qwen2-vl", "--axis-positions", "1/pad/3"}, {}, POSENC_ERR_OUT_OF_RANGE},
       {{"rope", "--preset", "pixtral", "--axis-positions", "1,2/3,2147483648"}, {}, POSENC_ERR_OUT_OF_RANGE},
-      {{"rope", "--preset", "glm-4v", "--dtype", "f16", "--axis-positions", "pad/2147483648/0"}, {},
+      {{"rope", "--preset", "glm-4v", "--dtype", "f16", "--axis-positions", "pad/2147483648/0"},
+       {},
        POSENC_ERR_OUT_OF_RANGE},
   };
   for (const Case &c : cases) {
@@ -470,13 +475,17 @@ TEST_CASE("tools: table formats and dtypes are the library's values", "[tools]")
     const std::vector<float> f = lib_f32(s, -4, 6, use_list ? list : std::vector<int64_t>{});
     const int64_t rows = use_list ? int64_t(list.size()) : 6;
     std::vector<std::string> base = spec_args;
-    if (use_list) base.insert(base.end(), {"--position-list", "0,7,pad,-3,2147483647"});
-    else base.insert(base.end(), {"--first", "-4", "--positions", "6"});
+    if (use_list)
+      base.insert(base.end(), {"--position-list", "0,7,pad,-3,2147483647"});
+    else
+      base.insert(base.end(), {"--first", "-4", "--positions", "6"});
     std::vector<uint16_t> bf(f.size()), hf(f.size());
     {
       posenc::rows_view<uint16_t> vb(bf.data(), rows, 13), vh(hf.data(), rows, 13);
-      if (use_list) posenc::rows_bf16(s, list, vb), posenc::rows_f16(s, list, vh);
-      else posenc::table_bf16(s, -4, vb), posenc::table_f16(s, -4, vh);
+      if (use_list)
+        posenc::rows_bf16(s, list, vb), posenc::rows_f16(s, list, vh);
+      else
+        posenc::table_bf16(s, -4, vb), posenc::table_f16(s, -4, vh);
     }
     for (size_t i = 0; i < f.size(); ++i) {  // the library's 16-bit tables round its float32 values
       REQUIRE(bf[i] == ref::narrow_bf16(f[i]));
@@ -507,8 +516,8 @@ TEST_CASE("tools: table formats and dtypes are the library's values", "[tools]")
       auto bits_of = [&](const std::string &text) -> std::string {
         const double v = std::strtod(text.c_str(), nullptr);
         if (dtype == "f32") return to_bytes(std::vector<float>{float(v)});
-        return to_bytes(std::vector<uint16_t>{dtype == "bf16" ? ref::narrow_bf16_from_double(v)
-                                                               : ref::narrow_f16_from_double(v)});
+        return to_bytes(
+            std::vector<uint16_t>{dtype == "bf16" ? ref::narrow_bf16_from_double(v) : ref::narrow_f16_from_double(v)});
       };
       const std::vector<std::string> text = lines(ok_out(args({})));
       const std::vector<std::string> csv = lines(ok_out(args({"--format", "csv"})));
@@ -554,8 +563,8 @@ TEST_CASE("tools: table formats and dtypes are the library's values", "[tools]")
   for (const std::string dtype : {"bf16", "f16"}) {
     const posenc::spec big(256);
     const std::vector<float> f = lib_f32(big, 1000, 64);
-    const std::vector<std::string> t = lines(ok_out({"table", "--d-model", "256", "--first", "1000", "--positions",
-                                                     "64", "--dtype", dtype}));
+    const std::vector<std::string> t =
+        lines(ok_out({"table", "--d-model", "256", "--first", "1000", "--positions", "64", "--dtype", dtype}));
     REQUIRE(t.size() == 64);
     int wrong = 0;
     for (size_t r = 0; r < 64; ++r) {
@@ -589,9 +598,10 @@ TEST_CASE("tools: table presets are posenc::spec's conventions with their first 
       {{"--preset", "fairseq", "--d-model", "512", "--padding-idx", "0"}, posenc::spec::fairseq(512), 1},
       {{"--preset", "fairseq", "--d-model", "512", "--first", "40"}, posenc::spec::fairseq(512), 40},
       {{"--preset", "t2t", "--d-model", "33"}, posenc::spec::tensor2tensor(33), 0},
-      {{"--preset", "tensor2tensor", "--d-model", "128", "--min-timescale", "0.5", "--max-timescale", "1e3",
-        "--first", "5"},
-       posenc::spec::tensor2tensor(128, 0.5, 1.0e3), 5},
+      {{"--preset", "tensor2tensor", "--d-model", "128", "--min-timescale", "0.5", "--max-timescale", "1e3", "--first",
+        "5"},
+       posenc::spec::tensor2tensor(128, 0.5, 1.0e3),
+       5},
       {{"--preset", "ctranslate2", "--d-model", "8"}, posenc::spec::ctranslate2(8), 1},
       {{"--preset", "opennmt", "--d-model", "1024"}, posenc::spec::ctranslate2(1024), 1},
       {{"--preset", "ggml", "--d-model", "320"}, posenc::spec::ggml_timestep(320), 0},
@@ -599,18 +609,23 @@ TEST_CASE("tools: table presets are posenc::spec's conventions with their first 
       {{"--preset", "diffusers", "--d-model", "320"}, posenc::spec::diffusers(320), 0},
       {{"--preset", "diffusers", "--d-model", "320", "--flip-sin-to-cos", "--downscale-freq-shift", "0", "--scale",
         "1000", "--max-period", "5000"},
-       posenc::spec::diffusers(320, true, 0.0, 1000.0, 5000.0), 0},
+       posenc::spec::diffusers(320, true, 0.0, 1000.0, 5000.0),
+       0},
       {{"--preset", "dit", "--d-model", "256"}, posenc::spec::dit(256), 0},
       {{"--preset", "dit", "--d-model", "33", "--max-period", "500"}, posenc::spec::dit(33, 500.0), 0},
       {{"--preset", "flux", "--d-model", "256"}, posenc::spec::flux(256), 0},
       {{"--preset", "flux", "--d-model", "64", "--max-period", "2000", "--time-factor", "1"},
-       posenc::spec::flux(64, 2000.0, 1.0), 0},
+       posenc::spec::flux(64, 2000.0, 1.0),
+       0},
       {{"--preset", "whisper", "--d-model", "384"}, posenc::spec::whisper(384), 0},
       {{"--preset", "whisper", "--d-model", "512", "--max-timescale", "5e3"}, posenc::spec::whisper(512, 5e3), 0},
       // the spec options override a preset
       {{"--preset", "fairseq", "--d-model", "64", "--layout", "interleaved", "--base", "500", "--denominator", "7",
         "--scale", "0.25"},
-       posenc::spec::fairseq(64).with_layout(posenc::layout::interleaved).with_base(500.0).with_freq_denominator(7.0)
+       posenc::spec::fairseq(64)
+           .with_layout(posenc::layout::interleaved)
+           .with_base(500.0)
+           .with_freq_denominator(7.0)
            .with_position_scale(0.25),
        2},
   };
@@ -662,8 +677,10 @@ std::vector<float> lib_times_f32(const posenc::spec &s, const std::vector<double
 std::vector<uint16_t> lib_times_16(const posenc::spec &s, const std::vector<double> &t, bool bf16) {
   std::vector<uint16_t> o(t.size() * size_t(s.d_model()));
   posenc::rows_view<uint16_t> v(o.data(), int64_t(t.size()), s.d_model());
-  if (bf16) posenc::timesteps_bf16(s, t, v);
-  else posenc::timesteps_f16(s, t, v);
+  if (bf16)
+    posenc::timesteps_bf16(s, t, v);
+  else
+    posenc::timesteps_f16(s, t, v);
   return o;
 }
 
@@ -673,8 +690,8 @@ TEST_CASE("tools: table --timesteps gives the library's timestep rows for every 
   // diffusion's integer and half steps, flow matching's [0, 1) times 1000, a fraction past 1e6, negatives, a
   // hexadecimal float, and the edges of |t| < 2^31
   const std::string list = "999,999.5,0.25,0x1.8p-3,261.1875,1000000.5,-3.75,0,2147483647.5,-2147483647.75,1e-300";
-  const std::vector<double> t = {999.0,     999.5,     0.25,          0x1.8p-3,        261.1875,
-                                 1000000.5, -3.75,     0.0,           2147483647.5,    -2147483647.75, 1e-300};
+  const std::vector<double> t = {999.0, 999.5, 0.25,         0x1.8p-3,       261.1875, 1000000.5,
+                                 -3.75, 0.0,   2147483647.5, -2147483647.75, 1e-300};
   struct Case {
     std::vector<std::string> args;
     posenc::spec spec;
@@ -743,14 +760,16 @@ TEST_CASE("tools: table --timesteps gives the library's timestep rows for every 
   CHECK(ok_out({"table", "--preset", "dit", "--d-model", "96", "--timesteps", "0,999,-5,2147483647", "--format",
                 "raw"}) == ok_out({"table", "--preset", "dit", "--d-model", "96", "--position-list",
                                    "0,999,-5,2147483647", "--format", "raw"}));
-  CHECK(lines(ok_out({"table", "--preset", "flux", "--d-model", "8", "--timesteps", "0.5,0.25", "--show-spec"}))
-            .back() == "timesteps list of 2");
+  CHECK(
+      lines(ok_out({"table", "--preset", "flux", "--d-model", "8", "--timesteps", "0.5,0.25", "--show-spec"})).back() ==
+      "timesteps list of 2");
 }
 
 TEST_CASE("tools: table --timesteps-file reads text and .npy files", "[tools][timesteps]") {
   const posenc::spec s = posenc::spec::diffusers(320, true, 0.0);
-  const std::vector<std::string> args = {"table", "--preset", "diffusers", "--d-model", "320", "--flip-sin-to-cos",
-                                         "--downscale-freq-shift", "0", "--format", "raw"};
+  const std::vector<std::string> args = {
+      "table", "--preset", "diffusers", "--d-model", "320", "--flip-sin-to-cos", "--downscale-freq-shift",
+      "0",     "--format", "raw"};
   auto with_file = [&](const std::string &path) {
     std::vector<std::string> a = args;
     a.insert(a.end(), {"--timesteps-file", path});
@@ -841,9 +860,8 @@ TEST_CASE("tools: table --timesteps usage errors and library refusals", "[tools]
       {{"table", "--d-model", "6", "--timesteps", "-inf,1", "--dtype", "bf16"}, POSENC_ERR_OUT_OF_RANGE},
       {{"table", "--d-model", "6", "--timesteps", "2147483648"}, POSENC_ERR_OUT_OF_RANGE},
       {{"table", "--d-model", "6", "--timesteps", "0,-2147483648", "--dtype", "f16"}, POSENC_ERR_OUT_OF_RANGE},
-      {{"table", "--d-model", "6", "--timesteps-file", write_file("far.npy", npy_file("<i8", "(1,)",
-                                                                                        to_bytes(std::vector<int64_t>{
-                                                                                            int64_t(1) << 40})))},
+      {{"table", "--d-model", "6", "--timesteps-file",
+        write_file("far.npy", npy_file("<i8", "(1,)", to_bytes(std::vector<int64_t>{int64_t(1) << 40})))},
        POSENC_ERR_OUT_OF_RANGE},
       // a frequency of 2^52: the integer table takes it, timesteps do not
       {{"table", "--d-model", "6", "--preset", "flux", "--time-factor", "0x1p52", "--timesteps", "0.5"},
@@ -911,9 +929,9 @@ TEST_CASE("tools: rope presets are posenc::rope's, at any positions", "[tools][r
 
 TEST_CASE("tools: rope schemes from options are posenc_rope_init's", "[tools][rope]") {
   // each model preset written out with its published parameters
-  CHECK(ok_out({"rope", "--rotary-dim", "64", "--rope-type", "yarn", "--factor", "40", "--original", "4096",
-                "--beta-fast", "32", "--beta-slow", "1", "--mscale", "0.707", "--mscale-all-dim", "0.707",
-                "--pairs", "interleaved", "--show-spec"}) ==
+  CHECK(ok_out({"rope",  "--rotary-dim", "64",          "--rope-type", "yarn", "--factor", "40",    "--original",
+                "4096",  "--beta-fast",  "32",          "--beta-slow", "1",    "--mscale", "0.707", "--mscale-all-dim",
+                "0.707", "--pairs",      "interleaved", "--show-spec"}) ==
         ok_out({"rope", "--preset", "deepseek-v2", "--show-spec"}));
   CHECK(ok_out({"rope", "--rotary-dim", "128", "--base", "500000", "--rope-type", "llama3", "--factor", "8",
                 "--low-freq-factor", "1", "--high-freq-factor", "4", "--original", "8192", "--format", "raw"}) ==
@@ -932,16 +950,16 @@ TEST_CASE("tools: rope schemes from options are posenc_rope_init's", "[tools][ro
           ok_out({"rope", "--preset", "phi3-mini-128k", "--seq-len", seq, "--format", "raw"}));
   // linear and dynamic, against the C call
   for (const std::string &type : {std::string("linear"), std::string("dynamic")}) {
-    posenc_rope_scaling s = posenc::rope_scaling_of(type == "linear" ? posenc::rope_type::linear
-                                                                     : posenc::rope_type::dynamic);
+    posenc_rope_scaling s =
+        posenc::rope_scaling_of(type == "linear" ? posenc::rope_type::linear : posenc::rope_type::dynamic);
     s.factor = 4.0;
     s.original_max_positions = 2048;
     s.seq_len = 9001;  // the largest position + 1
     s.truncate = 1;
     const posenc::rope r = posenc::rope::init(64, 1.0e4, s);
     INFO(type);
-    std::vector<std::string> args = {"rope", "--rotary-dim", "64", "--rope-type", type, "--factor", "4",
-                                     "--first", "8990", "--positions", "11", "--format", "raw"};
+    std::vector<std::string> args = {"rope", "--rotary-dim", "64", "--rope-type", type, "--factor", "4", "--first",
+                                     "8990", "--positions",  "11", "--format",    "raw"};
     if (type == "dynamic") args.insert(args.end(), {"--original", "2048"});
     CHECK(ok_out(args) == to_bytes(lib_cache(r, 8990, 11)));
   }
@@ -1069,8 +1087,8 @@ TEST_CASE("tools: multi-axis rope presets and positions are posenc::rope's", "[t
   REQUIRE(imrope.axes() == 4);
   std::vector<int64_t> p4 = vl_rows(3);
   for (int64_t t = 0; t < 10; ++t) p4.push_back(1000 + 3 * t);
-  CHECK(ok_out({"rope", "--rotary-dim", "32", "--sections", "2,2,2,2", "--sections-layout", "interleaved-4",
-                "--format", "raw", "--axis-positions", axis_text(p4, 4)}) == to_bytes(lib_axes_cache(imrope, p4)));
+  CHECK(ok_out({"rope", "--rotary-dim", "32", "--sections", "2,2,2,2", "--sections-layout", "interleaved-4", "--format",
+                "raw", "--axis-positions", axis_text(p4, 4)}) == to_bytes(lib_axes_cache(imrope, p4)));
 
   // --show-spec adds the axes and the axis of each pair.
   const posenc::rope q3 = posenc::rope::qwen3_vl();
@@ -1097,17 +1115,16 @@ TEST_CASE("tools: multi-axis rope presets and positions are posenc::rope's", "[t
   REQUIRE(shared_csv.size() == 3);
   CHECK(shared_csv[1].rfind("9,9,9,", 0) == 0);
   CHECK(shared_csv[2].rfind("pad,0,0,0.00,", 0) == 0);  // a padding row's other axes are 0
-  const std::vector<std::string> separate =
-      lines(ok_out({"rope", "--preset", "glm-4v", "--format", "csv", "--cache-layout", "separate",
-                    "--axis-positions", p3}));
+  const std::vector<std::string> separate = lines(
+      ok_out({"rope", "--preset", "glm-4v", "--format", "csv", "--cache-layout", "separate", "--axis-positions", p3}));
   REQUIRE(separate.size() == 22);
   CHECK(separate[0].rfind("position0,position1,position2,cos0,", 0) == 0);
   CHECK(separate[11].rfind("position0,position1,position2,sin0,", 0) == 0);
   CHECK(separate[16].rfind("2,3,2,", 0) == 0);  // row 4 of the sin table
-  CHECK(lines(ok_out({"rope", "--preset", "pixtral", "--format", "csv", "--first", "7", "--positions", "2"}))[2]
-            .rfind("8,8,", 0) == 0);
-  CHECK(lines(ok_out({"rope", "--preset", "pixtral", "--format", "csv", "--first", "7", "--positions", "2"}))[0]
-            .rfind("position0,position1,cos0,", 0) == 0);
+  CHECK(lines(ok_out({"rope", "--preset", "pixtral", "--format", "csv", "--first", "7", "--positions", "2"}))[2].rfind(
+            "8,8,", 0) == 0);
+  CHECK(lines(ok_out({"rope", "--preset", "pixtral", "--format", "csv", "--first", "7", "--positions", "2"}))[0].rfind(
+            "position0,position1,cos0,", 0) == 0);
   std::vector<uint16_t> bf(f.size()), hf(f.size());
   for (size_t i = 0; i < f.size(); ++i) bf[i] = ref::narrow_bf16(f[i]), hf[i] = ref::narrow_f16(f[i]);
   CHECK(ok_out({"rope", "--preset", "glm-4v", "--format", "raw", "--dtype", "bf16", "--axis-positions", p3}) ==
@@ -1159,7 +1176,7 @@ TEST_CASE("tools: rope cache layouts, dtypes and formats", "[tools][rope]") {
   for (const auto &[dtype, raw] : want) {
     INFO(dtype);
     const size_t size = dtype == "f32" ? 4 : 2;
-    const std::vector<std::string> base = {"rope", "--preset", "deepseek-v2", "--position-list", "3,pad,163839,-7",
+    const std::vector<std::string> base = {"rope",    "--preset", "deepseek-v2", "--position-list", "3,pad,163839,-7",
                                            "--dtype", dtype};
     auto with = [&](std::vector<std::string> more) {
       std::vector<std::string> a = base;
@@ -1317,11 +1334,12 @@ TEST_CASE("tools: check fails when a path is one ULP wrong (test hook)", "[tools
       CHECK(known_on_isa);
       // and every kernel of that family is reported by the comparison of paths
       const std::map<std::string, std::vector<std::string>> family = {
-          {"table", {"table_f32", "table_bf16", "table_f16", "rows_f32", "rows_bf16", "rows_f16", "add_f32",
-                     "embed_f32", "embed_bf16", "embed_f16"}},
+          {"table",
+           {"table_f32", "table_bf16", "table_f16", "rows_f32", "rows_bf16", "rows_f16", "add_f32", "embed_f32",
+            "embed_bf16", "embed_f16"}},
           {"learned", {"embed_learned_f32"}},
-          {"rope", {"rope_cache_f32", "rope_f32", "rope_bf16", "rope_f16", "rope_qk_f32", "rope_qk_bf16",
-                    "rope_qk_f16"}},
+          {"rope",
+           {"rope_cache_f32", "rope_f32", "rope_bf16", "rope_f16", "rope_qk_f32", "rope_qk_bf16", "rope_qk_f16"}},
       };
       if (available_paths().size() > 1)
         for (const std::string &k : family.at(kind)) {

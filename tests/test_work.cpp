@@ -86,9 +86,9 @@ void same_as_whole(const char *what, const std::vector<T> &start, const std::fun
 
 // same_as_whole for the wrapper call fn(args...) and its work, fn_work(args...): the call is spelled once, so
 // the two cannot drift apart. The arguments name the buffer same_as_whole hands in as b; rng is the test's.
-#define SAME_AS_WHOLE(T, what, start, fn, ...)                                                                 \
-  same_as_whole<T>(                                                                                           \
-      what, start, [&](std::vector<T> &b) { fn(__VA_ARGS__); },                                               \
+#define SAME_AS_WHOLE(T, what, start, fn, ...)                  \
+  same_as_whole<T>(                                             \
+      what, start, [&](std::vector<T> &b) { fn(__VA_ARGS__); }, \
       [&](std::vector<T> &b) { return fn##_work(__VA_ARGS__); }, rng)
 
 }  // namespace
@@ -277,8 +277,9 @@ TEST_CASE("a builder refuses what the unsplit call refuses, with its status, and
   CHECK(thrown(qk, [&] { posenc::rope(256).apply_work(positions(0), q); }) == POSENC_ERR_INVALID);  // head_dim 128 < r
   CHECK(thrown(qk, [&] { r3.shift_work(positions(0), k); }) == POSENC_ERR_INVALID);  // a shift takes a list
   CHECK(thrown(qk, [&] { r3.apply_copy_work(positions::axis_major(p3, 3), k, k); }) == POSENC_ERR_OUT_OF_RANGE);
-  CHECK(thrown(qk, [&] { r3.apply_copy_work(positions(0), heads_view<const float>(qk.data() + 1, n, 4, 128, 6 * 128, 128), q); }) ==
-        POSENC_ERR_INVALID);  // source rows one element off q's
+  CHECK(thrown(qk, [&] {
+          r3.apply_copy_work(positions(0), heads_view<const float>(qk.data() + 1, n, 4, 128, 6 * 128, 128), q);
+        }) == POSENC_ERR_INVALID);  // source rows one element off q's
   CHECK(thrown(qk, [&] { r3.apply_copy_work(positions(0), q.subtokens(0, n - 1), q); }) == POSENC_ERR_INVALID);
   CHECK(thrown(qk, [&] { r3.cache_work(positions(k2p31 - n + 1), rows_view<float>(qk.data(), n, 128)); }) ==
         POSENC_ERR_OUT_OF_RANGE);

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-FOLDERS = ("lib", "include")
+FOLDERS = ("lib", "include", "tests", "bench", "cli", "examples", "fuzz", "integrations", "python", "tools")
 EXTS = (".c", ".h", ".cpp", ".hpp")
 
 

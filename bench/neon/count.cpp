@@ -158,8 +158,8 @@ Case rope_peer_case(const char *name, const char *what, int64_t n, int64_t first
             auto scratch = std::make_shared<std::vector<float>>(size_t(kHead));
             const peers::RopeApplyFn fn = pick(neon_rope());
             return std::function<void()>([=] {
-              const peers::Qk t{b->pos.data(), b->n, b->q(), b->q_heads, b->ts, kHead,
-                                b->k(), b->k_heads, b->ts, kHead};
+              const peers::Qk t{b->pos.data(), b->n,   b->q(),     b->q_heads, b->ts,
+                                kHead,         b->k(), b->k_heads, b->ts,      kHead};
               fn(*m, t, peers::RopeScratch{nullptr, nullptr, nullptr, nullptr, scratch->data()});
             });
           }};
@@ -170,8 +170,7 @@ std::vector<Case> cases() {
   const double table_elems = double(kD) * double(kRows);
   for (posenc_isa isa : {POSENC_ISA_NEON, POSENC_ISA_SCALAR}) {
     const bool neon = isa == POSENC_ISA_NEON;
-    c.push_back({neon ? "table_f32/neon" : "table_f32/scalar", table_elems, "posenc_table_f32, 512 x 2048",
-                 [isa] {
+    c.push_back({neon ? "table_f32/neon" : "table_f32/scalar", table_elems, "posenc_table_f32, 512 x 2048", [isa] {
                    force(isa);
                    auto out = std::make_shared<std::vector<float>>(size_t(kD * kRows));
                    return std::function<void()>([out] {
@@ -251,7 +250,7 @@ std::vector<Case> cases() {
                    return std::function<void()>([=] {
                      const posenc_spec sp = table_spec();
                      check((fmt == 1 ? posenc_embed_bf16 : posenc_embed_f16)(&sp, tab->data(), kVocab, kD, tok->data(),
-                                                                           scale, nullptr, 0, kRows, out->data(), kD),
+                                                                             scale, nullptr, 0, kRows, out->data(), kD),
                            "embed_16");
                    });
                  }});
@@ -274,18 +273,17 @@ std::vector<Case> cases() {
                  const peers::RopeCacheFn fn = neon_rope().sleef_u35;
                  return std::function<void()>([=] { fn(*m, pos->data(), kTokens, out->data()); });
                }});
-  c.push_back(rope_qk_case<float>("rope_qk_f32/neon", "posenc_rope_qk_f32, Llama-3-8B prefill, 2048 tokens",
-                                  kTokens, 0, f32_value, posenc_rope_qk_f32));
+  c.push_back(rope_qk_case<float>("rope_qk_f32/neon", "posenc_rope_qk_f32, Llama-3-8B prefill, 2048 tokens", kTokens, 0,
+                                  f32_value, posenc_rope_qk_f32));
   c.push_back(rope_qk_case<uint16_t>("rope_qk_bf16/neon", "posenc_rope_qk_bf16, the same prefill", kTokens, 0,
                                      bf16_value, posenc_rope_qk_bf16));
-  c.push_back(rope_qk_case<uint16_t>("rope_qk_f16/neon", "posenc_rope_qk_f16, the same prefill", kTokens, 0,
-                                     f16_value, posenc_rope_qk_f16));
+  c.push_back(rope_qk_case<uint16_t>("rope_qk_f16/neon", "posenc_rope_qk_f16, the same prefill", kTokens, 0, f16_value,
+                                     posenc_rope_qk_f16));
   c.push_back(rope_qk_case<float>("rope_qk_f32_decode/neon", "posenc_rope_qk_f32, one decode token at 100000", 1,
                                   kDecodePos, f32_value, posenc_rope_qk_f32));
   for (int decode = 0; decode < 2; ++decode) {
     const int64_t n = decode ? 1 : kTokens;
-    c.push_back({decode ? "rope_qk_f32_axes3_decode/neon" : "rope_qk_f32_axes3/neon",
-                 double(n) * (28 + 4) * kHead,
+    c.push_back({decode ? "rope_qk_f32_axes3_decode/neon" : "rope_qk_f32_axes3/neon", double(n) * (28 + 4) * kHead,
                  decode ? "posenc_rope_qk_f32, Qwen2.5-VL-7B 3-axis, one decode token at 100000"
                         : "posenc_rope_qk_f32, Qwen2.5-VL-7B 3-axis, 2048 tokens with a 1600-token image",
                  [n, decode] {

@@ -27,8 +27,10 @@ static void fill(struct ggml_tensor *t, uint64_t *s) {
   const int64_t n = ggml_nelements(t);
   for (int64_t e = 0; e < n; ++e) {
     const float v = (float)(next(s) >> 40) * 0x1p-23f - 1.0f;
-    if (t->type == GGML_TYPE_F32) ((float *)t->data)[e] = v;
-    else ((ggml_fp16_t *)t->data)[e] = ggml_fp32_to_fp16(v);
+    if (t->type == GGML_TYPE_F32)
+      ((float *)t->data)[e] = v;
+    else
+      ((ggml_fp16_t *)t->data)[e] = ggml_fp32_to_fp16(v);
   }
 }
 
@@ -57,10 +59,10 @@ int main(int argc, char **argv) {
   fill(k, &s);
   for (int64_t t = 0; t < n; ++t) ((int32_t *)pos->data)[t] = (int32_t)(decode ? 100000 + t : t);
 
-  struct ggml_tensor *qr = ggml_rope_ext(ctx, q, pos, NULL, (int)head, GGML_ROPE_TYPE_NEOX, 0, 5e5f, 1.0f, 0.0f,
-                                         1.0f, 32.0f, 1.0f);
-  struct ggml_tensor *kr = ggml_rope_ext(ctx, k, pos, NULL, (int)head, GGML_ROPE_TYPE_NEOX, 0, 5e5f, 1.0f, 0.0f,
-                                         1.0f, 32.0f, 1.0f);
+  struct ggml_tensor *qr =
+      ggml_rope_ext(ctx, q, pos, NULL, (int)head, GGML_ROPE_TYPE_NEOX, 0, 5e5f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
+  struct ggml_tensor *kr =
+      ggml_rope_ext(ctx, k, pos, NULL, (int)head, GGML_ROPE_TYPE_NEOX, 0, 5e5f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
   struct ggml_cgraph *gf = ggml_new_graph(ctx);
   ggml_build_forward_expand(gf, qr);
   ggml_build_forward_expand(gf, kr);

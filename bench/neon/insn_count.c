@@ -48,8 +48,7 @@ static void on_exit(qemu_plugin_id_t id, void *userdata) {
   if (f != stderr) fclose(f);
 }
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info, int argc,
-                                           char **argv) {
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info, int argc, char **argv) {
   (void)info;
   for (int i = 0; i < argc; ++i) {
     if (strncmp(argv[i], "out=", 4) == 0 && strlen(argv[i] + 4) < sizeof out_path) {

@@ -5,8 +5,8 @@
 
 // xsimd 8.1 defines two helpers of its large-argument sin/cos reduction as plain inline functions, not
 // templates on the arch, so every ISA unit would emit a copy of the same symbol built with its own flags
-// and the linker would keep one for all (the ODR trap of docs/architecture.md, "Who may include what": the AVX2 peer could end up running
-// AVX-512 code). Each unit renames them to a name of its own before xsimd is seen.
+// and the linker would keep one for all (the ODR trap of docs/architecture.md, "Who may include what": the AVX2 peer
+// could end up running AVX-512 code). Each unit renames them to a name of its own before xsimd is seen.
 #ifndef PEERS_UNIT
 #error "define PEERS_UNIT (the ISA name) before including kernels.hpp"
 #endif

@@ -17,10 +17,9 @@ struct Naive {
     for (int64_t e = 0; e < m; ++e) o[e] += pe[e];
   }
   // gather, scale (in place), add the PE table
-  static void three_pass(const float *table, const int32_t *tokens, float scale, const float *pe, int64_t n,
-                         int64_t d, float *out) {
-    for (int64_t r = 0; r < n; ++r)
-      std::memcpy(out + r * d, table + int64_t(tokens[r]) * d, sizeof(float) * size_t(d));
+  static void three_pass(const float *table, const int32_t *tokens, float scale, const float *pe, int64_t n, int64_t d,
+                         float *out) {
+    for (int64_t r = 0; r < n; ++r) std::memcpy(out + r * d, table + int64_t(tokens[r]) * d, sizeof(float) * size_t(d));
     for (int64_t e = 0; e < n * d; ++e) out[e] *= scale;
     add_pass(out, pe, n * d);
   }

@@ -63,10 +63,22 @@ struct Unit {
   PassPeer passes;
 };
 struct RopeUnit;
-namespace avx2 { Unit unit(); RopeUnit rope_unit(); }
-namespace avx512 { Unit unit(); RopeUnit rope_unit(); }
-namespace neon { Unit unit(); RopeUnit rope_unit(); }
-namespace scalar { Unit unit(); RopeUnit rope_unit(); }
+namespace avx2 {
+Unit unit();
+RopeUnit rope_unit();
+}  // namespace avx2
+namespace avx512 {
+Unit unit();
+RopeUnit rope_unit();
+}  // namespace avx512
+namespace neon {
+Unit unit();
+RopeUnit rope_unit();
+}  // namespace neon
+namespace scalar {
+Unit unit();
+RopeUnit rope_unit();
+}  // namespace scalar
 
 // Every table peer this build compiled, whether or not this CPU runs it.
 const std::vector<TablePeer> &table_peers();

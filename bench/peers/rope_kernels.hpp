@@ -105,7 +105,7 @@ struct RopePasses {
     const int64_t r = m.r, h = m.h;
     for (int64_t j = 0; j < t.n; ++j) {
       const float p = float(t.positions[j]);
-      for (int64_t i = 0; i < h; ++i) cos_out[j * r + i] = p * m.inv_freq[i];  // freqs, into cos's rows
+      for (int64_t i = 0; i < h; ++i) cos_out[j * r + i] = p * m.inv_freq[i];        // freqs, into cos's rows
       std::memcpy(cos_out + j * r + h, cos_out + j * r, sizeof(float) * size_t(h));  // emb
     }
     for (int64_t e = 0; e < t.n * r; ++e) sin_out[e] = sinf(cos_out[e]);
@@ -150,8 +150,8 @@ struct RopePasses {
 
   // ggml_compute_forward_rope_f32, NEOX mode, freq_scale 1, no YaRN: one op per tensor. Per token the
   // cache covers every pair of the head (ne0 / 2), as ggml_rope_cache_init does, then every head rotates.
-  static void ggml_tensor(const RopeModel &m, const int64_t *positions, int64_t n, float *x, int64_t heads,
-                          int64_t ts, int64_t hs, float *cache) {
+  static void ggml_tensor(const RopeModel &m, const int64_t *positions, int64_t n, float *x, int64_t heads, int64_t ts,
+                          int64_t hs, float *cache) {
     const int64_t h = m.h;
     for (int64_t j = 0; j < n; ++j) {
       float theta = float(positions[j]);

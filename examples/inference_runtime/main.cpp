@@ -19,8 +19,8 @@
 
 namespace {
 
-constexpr int64_t kD = 64;   // d_model
-constexpr int kShown = 6;    // columns printed per row
+constexpr int64_t kD = 64;  // d_model
+constexpr int kShown = 6;   // columns printed per row
 
 // Token id = index. A real runtime reads its tokenizer's vocabulary from the model files.
 const std::vector<std::string> kVocab = {"<pad>", "<s>", "</s>", "<unk>", "my", "name", "is", "grant", "hello"};

@@ -81,8 +81,8 @@ int main(void) {
         before[b][j] = dot(qkv[b] + j * HEAD_DIM, qkv[b] + (Q_HEADS + j / (Q_HEADS / KV_HEADS)) * HEAD_DIM);
 
     /* The runtime's call: q = qkv, k = qkv + Q_HEADS * HEAD_DIM, one token stride for both. */
-    st = posenc_rope_qk_f32(&rope, position, 0, BATCH, &qkv[0][0], Q_HEADS, QKV, HEAD_DIM,
-                            &qkv[0][Q_HEADS * HEAD_DIM], KV_HEADS, QKV, HEAD_DIM);
+    st = posenc_rope_qk_f32(&rope, position, 0, BATCH, &qkv[0][0], Q_HEADS, QKV, HEAD_DIM, &qkv[0][Q_HEADS * HEAD_DIM],
+                            KV_HEADS, QKV, HEAD_DIM);
     if (st != POSENC_OK) {
       fprintf(stderr, "posenc_rope_qk_f32: %s\n", posenc_status_string(st));
       return 1;
@@ -127,8 +127,8 @@ int main(void) {
   /* A position outside |p| < 2^31 is refused before anything is written. */
   memcpy(expect, qkv, sizeof qkv);
   position[0] = (int64_t)1 << 31;
-  st = posenc_rope_qk_f32(&rope, position, 0, BATCH, &qkv[0][0], Q_HEADS, QKV, HEAD_DIM,
-                          &qkv[0][Q_HEADS * HEAD_DIM], KV_HEADS, QKV, HEAD_DIM);
+  st = posenc_rope_qk_f32(&rope, position, 0, BATCH, &qkv[0][0], Q_HEADS, QKV, HEAD_DIM, &qkv[0][Q_HEADS * HEAD_DIM],
+                          KV_HEADS, QKV, HEAD_DIM);
   printf("position 2^31: %s\n", posenc_status_string(st));
   bad |= st != POSENC_ERR_OUT_OF_RANGE || memcmp(qkv, expect, sizeof qkv) != 0;
 

@@ -56,8 +56,10 @@ void log_message(ggml_log_level level, const char *fmt, ...) {
   va_start(args, fmt);
   std::vsnprintf(text, sizeof text, fmt, args);
   va_end(args);
-  if (cb) cb(level, text, user);
-  else std::fputs(text, stderr);
+  if (cb)
+    cb(level, text, user);
+  else
+    std::fputs(text, stderr);
 }
 
 // --- the nodes ---------------------------------------------------------------------------------------------
@@ -128,8 +130,8 @@ ggml_status compute_on_cpu(Context &ctx, ggml_tensor *node) {
     if (!dev || !(ctx.cpu = ggml_backend_dev_init(dev, nullptr))) return GGML_STATUS_FAILED;
   }
   ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(ggml_backend_get_device(ctx.cpu));
-  auto set_threads =
-      reinterpret_cast<ggml_backend_set_n_threads_t>(ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
+  auto set_threads = reinterpret_cast<ggml_backend_set_n_threads_t>(
+      ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
   if (set_threads) set_threads(ctx.cpu, ctx.n_threads);
   const ggml_init_params params = {ggml_graph_overhead_custom(1, false), nullptr, true};
   ggml_context *gctx = ggml_init(params);
@@ -197,8 +199,7 @@ ggml_status graph_compute(ggml_backend_t backend, ggml_cgraph *graph) {
       case GGML_OP_VIEW:
       case GGML_OP_RESHAPE:
       case GGML_OP_PERMUTE:
-      case GGML_OP_TRANSPOSE:
-        continue;  // views of what other nodes computed
+      case GGML_OP_TRANSPOSE: continue;  // views of what other nodes computed
       case GGML_OP_ROPE:
       case GGML_OP_ROPE_BACK:
         st = compute_rope(ctx, node);
@@ -208,8 +209,7 @@ ggml_status graph_compute(ggml_backend_t backend, ggml_cgraph *graph) {
         st = compute_timestep(ctx, node);
         g_counts[2].fetch_add(1, std::memory_order_relaxed);
         break;
-      default:
-        st = GGML_STATUS_FAILED;  // never sent: supports_op says no
+      default: st = GGML_STATUS_FAILED;  // never sent: supports_op says no
     }
     if (st != GGML_STATUS_SUCCESS) return st;
   }
@@ -218,7 +218,8 @@ ggml_status graph_compute(ggml_backend_t backend, ggml_cgraph *graph) {
 }
 
 ggml_guid_t backend_guid() {
-  static ggml_guid guid = {0x70, 0x6f, 0x73, 0x65, 0x6e, 0x63, 0x2d, 0x72, 0x6f, 0x70, 0x65, 0x2d, 0x67, 0x67, 0x6d, 0x6c};
+  static ggml_guid guid = {0x70, 0x6f, 0x73, 0x65, 0x6e, 0x63, 0x2d, 0x72,
+                           0x6f, 0x70, 0x65, 0x2d, 0x67, 0x67, 0x6d, 0x6c};
   return &guid;
 }
 
@@ -269,12 +270,9 @@ ggml_backend_buffer_type_t dev_buffer_type(ggml_backend_dev_t) { return ggml_bac
 bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor *op) {
   switch (op->op) {
     case GGML_OP_ROPE:
-    case GGML_OP_ROPE_BACK:
-      return rope_of(op).record != nullptr;
-    case GGML_OP_TIMESTEP_EMBEDDING:
-      return timestep_supported(op);
-    default:
-      return false;
+    case GGML_OP_ROPE_BACK: return rope_of(op).record != nullptr;
+    case GGML_OP_TIMESTEP_EMBEDDING: return timestep_supported(op);
+    default: return false;
   }
 }
 
@@ -331,8 +329,9 @@ bool same_ggml(std::string &why) {
   static const struct {
     ggml_op op;
     const char *name;
-  } ops[] = {{GGML_OP_NONE, "NONE"},           {GGML_OP_VIEW, "VIEW"},           {GGML_OP_RESHAPE, "RESHAPE"},
-             {GGML_OP_PERMUTE, "PERMUTE"},     {GGML_OP_TRANSPOSE, "TRANSPOSE"}, {GGML_OP_ROPE, "ROPE"},
+  } ops[] = {{GGML_OP_NONE, "NONE"},           {GGML_OP_VIEW, "VIEW"},
+             {GGML_OP_RESHAPE, "RESHAPE"},     {GGML_OP_PERMUTE, "PERMUTE"},
+             {GGML_OP_TRANSPOSE, "TRANSPOSE"}, {GGML_OP_ROPE, "ROPE"},
              {GGML_OP_ROPE_BACK, "ROPE_BACK"}, {GGML_OP_TIMESTEP_EMBEDDING, "TIMESTEP_EMBEDDING"}};
   static const struct {
     ggml_type type;
@@ -354,7 +353,7 @@ bool same_ggml(std::string &why) {
 }  // namespace
 
 POSENC_GGML_EXPORT ggml_backend_reg_t posenc_ggml_backend_reg(void) {
-  static ggml_backend_reg_t reg = [] () -> ggml_backend_reg_t {
+  static ggml_backend_reg_t reg = []() -> ggml_backend_reg_t {
     std::string why;
     if (!same_ggml(why)) {
       log_message(GGML_LOG_LEVEL_ERROR,

@@ -90,12 +90,12 @@ extern "C" {
 // One builder of posenc/ggml.h through build(): `dims` its parameters from n_dims to mode, in parentheses;
 // inplace, or a new tensor; forward, or the backward operation (ggml_rope_*_back).
 #define POSENC_GGML_UNPAREN(...) __VA_ARGS__
-#define POSENC_GGML_ROPE_BUILDER(name, dims, sections, inplace, forward)                                               \
-  ggml_tensor *name(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, POSENC_GGML_UNPAREN dims,       \
-                    int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor,            \
-                    float beta_fast, float beta_slow) {                                                                \
-    return build(ctx, a, b, c, n_dims, sections, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,     \
-                 beta_fast, beta_slow, inplace, forward);                                                              \
+#define POSENC_GGML_ROPE_BUILDER(name, dims, sections, inplace, forward)                                           \
+  ggml_tensor *name(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tensor *c, POSENC_GGML_UNPAREN dims,   \
+                    int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor,        \
+                    float beta_fast, float beta_slow) {                                                            \
+    return build(ctx, a, b, c, n_dims, sections, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, \
+                 beta_fast, beta_slow, inplace, forward);                                                          \
   }
 POSENC_GGML_ROPE_BUILDER(posenc_ggml_rope_ext, (int n_dims, int mode), nullptr, false, true)
 POSENC_GGML_ROPE_BUILDER(posenc_ggml_rope_ext_inplace, (int n_dims, int mode), nullptr, true, true)

@@ -39,10 +39,14 @@ void assign_axes(Record &r) {
     const int64_t sector = i % sum;
     int a = 0;
     if (mode == kModeImrope) {
-      if (sector % 3 == 1 && sector < 3 * int64_t(s[1])) a = 1;
-      else if (sector % 3 == 2 && sector < 3 * int64_t(s[2])) a = 2;
-      else if (sector % 3 == 0 && sector < 3 * int64_t(s[0])) a = 0;
-      else a = 3;
+      if (sector % 3 == 1 && sector < 3 * int64_t(s[1]))
+        a = 1;
+      else if (sector % 3 == 2 && sector < 3 * int64_t(s[2]))
+        a = 2;
+      else if (sector % 3 == 0 && sector < 3 * int64_t(s[0]))
+        a = 0;
+      else
+        a = 3;
     } else if (sector >= s[0] && sector < w) {
       a = 1;
     } else if (sector >= w && sector < e) {
@@ -51,10 +55,14 @@ void assign_axes(Record &r) {
       a = 3;
     }
     if (mode == kModeVision) {
-      if (sector == 0) start[0] = i;
-      else if (sector == s[0]) start[1] = i;
-      else if (sector == w) start[2] = i;
-      else if (sector == e) start[3] = i;
+      if (sector == 0)
+        start[0] = i;
+      else if (sector == s[0])
+        start[1] = i;
+      else if (sector == w)
+        start[2] = i;
+      else if (sector == e)
+        start[3] = i;
       r.index[size_t(i)] = i - start[a];
     }
     r.axis[size_t(i)] = uint8_t(a);
@@ -70,7 +78,7 @@ std::unique_ptr<FreqSet> make_set(const Record &r, const float *factors) {
   if (factors) set->factors.assign(factors, factors + r.pairs);
   set->freq.resize(size_t(r.pairs));
   // posenc.h's fields in order: n_dims, pairs, index, factors, freq_base .. beta_slow (the key's six), n_ctx_orig
-  const posenc_ggml_rope_params g{r.key.n_dims, r.pairs,  r.index.data(), factors,  r.key.base, r.key.fs,
+  const posenc_ggml_rope_params g{r.key.n_dims, r.pairs,  r.index.data(), factors,  r.key.base,      r.key.fs,
                                   r.key.ef,     r.key.af, r.key.bf,       r.key.bs, r.key.n_ctx_orig};
   double m = 1.0;
   set->ok = posenc_rope_ggml_frequencies(&g, set->freq.data(), &m) == POSENC_OK;

@@ -189,20 +189,13 @@ extern "C" {
 
 const char *posenc_status_string(posenc_status s) {
   switch (s) {
-    case POSENC_OK:
-      return "ok";
-    case POSENC_ERR_NULL:
-      return "a required pointer is NULL";
-    case POSENC_ERR_INVALID:
-      return "invalid spec, size or stride";
-    case POSENC_ERR_OUT_OF_RANGE:
-      return "position or token id out of range";
-    case POSENC_ERR_OVERFLOW:
-      return "element or byte count overflows";
-    case POSENC_ERR_UNSUPPORTED:
-      return "instruction set not available";
-    case POSENC_ERR_NO_MEMORY:
-      return "out of memory";
+    case POSENC_OK: return "ok";
+    case POSENC_ERR_NULL: return "a required pointer is NULL";
+    case POSENC_ERR_INVALID: return "invalid spec, size or stride";
+    case POSENC_ERR_OUT_OF_RANGE: return "position or token id out of range";
+    case POSENC_ERR_OVERFLOW: return "element or byte count overflows";
+    case POSENC_ERR_UNSUPPORTED: return "instruction set not available";
+    case POSENC_ERR_NO_MEMORY: return "out of memory";
   }
   return "unknown status";
 }

@@ -20,16 +20,11 @@ uint32_t bit(posenc_feature f, bool on = true) { return on ? uint32_t(1) << unsi
 
 posenc_path_reason reason_of(PathChoice c) {
   switch (c) {
-    case PathChoice::kBestAvailable:
-      return POSENC_PATH_BEST_AVAILABLE;
-    case PathChoice::kEnvironment:
-      return POSENC_PATH_ENVIRONMENT;
-    case PathChoice::kForced:
-      return POSENC_PATH_FORCED;
-    case PathChoice::kEnvUnavailable:
-      return POSENC_PATH_ENV_UNAVAILABLE;
-    case PathChoice::kEnvUnknown:
-      break;
+    case PathChoice::kBestAvailable: return POSENC_PATH_BEST_AVAILABLE;
+    case PathChoice::kEnvironment: return POSENC_PATH_ENVIRONMENT;
+    case PathChoice::kForced: return POSENC_PATH_FORCED;
+    case PathChoice::kEnvUnavailable: return POSENC_PATH_ENV_UNAVAILABLE;
+    case PathChoice::kEnvUnknown: break;
   }
   return POSENC_PATH_ENV_UNKNOWN;
 }

@@ -36,8 +36,7 @@ const Path *compiled(int isa) {
     return path_if<have>([](auto) { return Path{n::run, n::run_learned, n::run_rope, n::fill_tables}; });
   switch (isa) {
     POSENC_ISAS(POSENC_ISA_CASE)
-    default:
-      return nullptr;
+    default: return nullptr;
   }
 #undef POSENC_ISA_CASE
 }
@@ -117,12 +116,10 @@ struct Wrapped {
 const Path *used(int isa) {
   if (isa != wrong().isa || !compiled(isa)) return compiled(isa);
 #define POSENC_ISA_CASE(E, n, have) \
-  case POSENC_ISA_##E:              \
-    return Wrapped<POSENC_ISA_##E>::path();
+  case POSENC_ISA_##E: return Wrapped<POSENC_ISA_##E>::path();
   switch (isa) {
     POSENC_ISAS(POSENC_ISA_CASE)
-    default:
-      return nullptr;
+    default: return nullptr;
   }
 #undef POSENC_ISA_CASE
 }
@@ -133,12 +130,10 @@ const Path *used(int isa) {
 bool supported(int isa) {
   static const CpuFeatures cpu = detect_cpu();
 #define POSENC_ISA_CASE(E, n, have) \
-  case POSENC_ISA_##E:              \
-    return cpu.n;
+  case POSENC_ISA_##E: return cpu.n;
   switch (isa) {
     POSENC_ISAS(POSENC_ISA_CASE)
-    default:
-      return false;
+    default: return false;
   }
 #undef POSENC_ISA_CASE
 }

@@ -60,12 +60,9 @@ struct Engine : Rows<S> {
     using Sinks = RopeSinks<S>;
     if (job.cache) return run_rope_sink<typename Sinks::Cache>(job);
     switch (job.dst) {
-      case detail::Dst::kF32:
-        return run_rope_sink<typename Sinks::template Apply<float, false>>(job);
-      case detail::Dst::kBF16:
-        return run_rope_sink<typename Sinks::template Apply<uint16_t, true>>(job);
-      case detail::Dst::kF16:
-        return run_rope_sink<typename Sinks::template Apply<uint16_t, false>>(job);
+      case detail::Dst::kF32: return run_rope_sink<typename Sinks::template Apply<float, false>>(job);
+      case detail::Dst::kBF16: return run_rope_sink<typename Sinks::template Apply<uint16_t, true>>(job);
+      case detail::Dst::kF16: return run_rope_sink<typename Sinks::template Apply<uint16_t, false>>(job);
     }
   }
 
@@ -94,14 +91,10 @@ struct Engine : Rows<S> {
         if (job.dst == Dst::kBF16) return run_layout<Src::kNone, Dst::kBF16>(job);
         if (job.dst == Dst::kF16) return run_layout<Src::kNone, Dst::kF16>(job);
         return run_layout<Src::kNone, Dst::kF32>(job);
-      case Src::kActivations:
-        return run_layout<Src::kActivations, Dst::kF32>(job);
-      case Src::kTableF32:
-        return run_layout<Src::kTableF32, Dst::kF32>(job);
-      case Src::kTableBF16:
-        return run_layout<Src::kTableBF16, Dst::kF32>(job);
-      case Src::kTableF16:
-        return run_layout<Src::kTableF16, Dst::kF32>(job);
+      case Src::kActivations: return run_layout<Src::kActivations, Dst::kF32>(job);
+      case Src::kTableF32: return run_layout<Src::kTableF32, Dst::kF32>(job);
+      case Src::kTableBF16: return run_layout<Src::kTableBF16, Dst::kF32>(job);
+      case Src::kTableF16: return run_layout<Src::kTableF16, Dst::kF32>(job);
     }
   }
 

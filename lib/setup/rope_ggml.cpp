@@ -61,16 +61,10 @@ bool ggml_corr_dim(Scheme &s, float beta, bool ceil, int64_t *out) {
   const int64_t top = s.r - 1;
   auto clamp = [&](int64_t v) { return ceil ? std::min(top, v) : std::max<int64_t>(0, v); };
   switch (classify_cd(beta, s.L0, float(s.base))) {
-    case Cd::kNaN:
-      return false;
-    case Cd::kPlusInf:
-      *out = clamp(kFar);
-      return true;
-    case Cd::kMinusInf:
-      *out = clamp(-kFar);
-      return true;
-    case Cd::kFinite:
-      break;
+    case Cd::kNaN: return false;
+    case Cd::kPlusInf: *out = clamp(kFar); return true;
+    case Cd::kMinusInf: *out = clamp(-kFar); return true;
+    case Cd::kFinite: break;
   }
   Scheme a = s;  // the ratio n_ctx_orig / (2 pi beta) as |n_ctx_orig| / (2 pi |beta|)
   a.L0 = s.L0 < 0 ? -s.L0 : s.L0;

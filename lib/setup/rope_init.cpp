@@ -162,12 +162,8 @@ bool surely_in_range(const Scheme &s) {
     case POSENC_ROPE_TYPE_LLAMA3:
     case POSENC_ROPE_TYPE_DEEPSEEK_YARN:
     case POSENC_ROPE_TYPE_YARN_LOG:
-    case POSENC_ROPE_TYPE_TELECHAT3:
-      top += std::fmax(0.0, -std::log2(s.factor));
-      break;
-    case POSENC_ROPE_TYPE_NTK:
-      top += 2.0 * std::fmax(0.0, -std::log2(s.factor));
-      break;                              // s^(-(i+1)/h) <= 1/s
+    case POSENC_ROPE_TYPE_TELECHAT3: top += std::fmax(0.0, -std::log2(s.factor)); break;
+    case POSENC_ROPE_TYPE_NTK: top += 2.0 * std::fmax(0.0, -std::log2(s.factor)); break;  // s^(-(i+1)/h) <= 1/s
     case POSENC_ROPE_TYPE_THETA_SCALE: {  // exp(-(i/h) G) <= max(1, exp(-G))
       const double d = std::log(double(s.L0)) - std::log(2.0 * M_PI);
       top += std::fmax(0.0, -std::log2(s.base) * (d + std::log(s.factor)) / d);
@@ -182,8 +178,7 @@ bool surely_in_range(const Scheme &s) {
     case POSENC_ROPE_TYPE_DYNAMIC:  // base' = base X^(r/(r-2)), r/(r-2) <= 2; only alpha can make X < 1
       if (s.alpha != 0.0) top += 2.0 * std::fmax(0.0, -std::log2(s.alpha));
       break;
-    default:
-      break;
+    default: break;
   }
   return top < 998.0;
 }
@@ -222,8 +217,7 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   double attention = 1.0;
   int64_t L0 = 0;
   switch (s.type) {
-    case POSENC_ROPE_TYPE_DEFAULT:
-      break;
+    case POSENC_ROPE_TYPE_DEFAULT: break;
     case POSENC_ROPE_TYPE_LINEAR:
       if (!positive_finite(scaling->factor) || !(1.0 / scaling->factor < kMaxFrequency)) return POSENC_ERR_INVALID;
       s.factor = scaling->factor;
@@ -325,8 +319,7 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
       s.factor = scaling->factor;
       L0 = scaling->original_max_positions;
       break;
-    default:
-      return POSENC_ERR_INVALID;
+    default: return POSENC_ERR_INVALID;
   }
   s.L0 = L0;
   if (s.type == POSENC_ROPE_TYPE_YARN || s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN ||

@@ -188,8 +188,7 @@ Num Scheme::freq(int k, int64_t i) {
   const Num inv = l.cur;  // base^(-2i/r), exactly 1 for i = 0
   switch (type) {
     case POSENC_ROPE_TYPE_LINEAR:
-    case POSENC_ROPE_TYPE_PROPORTIONAL:
-      return mp::mul(inv, l.inv_factor);
+    case POSENC_ROPE_TYPE_PROPORTIONAL: return mp::mul(inv, l.inv_factor);
     case POSENC_ROPE_TYPE_YARN: {
       // f = inv ((1 - ramp) + ramp / factor), ramp = clamp((i - low) / (high - low), 0, 1)
       if (truncate) {
@@ -221,8 +220,7 @@ Num Scheme::freq(int k, int64_t i) {
       const Num one_minus_s = div(mp::sub(l.hff, xr), l.band), s = div(mp::sub(xr, l.lff), l.band);
       return mp::mul(inv, mp::add(mp::mul(one_minus_s, l.inv_factor), s));
     }
-    case POSENC_ROPE_TYPE_LONGROPE:
-      return div(inv, mp::from_double(ext[i], n));
+    case POSENC_ROPE_TYPE_LONGROPE: return div(inv, mp::from_double(ext[i], n));
     case POSENC_ROPE_TYPE_NTK: {
       if (mixed_b == 0.0) return mp::mul(inv, l.ntk_c);
       // inv / lambda_i, lambda_i = exp(a (i + 1)^b) with a = ln s / h^b: s^(((i + 1) / h)^b)
@@ -240,8 +238,7 @@ Num Scheme::freq(int k, int64_t i) {
       const Num m = mp::mul(mp::sub(one(n), ramp(n, i)), l.ext);
       return mp::mul(inv, mp::exp(mp::neg(mp::mul(mp::sub(one(n), m), l.ln_s))));
     }
-    default:
-      return inv;  // dynamic, theta_scale: the base is in G
+    default: return inv;  // dynamic, theta_scale: the base is in G
   }
 }
 

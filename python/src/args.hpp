@@ -81,7 +81,8 @@ inline int64_t row_stride(const View &v, int axis, int64_t fallback) {
 }
 
 /** Runs call(b) for b in [0, batch) without the GIL; stops at the first error status, which it raises. */
-template <class F> void run_batches(int64_t batch, F &&call) {
+template <class F>
+void run_batches(int64_t batch, F &&call) {
   posenc_status s = POSENC_OK;
   {
     py::gil_scoped_release nogil;

@@ -32,14 +32,22 @@ std::string accepted(unsigned elems) {
 bool numpy_elem(const py::dtype &dt, Elem *e) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
-  if (kind == 'f' && size == 4) *e = Elem::F32;
-  else if (kind == 'f' && size == 2) *e = Elem::F16;
-  else if (kind == 'f' && size == 8) *e = Elem::F64;
-  else if (kind == 'u' && size == 2) *e = Elem::BF16;  // bfloat16 bit patterns
-  else if (kind == 'i' && size == 4) *e = Elem::I32;
-  else if (kind == 'i' && size == 8) *e = Elem::I64;
-  else if (size == 2 && py::str(dt.attr("name")).cast<std::string>() == "bfloat16") *e = Elem::BF16;  // ml_dtypes
-  else return false;
+  if (kind == 'f' && size == 4)
+    *e = Elem::F32;
+  else if (kind == 'f' && size == 2)
+    *e = Elem::F16;
+  else if (kind == 'f' && size == 8)
+    *e = Elem::F64;
+  else if (kind == 'u' && size == 2)
+    *e = Elem::BF16;  // bfloat16 bit patterns
+  else if (kind == 'i' && size == 4)
+    *e = Elem::I32;
+  else if (kind == 'i' && size == 8)
+    *e = Elem::I64;
+  else if (size == 2 && py::str(dt.attr("name")).cast<std::string>() == "bfloat16")
+    *e = Elem::BF16;  // ml_dtypes
+  else
+    return false;
   return true;
 }
 
@@ -53,8 +61,8 @@ const Torch *torch_types() {
   py::dict modules = py::module_::import("sys").attr("modules");
   if (!modules.contains("torch")) return nullptr;
   py::object torch = modules["torch"];
-  t = new Torch{torch.attr("Tensor"), torch.attr("strided"), torch.attr("float32"), torch.attr("bfloat16"),
-                torch.attr("float16"), torch.attr("int32"), torch.attr("int64"), torch.attr("float64")};
+  t = new Torch{torch.attr("Tensor"),  torch.attr("strided"), torch.attr("float32"), torch.attr("bfloat16"),
+                torch.attr("float16"), torch.attr("int32"),   torch.attr("int64"),   torch.attr("float64")};
   return t;
 }
 
@@ -63,21 +71,28 @@ struct Names {
   PyObject *layout, *is_cpu, *dtype, *shape, *stride, *requires_grad, *data_ptr;
 };
 const Names &names() {
-  static const Names n{PyUnicode_InternFromString("layout"), PyUnicode_InternFromString("is_cpu"),
-                       PyUnicode_InternFromString("dtype"),  PyUnicode_InternFromString("shape"),
-                       PyUnicode_InternFromString("stride"), PyUnicode_InternFromString("requires_grad"),
+  static const Names n{PyUnicode_InternFromString("layout"),  PyUnicode_InternFromString("is_cpu"),
+                       PyUnicode_InternFromString("dtype"),   PyUnicode_InternFromString("shape"),
+                       PyUnicode_InternFromString("stride"),  PyUnicode_InternFromString("requires_grad"),
                        PyUnicode_InternFromString("data_ptr")};
   return n;
 }
 
 bool torch_elem(const Torch &T, py::handle dtype, Elem *e) {
-  if (dtype.is(T.f32)) *e = Elem::F32;
-  else if (dtype.is(T.bf16)) *e = Elem::BF16;
-  else if (dtype.is(T.f16)) *e = Elem::F16;
-  else if (dtype.is(T.i32)) *e = Elem::I32;
-  else if (dtype.is(T.i64)) *e = Elem::I64;
-  else if (dtype.is(T.f64)) *e = Elem::F64;
-  else return false;
+  if (dtype.is(T.f32))
+    *e = Elem::F32;
+  else if (dtype.is(T.bf16))
+    *e = Elem::BF16;
+  else if (dtype.is(T.f16))
+    *e = Elem::F16;
+  else if (dtype.is(T.i32))
+    *e = Elem::I32;
+  else if (dtype.is(T.i64))
+    *e = Elem::I64;
+  else if (dtype.is(T.f64))
+    *e = Elem::F64;
+  else
+    return false;
   return true;
 }
 
@@ -90,8 +105,8 @@ bool is_tensor(py::handle obj, const Torch **T) {
 void check_rank(int ndim, const Want &w) {
   if (ndim >= w.min_ndim && ndim <= w.max_ndim) return;
   value_error(std::string(w.name) + ": expected " + std::to_string(w.min_ndim) +
-              (w.max_ndim > w.min_ndim ? " to " + std::to_string(w.max_ndim) : std::string()) +
-              " dimensions, got " + std::to_string(ndim));
+              (w.max_ndim > w.min_ndim ? " to " + std::to_string(w.max_ndim) : std::string()) + " dimensions, got " +
+              std::to_string(ndim));
 }
 
 // Strides of axes of length <= 1 never separate two elements: 0, so that no caller reads them.
@@ -187,8 +202,9 @@ View view_of(py::handle obj, const Want &w) {
     }
     if (PyErr_Occurred()) throw py::error_already_set();
     if (w.write && grad.ptr() == Py_True)
-      value_error(std::string(w.name) + ": the tensor requires grad; write into it under torch.no_grad() "
-                                        "from a detached tensor, or use posenc.torch");
+      value_error(std::string(w.name) +
+                  ": the tensor requires grad; write into it under torch.no_grad() "
+                  "from a detached tensor, or use posenc.torch");
     v.data = reinterpret_cast<char *>(PyLong_AsVoidPtr(ptr.ptr()));
     v.writeable = true;
   } else {
@@ -258,8 +274,8 @@ View new_array(Elem e, int ndim, const int64_t *shape) {
 
 View output(py::handle out, const char *name, Elem e, int ndim, const int64_t *shape) {
   if (out.is_none()) return new_array(e, ndim, shape);
-  return expect_output(view_of(out, Want{name, kFloats | bit(Elem::I32) | bit(Elem::I64), ndim, ndim, true}), name,
-                       e, ndim, shape);
+  return expect_output(view_of(out, Want{name, kFloats | bit(Elem::I32) | bit(Elem::I64), ndim, ndim, true}), name, e,
+                       ndim, shape);
 }
 
 View expect_output(View v, const char *name, Elem e, int ndim, const int64_t *shape) {
@@ -319,8 +335,8 @@ PyObject *g_errors[7] = {};  // by status; new references held for the interpret
 
 void register_errors(py::module_ &m) {
   auto make = [&](const char *name, PyObject *base, const char *doc) {
-    py::tuple bases = base ? py::make_tuple(py::handle(g_errors[0]), py::handle(base))
-                           : py::make_tuple(py::handle(PyExc_Exception));
+    py::tuple bases =
+        base ? py::make_tuple(py::handle(g_errors[0]), py::handle(base)) : py::make_tuple(py::handle(PyExc_Exception));
     PyObject *cls = PyErr_NewExceptionWithDoc((std::string("posenc.") + name).c_str(), doc, bases.ptr(), nullptr);
     if (!cls) throw py::error_already_set();
     m.add_object(name, py::handle(cls));
@@ -329,19 +345,19 @@ void register_errors(py::module_ &m) {
   g_errors[0] = make("Error", nullptr,
                      "Base of every error the C library reports; .status is the posenc.Status, the message its "
                      "posenc_status_string.");
-  PyObject *invalid = make("InvalidArgument", PyExc_ValueError,
-                           "POSENC_ERR_INVALID (a bad spec, size or stride) and POSENC_ERR_NULL.");
+  PyObject *invalid =
+      make("InvalidArgument", PyExc_ValueError, "POSENC_ERR_INVALID (a bad spec, size or stride) and POSENC_ERR_NULL.");
   g_errors[POSENC_ERR_NULL] = invalid;
   g_errors[POSENC_ERR_INVALID] = invalid;
   g_errors[POSENC_ERR_OUT_OF_RANGE] = make("OutOfRange", PyExc_IndexError,
                                            "POSENC_ERR_OUT_OF_RANGE: a token id, position or learned-table row "
                                            "outside its range.");
-  g_errors[POSENC_ERR_OVERFLOW] = make("SizeOverflow", PyExc_OverflowError,
-                                       "POSENC_ERR_OVERFLOW: an element or byte count does not fit.");
-  g_errors[POSENC_ERR_UNSUPPORTED] = make("Unsupported", PyExc_RuntimeError,
-                                          "POSENC_ERR_UNSUPPORTED: the requested or forced ISA is not available.");
-  g_errors[POSENC_ERR_NO_MEMORY] = make("NoMemory", PyExc_MemoryError,
-                                        "POSENC_ERR_NO_MEMORY: the one-time setup of a new spec could not allocate.");
+  g_errors[POSENC_ERR_OVERFLOW] =
+      make("SizeOverflow", PyExc_OverflowError, "POSENC_ERR_OVERFLOW: an element or byte count does not fit.");
+  g_errors[POSENC_ERR_UNSUPPORTED] =
+      make("Unsupported", PyExc_RuntimeError, "POSENC_ERR_UNSUPPORTED: the requested or forced ISA is not available.");
+  g_errors[POSENC_ERR_NO_MEMORY] =
+      make("NoMemory", PyExc_MemoryError, "POSENC_ERR_NO_MEMORY: the one-time setup of a new spec could not allocate.");
 }
 
 void set_error(posenc_status s) {

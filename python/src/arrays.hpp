@@ -31,7 +31,10 @@ struct View {
   bool writeable = false;
   py::object owner;  // the array or tensor: keeps the memory alive while the GIL is released
 
-  template <class T> T *ptr() const { return reinterpret_cast<T *>(data); }
+  template <class T>
+  T *ptr() const {
+    return reinterpret_cast<T *>(data);
+  }
   /** Bytes from the first to one past the last element (0 when empty). */
   int64_t extent_bytes() const;
 };

@@ -90,9 +90,10 @@ flux(d, max_period, time_factor), whisper(channels, max_timescale).)")
       .def("__repr__", &repr)
       .def("__eq__", [](const posenc_spec &a, const posenc_spec &b) { return a == b; })
       .def("__ne__", [](const posenc_spec &a, const posenc_spec &b) { return !(a == b); })
-      .def("__hash__", [](const posenc_spec &s) {
-        return py::hash(py::make_tuple(s.d_model, int(s.layout), s.base, s.freq_denominator, s.position_scale));
-      })
+      .def("__hash__",
+           [](const posenc_spec &s) {
+             return py::hash(py::make_tuple(s.d_model, int(s.layout), s.base, s.freq_denominator, s.position_scale));
+           })
       .def(py::pickle(
           [](const posenc_spec &s) {
             return py::make_tuple(s.d_model, int(s.layout), s.base, s.freq_denominator, s.position_scale);
@@ -100,18 +101,22 @@ flux(d, max_period, time_factor), whisper(channels, max_timescale).)")
           [](const py::tuple &t) {
             return make_spec(t[0].cast<int64_t>(), t[1], t[2].cast<double>(), t[3].cast<double>(), t[4].cast<double>());
           }))
-      .def_static("vaswani", [](int64_t d) { return spec::vaswani(d).c_spec(); }, "d_model"_a,
-                  "Vaswani et al., the PyTorch tutorial: interleaved, base 1e4, D = h; positions from 0.")
-      .def_static("marian", [](int64_t d) { return spec::marian(d).c_spec(); }, "d_model"_a,
-                  "HF MarianSinusoidalPositionalEmbedding: Vaswani's frequencies as sin|cos halves.")
-      .def_static("fairseq", [](int64_t d) { return spec::fairseq(d).c_spec(); }, "d_model"_a,
-                  "fairseq SinusoidalPositionalEmbedding: halves, D = h - 1 (positions padding_idx + 1 + i).")
+      .def_static(
+          "vaswani", [](int64_t d) { return spec::vaswani(d).c_spec(); }, "d_model"_a,
+          "Vaswani et al., the PyTorch tutorial: interleaved, base 1e4, D = h; positions from 0.")
+      .def_static(
+          "marian", [](int64_t d) { return spec::marian(d).c_spec(); }, "d_model"_a,
+          "HF MarianSinusoidalPositionalEmbedding: Vaswani's frequencies as sin|cos halves.")
+      .def_static(
+          "fairseq", [](int64_t d) { return spec::fairseq(d).c_spec(); }, "d_model"_a,
+          "fairseq SinusoidalPositionalEmbedding: halves, D = h - 1 (positions padding_idx + 1 + i).")
       .def_static(
           "tensor2tensor", [](int64_t d, double lo, double hi) { return spec::tensor2tensor(d, lo, hi).c_spec(); },
           "d_model"_a, "min_timescale"_a = 1.0, "max_timescale"_a = 1.0e4,
           "tensor2tensor get_timing_signal_1d: halves, base max/min, D = max(h - 1, 1), positions times min.")
-      .def_static("ctranslate2", [](int64_t d) { return spec::ctranslate2(d).c_spec(); }, "d_model"_a,
-                  "CTranslate2 / OpenNMT-tf: halves, D = h - 1; their positions start at 1.")
+      .def_static(
+          "ctranslate2", [](int64_t d) { return spec::ctranslate2(d).c_spec(); }, "d_model"_a,
+          "CTranslate2 / OpenNMT-tf: halves, D = h - 1; their positions start at 1.")
       .def_static(
           "ggml_timestep", [](int64_t d, double period) { return spec::ggml_timestep(d, period).c_spec(); },
           "d_model"_a, "max_period"_a = 10000.0, "ggml timestep_embedding: cos first, base max_period, D = h.")
@@ -127,8 +132,7 @@ flux(d, max_period, time_factor), whisper(channels, max_timescale).)")
           "max_period"_a = 10000.0,
           "latent diffusion / DiT timestep_embedding: cos first, base max_period, D = h (ggml_timestep's fields).")
       .def_static(
-          "flux",
-          [](int64_t d, double period, double factor) { return spec::flux(d, period, factor).c_spec(); },
+          "flux", [](int64_t d, double period, double factor) { return spec::flux(d, period, factor).c_spec(); },
           "d_model"_a, "max_period"_a = 10000.0, "time_factor"_a = 1000.0,
           "Flux timestep_embedding: DiT's spec with position_scale = time_factor.")
       .def_static(
@@ -189,22 +193,29 @@ PYBIND11_MODULE(_posenc, m) {
   bind_timesteps(m);
   bind_threads(m);
 
-  m.def("status_string", [](posenc_status s) { return posenc_status_string(s); }, "status"_a,
-        "posenc_status_string: the static name of a status.");
+  m.def(
+      "status_string", [](posenc_status s) { return posenc_status_string(s); }, "status"_a,
+      "posenc_status_string: the static name of a status.");
   m.def("version", &posenc_version, "The library's version, \"MAJOR.MINOR.PATCH\".");
   m.def("active_isa", &posenc_active_isa,
         "The path kernels run on now (chosen at first use from POSENC_ISA or the best available, or forced).");
-  m.def("isa_name", [](py::handle isa) { return posenc_isa_name(isa_arg(isa)); }, "isa"_a,
-        "\"scalar\", \"avx2\", \"avx512\", \"neon\"; \"unknown\" for any other value.");
-  m.def("isa_available", [](py::handle isa) { return posenc_isa_available(isa_arg(isa)) == 1; }, "isa"_a,
-        "Whether the path is compiled in and this CPU and OS support it.");
-  m.def("available_isas", [] {
-    py::list l;
-    for (int i = 0; i < POSENC_ISA_COUNT; ++i)
-      if (posenc_isa_available(posenc_isa(i))) l.append(posenc_isa(i));
-    return l;
-  }, "The paths available here, scalar first.");
-  m.def("force_isa", [](py::handle isa) { check(posenc_force_isa(isa_arg(isa))); }, "isa"_a,
-        "Process-wide: every later kernel call runs on this path (an Isa or its name). Raises posenc.Unsupported "
-        "when it is not available here. Meant for tests and benchmarks.");
+  m.def(
+      "isa_name", [](py::handle isa) { return posenc_isa_name(isa_arg(isa)); }, "isa"_a,
+      "\"scalar\", \"avx2\", \"avx512\", \"neon\"; \"unknown\" for any other value.");
+  m.def(
+      "isa_available", [](py::handle isa) { return posenc_isa_available(isa_arg(isa)) == 1; }, "isa"_a,
+      "Whether the path is compiled in and this CPU and OS support it.");
+  m.def(
+      "available_isas",
+      [] {
+        py::list l;
+        for (int i = 0; i < POSENC_ISA_COUNT; ++i)
+          if (posenc_isa_available(posenc_isa(i))) l.append(posenc_isa(i));
+        return l;
+      },
+      "The paths available here, scalar first.");
+  m.def(
+      "force_isa", [](py::handle isa) { check(posenc_force_isa(isa_arg(isa))); }, "isa"_a,
+      "Process-wide: every later kernel call runs on this path (an Isa or its name). Raises posenc.Unsupported "
+      "when it is not available here. Meant for tests and benchmarks.");
 }

@@ -117,7 +117,8 @@ Rope rope_sections(const Rope &r, py::handle sections_obj, py::handle layout_obj
   return out;
 }
 
-template <class T> T get(const py::dict &d, const char *key, T fallback) {
+template <class T>
+T get(const py::dict &d, const char *key, T fallback) {
   if (!d.contains(key) || d[key].is_none()) return fallback;
   py::object v = d[key];
   if constexpr (std::is_same_v<T, int64_t>) {
@@ -158,12 +159,14 @@ const std::vector<TypeKeys> &type_keys() {
       {POSENC_ROPE_TYPE_LLAMA3, {"factor", "low_freq_factor", "high_freq_factor"}, {}},
       // vLLM's Phi3LongRoPEScaledRotaryEmbedding's short_mscale, long_mscale too
       {POSENC_ROPE_TYPE_LONGROPE,
-       {"factor", "short_factor", "long_factor", "attention_factor", "short_mscale", "long_mscale"}, {}},
+       {"factor", "short_factor", "long_factor", "attention_factor", "short_mscale", "long_mscale"},
+       {}},
       {POSENC_ROPE_TYPE_PROPORTIONAL, {"factor", "partial_rotary_factor"}, {}},
       // vLLM's schemes, as get_rope (and Grok's Grok1ScalingRotaryEmbedding(**rope_scaling)) pass the keys
       {POSENC_ROPE_TYPE_NTK, {"factor", "mixed_b"}, {}},
       {POSENC_ROPE_TYPE_DEEPSEEK_YARN,
-       {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "extrapolation_factor", "attn_factor"}, {}},
+       {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "extrapolation_factor", "attn_factor"},
+       {}},
       // Grok: attn_factor is taken and not applied (its mscale is left out of the cache); theta_scale takes the
       // YaRN keys and reads none of them
       {POSENC_ROPE_TYPE_YARN_LOG,
@@ -176,9 +179,12 @@ const std::vector<TypeKeys> &type_keys() {
   };
   return k;
 }
+// a table, laid out by hand
+// clang-format off
 const char *const kEveryScheme[] = {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section",
                                     "mrope_interleaved", "xdrope_section", "max_position_embeddings",
                                     "original_max_position_embeddings", "seq_len", "truncate"};
+// clang-format on
 
 void check_keys(const py::dict &d, posenc_rope_type type, const std::string &type_name) {
   const TypeKeys *t = nullptr;
@@ -190,8 +196,8 @@ void check_keys(const py::dict &d, posenc_rope_type type, const std::string &typ
     auto in = [&](const std::vector<const char *> &v) {
       return std::any_of(v.begin(), v.end(), [&](const char *k) { return key == k; });
     };
-    if (in(t->read) || std::any_of(std::begin(kEveryScheme), std::end(kEveryScheme),
-                                   [&](const char *k) { return key == k; }))
+    if (in(t->read) ||
+        std::any_of(std::begin(kEveryScheme), std::end(kEveryScheme), [&](const char *k) { return key == k; }))
       continue;
     if (in(t->elsewhere))
       throw py::value_error("scaling[" + std::string(py::repr(item.first)) + "]: another runtime's " + type_name +
@@ -220,7 +226,8 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
       check(e.status());
     }
   }
-  if (!py::isinstance<py::dict>(scaling_obj)) throw py::type_error("scaling: expected a dict (HF rope_scaling) or None");
+  if (!py::isinstance<py::dict>(scaling_obj))
+    throw py::type_error("scaling: expected a dict (HF rope_scaling) or None");
   const py::dict d = py::reinterpret_borrow<py::dict>(scaling_obj);
   py::object type_name = d.contains("rope_type") ? py::object(d["rope_type"])
                          : d.contains("type")    ? py::object(d["type"])
@@ -282,8 +289,9 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
     if (d.contains("attn_factor") && !(s.attn_factor > 0.0))
       throw py::value_error("scaling['attn_factor']: a positive number");
     if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN && d.contains("mscale") && s.mscale == 0.0)
-      throw py::value_error("scaling['mscale']: 0 is not a scheme posenc has for deepseek_yarn (its scaling reads "
-                            "0 as vLLM's default 1)");
+      throw py::value_error(
+          "scaling['mscale']: 0 is not a scheme posenc has for deepseek_yarn (its scaling reads "
+          "0 as vLLM's default 1)");
   }
   if (s.type == POSENC_ROPE_TYPE_LONGROPE) {
     s.short_mscale = get<double>(d, "short_mscale", 0.0);
@@ -308,8 +316,7 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
       // HF v5: a missing factor is max_position_embeddings / original_max_position_embeddings (Phi-3)
       if (s.factor == 0.0 && original && max_positions) s.factor = double(max_positions) / double(original);
       break;
-    default:
-      s.original_max_positions = original ? original : max_positions;
+    default: s.original_max_positions = original ? original : max_positions;
   }
   std::vector<double> shorts, longs;
   if (s.type == POSENC_ROPE_TYPE_LONGROPE) {
@@ -401,12 +408,12 @@ RopePositions rope_positions(py::handle obj, int64_t first, int32_t axes, int64_
       std::string got = "(";
       for (int i = 0; i < v.ndim; ++i) got += (i ? ", " : "") + std::to_string(v.shape[i]);
       got += v.ndim == 1 ? ",)" : ")";
-      throw py::value_error("positions: expected shape " + (A > 1 ? shape_text({A, n}) + " or " : std::string()) +
-                            shape_text({A * n}) +
-                            (batch > 1 ? " or " + (A > 1 ? shape_text({A, batch, n}) : shape_text({batch, n})) +
-                                             " (one row per batch entry)"
-                                       : std::string()) +
-                            ", got " + got);
+      throw py::value_error(
+          "positions: expected shape " + (A > 1 ? shape_text({A, n}) + " or " : std::string()) + shape_text({A * n}) +
+          (batch > 1
+               ? " or " + (A > 1 ? shape_text({A, batch, n}) : shape_text({batch, n})) + " (one row per batch entry)"
+               : std::string()) +
+          ", got " + got);
     }
     p.real_base = v.ptr<double>();
     if (per_row && batch > 1) {
@@ -439,10 +446,10 @@ RopePositions rope_positions(py::handle obj, int64_t first, int32_t axes, int64_
     std::string got = "(";
     for (int i = 0; i < v.ndim; ++i) got += (i ? ", " : "") + std::to_string(v.shape[i]);
     got += v.ndim == 1 ? ",)" : ")";
-    throw py::value_error("positions: expected shape " + shape_text({A, n}) + " (" + std::to_string(A) + " axes, " +
-                          std::to_string(n) + " tokens)" +
-                          (batch > 1 ? ", " + shape_text({A, batch, n}) + " (one row per batch entry)" : std::string()) +
-                          " or the flat axis-major " + shape_text({A * n}) + ", got " + got);
+    throw py::value_error(
+        "positions: expected shape " + shape_text({A, n}) + " (" + std::to_string(A) + " axes, " + std::to_string(n) +
+        " tokens)" + (batch > 1 ? ", " + shape_text({A, batch, n}) + " (one row per batch entry)" : std::string()) +
+        " or the flat axis-major " + shape_text({A * n}) + ", got " + got);
   }
   p.base = v.ptr<int64_t>();
   if (per_row && batch > 1) {  // each batch entry's A rows one after another, as one C call reads them
@@ -467,7 +474,8 @@ py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle
   int64_t n = -1;
   if (floating_positions(positions)) {  // real positions (posenc_rope_cache_real_f32)
     const View v = real_positions_view(positions);
-    if (v.ndim > (c.axes > 1 ? 2 : 1)) throw py::value_error("positions: real positions of rank " + std::to_string(v.ndim));
+    if (v.ndim > (c.axes > 1 ? 2 : 1))
+      throw py::value_error("positions: real positions of rank " + std::to_string(v.ndim));
     n = c.axes > 1 ? (v.ndim == 2 ? v.shape[1] : v.shape[0] / c.axes) : v.shape[0];
     p = rope_positions(v.owner, first, c.axes, 1, n);
   } else if (!positions.is_none()) {
@@ -532,7 +540,7 @@ Heads heads_of(py::handle obj, const char *name, int64_t rotary_dim, bool heads_
   Heads x;
   x.v = view_of(obj, Want{name, kFloats, 2, 4, true});
   const View &v = x.v;
-  const int b = v.ndim == 4 ? 1 : 0;                              // axes before the token and head axes
+  const int b = v.ndim == 4 ? 1 : 0;  // axes before the token and head axes
   const int ta = v.ndim >= 3 && heads_first ? b + 1 : b, ha = v.ndim >= 3 ? (heads_first ? b : b + 1) : -1;
   x.batch = b ? v.shape[0] : 1;
   x.batch_stride = b ? v.stride[0] : 0;
@@ -571,7 +579,7 @@ bool batches_overlap(const Heads *t, int count, int64_t r) {
   if (simple && count == 2 && t[1].heads && t[1].n && t[0].heads && t[0].n) {
     const int64_t bs0 = t[0].batch_stride * elem_size(t[0].v.elem), bs1 = t[1].batch_stride * elem_size(t[1].v.elem);
     simple = bs0 == bs1 && hi - lo <= bs0;  // a fused QKV buffer: q and k of one entry, then the next entry
-    if (!simple) {  // or q and k in buffers that do not meet at all
+    if (!simple) {                          // or q and k in buffers that do not meet at all
       const bool apart = t[0].v.data + (t[0].batch - 1) * bs0 + block(t[0]) <= t[1].v.data ||
                          t[1].v.data + (t[1].batch - 1) * bs1 + block(t[1]) <= t[0].v.data;
       simple = apart && block(t[0]) <= bs0 && block(t[1]) <= bs1;
@@ -671,7 +679,8 @@ py::object rope_shift(const Rope &r, py::handle keys, py::handle delta, bool hea
 
 // The same call `repeat` times without returning to Python: the kernel's own time per call, for the report's
 // per-call overhead (the Python call's time minus this, in the same process).
-double repeat_rope_qk(const Rope &r, py::handle q, py::handle k, py::handle positions, bool heads_first, int64_t repeat) {
+double repeat_rope_qk(const Rope &r, py::handle q, py::handle k, py::handle positions, bool heads_first,
+                      int64_t repeat) {
   const posenc_rope c = r.c_rope();
   apply(c, q, k, positions, 0, heads_first, "x");  // checks, and the first use of the spec
   Heads t[2];
@@ -699,7 +708,8 @@ void bind_rope(py::module_ &m) {
     layouts.value(upper.c_str(), value);
   }
 
-  py::class_<Rope> rope_class(m, "Rope", R"(A RoPE spec (posenc_rope) that owns its explicit frequencies and axis map. Immutable.
+  py::class_<Rope> rope_class(m, "Rope",
+                              R"(A RoPE spec (posenc_rope) that owns its explicit frequencies and axis map. Immutable.
 
 Rope(rotary_dim, pairs="halves", base=10000.0, position_scale=1.0, freq=None, attention_scale=1.0, axes=1,
      axis=None)
@@ -733,8 +743,8 @@ pixtral(), llama4_vision() (2 axes).)");
             return std::move(a);
           },
           "The explicit frequencies (a new float64 array), or None when f_i = base^(-2i/r).")
-      .def_property_readonly("axes", [](const Rope &r) { return r.axes(); },
-                             "Positions per token: 1, or 2 to 4 for multi-axis RoPE.")
+      .def_property_readonly(
+          "axes", [](const Rope &r) { return r.axes(); }, "Positions per token: 1, or 2 to 4 for multi-axis RoPE.")
       .def_property_readonly(
           "axis",
           [](const Rope &r) -> py::object {
@@ -745,12 +755,25 @@ pixtral(), llama4_vision() (2 axes).)");
             return std::move(a);
           },
           "The axis of each pair (a new uint8 array of rotary_dim / 2 entries), or None for one axis.")
-      .def("with_pairs", [](const Rope &r, py::handle p) { return r.with_pairs(posenc::rope_pairs(pairs_arg(p))); },
-           "pairs"_a, "The same spec with other pairs (a checkpoint in the other layout).")
-      .def("with_position_scale", [](const Rope &r, double s) { Rope t = r.with_position_scale(s); validate(t); return t; },
-           "position_scale"_a, "The same spec with another position_scale (its negative: the inverse rotation).")
-      .def("with_attention_scale", [](const Rope &r, double s) { Rope t = r.with_attention_scale(s); validate(t); return t; },
-           "attention_scale"_a, "The same spec with another attention scale.")
+      .def(
+          "with_pairs", [](const Rope &r, py::handle p) { return r.with_pairs(posenc::rope_pairs(pairs_arg(p))); },
+          "pairs"_a, "The same spec with other pairs (a checkpoint in the other layout).")
+      .def(
+          "with_position_scale",
+          [](const Rope &r, double s) {
+            Rope t = r.with_position_scale(s);
+            validate(t);
+            return t;
+          },
+          "position_scale"_a, "The same spec with another position_scale (its negative: the inverse rotation).")
+      .def(
+          "with_attention_scale",
+          [](const Rope &r, double s) {
+            Rope t = r.with_attention_scale(s);
+            validate(t);
+            return t;
+          },
+          "attention_scale"_a, "The same spec with another attention scale.")
       .def(py::self == py::self)
       .def(py::self != py::self)
       .def("__repr__",
@@ -759,15 +782,18 @@ pixtral(), llama4_vision() (2 axes).)");
              std::string s = "posenc.Rope(rotary_dim=" + std::to_string(c.rotary_dim) +
                              (c.pairs == POSENC_ROPE_HALVES ? ", pairs='halves'" : ", pairs='interleaved'");
              s += ", base=" + py::repr(py::float_(c.base)).cast<std::string>();
-             if (c.position_scale != 1.0) s += ", position_scale=" + py::repr(py::float_(c.position_scale)).cast<std::string>();
+             if (c.position_scale != 1.0)
+               s += ", position_scale=" + py::repr(py::float_(c.position_scale)).cast<std::string>();
              if (c.freq) s += ", freq=[" + std::to_string(c.rotary_dim / 2) + " values]";
              if (c.attention_scale != 1.0)
                s += ", attention_scale=" + py::repr(py::float_(c.attention_scale)).cast<std::string>();
-             if (c.axes != 1) s += ", axes=" + std::to_string(c.axes) + ", axis=[" + std::to_string(c.rotary_dim / 2) + " values]";
+             if (c.axes != 1)
+               s += ", axes=" + std::to_string(c.axes) + ", axis=[" + std::to_string(c.rotary_dim / 2) + " values]";
              return s + ")";
            })
       .def_static("llama2", &Rope::llama2, "rotary_dim"_a = 128, "Llama 2: base 1e4, no scaling.")
-      .def_static("llama3_1", &Rope::llama3_1, "rotary_dim"_a = 128, "Llama 3.1: base 5e5, llama3 scaling (8, 1, 4, 8192).")
+      .def_static("llama3_1", &Rope::llama3_1, "rotary_dim"_a = 128,
+                  "Llama 3.1: base 5e5, llama3 scaling (8, 1, 4, 8192).")
       .def_static("mistral_7b_v02", &Rope::mistral_7b_v02, "rotary_dim"_a = 128, "Mistral 7B v0.2: base 1e6.")
       .def_static("qwen2", &Rope::qwen2, "rotary_dim"_a = 128, "yarn"_a = false,
                   "Qwen2: base 1e6; yarn=True: the model cards' yarn factor 4, original 32768.")
@@ -803,24 +829,24 @@ pixtral(), llama4_vision() (2 axes).)");
   };
   for (const Preset &p : presets) rope_class.def_static(p.name, p.make, p.doc);
   rope_class.def(py::pickle(
-          [](const Rope &r) {
-            const posenc_rope &c = r.c_rope();
-            py::object f = py::none(), a = py::none();
-            if (c.freq) f = py::cast(std::vector<double>(c.freq, c.freq + c.rotary_dim / 2));
-            if (c.axes != 1 && c.axis) a = py::cast(std::vector<int>(c.axis, c.axis + c.rotary_dim / 2));
-            return py::make_tuple(c.rotary_dim, int(c.pairs), c.base, c.position_scale, f, c.attention_scale, c.axes, a);
-          },
-          [](const py::tuple &t) {
-            // posenc 0.2's six fields (one axis), or eight
-            const bool axes = py::len(t) >= 8;
-            const py::object axis = axes ? py::object(t[7]) : py::object(py::none());
-            return make_rope(t[0].cast<int64_t>(), t[1], t[2].cast<double>(), t[3].cast<double>(), t[4],
-                             t[5].cast<double>(), axes ? t[6].cast<int64_t>() : 1, axis);
-          }));
+      [](const Rope &r) {
+        const posenc_rope &c = r.c_rope();
+        py::object f = py::none(), a = py::none();
+        if (c.freq) f = py::cast(std::vector<double>(c.freq, c.freq + c.rotary_dim / 2));
+        if (c.axes != 1 && c.axis) a = py::cast(std::vector<int>(c.axis, c.axis + c.rotary_dim / 2));
+        return py::make_tuple(c.rotary_dim, int(c.pairs), c.base, c.position_scale, f, c.attention_scale, c.axes, a);
+      },
+      [](const py::tuple &t) {
+        // posenc 0.2's six fields (one axis), or eight
+        const bool axes = py::len(t) >= 8;
+        const py::object axis = axes ? py::object(t[7]) : py::object(py::none());
+        return make_rope(t[0].cast<int64_t>(), t[1], t[2].cast<double>(), t[3].cast<double>(), t[4],
+                         t[5].cast<double>(), axes ? t[6].cast<int64_t>() : 1, axis);
+      }));
 
   m.def("rope_init", &rope_init, "rotary_dim"_a, "base"_a = 10000.0, "scaling"_a = py::none(), py::kw_only(),
-        "pairs"_a = "halves", "max_position_embeddings"_a = py::none(), "original_max_position_embeddings"_a = py::none(),
-        "seq_len"_a = py::none(),
+        "pairs"_a = "halves", "max_position_embeddings"_a = py::none(),
+        "original_max_position_embeddings"_a = py::none(), "seq_len"_a = py::none(),
         R"(rope_init(rotary_dim, base=10000.0, scaling=None, *, pairs="halves", max_position_embeddings=None,
           original_max_position_embeddings=None, seq_len=None) -> Rope
 

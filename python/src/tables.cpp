@@ -231,8 +231,8 @@ The fused embedding: out[r] = fmaf(scale, table[tokens[r]], PE(position r)), no 
 (posenc_embed_f32 / _bf16 / _f16 by table's dtype: float32, bfloat16 (uint16 bits) or float16). table:
 (vocab, d_model), rows may be strided. tokens: integers, shape (n,) or (batch, n); the output is
 (n, d_model) or (batch, n, d_model), float32. positions as in add().)");
-  m.def("embed_learned", &embed_learned, "table"_a, "tokens"_a, "pos_table"_a, py::kw_only(), "positions"_a = py::none(),
-        "first"_a = 0, "scale"_a = 1.0f, "out"_a = py::none(),
+  m.def("embed_learned", &embed_learned, "table"_a, "tokens"_a, "pos_table"_a, py::kw_only(),
+        "positions"_a = py::none(), "first"_a = 0, "scale"_a = 1.0f, "out"_a = py::none(),
         R"(embed_learned(table, tokens, pos_table, *, positions=None, first=0, scale=1.0, out=None) -> ndarray
 
 Learned positions (BERT, GPT-2, a trained LSPE): out[r] = fmaf(scale, table[tokens[r]], pos_table[pos r])

@@ -55,9 +55,9 @@ inline double rope_cycles(int64_t r, int64_t elements, double size, int64_t axes
 
 /** Runs part(b, begin, end) -> posenc_status over the rows [0, s.n) of every batch entry b in [0, s.batch), and raises
  *  the first error. Unsplit: with more than one batch entry, every entry's whole call checked first (part(b, 0, 0)),
- *  then part(b, 0, n) for each b in turn. Split: every batch entry's whole call checked first (part(b, 0, 0), on this thread: an error raises having
- *  written nothing), then the pieces, each a run of whole grains of one or more batch entries, on the pool. Any split
- *  writes the bytes of the unsplit call (docs/threads.md). */
+ *  then part(b, 0, n) for each b in turn. Split: every batch entry's whole call checked first (part(b, 0, 0), on this
+ * thread: an error raises having written nothing), then the pieces, each a run of whole grains of one or more batch
+ * entries, on the pool. Any split writes the bytes of the unsplit call (docs/threads.md). */
 template <class F>
 void run_split(const Split &s, F &&part) {
   Pool *pool = nullptr;

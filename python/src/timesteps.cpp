@@ -40,21 +40,22 @@ View timesteps_arg(py::handle obj, int min_ndim, int max_ndim) {
     return view_of(t, want);
   }
   py::module_ np = py::module_::import("numpy");
-  py::array a = py::isinstance<py::array>(obj) ? py::reinterpret_borrow<py::array>(obj)
-                                               : py::array(np.attr("asarray")(obj));
+  py::array a =
+      py::isinstance<py::array>(obj) ? py::reinterpret_borrow<py::array>(obj) : py::array(np.attr("asarray")(obj));
   const py::dtype dt = a.dtype();
   const char kind = dt.kind();
   const bool bf16 = py::str(dt.attr("name")).cast<std::string>() == "bfloat16";  // ml_dtypes
   if (kind == 'u' && dt.itemsize() == 2)
-    throw py::type_error("timesteps: a uint16 NumPy array is ambiguous (posenc reads uint16 as bfloat16 bit "
-                         "patterns elsewhere): pass ml_dtypes.bfloat16 for those, int32 / int64 for integers");
+    throw py::type_error(
+        "timesteps: a uint16 NumPy array is ambiguous (posenc reads uint16 as bfloat16 bit "
+        "patterns elsewhere): pass ml_dtypes.bfloat16 for those, int32 / int64 for integers");
   if (kind == 'O') {
     a = py::array(np.attr("asarray")(a, "float64"));  // Python numbers (ints beyond int64 among them)
   } else if (kind != 'f' && kind != 'i' && kind != 'u' && !bf16) {
     not_numbers("dtype " + py::str(py::handle(dt)).cast<std::string>());
   }
-  const bool ready = a.dtype().kind() == 'f' && a.dtype().itemsize() == 8 &&
-                     (a.flags() & py::array::c_style) && a.dtype().attr("isnative").cast<bool>();
+  const bool ready = a.dtype().kind() == 'f' && a.dtype().itemsize() == 8 && (a.flags() & py::array::c_style) &&
+                     a.dtype().attr("isnative").cast<bool>();
   if (!ready) a = py::array(np.attr("ascontiguousarray")(a, "float64"));
   return view_of(a, want);
 }
@@ -90,12 +91,12 @@ py::object timesteps_add(py::handle spec_obj, py::handle x_obj, py::handle t_obj
   const View t = timesteps_arg(t_obj, 1, 2);
   const int64_t t_rows = t.ndim == 2 ? t.shape[0] : batch, t_len = t.shape[t.ndim - 1];
   if (t_len != n || t_rows != batch || (t.ndim == 2 && k == 0)) {
-    const std::string got = "(" + std::to_string(t.shape[0]) +
-                            (t.ndim == 2 ? ", " + std::to_string(t.shape[1]) : std::string(",")) + ")";
+    const std::string got =
+        "(" + std::to_string(t.shape[0]) + (t.ndim == 2 ? ", " + std::to_string(t.shape[1]) : std::string(",")) + ")";
     throw py::value_error("timesteps: expected shape (" + std::to_string(n) + ",)" +
                           (k ? " or (" + std::to_string(batch) + ", " + std::to_string(n) + ")" : std::string()) +
-                          " for x of " + std::to_string(n) + " rows" +
-                          (k ? " per batch entry" : std::string()) + ", got " + got);
+                          " for x of " + std::to_string(n) + " rows" + (k ? " per batch entry" : std::string()) +
+                          ", got " + got);
   }
   View o = output(out, "out", Elem::F32, x.ndim, x.shape);
   if (!same_view(o, x) && overlap(o, x)) throw py::value_error("out overlaps x (only out is x is allowed)");
@@ -113,8 +114,7 @@ py::object timesteps_add(py::handle spec_obj, py::handle x_obj, py::handle t_obj
 
 void bind_timesteps(py::module_ &m) {
   using namespace pybind11::literals;
-  m.def("timesteps", &timesteps, "spec"_a, "timesteps"_a, py::kw_only(), "dtype"_a = py::none(),
-        "out"_a = py::none(),
+  m.def("timesteps", &timesteps, "spec"_a, "timesteps"_a, py::kw_only(), "dtype"_a = py::none(), "out"_a = py::none(),
         R"(timesteps(spec, timesteps, *, dtype=None, out=None) -> ndarray
 
 One row per real-valued position (the timestep embeddings of diffusion and flow-matching models), shape

@@ -5,9 +5,9 @@
 namespace ref {
 
 const Kernel kAllKernels[15] = {
-    Kernel::kTableF32,     Kernel::kTableBF16,      Kernel::kTableF16,      Kernel::kRowsF32,
-    Kernel::kRowsBF16,     Kernel::kRowsF16,        Kernel::kAddF32,        Kernel::kEmbedF32,
-    Kernel::kEmbedBF16,    Kernel::kEmbedF16,       Kernel::kEmbedLearnedF32, Kernel::kTimestepsF32,
+    Kernel::kTableF32,      Kernel::kTableBF16,    Kernel::kTableF16,        Kernel::kRowsF32,
+    Kernel::kRowsBF16,      Kernel::kRowsF16,      Kernel::kAddF32,          Kernel::kEmbedF32,
+    Kernel::kEmbedBF16,     Kernel::kEmbedF16,     Kernel::kEmbedLearnedF32, Kernel::kTimestepsF32,
     Kernel::kTimestepsBF16, Kernel::kTimestepsF16, Kernel::kTimestepsAddF32,
 };
 
@@ -52,14 +52,14 @@ posenc_status invoke_part(const Call &c) {
     case Kernel::kAddF32:
       return posenc_add_f32_part(c.spec, x32, c.x_stride, c.scale, c.positions, c.first, c.n, o32, c.out_stride, b, e);
     case Kernel::kEmbedF32:
-      return posenc_embed_f32_part(c.spec, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n,
-                                   o32, c.out_stride, b, e);
+      return posenc_embed_f32_part(c.spec, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n, o32,
+                                   c.out_stride, b, e);
     case Kernel::kEmbedBF16:
-      return posenc_embed_bf16_part(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first,
-                                    c.n, o32, c.out_stride, b, e);
+      return posenc_embed_bf16_part(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n, o32,
+                                    c.out_stride, b, e);
     case Kernel::kEmbedF16:
-      return posenc_embed_f16_part(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n,
-                                   o32, c.out_stride, b, e);
+      return posenc_embed_f16_part(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n, o32,
+                                   c.out_stride, b, e);
     case Kernel::kEmbedLearnedF32:
       return posenc_embed_learned_f32_part(c.d_model, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.pos_table,
                                            c.pos_rows, c.pos_stride, c.positions, c.first, c.n, o32, c.out_stride, b,
@@ -91,17 +91,17 @@ posenc_status invoke(const Call &c) {
     case Kernel::kAddF32:
       return posenc_add_f32(c.spec, x32, c.x_stride, c.scale, c.positions, c.first, c.n, o32, c.out_stride);
     case Kernel::kEmbedF32:
-      return posenc_embed_f32(c.spec, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n,
-                              o32, c.out_stride);
+      return posenc_embed_f32(c.spec, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n, o32,
+                              c.out_stride);
     case Kernel::kEmbedBF16:
-      return posenc_embed_bf16(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first,
-                               c.n, o32, c.out_stride);
+      return posenc_embed_bf16(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n, o32,
+                               c.out_stride);
     case Kernel::kEmbedF16:
-      return posenc_embed_f16(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n,
-                              o32, c.out_stride);
+      return posenc_embed_f16(c.spec, x16, c.vocab, c.x_stride, c.tokens, c.scale, c.positions, c.first, c.n, o32,
+                              c.out_stride);
     case Kernel::kEmbedLearnedF32:
-      return posenc_embed_learned_f32(c.d_model, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.pos_table,
-                                      c.pos_rows, c.pos_stride, c.positions, c.first, c.n, o32, c.out_stride);
+      return posenc_embed_learned_f32(c.d_model, x32, c.vocab, c.x_stride, c.tokens, c.scale, c.pos_table, c.pos_rows,
+                                      c.pos_stride, c.positions, c.first, c.n, o32, c.out_stride);
     case Kernel::kTimestepsF32: return posenc_timesteps_f32(c.spec, c.times, c.n, o32, c.out_stride);
     case Kernel::kTimestepsBF16: return posenc_timesteps_bf16(c.spec, c.times, c.n, o16, c.out_stride);
     case Kernel::kTimestepsF16: return posenc_timesteps_f16(c.spec, c.times, c.n, o16, c.out_stride);
@@ -141,10 +141,15 @@ SmallCall::SmallCall(Kernel kernel, const posenc_spec &spec, int variant, int64_
   const int64_t pos_rows = rows > kPosRows ? rows : kPosRows;
   for (int64_t r = 0; r < rows; ++r) {
     // timesteps: fractional, integer-valued, negative and large ones
-    times.push_back(r % 4 == 0 ? 999.5 - double(r) : r % 4 == 1 ? double(r) : r % 4 == 2 ? -0.25 * double(r) : 1e6 + 0.75);
+    times.push_back(r % 4 == 0   ? 999.5 - double(r)
+                    : r % 4 == 1 ? double(r)
+                    : r % 4 == 2 ? -0.25 * double(r)
+                                 : 1e6 + 0.75);
     tokens.push_back(r == 0 ? 0 : r == 1 ? int32_t(kVocab - 1) : int32_t(r % kVocab));
-    if (t.has_pos_table) positions.push_back(r == 0 ? pos_rows - 1 : r == 1 ? 0 : r == 2 ? POSENC_PAD : r);
-    else positions.push_back(r == 0 ? 5 : r == 2 ? POSENC_PAD : 1000 + r);
+    if (t.has_pos_table)
+      positions.push_back(r == 0 ? pos_rows - 1 : r == 1 ? 0 : r == 2 ? POSENC_PAD : r);
+    else
+      positions.push_back(r == 0 ? 5 : r == 2 ? POSENC_PAD : 1000 + r);
   }
   call.first = t.has_pos_table ? pos_rows - rows : 5;  // implicit learned rows end at the table's last
   const int64_t x_rows = t.has_activations ? rows : t.has_table ? kVocab : 0;

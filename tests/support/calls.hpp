@@ -75,7 +75,7 @@ posenc_status invoke(const Call &c);
 // nothing is written. With n <= 0 every part is [0, 0).
 constexpr int kPartModes = 6;
 inline const char *part_mode_name(int mode) {
-  static const char *const names[kPartModes] = {"whole",     "part [0, 0)",    "part [0, 1)",
+  static const char *const names[kPartModes] = {"whole",      "part [0, 0)",   "part [0, 1)",
                                                 "first half", "part [n-1, n)", "middle third"};
   return names[mode];
 }
@@ -101,7 +101,8 @@ void set_part_mode(C &call, int mode) {
 // buffers live or who calls: `rows` rows; strides d + (variant + j) % 4 for out, x and the learned table
 // (rows start at every alignment); explicit positions (a POSENC_PAD last of the first three) on odd
 // variants, first + r on even ones; token ids 0 and vocab - 1 both used; learned positions reach the
-// first and last rows of a table of max(kPosRows, rows) rows. The caller sets call.out (out_elements() elements of out_size bytes).
+// first and last rows of a table of max(kPosRows, rows) rows. The caller sets call.out (out_elements() elements of
+// out_size bytes).
 struct SmallCall {
   static constexpr int64_t kVocab = 3, kPosRows = 4;
   std::vector<unsigned char> x, pos_table;

@@ -50,8 +50,10 @@ inline double corr_dim(const Params &c, float beta, bool ceil) {
   mpfr_log(lb, lb, MPFR_RNDN);
   mpfr_mul_ui(lb, lb, 2, MPFR_RNDN);
   mpfr_div(x, x, lb, MPFR_RNDN);
-  if (ceil) mpfr_ceil(x, x);
-  else mpfr_floor(x, x);
+  if (ceil)
+    mpfr_ceil(x, x);
+  else
+    mpfr_floor(x, x);
   return mpfr_get_d(x, MPFR_RNDN);  // an integer of at most ~2^60 here: exact
 }
 
@@ -136,18 +138,26 @@ inline PairMap pair_map(int mode, const int64_t s[4], int64_t pairs) {
     const int64_t sector = i % sum;
     int axis = 0;
     if (mode == 40) {
-      if (sector % 3 == 1 && sector < 3 * s[1]) axis = 1;
-      else if (sector % 3 == 2 && sector < 3 * s[2]) axis = 2;
-      else if (sector % 3 == 0 && sector < 3 * s[0]) axis = 0;
-      else axis = 3;
+      if (sector % 3 == 1 && sector < 3 * s[1])
+        axis = 1;
+      else if (sector % 3 == 2 && sector < 3 * s[2])
+        axis = 2;
+      else if (sector % 3 == 0 && sector < 3 * s[0])
+        axis = 0;
+      else
+        axis = 3;
     } else {
       axis = sector < s[0] ? 0 : sector < w ? 1 : sector < e ? 2 : 3;
     }
     if (mode == 24) {
-      if (sector == 0) start[0] = i;
-      else if (sector == s[0]) start[1] = i;
-      else if (sector == w) start[2] = i;
-      else if (sector == e) start[3] = i;
+      if (sector == 0)
+        start[0] = i;
+      else if (sector == s[0])
+        start[1] = i;
+      else if (sector == w)
+        start[2] = i;
+      else if (sector == e)
+        start[3] = i;
     }
     out.axis.push_back(axis);
     out.index.push_back(mode == 24 ? i - start[axis] : i);

@@ -25,14 +25,12 @@ POSENC_ISAS(POSENC_DECLARE_HOOKS)
 
 // The definitions, in tests/support/hooks_<name>.cpp, for the Engine of the path's Simd<A> (the same type its
 // isa_<name>.cpp instantiates, with the same flags: one definition of each template).
-#define POSENC_DEFINE_HOOKS(ns, SIMD)                                                                          \
-  namespace ns {                                                                                               \
-  using E = Engine<SIMD>;                                                                                      \
-  int64_t fast_rejects(const double *s, const double *c, int64_t n) { return E::fast_rejects(s, c, n); }       \
-  void anchors(const detail::Freq &f, int64_t p, double *s, double *c) { E::anchors(f, p, s, c); }            \
-  void anchors_real(const detail::Freq &f, double t, double *s, double *c) {                                   \
-    Times<SIMD>::anchors_real(f, t, s, c);                                                                     \
-  }                                                                                                            \
+#define POSENC_DEFINE_HOOKS(ns, SIMD)                                                                                 \
+  namespace ns {                                                                                                      \
+  using E = Engine<SIMD>;                                                                                             \
+  int64_t fast_rejects(const double *s, const double *c, int64_t n) { return E::fast_rejects(s, c, n); }              \
+  void anchors(const detail::Freq &f, int64_t p, double *s, double *c) { E::anchors(f, p, s, c); }                    \
+  void anchors_real(const detail::Freq &f, double t, double *s, double *c) { Times<SIMD>::anchors_real(f, t, s, c); } \
   }
 
 // Every path this build compiled (isa_list.hpp), with its hooks; whether the CPU runs it is
@@ -49,7 +47,7 @@ void add_if_compiled(std::vector<IsaTestEntries> &v, Make make) {
 }
 inline std::vector<IsaTestEntries> compiled_isas() {
   std::vector<IsaTestEntries> v;
-#define POSENC_ISA_ENTRY(E, n, have)                                                      \
+#define POSENC_ISA_ENTRY(E, n, have)                                                     \
   add_if_compiled<have>(v, [](auto) {                                                    \
     return IsaTestEntries{POSENC_ISA_##E, n::fast_rejects, n::anchors, n::anchors_real}; \
   });

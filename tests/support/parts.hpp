@@ -44,16 +44,11 @@ posenc_status invoke_split(Call c, const Split *split) {
 inline float input_float(std::mt19937_64 &rng) {
   const uint64_t v = rng();
   switch (v % 64) {
-    case 0:
-      return std::numeric_limits<float>::quiet_NaN();
-    case 1:
-      return -std::numeric_limits<float>::infinity();
-    case 2:
-      return std::numeric_limits<float>::denorm_min();
-    case 3:
-      return -0.0f;
-    default:
-      return float(int64_t(v >> 8) % 8193 - 4096) / 1024.0f;
+    case 0: return std::numeric_limits<float>::quiet_NaN();
+    case 1: return -std::numeric_limits<float>::infinity();
+    case 2: return std::numeric_limits<float>::denorm_min();
+    case 3: return -0.0f;
+    default: return float(int64_t(v >> 8) % 8193 - 4096) / 1024.0f;
   }
 }
 // Finite bfloat16 and binary16 bit patterns alike (exponent bits below both formats' infinities).
@@ -192,7 +187,7 @@ struct RopeCallOf {
   std::vector<unsigned char> init;  // the buffer before the call
   int64_t q_off = 0, k_off = 0;     // elements; rope_copy_*: the source rows at k_off
   bool k_null = false;
-  bool src_is_x = false;            // rope_copy_* in place
+  bool src_is_x = false;  // rope_copy_* in place
   ref::RopeCall call;
 
   // layout: 0 [T,H,D] q then k, 1 fused QKV, 2 q in [H,T,D]; the cache: separate rows, or vLLM's

@@ -41,10 +41,10 @@ void angle_real(mpfr_ptr out, const posenc_spec &s, int64_t i, double p) {
     return;
   }
   Big e(prec), w(prec);
-  mpfr_set_si(e, -i, MPFR_RNDN);                   // exact
-  mpfr_div_d(e, e, denominator(s), MPFR_RNDN);     // -i/D
-  mpfr_set_d(w, s.base, MPFR_RNDN);                // exact
-  mpfr_pow(w, w, e, MPFR_RNDN);                    // base^(-i/D)
+  mpfr_set_si(e, -i, MPFR_RNDN);                // exact
+  mpfr_div_d(e, e, denominator(s), MPFR_RNDN);  // -i/D
+  mpfr_set_d(w, s.base, MPFR_RNDN);             // exact
+  mpfr_pow(w, w, e, MPFR_RNDN);                 // base^(-i/D)
   mpfr_mul_d(w, w, s.position_scale, MPFR_RNDN);
   mpfr_mul_d(out, w, p, MPFR_RNDN);
 }

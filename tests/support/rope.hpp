@@ -104,13 +104,12 @@ enum class RopeKernel { kCacheF32, kF32, kBF16, kF16, kQkF32, kQkBF16, kQkF16, k
 
 inline constexpr int kRopeKernels = 10;
 inline constexpr RopeKernel kAllRopeKernels[kRopeKernels] = {
-    RopeKernel::kCacheF32, RopeKernel::kF32,     RopeKernel::kBF16,      RopeKernel::kF16,
-    RopeKernel::kQkF32,    RopeKernel::kQkBF16,  RopeKernel::kQkF16,     RopeKernel::kCopyF32,
-    RopeKernel::kCopyBF16, RopeKernel::kCopyF16};
+    RopeKernel::kCacheF32, RopeKernel::kF32,   RopeKernel::kBF16,    RopeKernel::kF16,      RopeKernel::kQkF32,
+    RopeKernel::kQkBF16,   RopeKernel::kQkF16, RopeKernel::kCopyF32, RopeKernel::kCopyBF16, RopeKernel::kCopyF16};
 
 inline const char *rope_name(RopeKernel k) {
-  static const char *const names[] = {"rope_cache_f32", "rope_f32",      "rope_bf16",      "rope_f16",
-                                      "rope_qk_f32",    "rope_qk_bf16",  "rope_qk_f16",    "rope_copy_f32",
+  static const char *const names[] = {"rope_cache_f32", "rope_f32",     "rope_bf16",   "rope_f16",
+                                      "rope_qk_f32",    "rope_qk_bf16", "rope_qk_f16", "rope_copy_f32",
                                       "rope_copy_bf16", "rope_copy_f16"};
   return names[int(k)];
 }
@@ -198,20 +197,20 @@ inline posenc_status invoke_real(const RopeCall &c) {
       return posenc_rope_qk_real_f32_part(c.rope, t, c.n, x32, c.heads, c.token_stride, c.head_stride, k32, c.k_heads,
                                           c.k_token_stride, c.k_head_stride, b, e);
     case RopeKernel::kQkBF16:
-      return posenc_rope_qk_real_bf16_part(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride, k16,
-                                           c.k_heads, c.k_token_stride, c.k_head_stride, b, e);
+      return posenc_rope_qk_real_bf16_part(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride, k16, c.k_heads,
+                                           c.k_token_stride, c.k_head_stride, b, e);
     case RopeKernel::kQkF16:
       return posenc_rope_qk_real_f16_part(c.rope, t, c.n, x16, c.heads, c.token_stride, c.head_stride, k16, c.k_heads,
                                           c.k_token_stride, c.k_head_stride, b, e);
     case RopeKernel::kCopyF32:
-      return posenc_rope_copy_real_f32_part(c.rope, t, c.n, s32, sts, shs, x32, c.heads, c.token_stride,
-                                            c.head_stride, b, e);
+      return posenc_rope_copy_real_f32_part(c.rope, t, c.n, s32, sts, shs, x32, c.heads, c.token_stride, c.head_stride,
+                                            b, e);
     case RopeKernel::kCopyBF16:
-      return posenc_rope_copy_real_bf16_part(c.rope, t, c.n, s16, sts, shs, x16, c.heads, c.token_stride,
-                                             c.head_stride, b, e);
+      return posenc_rope_copy_real_bf16_part(c.rope, t, c.n, s16, sts, shs, x16, c.heads, c.token_stride, c.head_stride,
+                                             b, e);
     case RopeKernel::kCopyF16:
-      return posenc_rope_copy_real_f16_part(c.rope, t, c.n, s16, sts, shs, x16, c.heads, c.token_stride,
-                                            c.head_stride, b, e);
+      return posenc_rope_copy_real_f16_part(c.rope, t, c.n, s16, sts, shs, x16, c.heads, c.token_stride, c.head_stride,
+                                            b, e);
   }
   return posenc_status(7);
 }
@@ -247,8 +246,8 @@ inline posenc_status invoke_part(const RopeCall &c) {
       return posenc_rope_copy_f32_part(c.rope, c.positions, c.first, c.n, s32, sts, shs, x32, c.heads, c.token_stride,
                                        c.head_stride, b, e);
     case RopeKernel::kCopyBF16:
-      return posenc_rope_copy_bf16_part(c.rope, c.positions, c.first, c.n, s16, sts, shs, x16, c.heads,
-                                        c.token_stride, c.head_stride, b, e);
+      return posenc_rope_copy_bf16_part(c.rope, c.positions, c.first, c.n, s16, sts, shs, x16, c.heads, c.token_stride,
+                                        c.head_stride, b, e);
     case RopeKernel::kCopyF16:
       return posenc_rope_copy_f16_part(c.rope, c.positions, c.first, c.n, s16, sts, shs, x16, c.heads, c.token_stride,
                                        c.head_stride, b, e);
@@ -277,11 +276,11 @@ inline posenc_status invoke(const RopeCall &c) {
       return posenc_rope_qk_f32(c.rope, c.positions, c.first, c.n, x32, c.heads, c.token_stride, c.head_stride, k32,
                                 c.k_heads, c.k_token_stride, c.k_head_stride);
     case RopeKernel::kQkBF16:
-      return posenc_rope_qk_bf16(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride,
-                                 k16, c.k_heads, c.k_token_stride, c.k_head_stride);
+      return posenc_rope_qk_bf16(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride, k16,
+                                 c.k_heads, c.k_token_stride, c.k_head_stride);
     case RopeKernel::kQkF16:
-      return posenc_rope_qk_f16(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride,
-                                k16, c.k_heads, c.k_token_stride, c.k_head_stride);
+      return posenc_rope_qk_f16(c.rope, c.positions, c.first, c.n, x16, c.heads, c.token_stride, c.head_stride, k16,
+                                c.k_heads, c.k_token_stride, c.k_head_stride);
     case RopeKernel::kCopyF32:
       return posenc_rope_copy_f32(c.rope, c.positions, c.first, c.n, s32, sts, shs, x32, c.heads, c.token_stride,
                                   c.head_stride);

@@ -5,8 +5,8 @@
 // (posenc.h, "Multi-axis RoPE") are the general case: pair i of token t is at the position of its axis.
 #pragma once
 
-#include <catch2/catch.hpp>
 #include <mpfr.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -60,7 +60,7 @@ struct Rope {
 };
 
 inline Rope make_rope(const std::string &name, int64_t rotary_dim, posenc_rope_pairs pairs, double base,
-               double position_scale = 1.0, double m = 1.0, std::vector<double> freq = {}) {
+                      double position_scale = 1.0, double m = 1.0, std::vector<double> freq = {}) {
   Rope rope{name, posenc_rope_default(rotary_dim), std::move(freq), {}};
   rope.r.pairs = pairs;
   rope.r.base = base;
@@ -71,8 +71,9 @@ inline Rope make_rope(const std::string &name, int64_t rotary_dim, posenc_rope_p
 
 // Explicit frequencies of every size and sign: tiny, subnormal, zero, huge, negative, near pi.
 inline std::vector<double> odd_frequencies(int64_t h, uint64_t seed) {
-  static const double fixed[] = {1.0,    0.0,     -0.25,         5e-324,  1e-300, 3.0e-10, 1e6,  -1e15,
-                                 0x1p52 + 1, 3.141592653589793, 1.5707963267948966, 1e100, -7.5e-5, 0.1, 2.0};
+  static const double fixed[] = {
+      1.0,   0.0,     -0.25, 5e-324, 1e-300, 3.0e-10, 1e6, -1e15, 0x1p52 + 1, 3.141592653589793, 1.5707963267948966,
+      1e100, -7.5e-5, 0.1,   2.0};
   std::vector<double> f;
   for (int64_t i = 0; i < h; ++i) {
     if (i < int64_t(sizeof fixed / sizeof fixed[0])) {
@@ -234,12 +235,12 @@ struct Rotation {
   int64_t elements;
   Tensor q, k;
   bool qk = false, k_null = false;
-  int64_t n, first;                  // positions first + t when `positions` is empty
-  std::vector<int64_t> positions;    // axes * n values, axis-major
-  int axes = 1;                      // the spec's axis count: positions on axis a at positions[a n + t]
+  int64_t n, first;                // positions first + t when `positions` is empty
+  std::vector<int64_t> positions;  // axes * n values, axis-major
+  int axes = 1;                    // the spec's axis count: positions on axis a at positions[a n + t]
   bool copy = false;
-  Tensor src{};                      // copy: heads unused (q's), offset and strides
-  std::vector<double> times{};       // not empty: the call at these real positions (axes * n, axis-major)
+  Tensor src{};                 // copy: heads unused (q's), offset and strides
+  std::vector<double> times{};  // not empty: the call at these real positions (axes * n, axis-major)
 };
 
 // Element values: mostly in [-4, 4), then zeros of both signs, large values (rotations past the float32 and
@@ -251,11 +252,16 @@ inline void fill(Format f, std::vector<unsigned char> &b, uint64_t seed, bool sp
     const int kind = int(r % 64);
     if (f == Format::kF32) {
       float v = float(int32_t(r >> 40) - (1 << 23)) / float(1 << 21);
-      if (kind == 0) v = 0.0f;
-      else if (kind == 1) v = -0.0f;
-      else if (kind == 2) v = 3.0e38f;
-      else if (kind == 3) v = -1.5e-40f;
-      else if (kind == 4) v = float(int32_t(r >> 40)) * 1e-30f;
+      if (kind == 0)
+        v = 0.0f;
+      else if (kind == 1)
+        v = -0.0f;
+      else if (kind == 2)
+        v = 3.0e38f;
+      else if (kind == 3)
+        v = -1.5e-40f;
+      else if (kind == 4)
+        v = float(int32_t(r >> 40)) * 1e-30f;
       if (specials && kind >= 5 && kind < 9) {
         const uint32_t pats[] = {0x7FC00000u, 0xFFC12345u, 0x7F800001u, 0x7F800000u, 0xFF800000u, 0x7FA00000u};
         std::memcpy(&v, &pats[(r >> 20) % 6], 4);
@@ -265,7 +271,8 @@ inline void fill(Format f, std::vector<unsigned char> &b, uint64_t seed, bool sp
       uint16_t v = uint16_t(r >> 24);
       const uint16_t exp_mask = f == Format::kBF16 ? 0x7F80 : 0x7C00;
       if ((v & exp_mask) == exp_mask && !(specials && kind < 16)) v = uint16_t(v & ~0x4000);  // finite
-      if (f == Format::kBF16 && !specials && kind > 4) v = uint16_t((v & 0x807F) | (uint16_t(0x3C00 + ((r >> 8) % 0x600)) & 0x7F80));
+      if (f == Format::kBF16 && !specials && kind > 4)
+        v = uint16_t((v & 0x807F) | (uint16_t(0x3C00 + ((r >> 8) % 0x600)) & 0x7F80));
       std::memcpy(&b[2 * e], &v, 2);
     }
   }
@@ -277,7 +284,9 @@ inline int64_t position(const Rotation &c, int64_t t, int a = 0) {
 }
 
 // Element offset of row (t, j) of x, and of the row it is read from (copy: src's; else x's own).
-inline int64_t row_at(const Tensor &x, int64_t t, int64_t j) { return x.offset + t * x.token_stride + j * x.head_stride; }
+inline int64_t row_at(const Tensor &x, int64_t t, int64_t j) {
+  return x.offset + t * x.token_stride + j * x.head_stride;
+}
 inline int64_t source_row_at(const Rotation &c, const Tensor &x, int64_t t, int64_t j) {
   return c.copy ? c.src.offset + t * c.src.token_stride + j * c.src.head_stride : row_at(x, t, j);
 }
@@ -285,7 +294,7 @@ inline int64_t source_row_at(const Rotation &c, const Tensor &x, int64_t t, int6
 // posenc.h's rotation with MPFR's cos and sin, on a copy of the buffer: each row rotated from the row it is
 // read from (itself, or src's for rope_copy_*, whose POSENC_PAD tokens copy their r elements unchanged).
 inline std::vector<unsigned char> expected(const Rope &rope, Exact &ex, const Rotation &c, Format f,
-                                    const std::vector<unsigned char> &in) {
+                                           const std::vector<unsigned char> &in) {
   std::vector<unsigned char> out = in;
   const size_t es = ref::format_size(f);
   const int64_t h = rope.h();
@@ -297,7 +306,8 @@ inline std::vector<unsigned char> expected(const Rope &rope, Exact &ex, const Ro
       for (const Tensor *x : {&c.q, &c.k})
         for (int64_t j = 0; j < x->heads; ++j)
           ref::rotate_row(f, rope.r.pairs, h, row.data(), row.data() + h,
-                          in.data() + es * size_t(source_row_at(c, *x, t, j)), out.data() + es * size_t(row_at(*x, t, j)));
+                          in.data() + es * size_t(source_row_at(c, *x, t, j)),
+                          out.data() + es * size_t(row_at(*x, t, j)));
       continue;
     }
     if (position(c, t) == POSENC_PAD) {
@@ -312,7 +322,8 @@ inline std::vector<unsigned char> expected(const Rope &rope, Exact &ex, const Ro
     for (const Tensor *x : {&c.q, &c.k})
       for (int64_t j = 0; j < x->heads; ++j)
         ref::rotate_row(f, rope.r.pairs, h, row.data(), row.data() + h,
-                        in.data() + es * size_t(source_row_at(c, *x, t, j)), out.data() + es * size_t(row_at(*x, t, j)));
+                        in.data() + es * size_t(source_row_at(c, *x, t, j)),
+                        out.data() + es * size_t(row_at(*x, t, j)));
   }
   return out;
 }
@@ -421,8 +432,10 @@ std::vector<float> cache_between_canaries(int64_t h, int64_t n, bool vllm, float
       out[size_t(t * 2 * h + i)] = cos_out[t * cs + i];
       out[size_t(t * 2 * h + h + i)] = sin_out[t * ss + i];
       row_c[size_t(1 + t * cs + i)] = true;
-      if (vllm) row_c[size_t(1 + h + t * ss + i)] = true;
-      else row_s[size_t(2 + t * ss + i)] = true;
+      if (vllm)
+        row_c[size_t(1 + h + t * ss + i)] = true;
+      else
+        row_s[size_t(2 + t * ss + i)] = true;
     }
   int64_t touched = 0;
   for (size_t k = 0; k < cbuf.size(); ++k) touched += !row_c[k] && ref::bits(cbuf[k]) != ref::bits(canary);
@@ -471,10 +484,13 @@ inline std::vector<int64_t> packed(uint64_t seed, int64_t n) {
   int64_t next = 0;
   while (int64_t(p.size()) < n) {
     const uint64_t r = splitmix(seed);
-    if (r % 13 == 0) next = 0;                       // a new sequence
-    if (r % 17 == 1) p.push_back(POSENC_PAD);        // padding
-    else if (r % 11 == 2 && !p.empty()) p.push_back(p.back() == POSENC_PAD ? 3 : p.back());  // a repeat
-    else p.push_back(next++);
+    if (r % 13 == 0) next = 0;  // a new sequence
+    if (r % 17 == 1)
+      p.push_back(POSENC_PAD);  // padding
+    else if (r % 11 == 2 && !p.empty())
+      p.push_back(p.back() == POSENC_PAD ? 3 : p.back());  // a repeat
+    else
+      p.push_back(next++);
   }
   p.resize(size_t(n));
   return p;

@@ -20,8 +20,8 @@
 enum { kMaxBuilds = 8, kMaxReps = 1000 };
 
 // What a framework runs: gather, scale in place, add a PE table; each a full pass over the output.
-__attribute__((target("avx512f"))) static void naive(const float *table, const int32_t *tok, long n, int d,
-                                                     float scale, const float *pe, float *out) {
+__attribute__((target("avx512f"))) static void naive(const float *table, const int32_t *tok, long n, int d, float scale,
+                                                     const float *pe, float *out) {
   for (long r = 0; r < n; ++r) memcpy(out + r * d, table + (size_t)tok[r] * d, (size_t)d * 4);
   for (long e = 0; e < n * d; e += 16)
     _mm512_storeu_ps(out + e, _mm512_mul_ps(_mm512_loadu_ps(out + e), _mm512_set1_ps(scale)));
@@ -91,11 +91,13 @@ int main(int argc, char **argv) {
   for (int r = 0; r < reps; ++r) {
     for (int i = 0; i < nb; ++i) {
       const int k = (i + r) % nb;
-      if (embed) naive(table, tok, n, d, scale, pe, out);
-      else memset(out, 0, (size_t)d * (size_t)n * 4);
+      if (embed)
+        naive(table, tok, n, d, scale, pe, out);
+      else
+        memset(out, 0, (size_t)d * (size_t)n * 4);
       const double t0 = now();
-      const posenc_status st = embed ? b[k].embed(&spec, table, vocab, d, tok, scale, NULL, 0, n, out, d)
-                                     : b[k].table(&spec, 0, n, out, d);
+      const posenc_status st =
+          embed ? b[k].embed(&spec, table, vocab, d, tok, scale, NULL, 0, n, out, d) : b[k].table(&spec, 0, n, out, d);
       t[k][r] = now() - t0;
       if (st != POSENC_OK) {
         fprintf(stderr, "%s: status %d\n", argv[5 + k], (int)st);
@@ -103,11 +105,15 @@ int main(int argc, char **argv) {
       }
     }
     // The references get the same reset before their timed call.
-    if (embed) naive(table, tok, n, d, scale, pe, out);
-    else memset(out, 0, (size_t)d * (size_t)n * 4);
+    if (embed)
+      naive(table, tok, n, d, scale, pe, out);
+    else
+      memset(out, 0, (size_t)d * (size_t)n * 4);
     double t0 = now();
-    if (embed) naive(table, tok, n, d, scale, pe, out);
-    else memset(out, 0, (size_t)d * (size_t)n * 4);
+    if (embed)
+      naive(table, tok, n, d, scale, pe, out);
+    else
+      memset(out, 0, (size_t)d * (size_t)n * 4);
     t[nb][r] = now() - t0;
     if (embed) {
       naive(table, tok, n, d, scale, pe, out);

@@ -320,8 +320,10 @@ Accuracy accuracy(int mode, const char *mode_name, int64_t p0, const char *band)
           // side 0: x0 cos - x1 sin, side 1: x0 sin + x1 cos, times the magnitude
           mpfr_mul_d(v, side == 0 ? cs : sn, x0, MPFR_RNDN);
           mpfr_mul_d(w, side == 0 ? sn : cs, x1, MPFR_RNDN);
-          if (side == 0) mpfr_sub(v, v, w, MPFR_RNDN);
-          else mpfr_add(v, v, w, MPFR_RNDN);
+          if (side == 0)
+            mpfr_sub(v, v, w, MPFR_RNDN);
+          else
+            mpfr_add(v, v, w, MPFR_RNDN);
           mpfr_mul_d(v, v, e.m, MPFR_RNDN);
           const double exact = mpfr_get_d(v, MPFR_RNDN);
           for (int k = 0; k < 2; ++k) {
@@ -462,12 +464,18 @@ int main(int argc, char **argv) {
   bool quick = false, no_accuracy = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--out" && i + 1 < argc) out_path = argv[++i];
-    else if (arg == "--quick") quick = true;
-    else if (arg == "--only" && i + 1 < argc) only = argv[++i];  // one configuration (for profiling)
-    else if (arg == "--no-accuracy") no_accuracy = true;
-    else if (arg == "--cpu-time") g_cpu_time = true;
-    else if (arg == "--command" && i + 1 < argc) command = argv[++i];
+    if (arg == "--out" && i + 1 < argc)
+      out_path = argv[++i];
+    else if (arg == "--quick")
+      quick = true;
+    else if (arg == "--only" && i + 1 < argc)
+      only = argv[++i];  // one configuration (for profiling)
+    else if (arg == "--no-accuracy")
+      no_accuracy = true;
+    else if (arg == "--cpu-time")
+      g_cpu_time = true;
+    else if (arg == "--command" && i + 1 < argc)
+      command = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: posenc-ggml-bench --out FILE.json [--quick] [--command TEXT] [--only CONFIG] "
@@ -485,7 +493,8 @@ int main(int argc, char **argv) {
     return 1;
   }
 #if POSENC_GGML_BENCH_BACKEND
-  if (ggml_backend_reg_t reg = posenc_ggml_backend_reg()) g_backend = ggml_backend_dev_init(ggml_backend_reg_dev_get(reg, 0), nullptr);
+  if (ggml_backend_reg_t reg = posenc_ggml_backend_reg())
+    g_backend = ggml_backend_dev_init(ggml_backend_reg_dev_get(reg, 0), nullptr);
   if (!g_backend) {
     std::fprintf(stderr, "posenc-ggml-bench: posenc's backend did not start\n");
     return 1;
@@ -509,11 +518,12 @@ int main(int argc, char **argv) {
           for (size_t k = 0; k < t.ggml.size(); ++k) r.push_back(t.ggml[k] / t.posenc[k]);
           std::vector<double> rb;
           for (size_t k = 0; k < t.backend.size(); ++k) rb.push_back(t.ggml[k] / t.backend[k]);
-          std::printf("%-24s %d thread%s %-7s ggml %9.3f us  posenc %9.3f us  backend %9.3f us  copy %9.3f us  "
-                      "kernel %9.3f us  ggml/posenc %.2f  ggml/backend %.2f\n",
-                      c.name.c_str(), threads, threads > 1 ? "s" : " ", t.path.c_str(), 1e6 * median(t.ggml),
-                      1e6 * median(t.posenc), 1e6 * median(t.backend), 1e6 * median(t.copy), 1e6 * median(t.kernel),
-                      median(r), median(rb));
+          std::printf(
+              "%-24s %d thread%s %-7s ggml %9.3f us  posenc %9.3f us  backend %9.3f us  copy %9.3f us  "
+              "kernel %9.3f us  ggml/posenc %.2f  ggml/backend %.2f\n",
+              c.name.c_str(), threads, threads > 1 ? "s" : " ", t.path.c_str(), 1e6 * median(t.ggml),
+              1e6 * median(t.posenc), 1e6 * median(t.backend), 1e6 * median(t.copy), 1e6 * median(t.kernel), median(r),
+              median(rb));
           std::fflush(stdout);
         }
   // The timestep embedding: 1024 timesteps x 320 (SD's UNet) and x 1280, on the active path.

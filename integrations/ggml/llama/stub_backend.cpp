@@ -14,23 +14,17 @@
 namespace {
 
 void counts(uint64_t c[5]) {  // posenc_ggml_backend_counts_t
-    c[0] = c[1] = c[2] = c[3] = c[4] = 0;
+  c[0] = c[1] = c[2] = c[3] = c[4] = 0;
 }
 
-const char * reg_name(ggml_backend_reg_t) {
-    return "posenc";
-}
+const char *reg_name(ggml_backend_reg_t) { return "posenc"; }
 
-size_t reg_device_count(ggml_backend_reg_t) {
-    return 0;
-}
+size_t reg_device_count(ggml_backend_reg_t) { return 0; }
 
-ggml_backend_dev_t reg_device(ggml_backend_reg_t, size_t) {
-    return nullptr;
-}
+ggml_backend_dev_t reg_device(ggml_backend_reg_t, size_t) { return nullptr; }
 
-void * reg_proc(ggml_backend_reg_t, const char * name) {
-    return std::string_view(name) == "posenc_ggml_backend_counts" ? (void *) counts : nullptr;
+void *reg_proc(ggml_backend_reg_t, const char *name) {
+  return std::string_view(name) == "posenc_ggml_backend_counts" ? (void *)counts : nullptr;
 }
 
 ggml_backend_reg stub_reg = {
@@ -41,6 +35,4 @@ ggml_backend_reg stub_reg = {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) ggml_backend_reg_t ggml_backend_init(void) {
-    return &stub_reg;
-}
+extern "C" __attribute__((visibility("default"))) ggml_backend_reg_t ggml_backend_init(void) { return &stub_reg; }

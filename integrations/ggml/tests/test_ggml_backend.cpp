@@ -62,9 +62,8 @@ std::array<uint64_t, 5> counts() {
 }
 
 void set_threads(ggml_backend_t backend, int n) {
-  auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(
-      ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(ggml_backend_get_device(backend)),
-                                        "ggml_backend_set_n_threads"));
+  auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(ggml_backend_reg_get_proc_address(
+      ggml_backend_dev_backend_reg(ggml_backend_get_device(backend)), "ggml_backend_set_n_threads"));
   REQUIRE(fn != nullptr);
   fn(backend, n);
 }
@@ -79,8 +78,8 @@ struct ScheduledGraph {
     gf = ggml_new_graph(ctx);
     ggml_build_forward_expand(gf, out);
     for (ggml_backend_t be : backends) set_threads(be, threads);
-    sched = ggml_backend_sched_new(backends.data(), nullptr, int(backends.size()), GGML_DEFAULT_GRAPH_SIZE, false,
-                                   true);
+    sched =
+        ggml_backend_sched_new(backends.data(), nullptr, int(backends.size()), GGML_DEFAULT_GRAPH_SIZE, false, true);
     REQUIRE(ggml_backend_sched_alloc_graph(sched, gf));
   }
   ScheduledGraph(const ScheduledGraph &) = delete;
@@ -96,9 +95,9 @@ struct Case {
   int n_dims, mode;
   std::array<int, 4> sections;
   bool factors, back, inplace;
-  int view;     // 0: a graph input; 1: a view of every other row of a larger input; 2: the output of a
-                // ggml_cont, which ggml-alloc may overwrite in place
-  float fs, ef; // freq_scale, ext_factor (YaRN when ef != 0)
+  int view;      // 0: a graph input; 1: a view of every other row of a larger input; 2: the output of a
+                 // ggml_cont, which ggml-alloc may overwrite in place
+  float fs, ef;  // freq_scale, ext_factor (YaRN when ef != 0)
   int n_offs;
 };
 
@@ -121,13 +120,25 @@ ggml_tensor *rope(ggml_context *ctx, const Case &c, Builder by, ggml_tensor *a, 
   const bool twin = by == Builder::twin;
   ggml_tensor *out;
   if (multi(c.mode)) {
-    if (c.back) out = (twin ? posenc_ggml_rope_multi_back : ggml_rope_multi_back)(ctx, a, b, f, c.n_dims, sec, c.mode, orig, base, c.fs, c.ef, af, bf, bs);
-    else if (c.inplace) out = (twin ? posenc_ggml_rope_multi_inplace : ggml_rope_multi_inplace)(ctx, a, b, f, c.n_dims, sec, c.mode, orig, base, c.fs, c.ef, af, bf, bs);
-    else out = (twin ? posenc_ggml_rope_multi : ggml_rope_multi)(ctx, a, b, f, c.n_dims, sec, c.mode, orig, base, c.fs, c.ef, af, bf, bs);
+    if (c.back)
+      out = (twin ? posenc_ggml_rope_multi_back : ggml_rope_multi_back)(ctx, a, b, f, c.n_dims, sec, c.mode, orig, base,
+                                                                        c.fs, c.ef, af, bf, bs);
+    else if (c.inplace)
+      out = (twin ? posenc_ggml_rope_multi_inplace : ggml_rope_multi_inplace)(ctx, a, b, f, c.n_dims, sec, c.mode, orig,
+                                                                              base, c.fs, c.ef, af, bf, bs);
+    else
+      out = (twin ? posenc_ggml_rope_multi : ggml_rope_multi)(ctx, a, b, f, c.n_dims, sec, c.mode, orig, base, c.fs,
+                                                              c.ef, af, bf, bs);
   } else {
-    if (c.back) out = (twin ? posenc_ggml_rope_ext_back : ggml_rope_ext_back)(ctx, a, b, f, c.n_dims, c.mode, orig, base, c.fs, c.ef, af, bf, bs);
-    else if (c.inplace) out = (twin ? posenc_ggml_rope_ext_inplace : ggml_rope_ext_inplace)(ctx, a, b, f, c.n_dims, c.mode, orig, base, c.fs, c.ef, af, bf, bs);
-    else out = (twin ? posenc_ggml_rope_ext : ggml_rope_ext)(ctx, a, b, f, c.n_dims, c.mode, orig, base, c.fs, c.ef, af, bf, bs);
+    if (c.back)
+      out = (twin ? posenc_ggml_rope_ext_back : ggml_rope_ext_back)(ctx, a, b, f, c.n_dims, c.mode, orig, base, c.fs,
+                                                                    c.ef, af, bf, bs);
+    else if (c.inplace)
+      out = (twin ? posenc_ggml_rope_ext_inplace : ggml_rope_ext_inplace)(ctx, a, b, f, c.n_dims, c.mode, orig, base,
+                                                                          c.fs, c.ef, af, bf, bs);
+    else
+      out = (twin ? posenc_ggml_rope_ext : ggml_rope_ext)(ctx, a, b, f, c.n_dims, c.mode, orig, base, c.fs, c.ef, af,
+                                                          bf, bs);
   }
   if (c.n_offs) {
 #if POSENC_GGML_HAS_ROPE_SET_OFFSET
@@ -141,7 +152,7 @@ ggml_tensor *rope(ggml_context *ctx, const Case &c, Builder by, ggml_tensor *a, 
 
 // The case's inputs, made once and given to every run.
 struct Inputs {
-  std::vector<uint8_t> x;     // the parent tensor's bytes
+  std::vector<uint8_t> x;  // the parent tensor's bytes
   std::vector<int32_t> pos;
   std::vector<float> factors;
 };
@@ -154,7 +165,8 @@ Inputs make_inputs(const Case &c, uint64_t seed, int32_t special = 0) {
   in.x.resize(size_t(n) * es);
   for (int64_t i = 0; i < n; ++i) {
     const float v = uniform(s, -4.0f, 4.0f);
-    if (c.type == GGML_TYPE_F32) std::memcpy(&in.x[size_t(i) * 4], &v, 4);
+    if (c.type == GGML_TYPE_F32)
+      std::memcpy(&in.x[size_t(i) * 4], &v, 4);
     else {
       const ggml_fp16_t h = ggml_fp32_to_fp16(v);
       std::memcpy(&in.x[size_t(i) * 2], &h, 2);
@@ -163,7 +175,10 @@ Inputs make_inputs(const Case &c, uint64_t seed, int32_t special = 0) {
   in.pos.resize(size_t((multi(c.mode) ? 4 : 1) * c.ne[2]));
   for (size_t i = 0; i < in.pos.size(); ++i) {
     const uint64_t r = splitmix(s);
-    in.pos[i] = i % 5 == 0 ? kMax : i % 5 == 1 ? -kMax : i % 5 == 2 ? int32_t(i) : int32_t(int64_t(r % 4294967295ull) - kMax);
+    in.pos[i] = i % 5 == 0   ? kMax
+                : i % 5 == 1 ? -kMax
+                : i % 5 == 2 ? int32_t(i)
+                             : int32_t(int64_t(r % 4294967295ull) - kMax);
   }
   if (special) in.pos[in.pos.size() / 2] = special;
   if (c.factors) {
@@ -370,9 +385,10 @@ TEST_CASE("a node ggml-alloc places on its input is rotated in place") {
 TEST_CASE("values posenc cannot take: that node is ggml's CPU operation") {
   Backends be;
   SECTION("a position of -2^31") {
-    for (const Case &c : {Case{GGML_TYPE_F32, {64, 2, 9, 1}, 64, X, {0, 0, 0, 0}, false, false, false, 0, 1.0f, 0.0f, 0},
-                          Case{GGML_TYPE_F16, {64, 2, 9, 1}, 64, N, {0, 0, 0, 0}, false, true, true, 0, 1.0f, 0.0f, 0},
-                          Case{GGML_TYPE_F32, {64, 2, 9, 1}, 64, M, {8, 12, 12, 0}, false, false, false, 0, 1.0f, 0.0f, 0}}) {
+    for (const Case &c :
+         {Case{GGML_TYPE_F32, {64, 2, 9, 1}, 64, X, {0, 0, 0, 0}, false, false, false, 0, 1.0f, 0.0f, 0},
+          Case{GGML_TYPE_F16, {64, 2, 9, 1}, 64, N, {0, 0, 0, 0}, false, true, true, 0, 1.0f, 0.0f, 0},
+          Case{GGML_TYPE_F32, {64, 2, 9, 1}, 64, M, {8, 12, 12, 0}, false, false, false, 0, 1.0f, 0.0f, 0}}) {
       INFO(name(c));
       const Inputs in = make_inputs(c, 7, INT32_MIN);
       const Result want = run(c, Builder::ggml, in, {be.cpu}, 2);

@@ -96,8 +96,10 @@ TEST_CASE("GGML_BACKEND_PATH: ggml_backend_load_all() loads the module, which co
     CHECK(after[4] == before[4]);
     const double d = max_abs_diff(with, without);
     UNSCOPED_INFO("largest |posenc - ggml| " << d);
-    if (start == 0) CHECK(d < 1e-5);  // ggml is accurate here: both agree to its rounding
-    else CHECK(d > 0.1);              // ggml's float32 angle at 2^30 is noise; posenc's is exact
+    if (start == 0)
+      CHECK(d < 1e-5);  // ggml is accurate here: both agree to its rounding
+    else
+      CHECK(d > 0.1);  // ggml's float32 angle at 2^30 is noise; posenc's is exact
   }
   ggml_backend_free(posenc);
   ggml_backend_free(cpu);

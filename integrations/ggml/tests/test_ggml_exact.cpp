@@ -178,7 +178,8 @@ void check(const Op &op, ggml_type type, const Shape &shape, bool with_factors, 
   const int64_t parent_elems = int64_t(ggml_nbytes(parent)) / es;
   for (int64_t i = 0; i < parent_elems; ++i) {
     const float v = uniform(s, -4.0f, 4.0f);
-    if (type == GGML_TYPE_F32) std::memcpy(static_cast<char *>(parent->data) + 4 * i, &v, 4);
+    if (type == GGML_TYPE_F32)
+      std::memcpy(static_cast<char *>(parent->data) + 4 * i, &v, 4);
     else {
       const ggml_fp16_t h = ggml_fp32_to_fp16(v);
       std::memcpy(static_cast<char *>(parent->data) + 2 * i, &h, 2);

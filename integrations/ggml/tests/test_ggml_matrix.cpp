@@ -177,8 +177,10 @@ void fill(ggml_tensor *t, uint64_t &s, float lo, float hi) {  // a whole (contig
   const int64_t n = ggml_nelements(t);
   for (int64_t i = 0; i < n; ++i) {
     const float v = uniform(s, lo, hi);
-    if (t->type == GGML_TYPE_F32) static_cast<float *>(t->data)[i] = v;
-    else static_cast<ggml_fp16_t *>(t->data)[i] = ggml_fp32_to_fp16(v);
+    if (t->type == GGML_TYPE_F32)
+      static_cast<float *>(t->data)[i] = v;
+    else
+      static_cast<ggml_fp16_t *>(t->data)[i] = ggml_fp32_to_fp16(v);
   }
 }
 
@@ -271,8 +273,10 @@ struct Outcome {
 Outcome run_case(const RopeCase &c, uint64_t seed) {
   const bool multi = (c.mode & GGML_ROPE_TYPE_MROPE) != 0 && !c.plain_rope;
   std::array<int64_t, 4> big = c.ne_a;
-  if (c.v & 1) big[0] *= 2, big[1] *= 4, big[2] *= 3;
-  else if (c.v == 2) big[0] *= 2;
+  if (c.v & 1)
+    big[0] *= 2, big[1] *= 4, big[2] *= 3;
+  else if (c.v == 2)
+    big[0] *= 2;
   const size_t a_bytes = size_t(big[0] * big[1] * big[2] * big[3]) * (c.type == GGML_TYPE_F32 ? 4 : 2);
   const size_t out_bytes = size_t(c.ne_a[0] * c.ne_a[1] * c.ne_a[2] * c.ne_a[3]) * 4;
   ggml_init_params params = {2 * a_bytes + 2 * out_bytes + size_t(c.ne_a[2]) * 16 + (8 << 20) +
@@ -305,7 +309,8 @@ Outcome run_case(const RopeCase &c, uint64_t seed) {
   REQUIRE(posenc_ggml_is_rope(out_p) == 1);
   const std::vector<float> fg = to_float(out_g), fp = to_float(out_p);
   for (size_t i = 0; i < fg.size() && o.problem.empty(); ++i) {
-    if (std::isnan(fg[i]) || std::isnan(fp[i])) o.problem = "NaN at " + std::to_string(i);
+    if (std::isnan(fg[i]) || std::isnan(fp[i]))
+      o.problem = "NaN at " + std::to_string(i);
     else if ((isinf_or_max(fg[i]) || isinf_or_max(fp[i])) &&
              !(isinf_or_max(fg[i]) && isinf_or_max(fp[i]) && std::signbit(fg[i]) == std::signbit(fp[i])))
       o.problem = "inf mismatch at " + std::to_string(i);
