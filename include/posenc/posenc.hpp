@@ -807,34 +807,27 @@ class rope {
   // such terms. POSENC_PAD (on axis 0) leaves a token as it is.
 
   /** Rotates the keys k in place by one delta per token: a list of tokens values, or for a multi-axis spec
-   *  positions::axis_major(deltas, axes()); attention scale 1. */
-  void shift(positions delta, heads_view<float> k) const {
+   *  positions::axis_major(deltas, axes()); attention scale 1. Written once over the element type E
+   *  (shift<dtype::bf16>(delta, k) is shift_bf16); shift, shift_bf16 and shift_f16 below are its three. */
+  template <dtype E>
+  void shift(positions delta, heads_view<element_t<E>> k) const {
     expect_shift(delta, k);
-    call_one(unit_scale(), delta.list(), 0, k, &posenc_rope_f32_part);
+    call_one(unit_scale(), delta.list(), 0, k, detail::parts_of<E>::rope);
   }
   /** Rotates every token of k, on every axis, by the same delta (llama.cpp's seq_add); attention scale 1. */
-  void shift(int64_t delta, heads_view<float> k) const {
+  template <dtype E>
+  void shift(int64_t delta, heads_view<element_t<E>> k) const {
     const std::vector<int64_t> d = uniform(delta, k);
-    shift(positions::axis_major(d, c_.axes), k);
+    shift<E>(positions::axis_major(d, c_.axes), k);
   }
+  void shift(positions delta, heads_view<float> k) const { shift<dtype::f32>(delta, k); }
+  void shift(int64_t delta, heads_view<float> k) const { shift<dtype::f32>(delta, k); }
   /** shift on bfloat16 keys (uint16_t bit patterns), through posenc_rope_bf16. */
-  void shift_bf16(positions delta, heads_view<uint16_t> k) const {
-    expect_shift(delta, k);
-    call_one(unit_scale(), delta.list(), 0, k, &posenc_rope_bf16_part);
-  }
-  void shift_bf16(int64_t delta, heads_view<uint16_t> k) const {
-    const std::vector<int64_t> d = uniform(delta, k);
-    shift_bf16(positions::axis_major(d, c_.axes), k);
-  }
+  void shift_bf16(positions delta, heads_view<uint16_t> k) const { shift<dtype::bf16>(delta, k); }
+  void shift_bf16(int64_t delta, heads_view<uint16_t> k) const { shift<dtype::bf16>(delta, k); }
   /** shift on IEEE binary16 keys, through posenc_rope_f16. */
-  void shift_f16(positions delta, heads_view<uint16_t> k) const {
-    expect_shift(delta, k);
-    call_one(unit_scale(), delta.list(), 0, k, &posenc_rope_f16_part);
-  }
-  void shift_f16(int64_t delta, heads_view<uint16_t> k) const {
-    const std::vector<int64_t> d = uniform(delta, k);
-    shift_f16(positions::axis_major(d, c_.axes), k);
-  }
+  void shift_f16(positions delta, heads_view<uint16_t> k) const { shift<dtype::f16>(delta, k); }
+  void shift_f16(int64_t delta, heads_view<uint16_t> k) const { shift<dtype::f16>(delta, k); }
 
   // ---- The same calls as works, to split across threads (posenc::work, docs/threads.md) -------------------
   //
@@ -865,78 +858,67 @@ class rope {
         });
   }
 
-  /** apply(pos, x) as a work of x.tokens() tokens. */
-  work apply_work(positions pos, heads_view<float> x) const {
+  /** The works of apply<E>, apply_copy<E> and shift<E>, written once over the element type: apply_work<E>(pos, x)
+   *  is a work of x.tokens() tokens, apply_work<E>(pos, q, k) of q.tokens() (every q and k head of each); the
+   *  named ones below (apply_work, apply_bf16_work, ...) are their E. */
+  template <dtype E>
+  work apply_work(positions pos, heads_view<element_t<E>> x) const {
     detail::expect_heads(x, c_, pos);
-    return one_work(c_, pos, x, &posenc_rope_f32_part);
+    return one_work(c_, pos, x, detail::parts_of<E>::rope);
   }
-  /** apply(pos, q, k) as a work of q.tokens() tokens (every q and k head of each). */
+  template <dtype E>
+  work apply_work(positions pos, heads_view<element_t<E>> q, heads_view<element_t<E>> k) const {
+    expect_qk(pos, q, k);
+    return qk_work(c_, pos, q, k, detail::parts_of<E>::rope_qk);
+  }
+  template <dtype E>
+  work apply_copy_work(positions pos, heads_view<const element_t<E>> src, heads_view<element_t<E>> x) const {
+    expect_copy(pos, src, x);
+    return copy_work(pos, src, x, detail::parts_of<E>::rope_copy);
+  }
+  template <dtype E>
+  work shift_work(positions delta, heads_view<element_t<E>> k) const {
+    expect_shift(delta, k);
+    return one_work(unit_scale(), delta, k, detail::parts_of<E>::rope);
+  }
+  /** shift_work<E>(int64_t delta, k): the work owns the list of deltas the C call takes. */
+  template <dtype E>
+  work shift_work(int64_t delta, heads_view<element_t<E>> k) const {
+    return uniform_shift_work(delta, k, detail::parts_of<E>::rope);
+  }
+
+  /** apply(pos, x) and apply(pos, q, k) as works. */
+  work apply_work(positions pos, heads_view<float> x) const { return apply_work<dtype::f32>(pos, x); }
   work apply_work(positions pos, heads_view<float> q, heads_view<float> k) const {
-    expect_qk(pos, q, k);
-    return qk_work(c_, pos, q, k, &posenc_rope_qk_f32_part);
+    return apply_work<dtype::f32>(pos, q, k);
   }
-  /** apply_bf16(pos, x) as a work. */
-  work apply_bf16_work(positions pos, heads_view<uint16_t> x) const {
-    detail::expect_heads(x, c_, pos);
-    return one_work(c_, pos, x, &posenc_rope_bf16_part);
-  }
-  /** apply_bf16(pos, q, k) as a work. */
+  /** apply_bf16 as works. */
+  work apply_bf16_work(positions pos, heads_view<uint16_t> x) const { return apply_work<dtype::bf16>(pos, x); }
   work apply_bf16_work(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    expect_qk(pos, q, k);
-    return qk_work(c_, pos, q, k, &posenc_rope_qk_bf16_part);
+    return apply_work<dtype::bf16>(pos, q, k);
   }
-  /** apply_f16(pos, x) as a work. */
-  work apply_f16_work(positions pos, heads_view<uint16_t> x) const {
-    detail::expect_heads(x, c_, pos);
-    return one_work(c_, pos, x, &posenc_rope_f16_part);
-  }
-  /** apply_f16(pos, q, k) as a work. */
+  /** apply_f16 as works. */
+  work apply_f16_work(positions pos, heads_view<uint16_t> x) const { return apply_work<dtype::f16>(pos, x); }
   work apply_f16_work(positions pos, heads_view<uint16_t> q, heads_view<uint16_t> k) const {
-    expect_qk(pos, q, k);
-    return qk_work(c_, pos, q, k, &posenc_rope_qk_f16_part);
+    return apply_work<dtype::f16>(pos, q, k);
   }
-
-  /** apply_copy(pos, src, x) as a work of x.tokens() tokens. */
+  /** apply_copy, apply_copy_bf16, apply_copy_f16 as works of x.tokens() tokens. */
   work apply_copy_work(positions pos, heads_view<const float> src, heads_view<float> x) const {
-    expect_copy(pos, src, x);
-    return copy_work(pos, src, x, &posenc_rope_copy_f32_part);
+    return apply_copy_work<dtype::f32>(pos, src, x);
   }
-  /** apply_copy_bf16 as a work. */
   work apply_copy_bf16_work(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
-    expect_copy(pos, src, x);
-    return copy_work(pos, src, x, &posenc_rope_copy_bf16_part);
+    return apply_copy_work<dtype::bf16>(pos, src, x);
   }
-  /** apply_copy_f16 as a work. */
   work apply_copy_f16_work(positions pos, heads_view<const uint16_t> src, heads_view<uint16_t> x) const {
-    expect_copy(pos, src, x);
-    return copy_work(pos, src, x, &posenc_rope_copy_f16_part);
+    return apply_copy_work<dtype::f16>(pos, src, x);
   }
-
-  /** shift(delta, k) as a work of k.tokens() tokens. */
-  work shift_work(positions delta, heads_view<float> k) const {
-    expect_shift(delta, k);
-    return one_work(unit_scale(), delta, k, &posenc_rope_f32_part);
-  }
-  /** shift(int64_t delta, k) as a work; it owns the list of deltas the C call takes. */
-  work shift_work(int64_t delta, heads_view<float> k) const {
-    return uniform_shift_work(delta, k, &posenc_rope_f32_part);
-  }
-  /** shift_bf16 as a work. */
-  work shift_bf16_work(positions delta, heads_view<uint16_t> k) const {
-    expect_shift(delta, k);
-    return one_work(unit_scale(), delta, k, &posenc_rope_bf16_part);
-  }
-  work shift_bf16_work(int64_t delta, heads_view<uint16_t> k) const {
-    return uniform_shift_work(delta, k, &posenc_rope_bf16_part);
-  }
-  /** shift_f16 as a work. */
-  work shift_f16_work(positions delta, heads_view<uint16_t> k) const {
-    expect_shift(delta, k);
-    return one_work(unit_scale(), delta, k, &posenc_rope_f16_part);
-  }
-  work shift_f16_work(int64_t delta, heads_view<uint16_t> k) const {
-    return uniform_shift_work(delta, k, &posenc_rope_f16_part);
-  }
+  /** shift, shift_bf16, shift_f16 as works of k.tokens() tokens (a list of deltas, or one delta). */
+  work shift_work(positions delta, heads_view<float> k) const { return shift_work<dtype::f32>(delta, k); }
+  work shift_work(int64_t delta, heads_view<float> k) const { return shift_work<dtype::f32>(delta, k); }
+  work shift_bf16_work(positions delta, heads_view<uint16_t> k) const { return shift_work<dtype::bf16>(delta, k); }
+  work shift_bf16_work(int64_t delta, heads_view<uint16_t> k) const { return shift_work<dtype::bf16>(delta, k); }
+  work shift_f16_work(positions delta, heads_view<uint16_t> k) const { return shift_work<dtype::f16>(delta, k); }
+  work shift_f16_work(int64_t delta, heads_view<uint16_t> k) const { return shift_work<dtype::f16>(delta, k); }
 
   /** Equal fields, equal frequency values and equal axis maps, hence the same rotation. */
   friend bool operator==(const rope &a, const rope &b) noexcept {
