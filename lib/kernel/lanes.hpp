@@ -17,6 +17,16 @@ struct Lanes {
   // 1024 pairs overflow L1.
   static constexpr int64_t kChunk = S::kQuadPass ? 1024 : 512;
 
+  // v into o's pairs [jj, jj + W), or only its first n - jj lanes when that is the last, partial vector of a
+  // run of n pairs (the lanes past n are padding, never written)
+  template <class O>
+  [[gnu::always_inline]] static inline void put_upto(O &o, int64_t jj, const F &v, int64_t n) {
+    if (n - jj >= W)
+      o.put(jj, v);
+    else
+      o.put_partial(jj, v, n - jj);
+  }
+
   // ---- the fused operation -----------------------------------------------------------------------
 
   // fmaf(scale, x, y), with a NaN result made the same on every path and architecture: which operand's

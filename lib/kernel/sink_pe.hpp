@@ -257,12 +257,7 @@ struct PeSinks {
 
     // The same value vector for all n pairs of the current chunk.
     void fill(const F &val, int64_t n) {
-      for (int64_t jj = 0; jj < n; jj += W) {
-        if (n - jj >= W)
-          put(jj, val);
-        else
-          put_partial(jj, val, n - jj);
-      }
+      for (int64_t jj = 0; jj < n; jj += W) Lanes<S>::put_upto(*this, jj, val, n);
     }
 
     // A POSENC_PAD row: PE is +0.0 everywhere.

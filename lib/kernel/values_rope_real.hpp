@@ -118,10 +118,7 @@ struct RopeTimes : Times<S> {
         for (int64_t jj = 0; jj < jn; jj += W) {
           const At at = lanes ? At{S::load(kc + jj), S::load(fc + jj), kc + jj, fc + jj} : At{k0, f0, kc, fc};
           const F val = force ? settle<kScaled>(f, at, true, j0 + jj, g) : value<kScaled>(f, at, j0 + jj, g);
-          if (jn - jj >= W)
-            o.put(jj, val);
-          else
-            o.put_partial(jj, val, jn - jj);  // lanes past h are padding, never written
+          Lanes<S>::put_upto(o, jj, val, jn);
         }
         sink.flush(j0, jn);
       }

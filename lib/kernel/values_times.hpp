@@ -94,10 +94,7 @@ struct Times : Direct<S> {
         for (; jj < jn; jj += W) {
           const F val = force ? B::template settle_real<K::kInterleaved>(f, k, fr, true, j0 + jj)
                               : settle_fast<K::kInterleaved>(f, k, fr, j0 + jj);
-          if (jn - jj >= W)
-            o.put(jj, val);
-          else
-            o.put_partial(jj, val, jn - jj);  // lanes past h are padding, never written
+          Lanes<S>::put_upto(o, jj, val, jn);
         }
         sink.flush(j0, jn);
       }
