@@ -17,7 +17,9 @@ import sys
 IDENT = r"[A-Za-z_]\w*"
 # Names the reference may use that are not header symbols: the environment variable, the CMake target
 # and the variables of the CMake package.
-NOT_SYMBOLS = {"POSENC_ISA", "posenc::posenc", "posenc_DIR", "posenc_VERSION", "posenc_FOUND"}
+NOT_SYMBOLS = {"POSENC_ISA", "posenc::posenc", "posenc_DIR", "posenc_VERSION", "posenc_FOUND", "POSENC_NO_VISIBILITY"}
+# The headers' linkage brackets (posenc.h): read as nothing, like the extern "C" { } they expand to.
+BRACKETS = re.compile(r"\bPOSENC_(?:BEGIN|END)_DECLS\b")
 
 
 def strip_comments_and_strings(text):
@@ -63,7 +65,7 @@ class Scope:
 def symbols(path):
     raw = open(path, encoding="utf-8").read()
     found = set(macros(raw))
-    text = re.sub(r"^\s*#[^\n]*", " ", strip_comments_and_strings(raw), flags=re.M)
+    text = BRACKETS.sub(" ", re.sub(r"^\s*#[^\n]*", " ", strip_comments_and_strings(raw), flags=re.M))
     stack = [Scope("ns")]
     stmt = ""
 

@@ -38,15 +38,11 @@
 
 #include <ggml.h> /* ggml's own header (angle brackets: not this file, which has the same name) */
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "posenc/posenc.h" /* POSENC_BEGIN_DECLS */
 
 /* As in posenc.h: a shared library that links libposenc_ggml.a exports these functions and none of the
  * archive's C++ internals (its objects are built with hidden visibility). */
-#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
-#pragma GCC visibility push(default)
-#endif
+POSENC_BEGIN_DECLS
 
 struct ggml_tensor *posenc_ggml_rope_ext(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b,
                                          struct ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base,
@@ -102,12 +98,6 @@ int posenc_ggml_is_rope(const struct ggml_tensor *t);
 struct ggml_tensor *posenc_ggml_timestep_embedding(struct ggml_context *ctx, struct ggml_tensor *timesteps, int dim,
                                                    int max_period);
 
-#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-} /* extern "C" */
-#endif
+POSENC_END_DECLS
 
 #endif /* POSENC_GGML_H */

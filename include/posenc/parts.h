@@ -10,13 +10,7 @@
 
 #include "posenc/posenc.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
-#pragma GCC visibility push(default)
-#endif
+POSENC_BEGIN_DECLS
 
 /* ---- Parts of a call: one call split across threads (docs/threads.md) ---------------------------------
  *
@@ -152,12 +146,6 @@ posenc_status posenc_rope_qk_real_f16_part(const posenc_rope *rope, const double
                                            int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride,
                                            int64_t begin, int64_t end);
 
-#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-} /* extern "C" */
-#endif
+POSENC_END_DECLS
 
 #endif /* POSENC_PARTS_H */

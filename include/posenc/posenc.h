@@ -27,16 +27,31 @@
 
 #include <stdint.h>
 
+/* POSENC_BEGIN_DECLS ... POSENC_END_DECLS: what every posenc header wraps its declarations in, C linkage for
+ * C++ and the default visibility. The C ABI is the library's only exported interface: its objects are built
+ * with hidden visibility, so that a shared library or module that links the static archive (a runtime's
+ * libllama, a ggml backend) exports these functions and none of posenc's C++ internals. POSENC_NO_VISIBILITY
+ * defined before the include leaves the visibility alone. */
+#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
+#define POSENC_VISIBILITY_PUSH_ _Pragma("GCC visibility push(default)")
+#define POSENC_VISIBILITY_POP_ _Pragma("GCC visibility pop")
+#else
+#define POSENC_VISIBILITY_PUSH_
+#define POSENC_VISIBILITY_POP_
+#endif
 #ifdef __cplusplus
-extern "C" {
+#define POSENC_BEGIN_DECLS \
+  extern "C" {             \
+  POSENC_VISIBILITY_PUSH_
+#define POSENC_END_DECLS \
+  POSENC_VISIBILITY_POP_ \
+  }
+#else
+#define POSENC_BEGIN_DECLS POSENC_VISIBILITY_PUSH_
+#define POSENC_END_DECLS POSENC_VISIBILITY_POP_
 #endif
 
-/* The C ABI is the library's only exported interface: its objects are built with hidden visibility, so that a
- * shared library or module that links the static archive (a runtime's libllama, a ggml backend) exports these
- * functions and none of posenc's C++ internals. */
-#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
-#pragma GCC visibility push(default)
-#endif
+POSENC_BEGIN_DECLS
 
 /** Status of every call. */
 typedef enum posenc_status {
@@ -491,13 +506,7 @@ posenc_status posenc_machine_info(posenc_machine *out);
  *  "os-ymm-state", "os-zmm-state", "neon"; NULL outside the enum. */
 const char *posenc_feature_name(posenc_feature f);
 
-#if defined(__GNUC__) && !defined(POSENC_NO_VISIBILITY)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-} /* extern "C" */
-#endif
+POSENC_END_DECLS
 
 /* The _part twins: their own header, included here so that every existing include keeps compiling. */
 #include "posenc/parts.h"
