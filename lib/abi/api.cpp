@@ -165,6 +165,15 @@ Call times_call(const posenc_spec *spec, const double *t, int64_t n, void *out, 
   return c;
 }
 
+// A call whose rows are added to activations x (fmaf(scale, x, PE)): the fused adds of a table or timesteps.
+Call with_activations(Call c, const float *x, int64_t x_stride, float scale) {
+  c.src = Src::kActivations;
+  c.x = x;
+  c.x_stride = x_stride;
+  c.scale = scale;
+  return c;
+}
+
 Call embed_call(const posenc_spec *spec, const void *table, int64_t vocab, int64_t table_stride, const int32_t *tokens,
                 float scale, const int64_t *positions, int64_t first, int64_t n, float *out, int64_t out_stride,
                 Src src, int64_t begin, int64_t end) {
@@ -201,13 +210,8 @@ const char *posenc_status_string(posenc_status s) {
 }
 
 posenc_spec posenc_spec_default(int64_t d_model) {
-  posenc_spec s;
-  s.d_model = d_model;
-  s.layout = POSENC_INTERLEAVED;
-  s.base = 10000.0;
-  s.freq_denominator = 0.0;
-  s.position_scale = 1.0;
-  return s;
+  // d_model, layout, base, freq_denominator (0: h), position_scale, in posenc.h's order
+  return posenc_spec{d_model, POSENC_INTERLEAVED, 10000.0, 0.0, 1.0};
 }
 
 const char *posenc_version(void) { return POSENC_VERSION_STRING; }
@@ -239,12 +243,8 @@ posenc_status posenc_timesteps_add_f32_part(const posenc_spec *spec, const float
                                             const double *t, int64_t n, float *out, int64_t out_stride, int64_t begin,
                                             int64_t end) {
   return guarded([&] {
-    Call c = times_call(spec, t, n, out, out_stride, Dst::kF32, begin, end);
-    c.src = Src::kActivations;
-    c.x = x;
-    c.x_stride = x_stride;
-    c.scale = scale;
-    return run_call(c);
+    return run_call(
+        with_activations(times_call(spec, t, n, out, out_stride, Dst::kF32, begin, end), x, x_stride, scale));
   });
 }
 posenc_status posenc_timesteps_add_f32(const posenc_spec *spec, const float *x, int64_t x_stride, float scale,
@@ -256,12 +256,8 @@ posenc_status posenc_add_f32_part(const posenc_spec *spec, const float *x, int64
                                   const int64_t *positions, int64_t first, int64_t n, float *out, int64_t out_stride,
                                   int64_t begin, int64_t end) {
   return guarded([&] {
-    Call c = table_call(spec, first, n, out, out_stride, Dst::kF32, begin, end);
+    Call c = with_activations(table_call(spec, first, n, out, out_stride, Dst::kF32, begin, end), x, x_stride, scale);
     c.positions = positions;
-    c.src = Src::kActivations;
-    c.x = x;
-    c.x_stride = x_stride;
-    c.scale = scale;
     return run_call(c);
   });
 }

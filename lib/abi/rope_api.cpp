@@ -297,16 +297,8 @@ using namespace posenc::detail;
 extern "C" {
 
 posenc_rope posenc_rope_default(int64_t rotary_dim) {
-  posenc_rope r;
-  r.rotary_dim = rotary_dim;
-  r.pairs = POSENC_ROPE_HALVES;
-  r.base = 10000.0;
-  r.position_scale = 1.0;
-  r.freq = nullptr;
-  r.attention_scale = 1.0;
-  r.axes = 1;
-  r.axis = nullptr;
-  return r;
+  // rotary_dim, pairs, base, position_scale, freq, attention_scale, axes, axis, in posenc.h's order
+  return posenc_rope{rotary_dim, POSENC_ROPE_HALVES, 10000.0, 1.0, nullptr, 1.0, 1, nullptr};
 }
 
 posenc_status posenc_rope_cache_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
