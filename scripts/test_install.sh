@@ -125,7 +125,7 @@ echo "meson's libdir: $libdir; the CMake package: $cmakedir"
 [ -n "$ggml_prefix" ] && ggml_files=$(printf '%s\n' include/posenc/ggml.h "$libdir/libposenc_ggml.a" \
   "$libdir/pkgconfig/posenc-ggml.pc")
 library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/parts.h include/posenc/posenc.hpp \
-  include/posenc/types.hpp include/posenc/work.hpp include/posenc/threads.hpp \
+  include/posenc/types.hpp include/posenc/work.hpp include/posenc/presets.hpp include/posenc/threads.hpp \
   "$libdir/libposenc.a" \
   "$libdir/pkgconfig/posenc.pc" "$cmakedir/posenc-config.cmake" "$cmakedir/posenc-config-version.cmake")
 expected=$( (echo "$library_files"; [ -z "$ggml_files" ] || echo "$ggml_files"
