@@ -82,7 +82,7 @@ POSENC_SIMD_OP(stream_f, val<float *>(), val<F<S>>())
 POSENC_SIMD_OP(stream_h, val<float *>(), val<H<S>>())
 POSENC_SIMD_OP(stream_copy, val<float *>(), val<const float *>(), int64_t(0))
 POSENC_SIMD_OP(store_fence)
-// the rotation of interleaved pairs (sink_rope.hpp, rotate_interleaved), on the paths with W > 1
+// the rotation of interleaved pairs (simd_rotate.hpp, RotateSteps::interleaved), on the paths with W > 1
 POSENC_SIMD_OP(swap_pairs, val<D<S>>())
 // the quad pass's (values_rows.hpp), on the paths with kQuadPass
 POSENC_SIMD_OP(decided_window, val<D<S>>(), val<D<S>>())
