@@ -266,49 +266,25 @@ posenc_status posenc_add_f32(const posenc_spec *spec, const float *x, int64_t x_
   return posenc_add_f32_part(spec, x, x_stride, scale, positions, first, n, out, out_stride, 0, n);
 }
 
-posenc_status posenc_embed_f32_part(const posenc_spec *spec, const float *table, int64_t vocab, int64_t table_stride,
-                                    const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
-                                    int64_t n, float *out, int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] {
-    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
-                               Src::kTableF32, begin, end));
-  });
-}
-posenc_status posenc_embed_bf16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab,
-                                     int64_t table_stride, const int32_t *tokens, float scale, const int64_t *positions,
-                                     int64_t first, int64_t n, float *out, int64_t out_stride, int64_t begin,
-                                     int64_t end) {
-  return guarded([&] {
-    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
-                               Src::kTableBF16, begin, end));
-  });
-}
-posenc_status posenc_embed_f16_part(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
-                                    const int32_t *tokens, float scale, const int64_t *positions, int64_t first,
-                                    int64_t n, float *out, int64_t out_stride, int64_t begin, int64_t end) {
-  return guarded([&] {
-    return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
-                               Src::kTableF16, begin, end));
-  });
-}
-posenc_status posenc_embed_f32(const posenc_spec *spec, const float *table, int64_t vocab, int64_t table_stride,
-                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
-                               float *out, int64_t out_stride) {
-  return posenc_embed_f32_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride, 0,
-                               n);
-}
-posenc_status posenc_embed_bf16(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
-                                const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
-                                float *out, int64_t out_stride) {
-  return posenc_embed_bf16_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride,
-                                0, n);
-}
-posenc_status posenc_embed_f16(const posenc_spec *spec, const uint16_t *table, int64_t vocab, int64_t table_stride,
-                               const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,
-                               float *out, int64_t out_stride) {
-  return posenc_embed_f16_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride, 0,
-                               n);
-}
+// The embeddings of a float32, bfloat16 or binary16 table: the same call, the table's type and its Src apart.
+#define POSENC_EMBED_CALL(name, T, src)                                                                              \
+  posenc_status name##_part(const posenc_spec *spec, const T *table, int64_t vocab, int64_t table_stride,            \
+                            const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,  \
+                            float *out, int64_t out_stride, int64_t begin, int64_t end) {                            \
+    return guarded([&] {                                                                                             \
+      return run_call(embed_call(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out,          \
+                                 out_stride, src, begin, end));                                                      \
+    });                                                                                                              \
+  }                                                                                                                  \
+  posenc_status name(const posenc_spec *spec, const T *table, int64_t vocab, int64_t table_stride,                   \
+                     const int32_t *tokens, float scale, const int64_t *positions, int64_t first, int64_t n,         \
+                     float *out, int64_t out_stride) {                                                               \
+    return name##_part(spec, table, vocab, table_stride, tokens, scale, positions, first, n, out, out_stride, 0, n); \
+  }
+POSENC_EMBED_CALL(posenc_embed_f32, float, Src::kTableF32)
+POSENC_EMBED_CALL(posenc_embed_bf16, uint16_t, Src::kTableBF16)
+POSENC_EMBED_CALL(posenc_embed_f16, uint16_t, Src::kTableF16)
+#undef POSENC_EMBED_CALL
 
 posenc_status posenc_embed_learned_f32_part(int64_t d_model, const float *table, int64_t vocab, int64_t table_stride,
                                             const int32_t *tokens, float scale, const float *pos_table,

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "kernel/job.hpp"
 #include "kernel/lanes.hpp"
