@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <cstring>
 
+// For a lambda, where GCC takes the attribute after the parameters only in its own spelling.
+#define POSENC_ALWAYS_INLINE __attribute__((always_inline))
+
 namespace posenc {
 
 template <class S>

@@ -1,16 +1,10 @@
-// How rows are made from block anchors, for any sink: a block of up to 65 consecutive positions has its
-// anchor in the middle, and the row k positions away is the anchor turned by the tabulated rotation of |k|
-// steps (docs/math.md section 4); runs of one repeated position share one anchor. The sink (sink_*.hpp)
-// decides where the values go (a PE table, a fused add, a RoPE cache, the rotation of q and k heads).
-// Members of a template on S, as in values_direct.hpp.
-// What run_sink needs of a sink K:
-//   K::kInterleaved   values arrive interleaved (sin, cos, sin, cos ...) instead of [sin lanes | cos lanes]
-//   K::kHasX          the sink reads an x row per row (no clear distances, prefetch ordering of quads)
-//   K::kScaled        values are m sin, m cos (Mag): anchors scaled by mu, fast-path values by post
-//   K::kUseClear      the quad pass may skip the small-value half of the test (Freq::reach; unscaled only)
-//   K::kAxes          the sink takes multi-axis specs (RoPE): Stream::axes > 1 goes through values_axes.hpp
-//   staged, direct    rows go through the sink's stage (row by row, never quads) / straight to memory
-//   row(r, ahead), chunk(j0), out(), flush(j0, n), finish(), pad(r)   (sink_pe.hpp has the reference)
+// How rows are made from block anchors, for any sink: a block of up to 65 consecutive positions has its anchor in the
+// middle, and the row k positions away is the anchor turned by the tabulated rotation of |k| steps (docs/math.md
+// section 4); runs of one repeated position share one anchor. The sink (sink_*.hpp) decides where the values go (a PE
+// table, a fused add, a RoPE cache, the rotation of q and k heads). Members of a template on S, as in
+// values_direct.hpp. What run_sink needs of a sink K is sink_contract.hpp's check (docs/architecture.md, "The sink
+// contract"; the flags kInterleaved, kHasX, kScaled, kUseClear, kAxes, the members staged and direct, row, chunk, out,
+// flush, finish, pad); sink_pe.hpp has the reference sinks.
 #pragma once
 
 #include <cstdint>
@@ -43,9 +37,9 @@ struct Rows : Direct<S> {
     s = s1;
   }
 
-  // Vectors whose rounding the fast test could not settle, or whose fused result has a NaN, left for
-  // after the loop so that the loop itself makes no call (which would force its constants out of
-  // registers, and did: GCC kept the scale on the stack for the NaN rule's call).
+  // Vectors whose rounding the fast test could not settle, or whose fused result has a NaN, left for after the loop so
+  // that the loop itself makes no call (which would force its constants out of registers, and did: GCC kept the scale
+  // on the stack for the NaN rule's call).
   using Redo = int16_t;
 
   // The sin and cos vectors of a table entry or anchor block at p (the cos kLanes further), each loaded
@@ -106,12 +100,11 @@ struct Rows : Direct<S> {
   // relative to the chunk's first pair (a multiple of kLanes, so the offset does not depend on it).
   static constexpr int64_t block_offset(int64_t v) { return detail::Freq::block_at(v * W); }
 
-  // body(v, offset of v in the step and anchor blocks) for v < n: the kLanes / W vectors of a table block
-  // in one unrolled step, so that narrower vectors also find their entries at fixed displacements (with
-  // W = 4 the offsets took more scalar operations than the rest of the loop).
-  // The bodies capture by value all but the redo count: a variable captured by reference has its address
-  // taken, and after every vector store (which may alias anything) GCC loaded it again; that cost the
-  // AVX2 loops a third more instructions (callgrind) and the AVX-512 embedding 8% of its time.
+  // body(v, offset of v in the step and anchor blocks) for v < n: the kLanes / W vectors of a table block in one
+  // unrolled step, so that narrower vectors also find their entries at fixed displacements (with W = 4 the offsets took
+  // more scalar operations than the rest of the loop). The bodies capture by value all but the redo count: a variable
+  // captured by reference has its address taken, and after every vector store (which may alias anything) GCC loaded it
+  // again; that cost the AVX2 loops a third more instructions (callgrind) and the AVX-512 embedding 8% of its time.
   template <class Body>
   [[gnu::always_inline]] static inline void for_vectors(int64_t n, Body &&body) {
     constexpr int64_t P = detail::Freq::kLanes / W;
@@ -123,9 +116,9 @@ struct Rows : Direct<S> {
     for (; v < n; ++v) body(v, block_offset(v));
   }
 
-  // Narrows, tests and writes one vector of row q of a pass; a vector the fast test cannot settle, or
-  // whose fused result has a NaN, goes to the redo list as 4 v + q. kSmall: the whole acceptance test;
-  // otherwise its window half only, for vectors known to hold no value near zero (Freq::reach).
+  // Narrows, tests and writes one vector of row q of a pass; a vector the fast test cannot settle, or whose fused
+  // result has a NaN, goes to the redo list as 4 v + q. kSmall: the whole acceptance test; otherwise its window half
+  // only, for vectors known to hold no value near zero (Freq::reach).
   template <bool kNt, bool kSmall = true, class O>
   [[gnu::always_inline]] static inline void emit(const O &o, int64_t v, int q, const D &s, const D &c,
                                                  const typename S::Consts &kc, Redo *redo, int64_t &nr) {
@@ -140,9 +133,9 @@ struct Rows : Direct<S> {
     redo[nr++] = Redo(4 * v + q);
   }
 
-  // Four rows of a block, k and k + 1 steps on either side of its anchor A: A turned by +-t1 (the entry of
-  // k steps) and +-t2 (k + 1 steps). A row and its mirror share the two products with the entry's cos,
-  // so the four rows cost twelve products and fused operations and six loads (docs/math.md section 4).
+  // Four rows of a block, k and k + 1 steps on either side of its anchor A: A turned by +-t1 (the entry of k steps) and
+  // +-t2 (k + 1 steps). A row and its mirror share the two products with the entry's cos, so the four rows cost twelve
+  // products and fused operations and six loads (docs/math.md section 4).
   struct QuadRows {
     D s[4], c[4];
   };
@@ -164,15 +157,14 @@ struct Rows : Direct<S> {
     r.c[3] = S::fma(as, ts, qc);
   }
 
-  // The full vectors of one chunk for the four rows of quad_rows (the rows +k, -k, +(k + 1), -(k + 1)),
-  // where the registers hold them (S::kQuadPass). Tables (no x) are software-pipelined by one vector:
-  // the turns of vector v + 1 are issued before the narrowing, test and stores of vector v. Each vector's
-  // work is one long chain (loads, turn, narrowing, permute, test); written in order, the chains of
-  // consecutive vectors overlapped too little on AMD Zen 4, where tables are bound by the arithmetic. And
-  // a vector whose clear distance (clear[v], from the anchor: no row within that many steps holds a value
-  // near zero) reaches k + 1 skips the small-value half of the acceptance test. The fused operations keep
-  // the plain loop: there the x rows, their prefetches and four row pointers take the registers, and
-  // either change made the embedding slower (docs/math.md section 7).
+  // The full vectors of one chunk for the four rows of quad_rows (the rows +k, -k, +(k + 1), -(k + 1)), where the
+  // registers hold them (S::kQuadPass). Tables (no x) are software-pipelined by one vector: the turns of vector v + 1
+  // are issued before the narrowing, test and stores of vector v. Each vector's work is one long chain (loads, turn,
+  // narrowing, permute, test); written in order, the chains of consecutive vectors overlapped too little on AMD Zen 4,
+  // where tables are bound by the arithmetic. And a vector whose clear distance (clear[v], from the anchor: no row
+  // within that many steps holds a value near zero) reaches k + 1 skips the small-value half of the acceptance test.
+  // The fused operations keep the plain loop: there the x rows, their prefetches and four row pointers take the
+  // registers, and either change made the embedding slower (docs/math.md section 7).
   template <bool kNt, bool kClear, class O>
   static int64_t quad_pass(const O *rows, const double *an, const double *t1, const double *t2, const int16_t *clear,
                            int64_t k, int64_t nfull, Redo *redo) {
@@ -207,10 +199,10 @@ struct Rows : Direct<S> {
     return nr;
   }
 
-  // The full vectors of one chunk for one row: the anchor (kDir 0), or the anchor turned by the entry t
-  // forwards (kDir 1) or backwards (kDir -1). Every row on the paths without a quad pass, and on those
-  // with one the few rows a quad does not cover (the anchor's own, a last unpaired step, an odd side).
-  // kMasked (a multi-axis block): lane l of vector v turns only where mask[v W + l] is 1 (load_masked).
+  // The full vectors of one chunk for one row: the anchor (kDir 0), or the anchor turned by the entry t forwards (kDir
+  // 1) or backwards (kDir -1). Every row on the paths without a quad pass, and on those with one the few rows a quad
+  // does not cover (the anchor's own, a last unpaired step, an odd side). kMasked (a multi-axis block): lane l of
+  // vector v turns only where mask[v W + l] is 1 (load_masked).
   template <int kDir, bool kNt, bool kMasked = false, class O>
   static int64_t row_pass(const O &row, const double *an, const double *t, int64_t nfull, Redo *redo,
                           const double *mask = nullptr) {
@@ -218,26 +210,24 @@ struct Rows : Direct<S> {
     int64_t nr = 0;
     typename S::Consts kc = S::consts();
     S::pin_consts(kc);
-    // the body inlined in every copy of the unrolled loop, whatever the unit's size: left to GCC's growth
-    // limits it was not, in some builds (NEON: table_bf16 8.97 -> 7.42 instructions an element inlined)
-    for_vectors(
-        nfull, [ =, &nr ](int64_t v, int64_t bo) __attribute__((always_inline)) {
-          D s, c;
-          load_pair(an + bo, s, c);
-          if constexpr (kMasked && kDir != 0) {
-            turn_masked<kDir>(s, c, t + bo, S::load(mask + v * W));
-          } else {
-            if constexpr (kDir == 1) turn_by(s, c, t + bo);
-            if constexpr (kDir == -1) turn_back_by(s, c, t + bo);
-          }
-          emit<kNt>(o, v, 0, s, c, kc, redo, nr);
-        });
+    // inlined in every copy of the unrolled loop, whatever the unit's size (NEON, left to GCC: table_bf16 +21%)
+    for_vectors(nfull, [=, &nr](int64_t v, int64_t bo) POSENC_ALWAYS_INLINE {
+      D s, c;
+      load_pair(an + bo, s, c);
+      if constexpr (kMasked && kDir != 0) {
+        turn_masked<kDir>(s, c, t + bo, S::load(mask + v * W));
+      } else {
+        if constexpr (kDir == 1) turn_by(s, c, t + bo);
+        if constexpr (kDir == -1) turn_back_by(s, c, t + bo);
+      }
+      emit<kNt>(o, v, 0, s, c, kc, redo, nr);
+    });
     return nr;
   }
 
-  // Rows r0 .. r0+len-1 all at position p0 (a decode step of a batch or a beam): each chunk's PE floats
-  // are made once, from the anchor, into an L1 stage, and every row takes them from there, so a row
-  // costs what its loads and stores cost (and the fused operation, with an x).
+  // Rows r0 .. r0+len-1 all at position p0 (a decode step of a batch or a beam): each chunk's PE floats are made once,
+  // from the anchor, into an L1 stage, and every row takes them from there, so a row costs what its loads and stores
+  // cost (and the fused operation, with an x).
   template <bool kNt, class K>
   static int64_t put_stage(const K &sink, const float *pe, int64_t nfull, Redo *redo) {
     const typename K::Out out = sink.out();
@@ -293,10 +283,10 @@ struct Rows : Direct<S> {
     }
   }
 
-  // The order in which a quad pass writes the rows of a block of len rows: the quads (rows c + k, c - k,
-  // c + k + 1, c - k - 1 for k = 1, 3, ...), then one at a time the rows left over (an unpaired last step,
-  // the anchor's own row c = len / 2, and with an even len the first row). Offsets from the block's first
-  // row; returns how many of them are in quads.
+  // The order in which a quad pass writes the rows of a block of len rows: the quads (rows c + k, c - k, c + k + 1, c -
+  // k - 1 for k = 1, 3, ...), then one at a time the rows left over (an unpaired last step, the anchor's own row c =
+  // len / 2, and with an even len the first row). Offsets from the block's first row; returns how many of them are in
+  // quads.
   static int64_t quad_order(int64_t len, int8_t *order) {
     const int64_t c = len / 2, both = len - 1 - c;
     int64_t i = 0, k = 1;
@@ -316,14 +306,12 @@ struct Rows : Direct<S> {
     return in_quads;
   }
 
-  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock). The block's anchor A is the row in
-  // the middle, c = len / 2; row c + k is A turned by the step entry of |k| steps, forwards or backwards
-  // (k from -c to len - 1 - c, so |k| <= kSteps). On the paths with a quad pass the rows are written in
-  // quad_order, four at a time where it can; elsewhere, and for an output written through the stage, one
-  // at a time in order. A lone row (a decode step) is the anchor itself.
-  // Not inlined into run_sink, and neither is repeated(): their buffers are then never on the stack at
-  // the same time.
-  // P: the anchor's positions (Uniform, or Axes for a multi-axis block, whose rows go one at a time with
+  // Rows r0 .. r0+len-1 hold positions p0 .. p0+len-1 (len <= kBlock). The block's anchor A is the row in the middle, c
+  // = len / 2; row c + k is A turned by the step entry of |k| steps, forwards or backwards (k from -c to len - 1 - c,
+  // so |k| <= kSteps). On the paths with a quad pass the rows are written in quad_order, four at a time where it can;
+  // elsewhere, and for an output written through the stage, one at a time in order. A lone row (a decode step) is the
+  // anchor itself. Not inlined into run_sink, and neither is repeated(): their buffers are then never on the stack at
+  // the same time. P: the anchor's positions (Uniform, or Axes for a multi-axis block, whose rows go one at a time with
   // the turns masked where an axis stays put).
   template <class K, class P = Uniform>
   [[gnu::noinline]] static void segment(K &sink, const detail::Stream &st, int64_t r0, int64_t len, const P &pos) {
@@ -342,9 +330,9 @@ struct Rows : Direct<S> {
     // A lone row (a decode step) takes the row path: through the quad path's setup, a step at d = 64
     // took 1.12x the time.
     const bool quads = kQuads && !(sink.staged && !sink.direct) && len > 1;
-    // With an x to add, each row prefetches the x of the row written four rows later, the one that takes
-    // its place in the next quad (the first rows of the next block, assumed a full one, at the end): a row
-    // whose x nobody prefetched costs the embedding a gather from memory.
+    // With an x to add, each row prefetches the x of the row written four rows later, the one that takes its place in
+    // the next quad (the first rows of the next block, assumed a full one, at the end): a row whose x nobody prefetched
+    // costs the embedding a gather from memory.
     int8_t order[kBlock], next_order[kBlock];
     const int64_t in_quads = quads ? quad_order(len, order) : 0;
     const int64_t r1 = r0 + len, len1 = min64(kBlock, st.n - r1);
@@ -463,10 +451,10 @@ struct Rows : Direct<S> {
   static F zero_angle(const K &sink) {
     return S::narrow2(S::set(0.0), S::set(mag_of(sink).m));
   }
-  // Anchors times mu (a RoPE sink's values are m sin, m cos): nv vectors of sin at s + o and cos at c + o,
-  // o = block_offset(v) (the block layout of segment) or v W (plain arrays). The product's
-  // rounding (2^-53 mu) keeps the anchor within mu 2^-51 of the exact value (values_direct.hpp: 2^-51.45
-  // before it), so every bound of the rotation path scales by mu.
+  // Anchors times mu (a RoPE sink's values are m sin, m cos): nv vectors of sin at s + o and cos at c + o, o =
+  // block_offset(v) (the block layout of segment) or v W (plain arrays). The product's rounding (2^-53 mu) keeps the
+  // anchor within mu 2^-51 of the exact value (values_direct.hpp: 2^-51.45 before it), so every bound of the rotation
+  // path scales by mu.
   static void scale_anchors(double *s, double *c, int64_t nv, bool blocks, const detail::Mag &g) {
     const D mu = S::set(g.mu);
     for (int64_t v = 0; v < nv; ++v) {
