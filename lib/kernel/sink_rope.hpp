@@ -156,9 +156,10 @@ struct RopeSinks {
     template <bool kInter>
     [[gnu::always_inline]] inline void rows(int64_t j, int64_t n) {
       constexpr int64_t E = kInter ? 2 : 1;   // elements of a pair along the row
-      const int64_t yo = kInter ? 1 : job.h;  // where a pair's y is, from its x
+      const int64_t yo = kInter ? 0 : job.h;  // where a pair's y is, from its x (interleaved: the step finds it)
       const int64_t full = n / P * P;
       for (const detail::RopeTensor &t : job.t) {
+        if (t.heads == 0) continue;  // a call of one tensor: the second is empty, its pointers NULL
         T *row = static_cast<T *>(t.x) + token * t.token_stride + E * j;
         const T *src = static_cast<const T *>(t.src) + token * t.src_token_stride + E * j;
         // the same source row of the next token, which comes next in every layout but [H, T, D]; from a
@@ -194,10 +195,12 @@ struct RopeSinks {
                                              int64_t full, int64_t ahead, int64_t dahead) const {
       constexpr int64_t E = kInter ? 2 : 1;
       constexpr int64_t kBlock = R::template block<kInter>();
-      for (int64_t hd = 0; hd < t.heads; ++hd, row += t.head_stride, src += t.src_head_stride) {
+      for (int64_t hd = 0; hd < t.heads; ++hd) {
+        // each head's row from the tensor's first: a pointer stepped past the last head would wrap where
+        // heads is 1 and its stride is anything (UBSan, fuzz_api)
         const double *blk = blocks;
-        const T *xs = src, *ys = src + yo, *const end = src + E * full;
-        T *xd = row, *yd = row + yo;
+        const T *xs = src + hd * t.src_head_stride, *ys = xs + yo, *const end = xs + E * full;
+        T *xd = row + hd * t.head_stride, *yd = xd + yo;
         for (; xs != end; xs += E * P, ys += E * P, xd += E * P, yd += E * P, blk += kBlock) {
           // the next token's row into L1 while this one is rotated: the loop is bound by its arithmetic, and
           // without it the loads of a prefill waited on L2 and L3 (1.3x the in-place pass's time)
