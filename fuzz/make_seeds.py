@@ -4,6 +4,7 @@ fuzz_api.cpp decodes its input, so that fuzzing starts from valid calls of every
 of bad argument instead of having to discover the format. Run from the repository root after changing
 the decoder:  python3 fuzz/make_seeds.py
 """
+import base64
 import os
 import struct
 
@@ -194,6 +195,10 @@ def main():
         seeds[f"{name}-parts-bad-range"] = rope_seed(k, n=9) + parts(bad=2)
         seeds[f"{name}-parts-first-token-of-bad-call"] = rope_seed(k, n=5, positions=[0, 0, 0, 0, 231, 1]) + \
             parts(begin=0, end=1)
+    # inputs the fuzzer found, kept so that every run starts from them
+    seeds["regress-rope-qk-f16-empty-tensor"] = base64.b64decode(  # 5a2a5e7: a row pointer from a NULL tensor
+        "+B8BAAAFAOz/AwABAwACAADTCKOFiGo/JACjAQABAgABAgABAgABAgABAgABAgABAgABAgABAgABAgABAACCAAAAAAAAAAAAAAAAAAAA"
+        "AABvAAAAAAAAAAAAAAAAAAAAAAAAAABwlpaWlpaWlpaWlpaWlpaWlpaWlpY=")
     for name, data in sorted(seeds.items()):
         with open(os.path.join(here, name), "wb") as fh:
             fh.write(data)
