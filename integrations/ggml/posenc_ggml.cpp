@@ -8,13 +8,56 @@
 #include <cstdint>
 #include <cstring>
 
+#include <ggml.h>
+
+#include "abi.hpp"
 #include "posenc/ggml.h"
 #include "posenc/posenc.h"
 #include "rope_node.hpp"
 
+// The backend module reads ggml_tensor through its own declaration (abi.hpp): the twins, compiled against a
+// ggml's ggml.h, check it against that ggml's.
+#define POSENC_GGML_SAME_FIELD(f) \
+  static_assert(offsetof(ggml_tensor, f) == offsetof(posenc_ggml::abi::Tensor, f), "abi.hpp: ggml_tensor::" #f);
+POSENC_GGML_SAME_FIELD(type)
+POSENC_GGML_SAME_FIELD(buffer)
+POSENC_GGML_SAME_FIELD(ne)
+POSENC_GGML_SAME_FIELD(nb)
+POSENC_GGML_SAME_FIELD(op)
+POSENC_GGML_SAME_FIELD(op_params)
+POSENC_GGML_SAME_FIELD(flags)
+POSENC_GGML_SAME_FIELD(src)
+POSENC_GGML_SAME_FIELD(view_src)
+POSENC_GGML_SAME_FIELD(view_offs)
+POSENC_GGML_SAME_FIELD(data)
+POSENC_GGML_SAME_FIELD(name)
+POSENC_GGML_SAME_FIELD(extra)
+static_assert(sizeof(ggml_tensor) == sizeof(posenc_ggml::abi::Tensor), "abi.hpp: sizeof(ggml_tensor)");
+static_assert(GGML_TENSOR_FLAG_COMPUTE == posenc_ggml::abi::kFlagCompute && GGML_STATUS_SUCCESS == 0 &&
+                  GGML_ROPE_TYPE_NEOX == posenc_ggml::kModeNeox && GGML_ROPE_TYPE_MROPE == posenc_ggml::kModeMrope &&
+                  GGML_ROPE_TYPE_VISION == posenc_ggml::kModeVision,
+              "abi.hpp and rope_node.hpp: ggml.h's constants");
+#undef POSENC_GGML_SAME_FIELD
+
 namespace {
 
 using namespace posenc_ggml;
+
+// A ggml tensor as rope_node.cpp reads it (types by this build's ggml.h: the twins are compiled against the
+// ggml they run in).
+View view_of(const ggml_tensor *t) {
+  View v;
+  v.type = t->type == GGML_TYPE_F32   ? Elem::F32
+           : t->type == GGML_TYPE_F16 ? Elem::F16
+           : t->type == GGML_TYPE_I32 ? Elem::I32
+                                      : Elem::Other;
+  for (int i = 0; i < 4; ++i) {
+    v.ne[i] = t->ne[i];
+    v.nb[i] = t->nb[i];
+  }
+  v.data = t->data;
+  return v;
+}
 
 // Our op_params slots (int32 indices), after the custom operation's own parameters (function, task count,
 // userdata: 24 bytes): the record, and n_offs where ggml's own rope keeps it.
@@ -38,7 +81,8 @@ void op(ggml_tensor *dst, int ith, int nth, void *userdata) {
   const ggml_tensor *a = dst->src[0], *b = dst->src[1], *c = dst->src[2];
   const FreqSet &set = frequencies(r, c ? static_cast<const float *>(c->data) : nullptr);
   POSENC_GGML_REQUIRE(set.ok, "freq_factors posenc cannot take (0, inf or NaN)");
-  check_status(rotate_share(describe(r, set, a, b, dst, dst->op_params[kOffsParam]), ith, nth));
+  check_status(
+      rotate_share(describe(r, set, view_of(a), view_of(b), view_of(dst), dst->op_params[kOffsParam]), ith, nth));
 }
 
 // --- the builders ------------------------------------------------------------------------------------------
@@ -52,7 +96,9 @@ ggml_tensor *build(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tenso
     POSENC_GGML_REQUIRE(sections != nullptr, "the multi modes need sections (posenc_ggml_rope_multi)");
     for (int i = 0; i < 4; ++i) sec[i] = sections[i];
   }
-  if (const char *problem = check_shape(a, b, c, n_dims, mode, sec)) fail(problem, __LINE__);
+  const View cv = c ? view_of(c) : View{};
+  if (const char *problem = check_shape(view_of(a), view_of(b), c ? &cv : nullptr, n_dims, mode, sec))
+    fail(problem, __LINE__);
   const float f[6] = {freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow};
   Record *record = intern(make_key(n_dims, mode, n_ctx_orig, forward, sec, f), pairs_of(mode, n_dims));
   POSENC_GGML_REQUIRE(record != nullptr,
@@ -77,8 +123,8 @@ ggml_tensor *build(ggml_context *ctx, ggml_tensor *a, ggml_tensor *b, ggml_tenso
 constexpr int kDimParam = 12, kPeriodParam = 13;
 
 void timestep_op(ggml_tensor *dst, int ith, int nth, void *) {
-  const posenc_status st =
-      timestep_share(dst->src[0], dst, dst->op_params[kDimParam], dst->op_params[kPeriodParam], ith, nth);
+  const posenc_status st = timestep_share(view_of(dst->src[0]), view_of(dst), dst->op_params[kDimParam],
+                                          dst->op_params[kPeriodParam], ith, nth);
   if (st == POSENC_ERR_OUT_OF_RANGE) fail("a timestep that is not finite or has |t| >= 2^31", __LINE__);
   POSENC_GGML_REQUIRE(st == POSENC_OK, "posenc rejected the timestep embedding");
 }

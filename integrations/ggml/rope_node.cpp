@@ -120,7 +120,7 @@ bool whole_elements(const void *base, size_t nb1, size_t nb2) {
 // aligned buffer.
 template <class T>
 posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, int64_t b, int64_t e) {
-  const ggml_tensor *a = node.a, *dst = node.dst;
+  const View *a = &node.a, *dst = &node.dst;
   const int64_t n = dst->ne[2], heads = dst->ne[1], esize = int64_t(sizeof(T)), row_bytes = dst->ne[0] * esize;
   char *base = static_cast<char *>(dst->data) + i3 * dst->nb[3];  // token 0 of the batch entry
   const posenc_rope *rope = &node.set->rope;
@@ -179,13 +179,13 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, in
 // the other), each batch entry's share one part of posenc's call over that entry's ne2 tokens.
 template <class T>
 posenc_status run(const Node &node, int ith, int nth) {
-  const int64_t ne2 = node.dst->ne[2], total = ne2 * node.dst->ne[3];
+  const int64_t ne2 = node.dst.ne[2], total = ne2 * node.dst.ne[3];
   const int64_t g0 = total * ith / nth, g1 = total * (ith + 1) / nth;
   if (g0 == g1) return POSENC_OK;
   // the node's positions as posenc takes them: the same array for every part (thread_local: made once per
   // thread and grown as needed, not per node)
   thread_local std::vector<int64_t> pos;
-  const int32_t *pos32 = static_cast<const int32_t *>(node.b->data);
+  const int32_t *pos32 = static_cast<const int32_t *>(node.b.data);
   pos.resize(size_t(node.axes * ne2));
   for (int64_t i = 0; i < node.axes * ne2; ++i) pos[size_t(i)] = node.back ? -int64_t(pos32[i]) : int64_t(pos32[i]);
   for (int64_t g = g0; g < g1;) {
@@ -201,18 +201,16 @@ posenc_status run(const Node &node, int ith, int nth) {
 
 bool Key::operator<(const Key &o) const { return std::memcmp(this, &o, sizeof *this) < 0; }
 
-const char *check_shape(const ggml_tensor *a, const ggml_tensor *b, const ggml_tensor *c, int n_dims, int mode,
-                        const int32_t sections[4]) {
+const char *check_shape(const View &a, const View &b, const View *c, int n_dims, int mode, const int32_t sections[4]) {
   if (!known_mode(mode)) return "mode must be GGML_ROPE_TYPE_NORMAL, _NEOX, _MROPE, _IMROPE or _VISION";
-  if (a->type != GGML_TYPE_F32 && a->type != GGML_TYPE_F16) return "a must be F32 or F16";
-  if (a->nb[0] != ggml_type_size(a->type)) return "the elements of a's rows must be contiguous";
-  if (b->type != GGML_TYPE_I32 || !ggml_is_vector(b) || b->nb[0] != sizeof(int32_t))
-    return "b must be a contiguous I32 vector";
+  if (a.type != Elem::F32 && a.type != Elem::F16) return "a must be F32 or F16";
+  if (a.nb[0] != size_t(elem_size(a.type))) return "the elements of a's rows must be contiguous";
+  if (b.type != Elem::I32 || !b.is_vector() || b.nb[0] != sizeof(int32_t)) return "b must be a contiguous I32 vector";
   const bool multi = is_multi(mode);
-  if (b->ne[0] != (multi ? 4 : 1) * a->ne[2])
+  if (b.ne[0] != (multi ? 4 : 1) * a.ne[2])
     return multi ? "b must hold 4 positions per token (a->ne[2] * 4)" : "b must hold a->ne[2] positions";
-  if (n_dims < 2 || n_dims % 2 != 0 || n_dims > a->ne[0]) return "n_dims must be even, 2 .. ne0";
-  if (mode == kModeVision && 2 * int64_t(n_dims) != a->ne[0]) return "VISION needs n_dims == ne0 / 2";
+  if (n_dims < 2 || n_dims % 2 != 0 || n_dims > a.ne[0]) return "n_dims must be even, 2 .. ne0";
+  if (mode == kModeVision && 2 * int64_t(n_dims) != a.ne[0]) return "VISION needs n_dims == ne0 / 2";
   if (multi) {
     int64_t sum = 0;
     for (int i = 0; i < 4; ++i) {
@@ -220,10 +218,10 @@ const char *check_shape(const ggml_tensor *a, const ggml_tensor *b, const ggml_t
       sum += sections[i];
     }
     if (sections[0] <= 0 && sections[1] <= 0 && sections[2] <= 0) return "sections[0..2] are all 0";
-    if (sum > a->ne[0]) return "the sections' sum exceeds ne0";
+    if (sum > a.ne[0]) return "the sections' sum exceeds ne0";
   }
   if (c) {
-    if (c->type != GGML_TYPE_F32 || !ggml_is_contiguous(c)) return "freq_factors must be contiguous F32";
+    if (c->type != Elem::F32 || !c->contiguous()) return "freq_factors must be contiguous F32";
     if (c->ne[0] < pairs_of(mode, n_dims)) return "freq_factors needs a value for every rotated pair";
   }
   return nullptr;
@@ -286,8 +284,7 @@ Record *intern(const Key &key, int64_t pairs) {
   return out;
 }
 
-Node describe(const Record &r, const FreqSet &set, const ggml_tensor *a, const ggml_tensor *b, ggml_tensor *dst,
-              int64_t offs) {
+Node describe(const Record &r, const FreqSet &set, const View &a, const View &b, const View &dst, int64_t offs) {
   Node node;
   node.set = &set;
   node.a = a;
@@ -297,20 +294,20 @@ Node describe(const Record &r, const FreqSet &set, const ggml_tensor *a, const g
   node.back = r.key.forward == 0;
   node.offs = offs;
   node.rotary_dim = 2 * r.pairs;
-  node.copy = !(a->data == dst->data && a->nb[1] == dst->nb[1] && a->nb[2] == dst->nb[2] && a->nb[3] == dst->nb[3]);
+  node.copy = !(a.data == dst.data && a.nb[1] == dst.nb[1] && a.nb[2] == dst.nb[2] && a.nb[3] == dst.nb[3]);
   return node;
 }
 
 bool positions_ok(const Node &node) {
-  const int32_t *pos = static_cast<const int32_t *>(node.b->data);
-  const int64_t n = int64_t(node.axes) * node.dst->ne[2];
+  const int32_t *pos = static_cast<const int32_t *>(node.b.data);
+  const int64_t n = int64_t(node.axes) * node.dst.ne[2];
   for (int64_t i = 0; i < n; ++i)
     if (pos[i] == INT32_MIN) return false;
   return true;
 }
 
 posenc_status rotate_share(const Node &node, int ith, int nth) {
-  return node.dst->type == GGML_TYPE_F32 ? run<float>(node, ith, nth) : run<uint16_t>(node, ith, nth);
+  return node.dst.type == Elem::F32 ? run<float>(node, ith, nth) : run<uint16_t>(node, ith, nth);
 }
 
 posenc_spec timestep_spec(int dim, int max_period) {
@@ -320,9 +317,9 @@ posenc_spec timestep_spec(int dim, int max_period) {
   return s;
 }
 
-bool timesteps_ok(const ggml_tensor *t) {
-  const float *ts = static_cast<const float *>(t->data);
-  for (int64_t i = 0; i < t->ne[0]; ++i)
+bool timesteps_ok(const View &t) {
+  const float *ts = static_cast<const float *>(t.data);
+  for (int64_t i = 0; i < t.ne[0]; ++i)
     if (!(std::fabs(ts[i]) < 0x1p31f)) return false;
   return true;
 }
@@ -330,15 +327,15 @@ bool timesteps_ok(const ggml_tensor *t) {
 // The float timesteps of a chunk become doubles on the stack and go to posenc_timesteps_f32 for those rows.
 // Every row is correctly rounded from its own exact angle, so the bytes are those of one posenc_timesteps_f32
 // over all n rows (the contract of the _part twins: no byte depends on where a part starts) whatever nth is.
-posenc_status timestep_share(const ggml_tensor *t, ggml_tensor *dst, int dim, int max_period, int ith, int nth) {
+posenc_status timestep_share(const View &t, const View &dst, int dim, int max_period, int ith, int nth) {
   const posenc_spec spec = timestep_spec(dim, max_period);
-  const int64_t n = dst->ne[1], r0 = n * ith / nth, r1 = n * (ith + 1) / nth, stride = int64_t(dst->nb[1]) / 4;
-  const float *ts = static_cast<const float *>(t->data);
+  const int64_t n = dst.ne[1], r0 = n * ith / nth, r1 = n * (ith + 1) / nth, stride = int64_t(dst.nb[1]) / 4;
+  const float *ts = static_cast<const float *>(t.data);
   double chunk[kTimestepChunk];
   for (int64_t r = r0; r < r1; r += kTimestepChunk) {
     const int64_t k = std::min(kTimestepChunk, r1 - r);
     for (int64_t i = 0; i < k; ++i) chunk[i] = double(ts[r + i]);
-    float *out = reinterpret_cast<float *>(static_cast<char *>(dst->data) + r * int64_t(dst->nb[1]));
+    float *out = reinterpret_cast<float *>(static_cast<char *>(dst.data) + r * int64_t(dst.nb[1]));
     const posenc_status st = posenc_timesteps_f32(&spec, chunk, k, out, stride);
     if (st != POSENC_OK) return st;
   }

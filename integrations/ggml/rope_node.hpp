@@ -2,9 +2,11 @@
 // posenc specs (interned per parameter set, with one frequency set per freq_factors content), and the rotation
 // of a node's rows by one thread of several; the same for ggml's timestep embedding. docs/ggml.md says what is
 // computed and how rows are split.
+//
+// Nothing here includes ggml's headers: a node reaches this code as a View (posenc's own description of a
+// tensor: element kind, shape, byte strides, data), which the twins make from ggml.h's struct and the backend
+// from its own declaration of the running ggml's (abi.hpp), so that one backend serves every ggml version.
 #pragma once
-
-#include <ggml.h>
 
 #include <atomic>
 #include <cstdint>
@@ -16,8 +18,34 @@
 
 namespace posenc_ggml {
 
-constexpr int kModeNormal = GGML_ROPE_TYPE_NORMAL, kModeNeox = GGML_ROPE_TYPE_NEOX, kModeMrope = GGML_ROPE_TYPE_MROPE,
-              kModeVision = GGML_ROPE_TYPE_VISION, kModeImrope = GGML_ROPE_TYPE_IMROPE;
+// ggml.h's GGML_ROPE_TYPE_* (the same values in every ggml from 0.12.0 to 0.27.x): the mode in op_params[2].
+constexpr int kModeNormal = 0, kModeNeox = 2, kModeMrope = 8, kModeVision = 24, kModeImrope = 40;
+
+// The element kinds posenc reads or writes; Other for every other ggml type.
+enum class Elem : uint8_t { Other, F32, F16, I32 };
+inline int64_t elem_size(Elem e) { return e == Elem::F16 ? 2 : 4; }
+
+// A tensor as this code reads it: ggml_tensor's type (as a kind), ne, nb and data.
+struct View {
+  Elem type = Elem::Other;
+  int64_t ne[4] = {0, 0, 0, 0};
+  size_t nb[4] = {0, 0, 0, 0};
+  void *data = nullptr;
+  int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+  bool same_shape(const View &o) const {
+    return ne[0] == o.ne[0] && ne[1] == o.ne[1] && ne[2] == o.ne[2] && ne[3] == o.ne[3];
+  }
+  bool is_vector() const { return ne[1] == 1 && ne[2] == 1 && ne[3] == 1; }
+  // ggml_is_contiguous: every dimension's stride the product of the ones before it
+  bool contiguous() const {
+    size_t want = size_t(elem_size(type));
+    for (int i = 0; i < 4; ++i) {
+      if (ne[i] != 1 && nb[i] != want) return false;
+      want *= size_t(ne[i]);
+    }
+    return true;
+  }
+};
 
 inline bool is_multi(int mode) { return (mode & kModeMrope) != 0; }
 inline bool known_mode(int mode) {
@@ -61,8 +89,7 @@ struct Record {
 // What ggml's builders or CPU operation refuse, or posenc's rotation cannot take, in a RoPE node of source a,
 // positions b, freq_factors c (or nullptr), and sections (read for the multi modes): a message naming it, or
 // nullptr when posenc computes such a node. Values are not read (b's and c's data may not exist yet).
-const char *check_shape(const ggml_tensor *a, const ggml_tensor *b, const ggml_tensor *c, int n_dims, int mode,
-                        const int32_t sections[4]);
+const char *check_shape(const View &a, const View &b, const View *c, int n_dims, int mode, const int32_t sections[4]);
 // The key of a parameter set: f holds freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
 // sections are kept for the multi modes only.
 Key make_key(int n_dims, int mode, int n_ctx_orig, bool forward, const int32_t sections[4], const float f[6]);
@@ -79,14 +106,12 @@ const FreqSet &frequencies(Record &r, const float *factors);
 // from b (I32; for the multi modes the four slots one after the other), the window at element offs.
 struct Node {
   const FreqSet *set = nullptr;
-  const ggml_tensor *a = nullptr, *b = nullptr;
-  ggml_tensor *dst = nullptr;
+  View a, b, dst;
   int axes = 1;
   bool back = false, copy = false;
   int64_t offs = 0, rotary_dim = 0;
 };
-Node describe(const Record &r, const FreqSet &set, const ggml_tensor *a, const ggml_tensor *b, ggml_tensor *dst,
-              int64_t offs);
+Node describe(const Record &r, const FreqSet &set, const View &a, const View &b, const View &dst, int64_t offs);
 // Whether every position the node rotates by is one posenc takes (|p| < 2^31 after the backward direction's
 // negation): ggml's I32 positions all are but -2^31.
 bool positions_ok(const Node &node);
@@ -100,7 +125,7 @@ posenc_status rotate_share(const Node &node, int ith, int nth);
 // timesteps t, the spec posenc::spec::ggml_timestep(dim, max_period). OUT_OF_RANGE for a timestep that is not
 // finite or has |t| >= 2^31 (rows before it written).
 posenc_spec timestep_spec(int dim, int max_period);
-bool timesteps_ok(const ggml_tensor *t);
-posenc_status timestep_share(const ggml_tensor *t, ggml_tensor *dst, int dim, int max_period, int ith, int nth);
+bool timesteps_ok(const View &t);
+posenc_status timestep_share(const View &t, const View &dst, int dim, int max_period, int ith, int nth);
 
 }  // namespace posenc_ggml
