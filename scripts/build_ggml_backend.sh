@@ -1,30 +1,48 @@
 #!/usr/bin/env bash
-# Builds posenc's ggml backend, libggml-posenc.so (docs/ggml.md, include/posenc/ggml-backend.h), against the
-# ggml a program runs on, and prints the module's path as its last line. A backend reads ggml's internal
-# interface structs and operation numbers, so it must be built from the same ggml source as the program's
-# libggml-base.so (the module checks the operations' names when it registers).
+# Builds posenc's ggml backend, libggml-posenc.so (docs/ggml.md, include/posenc/ggml-backend.h), and prints
+# the module's path as its last line.
+#   scripts/build_ggml_backend.sh
+#     the module for every ggml from 0.12.0 to 0.27.x, from this tree alone (no ggml needed): it reads the
+#     running ggml's version when ggml loads it and answers with that version's interface. Built in release
+#     mode by meson (-Dggml_backend=enabled) in build-ggml-backend/module, reused when called again.
 #   scripts/build_ggml_backend.sh TREE [BUILD_DIR]
-#     TREE       the folder holding ggml's include/ and src/: llama.cpp's ggml/, whisper.cpp's ggml/, or ggml's
-#                own repository
-#     BUILD_DIR  the program's CMake build directory; its libggml-base.so is found below it (llama.cpp writes it
-#                to BUILD_DIR/bin). Without it, this script builds that ggml itself (CMake, shared libraries)
-#                under build-ggml-backend/.
-# Then, for a llama.cpp built with -DGGML_BACKEND_DL=ON (as its release binaries are):
-#   GGML_BACKEND_PATH=$(scripts/build_ggml_backend.sh llama.cpp/ggml llama.cpp/build | tail -n 1) llama-cli ...
-# The module is built in release mode by meson (-Dggml_tree, -Dggml_libdir) under build-ggml-backend/, one
-# build per TREE and library folder, reused when called again.
+#     the same module from a build configured against one ggml source tree (-Dggml_tree, -Dggml_libdir; what
+#     the twins and the integration's tests are built against): TREE is the folder holding ggml's include/ and
+#     src/ (llama.cpp's ggml/, whisper.cpp's ggml/, or ggml's own repository), BUILD_DIR the program's CMake
+#     build directory, below which its libggml-base.so is found (llama.cpp writes it to BUILD_DIR/bin);
+#     without BUILD_DIR this script builds that ggml itself (CMake, shared libraries) under
+#     build-ggml-backend/. One build per TREE and library folder, reused when called again.
+# Then, for any llama.cpp built with -DGGML_BACKEND_DL=ON (its release archives, Debian's and Ubuntu's
+# packages):
+#   GGML_BACKEND_PATH=$(scripts/build_ggml_backend.sh | tail -n 1) llama-cli ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-posenc_install_deps cmake
 
-usage() { echo "usage: scripts/build_ggml_backend.sh TREE [BUILD_DIR]" >&2; exit 2; }
-[ $# -ge 1 ] && [ $# -le 2 ] || usage
-tree=$(realpath -e "$1" 2>/dev/null) || { echo "build_ggml_backend: no folder $1" >&2; exit 2; }
-[ -f "$tree/include/ggml.h" ] && [ -f "$tree/src/ggml-backend-impl.h" ] ||
-  { echo "build_ggml_backend: $tree does not hold ggml's include/ggml.h and src/ggml-backend-impl.h" >&2; exit 2; }
+usage() { echo "usage: scripts/build_ggml_backend.sh [TREE [BUILD_DIR]]" >&2; exit 2; }
+[ $# -le 2 ] || usage
 jobs=${POSENC_JOBS:-2}
 work=$PWD/build-ggml-backend
+if [ $# -eq 0 ]; then
+  posenc_install_deps
+  mkdir -p "$work"
+  out=$work/module
+  setup=(--buildtype=release -Dggml_backend=enabled -Dtests=disabled -Dbenchmarks=disabled -Dtools=disabled)
+  echo "== posenc's backend for ggml 0.12.0 to 0.27.x in $out" >&2
+  if [ -d "$out" ]; then
+    meson setup --reconfigure "$out" "${setup[@]}" >"$work/setup.log" 2>&1 || { tail -n 30 "$work/setup.log" >&2; exit 1; }
+  else
+    meson setup "$out" "${setup[@]}" >"$work/setup.log" 2>&1 || { tail -n 30 "$work/setup.log" >&2; exit 1; }
+  fi
+  ninja -C "$out" -j "$jobs" integrations/ggml/libggml-posenc.so >"$work/build.log" 2>&1 ||
+    { tail -n 40 "$work/build.log" >&2; echo "build_ggml_backend: the build failed ($work/build.log)" >&2; exit 1; }
+  echo "$out/integrations/ggml/libggml-posenc.so"
+  exit 0
+fi
+posenc_install_deps cmake
+tree=$(realpath -e "$1" 2>/dev/null) || { echo "build_ggml_backend: no folder $1" >&2; exit 2; }
+[ -f "$tree/include/ggml.h" ] && [ -f "$tree/CMakeLists.txt" ] ||
+  { echo "build_ggml_backend: $tree does not hold ggml's include/ggml.h and CMakeLists.txt" >&2; exit 2; }
 mkdir -p "$work"
 
 if [ $# -eq 2 ]; then

@@ -10,13 +10,17 @@
 # shift within the rotation's rounding of the directly rotated ones; ggml's errors reported beside). Without --backend the vanilla dumps are compared with
 # themselves, which validates the driver and the comparison. --threads-check also runs vanilla on 1 thread and
 # compares it with the 2-thread run. Each check is a case of posenc_record; exits non-zero when one failed.
+# --system runs the same on the llama.cpp installed in the system instead (Debian's libllama-dev and
+# python3-gguf, which scripts/test_debian.sh installs): nothing is built but the driver and the stub.
 #   scripts/test_llama.sh [--backend libggml-posenc.so] [--threads-check] [--threads N] [--work DIR]
-#                         [--llama-build DIR] [--tarball FILE]
+#                         [--llama-build DIR] [--tarball FILE] [--system]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
+system=0
+for arg in "$@"; do [ "$arg" = --system ] && system=1; done
 # python3-gmpy2: MPFR for exact.py's correctly rounded reference
-posenc_install_deps python3-numpy python3-yaml python3-gmpy2
+[ $system = 1 ] || posenc_install_deps python3-numpy python3-yaml python3-gmpy2
 
 backend=
 threads_check=0
@@ -31,6 +35,7 @@ while [ $# -gt 0 ]; do
     --work) work=$(realpath -m "$2"); shift 2 ;;
     --llama-build) build_args+=(--build "$2"); shift 2 ;;
     --tarball) build_args+=(--tarball "$2"); shift 2 ;;
+    --system) shift ;;
     *) echo "usage: scripts/test_llama.sh [--backend SO] [--threads-check] [--threads N] [--work DIR]" \
             "[--llama-build DIR] [--tarball FILE]" >&2; exit 2 ;;
   esac
@@ -45,31 +50,42 @@ record() {  # name OK|FAIL
 now() { date +%s%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }'; }
 
-# llama.cpp
-t=$(now)
-build=$(scripts/build_llama.sh "${build_args[@]}" | tail -n 1)
-src=$(dirname "$build")/src
-bin=$build/bin
-echo "test_llama: llama.cpp in $build ($(elapsed "$t") s)"
-
-# the driver, beside the libraries as llama.cpp's own executables are (ggml_backend_load_all() looks for
-# libggml-cpu.so in the executable's directory; rpath $ORIGIN as in the release)
-t=$(now)
-drv=$bin/llama_check
 drv_src=integrations/ggml/llama/llama_check.cpp
-if [ ! -x "$drv" ] || [ "$drv_src" -nt "$drv" ] || [ "$bin/libllama.so" -nt "$drv" ]; then
+if [ $system = 1 ]; then
+  # the system's llama.cpp: headers and libraries where the packages put them, gguf-py as python3-gguf
+  src= bin=$work/bin gguf_path=
+  mkdir -p "$bin"
+  drv=$bin/llama_check
+  inc=() libs=(-lllama -lggml -lggml-base)
+  echo "test_llama: the system's llama.cpp ($(command -v llama-cli || echo 'no llama-cli'))"
+else
+  # llama.cpp
+  t=$(now)
+  build=$(scripts/build_llama.sh "${build_args[@]}" | tail -n 1)
+  src=$(dirname "$build")/src
+  bin=$build/bin
+  gguf_path=$src/gguf-py
+  echo "test_llama: llama.cpp in $build ($(elapsed "$t") s)"
+  # the driver, beside the libraries as llama.cpp's own executables are (ggml_backend_load_all() looks for
+  # libggml-cpu.so in the executable's directory; rpath $ORIGIN as in the release)
+  drv=$bin/llama_check
+  inc=(-I"$src/include" -I"$src/ggml/include")
   # shellcheck disable=SC2016  # a literal $ORIGIN for the linker
-  c++ -std=c++17 -O2 -Wall -Wextra -I"$src/include" -I"$src/ggml/include" "$drv_src" \
-      -L"$bin" -lllama -lggml -lggml-base -Wl,-rpath,'$ORIGIN' -o "$drv"
+  libs=(-L"$bin" -lllama -lggml -lggml-base -Wl,-rpath,'$ORIGIN')
+fi
+
+t=$(now)
+if [ ! -x "$drv" ] || [ "$drv_src" -nt "$drv" ] || { [ $system = 0 ] && [ "$bin/libllama.so" -nt "$drv" ]; }; then
+  c++ -std=c++17 -O2 -Wall -Wextra "${inc[@]}" "$drv_src" "${libs[@]}" -o "$drv"
 fi
 echo "test_llama: driver $drv ($(elapsed "$t") s)"
 
 # the models
 t=$(now)
 models=$work/models
-rm -rf "$work"
+rm -rf "$work/models" "$work/vanilla" "$work/vanilla-t1" "$work/posenc" "$work/stub" "$work/stub-ref"
 mkdir -p "$models"
-PYTHONPATH=$src/gguf-py /usr/bin/python3 integrations/ggml/llama/make_models.py "$models" >/dev/null
+PYTHONPATH=$gguf_path /usr/bin/python3 integrations/ggml/llama/make_models.py "$models" >/dev/null
 echo "test_llama: models in $models ($(elapsed "$t") s)"
 
 # runs: NAME ARGS...
@@ -129,8 +145,8 @@ run_all "$work/vanilla" vanilla "$threads"
 # must find it and read its counters, the logits must not move, and compare.py must report the missing offload
 t=$(now)
 stub=$work/libggml-posenc-stub.so
-c++ -std=c++17 -O2 -Wall -Wextra -shared -fPIC -I"$src/ggml/include" -I"$src/ggml/src" \
-    integrations/ggml/llama/stub_backend.cpp -o "$stub"
+c++ -std=c++17 -O2 -Wall -Wextra -shared -fPIC -Iintegrations/ggml integrations/ggml/llama/stub_backend.cpp \
+    integrations/ggml/abi.cpp -o "$stub"
 for r in prompt prompt-nocb; do
   mkdir -p "$work/stub/llama-f32" "$work/stub-ref/llama-f32"
   cp -r "$work/vanilla/llama-f32/$r" "$work/stub-ref/llama-f32/"
