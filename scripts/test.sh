@@ -2,7 +2,8 @@
 # The whole test suite on a fresh Debian bookworm machine: installs what is missing, builds, runs every
 # test natively (each x86 path, and the suite again once per forced path), with the ggml integration's tests
 # (the twins and the backend) against ggml d99724f2 and against llama.cpp's ggml 0.12.0, and posenc's backend
-# inside llama.cpp built as its release binaries are (scripts/test_llama.sh); cross-builds for aarch64 and
+# module, built once from this tree alone, loaded into both and inside llama.cpp built as its release binaries
+# are (scripts/test_llama.sh); cross-builds for aarch64 and
 # runs the same suite under qemu (the NEON path); installs into a temporary prefix and builds the examples
 # against it, builds and tests the Python package (scripts/test_python.sh), then the hardening runs
 # (sanitizers, valgrind, fuzzing, TSan). Ends with "tests: N passed, M failed", which counts the Catch2 test
@@ -80,9 +81,35 @@ configure build-test --buildtype=release -Db_ndebug=false "${ggml_setup[@]}"
 ninja -C build-test -j "$jobs"
 meson test -C build-test --num-processes "$jobs" --print-errorlogs || status=1
 
+# posenc's ggml backend, one module for every ggml (scripts/build_ggml_backend.sh, from this tree alone): this
+# file, byte for byte, is loaded below into ggml d99724f2 (0.21.0) and llama.cpp 0253fb21f (ggml 0.12.0), and by
+# scripts/test_fresh.sh into Debian unstable's llama.cpp (scripts/test_debian.sh).
+echo "== the ggml backend module (scripts/build_ggml_backend.sh)"
+module=
+if module=$(bash scripts/build_ggml_backend.sh | tail -n 1) && [ -f "$module" ]; then
+  posenc_record "scripts/build_ggml_backend.sh: one module, no ggml" OK
+  echo "the module: $module, sha256 $(sha256sum "$module" | cut -c1-16)"
+else
+  posenc_record "scripts/build_ggml_backend.sh: one module, no ggml" FAIL
+  status=1 module=
+fi
+# module_in NAME BUILD: the module loaded by ggml's own loader (GGML_BACKEND_PATH) in a program on that build's
+# ggml (test_ggml_backend_dl), one case
+module_in() {
+  local exe=$2/integrations/ggml/test_ggml_backend_dl
+  [ -n "$module" ] && [ -x "$exe" ] || { posenc_record "the module in $1" FAIL; status=1; return; }
+  if POSENC_GGML_BACKEND_SO=$module "$exe"; then
+    posenc_record "the module in $1" OK
+  else
+    posenc_record "the module in $1" FAIL
+    status=1
+  fi
+}
+[ "${ggml_setup[0]}" = -Dggml=disabled ] || module_in "ggml d99724f2 (0.21.0)" build-test
+
 # llama.cpp as its release binaries are built (scripts/build_llama.sh: shared libraries, GGML_BACKEND_DL),
 # from the tarball beside the clone (ggml 0.12.0): the twins' and the backend's tests against that ggml, then
-# the backend inside the real llama.cpp with no source change (scripts/test_llama.sh: GGML_BACKEND_PATH, every
+# the module inside the real llama.cpp with no source change (scripts/test_llama.sh: GGML_BACKEND_PATH, every
 # RoPE node computed by posenc, logits against vanilla, the exact rotation against MPFR, the context shift).
 if [ -f ../shared/peers/llama.cpp-0253fb21f.tar.xz ]; then
   echo "== llama.cpp from ../shared/peers/llama.cpp-0253fb21f.tar.xz (scripts/build_llama.sh)"
@@ -95,12 +122,12 @@ if [ -f ../shared/peers/llama.cpp-0253fb21f.tar.xz ]; then
     ninja -C build-test-ggml012 -j "$jobs" integrations/ggml/libggml-posenc.so $(cd integrations/ggml/tests &&
       ls test_ggml_*.cpp | sed 's|^|integrations/ggml/|; s|\.cpp$||')
     meson test -C build-test-ggml012 --no-rebuild --suite ggml --num-processes "$jobs" --print-errorlogs || status=1
-    echo "== the backend inside llama.cpp (scripts/build_ggml_backend.sh, scripts/test_llama.sh)"
-    if backend=$(bash scripts/build_ggml_backend.sh "$llama_tree" "$llama_build" | tail -n 1); then
-      posenc_record "scripts/build_ggml_backend.sh against llama.cpp's build" OK
-      bash scripts/test_llama.sh --backend "$backend" || status=1
+    module_in "llama.cpp 0253fb21f's ggml (0.12.0)" build-test-ggml012
+    echo "== the module inside llama.cpp (scripts/test_llama.sh)"
+    if [ -n "$module" ]; then
+      bash scripts/test_llama.sh --backend "$module" || status=1
     else
-      posenc_record "scripts/build_ggml_backend.sh against llama.cpp's build" FAIL
+      posenc_record "scripts/test_llama.sh: no module" FAIL
       status=1
     fi
   else

@@ -10,11 +10,13 @@
 #     2. in a second fresh root, `scripts/report.sh --quick` (the report command on small shapes), so that
 #        neither command can install what the other needs (one more case);
 #     3. in the first root, dpkg-dev installed (meson's default libdir becomes lib/<multiarch>), the README's
-#        install line and find_package(posenc CONFIG) again: scripts/test_install.sh --cmake-only (one more).
-#     Prints the test command's own closing line, then "tests: N passed, M failed" with 2 and 3 added.
+#        install line and find_package(posenc CONFIG) again: scripts/test_install.sh --cmake-only (one more);
+#     4. in a fresh Debian unstable root (debootstrap's sid script), the ggml backend module that step 1 built,
+#        the same file, in Debian's packaged llama.cpp and ggml: scripts/test_debian.sh (its cases added).
+#     Prints the test command's own closing line, then "tests: N passed, M failed" with 2, 3 and 4 added.
 #   scripts/test_fresh.sh --each    every script a user may run alone, each in its own fresh root (report.sh
 #     --quick, test_python.sh, build_ggml.sh, build_ggml_backend.sh, build_llama.sh, test_llama.sh,
-#     test_install.sh, test_subproject.sh, test_hardening.sh): a script that uses a package it does not install
+#     test_install.sh, test_subproject.sh, test_hardening.sh; test_debian.sh in a Debian unstable root): a script that uses a package it does not install
 #     fails here. test.sh itself is the default mode's step 1. Run before each release (docs/releasing.md);
 #     one case per script.
 #   scripts/test_fresh.sh --run 'COMMAND'   one command in a fresh root (for a look inside, POSENC_FRESH_KEEP=1)
@@ -80,29 +82,45 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# A cached base root per suite: bookworm for the README's commands, sid (Debian unstable) for the packaged
+# llama.cpp and ggml that scripts/test_debian.sh proves the module in.
+base_of() {  # suite: prints the cached base tarball's path, bootstrapping it first when missing
+  local suite=$1 key base
+  key=$(printf '%s' "$suite $arch minbase $mirror" | sha256sum | cut -c1-16)
+  base=$cache/$suite-$arch-minbase-$key.tar.gz
+  if [ ! -s "$base" ]; then
+    echo "bootstrapping $suite (cached afterwards as $base)" >&2
+    debootstrap --variant=minbase --arch="$arch" "$suite" "$tmp/boot-$suite" "$mirror" >"$tmp/debootstrap-$suite.log" 2>&1 ||
+      { tail -30 "$tmp/debootstrap-$suite.log" >&2; echo "test_fresh: debootstrap $suite failed" >&2; return 1; }
+    rm -rf "$tmp/boot-$suite/var/cache/apt/archives/"*.deb
+    tar -C "$tmp/boot-$suite" --numeric-owner -czf "$base.part" . && mv "$base.part" "$base"
+    rm -rf --one-file-system "$tmp/boot-$suite"
+  fi
+  echo "$base"
+}
 echo "== minimal Debian $suite roots ($arch, $mirror)"
-key=$(printf '%s' "$suite $arch minbase $mirror" | sha256sum | cut -c1-16)
-base=$cache/$suite-$arch-minbase-$key.tar.gz
-if [ ! -s "$base" ]; then
-  echo "bootstrapping (cached afterwards as $base)"
-  debootstrap --variant=minbase --arch="$arch" "$suite" "$tmp/boot" "$mirror" >"$tmp/debootstrap.log" 2>&1 ||
-    { tail -30 "$tmp/debootstrap.log"; echo "test_fresh: debootstrap failed" >&2; exit 1; }
-  rm -rf "$tmp/boot/var/cache/apt/archives/"*.deb
-  tar -C "$tmp/boot" --numeric-owner -czf "$base.part" . && mv "$base.part" "$base"
-  rm -rf --one-file-system "$tmp/boot"
-fi
+base=$(base_of "$suite")
 
-new_root() {  # name: a root from the cached base, with this machine's apt sources and a clean clone inside
+new_root() {  # name [sid]: a root from the cached base, with this machine's apt sources and a clean clone inside
   local root=$tmp/$1
   mkdir "$root"
-  tar -C "$root" --numeric-owner -xzf "$base"
-  # apt inside the root reads the same suites (updates and security included) as this machine, so it
-  # installs the same package versions as a run here would.
-  if [ -n "$sources" ] && [ -z "${POSENC_FRESH_MIRROR:-}" ]; then
-    case "$sources" in
-      *.sources) rm -f "$root/etc/apt/sources.list"; cp "$sources" "$root/etc/apt/sources.list.d/" ;;
-      *) cp "$sources" "$root/etc/apt/sources.list" ;;
-    esac
+  if [ "${2:-}" = sid ]; then
+    # Debian unstable from the same mirror; a snapshot mirror may serve a Release past its Valid-Until, which
+    # this root alone accepts
+    tar -C "$root" --numeric-owner -xzf "$(base_of sid)"
+    rm -f "$root/etc/apt/sources.list.d/"*
+    echo "deb $mirror sid main" >"$root/etc/apt/sources.list"
+    echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99posenc-snapshot"
+  else
+    tar -C "$root" --numeric-owner -xzf "$base"
+    # apt inside the root reads the same suites (updates and security included) as this machine, so it
+    # installs the same package versions as a run here would.
+    if [ -n "$sources" ] && [ -z "${POSENC_FRESH_MIRROR:-}" ]; then
+      case "$sources" in
+        *.sources) rm -f "$root/etc/apt/sources.list"; cp "$sources" "$root/etc/apt/sources.list.d/" ;;
+        *) cp "$sources" "$root/etc/apt/sources.list" ;;
+      esac
+    fi
   fi
   cp /etc/resolv.conf "$root/etc/resolv.conf"
   [ -f /etc/hosts ] && cp /etc/hosts "$root/etc/hosts"
@@ -113,7 +131,7 @@ new_root() {  # name: a root from the cached base, with this machine's apt sourc
   if [ -d "$src/../shared" ]; then
     cp -a "$src/../shared" "$root/work/shared"
   fi
-  echo "root $1: a clean clone of $(git rev-parse --short HEAD) in /work/main, ../shared beside it"
+  echo "root $1: ${2:-$suite}, a clean clone of $(git rev-parse --short HEAD) in /work/main, ../shared beside it"
 }
 
 # One command inside a root, in a private mount namespace: /proc, /sys and /dev (with /dev/pts and /dev/shm,
@@ -156,11 +174,14 @@ each)
             tar -xJf ../shared/peers/ggml-d99724f2.tar.xz -C /tmp/ggml --strip-components=1 &&
             scripts/build_ggml_backend.sh /tmp/ggml"
            scripts/build_llama.sh scripts/test_llama.sh scripts/test_install.sh scripts/test_subproject.sh
-           scripts/test_hardening.sh)
+           scripts/test_hardening.sh "sid: scripts/test_debian.sh")
   passed=0 failed=0 i=0 results=()
   for cmd in "${scripts[@]}"; do
     i=$((i + 1))
-    new_root "each$i"
+    case $cmd in
+      "sid: "*) cmd=${cmd#sid: }; new_root "each$i" sid ;;
+      *) new_root "each$i" ;;
+    esac
     start=$SECONDS
     case $cmd in scripts/*) run=(bash $cmd) ;; *) run=("$cmd") ;; esac
     if run_in "each$i" "each$i" "${run[*]}"; then
@@ -212,10 +233,32 @@ ci)
   fi
   cmake_s=$((SECONDS - start))
 
+  # 4. The module step 1 built, the same file, in Debian unstable's llama.cpp and ggml.
+  start=$SECONDS
+  module=$tmp/tests/work/main/build-ggml-backend/module/integrations/ggml/libggml-posenc.so
+  debian_line="no module from step 1"
+  if [ -f "$module" ]; then
+    new_root debian sid
+    cp "$module" "$tmp/debian/work/libggml-posenc.so"
+    echo "the module from step 1, sha256 $(sha256sum "$module" | cut -c1-16), into the Debian unstable root"
+    debian_rc=0
+    run_in debian debian "bash scripts/test_debian.sh --backend /work/libggml-posenc.so" || debian_rc=$?
+    read -r d_passed d_failed < <(closing "$tmp/debian/work/debian.log"; echo)
+    if [ -z "${d_passed:-}" ]; then d_passed=0 d_failed=1; fi
+    [ "$debian_rc" = 0 ] || [ "$d_failed" -gt 0 ] || d_failed=$((d_failed + 1))
+    debian_line="tests: $d_passed passed, $d_failed failed (exit $debian_rc)"
+    rm -rf --one-file-system "${tmp:?}/debian"
+  else
+    d_passed=0 d_failed=1
+  fi
+  passed=$((passed + d_passed)) failed=$((failed + d_failed))
+  debian_s=$((SECONDS - start))
+
   echo "== the README's commands in fresh roots"
   echo "scripts/test.sh: $test_line ($test_s s, exit $test_rc)"
   echo "scripts/report.sh --quick, its own root: $report_result ($report_s s)"
   echo "dpkg-dev, the install line and find_package again: $cmake_result ($cmake_s s)"
+  echo "the module in Debian unstable (scripts/test_debian.sh): $debian_line ($debian_s s)"
   echo "tests: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   ;;

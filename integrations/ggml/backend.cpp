@@ -470,7 +470,7 @@ Reg *make_registry() {
   const abi::Epoch *epoch = abi::parse_version(version, v) ? abi::epoch_of(v) : nullptr;
   if (!epoch) {
     log_message(abi::kLogError, "posenc: not registered: ggml %s is outside the versions posenc supports (%s)\n",
-                version ? version : "(none)", window().c_str());
+                version && *version ? version : "(none)", window().c_str());
     return nullptr;
   }
   g_epoch = epoch;
