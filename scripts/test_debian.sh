@@ -18,7 +18,9 @@
 #   3. scripts/test_llama.sh --system: llama_check on Debian's libllama (logits against vanilla, every ROPE node
 #      counted, layer 0's q/k exact against MPFR at 0, 10^6 and 2^30, the context shift);
 #   4. the call-site twins against Debian's libggml-dev by pkg-config (the route docs/ggml.md gives), which
-#      also checks integrations/ggml/abi.hpp's ggml_tensor against this ggml's ggml.h at compile time.
+#      also checks integrations/ggml/abi.hpp's ggml_tensor against this ggml's ggml.h at compile time;
+#   5. docs/ggml.md's install route as written (meson -Dggml_backend=enabled, meson install), the installed
+#      file taken by llama-simple.
 # Ends with "tests: N passed, M failed"; exits non-zero when a case failed.
 #   scripts/test_debian.sh [--backend libggml-posenc.so] [--work DIR]
 set -euo pipefail
@@ -207,6 +209,24 @@ if meson setup "$work/twins" -Dggml=enabled -Dtests=disabled -Dbenchmarks=disabl
 else
   record "the twins against Debian's libggml-dev (pkg-config)" FAIL
   tail -n 20 "$work/twins.log"
+fi
+
+# 5. docs/ggml.md's install route, as written there: meson install, then Debian's program on the installed file
+if (meson setup "$work/install" -Dggml_backend=enabled --buildtype=release && meson install -C "$work/install") \
+     >"$work/install.log" 2>&1; then
+  installed=$(sed -nE 's|^Installing .*libggml-posenc\.so to (.*)$|\1|p' "$work/install.log" | head -n 1)
+  installed=$installed/libggml-posenc.so
+  if [ -f "$installed" ] &&
+     GGML_BACKEND_PATH=$installed POSENC_GGML_STATS=1 llama-simple -m "$models/llama-f32.gguf" -n 4 "the quick" \
+       2>"$work/install-run.err" >/dev/null </dev/null &&
+     grep -qE '^posenc: ggml .*ROPE [1-9][0-9]*.*handed to ggml.s CPU backend 0 ' "$work/install-run.err"; then
+    record "meson setup -Dggml_backend=enabled && meson install: $installed, taken by llama-simple" OK
+  else
+    record "meson install: no working module at '$installed' ($work/install-run.err)" FAIL
+  fi
+else
+  record "meson setup -Dggml_backend=enabled && meson install ($work/install.log)" FAIL
+  tail -n 20 "$work/install.log"
 fi
 
 echo "tests: $passed passed, $failed failed"

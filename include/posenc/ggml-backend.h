@@ -14,10 +14,13 @@
  * - Static builds, and programs that link ggml themselves: libggml-posenc.a, and one call before the first
  *   use of the registry, ggml_backend_register(posenc_ggml_backend_reg()).
  *
- * Build it against the ggml it runs in (scripts/build_ggml_backend.sh TREE [BUILD_DIR]): a backend reads
- * ggml's internal structs and operation numbers. At registration it checks that the ggml in the process names
- * the operations and types it reads as the ggml it was built against did (ggml_op_name, ggml_type_name); if
- * not, it does not register, and says which two versions disagree through ggml's log.
+ * One module for every ggml from 0.12.0 to 0.27.x (scripts/build_ggml_backend.sh, or meson
+ * -Dggml_backend=enabled; no ggml needed to build it): at registration it reads the running ggml's
+ * ggml_version() and answers with that version's backend interface (GGML_BACKEND_API_VERSION 2 up to 0.26,
+ * 3 from 0.27.0); it recognises operations and types by the names ggml gives them (ggml_op_name,
+ * ggml_type_name), never by number. Outside that window it does not register, and says so in one line of
+ * ggml's log. POSENC_GGML_STATS=1 in the environment makes it print one line of what it did when the process
+ * ends.
  *
  * A node the device accepted is always computed: each cos and sin correctly rounded from the exact angle
  * (docs/ggml.md, "What is computed"), the bytes the same for every thread count. Values posenc cannot take,
@@ -39,7 +42,7 @@ extern "C" {
 #endif
 
 /** The backend's registry (one device, "posenc"), for ggml_backend_register; NULL when the ggml in the process
- *  does not name its operations as the ggml posenc was built against did. */
+ *  is outside the versions the backend supports (one line in ggml's log says which). */
 ggml_backend_reg_t posenc_ggml_backend_reg(void);
 
 /** The registry procedure "posenc_ggml_backend_counts" (ggml_backend_reg_get_proc_address) has this type: it
