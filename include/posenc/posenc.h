@@ -285,6 +285,35 @@ posenc_status posenc_rope_copy_f16(const posenc_rope *rope, const int64_t *posit
                                    const uint16_t *src, int64_t src_token_stride, int64_t src_head_stride, uint16_t *x,
                                    int64_t heads, int64_t token_stride, int64_t head_stride);
 
+/** By given cos/sin rows: the rotations of posenc_rope_f32 and posenc_rope_copy_f32 (and their bf16, f16 forms)
+ *  with token t's h = r/2 values read at cos + t*cos_stride and sin + t*sin_stride (strides in floats, >= h where
+ *  n > 1) in place of the values of a position: rows that posenc_rope_cache_f32 wrote for the same rope
+ *  (attention_scale included) give the bytes of the call at those positions, so a program that rotates many
+ *  tensors at the same positions (every layer of a model) makes the values once. rope gives r, the pairs'
+ *  layout and is checked as there; its frequencies are not used. The cos and sin rows are only read and must
+ *  not overlap a destination row (INVALID). */
+posenc_status posenc_rope_cached_f32(const posenc_rope *rope, const float *cos, int64_t cos_stride, const float *sin,
+                                     int64_t sin_stride, int64_t n, float *x, int64_t heads, int64_t token_stride,
+                                     int64_t head_stride);
+posenc_status posenc_rope_cached_bf16(const posenc_rope *rope, const float *cos, int64_t cos_stride, const float *sin,
+                                      int64_t sin_stride, int64_t n, uint16_t *x, int64_t heads, int64_t token_stride,
+                                      int64_t head_stride);
+posenc_status posenc_rope_cached_f16(const posenc_rope *rope, const float *cos, int64_t cos_stride, const float *sin,
+                                     int64_t sin_stride, int64_t n, uint16_t *x, int64_t heads, int64_t token_stride,
+                                     int64_t head_stride);
+posenc_status posenc_rope_copy_cached_f32(const posenc_rope *rope, const float *cos, int64_t cos_stride,
+                                          const float *sin, int64_t sin_stride, int64_t n, const float *src,
+                                          int64_t src_token_stride, int64_t src_head_stride, float *x, int64_t heads,
+                                          int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_copy_cached_bf16(const posenc_rope *rope, const float *cos, int64_t cos_stride,
+                                           const float *sin, int64_t sin_stride, int64_t n, const uint16_t *src,
+                                           int64_t src_token_stride, int64_t src_head_stride, uint16_t *x,
+                                           int64_t heads, int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_copy_cached_f16(const posenc_rope *rope, const float *cos, int64_t cos_stride,
+                                          const float *sin, int64_t sin_stride, int64_t n, const uint16_t *src,
+                                          int64_t src_token_stride, int64_t src_head_stride, uint16_t *x, int64_t heads,
+                                          int64_t token_stride, int64_t head_stride);
+
 /** q and k of the same tokens in one pass, cos/sin computed once per token and applied to every head of both
  *  (GQA: k_heads may differ from q_heads; k may be NULL with k_heads == 0). A fused QKV buffer of head_dim
  *  elements per head is q = qkv, k = qkv + q_heads*head_dim with the same token stride. q and k rows must not

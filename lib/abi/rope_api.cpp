@@ -158,24 +158,51 @@ bool lattice_of(const void *base, int64_t n, int64_t heads, int64_t ts, int64_t 
   return true;
 }
 
-// The positions of a call: integer (positions, or first + t when NULL) or, for the _real calls, doubles.
+// The positions of a call: integer (positions, or first + t when NULL) or, for the _real calls, doubles; or,
+// for the _cached calls, no positions but each token's h cos and h sin given (cos + t cs, sin + t ss).
 struct Positions {
   const int64_t *positions;
   int64_t first;
   const double *times;
   bool real;
+  const float *cos = nullptr, *sin = nullptr;
+  int64_t cs = 0, ss = 0;
+  bool given = false;
 };
 Positions integer_positions(const int64_t *positions, int64_t first) {
   return Positions{positions, first, nullptr, false};
 }
 Positions real_positions(const double *t) { return Positions{nullptr, 0, t, true}; }
+Positions given_values(const float *cos, int64_t cos_stride, const float *sin, int64_t sin_stride) {
+  Positions p{nullptr, 0, nullptr, false};
+  p.cos = cos;
+  p.sin = sin;
+  p.cs = cos_stride;
+  p.ss = sin_stride;
+  p.given = true;
+  return p;
+}
 
 // The spec's checks of a call at real positions, after check_rope; then the positions' own checks.
 posenc_status check_real_spec(const Positions &p, const posenc_rope &rope) {
   return p.real ? check_real_rope(rope) : POSENC_OK;
 }
 posenc_status check_call_positions(const Positions &p, int64_t n, int axes) {
+  if (p.given) return POSENC_OK;  // the given rows were checked with the tensors
   return p.real ? check_real_positions(p.times, n, axes) : check_axis_positions(p.positions, p.first, n, axes);
+}
+
+// The given cos and sin rows of a _cached call (n > 0): strides of at least h where they separate rows (INVALID),
+// the rows in memory (OVERFLOW), and apart from every destination row (INVALID: they are read while the
+// tensors are written).
+posenc_status check_given(const Positions &p, int64_t n, int64_t h, const Lattice *dst, int count) {
+  if (p.cs < 0 || p.ss < 0 || (n > 1 && (p.cs < h || p.ss < h))) return POSENC_ERR_INVALID;
+  if (!extent_fits(n, p.cs, 1, 0, h, 4) || !extent_fits(n, p.ss, 1, 0, h, 4)) return POSENC_ERR_OVERFLOW;
+  const Lattice c{i128(reinterpret_cast<uintptr_t>(p.cos)), n, n > 1 ? p.cs * 4 : 0, 1, 0, h * 4};
+  const Lattice s{i128(reinterpret_cast<uintptr_t>(p.sin)), n, n > 1 ? p.ss * 4 : 0, 1, 0, h * 4};
+  for (int i = 0; i < count; ++i)
+    if (cross_overlaps(c, dst[i]) || cross_overlaps(s, dst[i])) return POSENC_ERR_INVALID;
+  return POSENC_OK;
 }
 
 // posenc_rope_* and posenc_rope_qk_*: up to two tensors of head rows, T of `size` bytes; tokens [begin, end).
@@ -188,7 +215,7 @@ posenc_status run_apply(const posenc_rope *rope, const Positions &pos, int64_t n
     if (s0 != POSENC_OK) return s0;
     return range_ok(begin, end, 0) ? POSENC_OK : POSENC_ERR_INVALID;
   }
-  if (!rope || (pos.real && !pos.times)) return POSENC_ERR_NULL;
+  if (!rope || (pos.real && !pos.times) || (pos.given && (!pos.cos || !pos.sin))) return POSENC_ERR_NULL;
   for (const Tensor &x : t)
     if (x.heads > 0 && !x.x) return POSENC_ERR_NULL;
   if (copy && t[0].heads > 0 && !t[0].src) return POSENC_ERR_NULL;
@@ -226,6 +253,14 @@ posenc_status run_apply(const posenc_rope *rope, const Positions &pos, int64_t n
   // source and destination: the same rows (in place), or apart
   const bool same = copy && t[0].heads > 0 && from.base == lat[0].base && from.sa == lat[0].sa && from.sb == lat[0].sb;
   if (copy && t[0].heads > 0 && !same && cross_overlaps(from, lat[0])) return POSENC_ERR_INVALID;
+  if (pos.given) {
+    Lattice written[2];
+    int count = 0;
+    for (int i = 0; i < 2; ++i)
+      if (t[i].heads > 0) written[count++] = lat[i];
+    const posenc_status sg = check_given(pos, n, r / 2, written, count);
+    if (sg != POSENC_OK) return sg;
+  }
   const posenc_status sp = check_call_positions(pos, n, rope->axes);
   if (sp != POSENC_OK) return sp;
   const Path *path = active_path();
@@ -246,6 +281,12 @@ posenc_status run_apply(const posenc_rope *rope, const Positions &pos, int64_t n
     job.t[0].src = static_cast<const char *>(t[0].src) + at * t[0].sts * int64_t(size);
     job.t[0].src_token_stride = t[0].sts;
     job.t[0].src_head_stride = t[0].shs;
+  }
+  if (pos.given) {
+    job.cos_in = pos.cos + at * pos.cs;
+    job.sin_in = pos.sin + at * pos.ss;
+    job.cos_in_stride = pos.cs;
+    job.sin_in_stride = pos.ss;
   }
   return launch(*path, *rope, pos.positions, pos.times, pos.first, n, begin, end, job);
 }
@@ -446,5 +487,46 @@ POSENC_ROPE_QK_REAL(posenc_rope_qk_real_f32, float, Dst::kF32)
 POSENC_ROPE_QK_REAL(posenc_rope_qk_real_bf16, uint16_t, Dst::kBF16)
 POSENC_ROPE_QK_REAL(posenc_rope_qk_real_f16, uint16_t, Dst::kF16)
 #undef POSENC_ROPE_QK_REAL
+
+// By given cos/sin rows (posenc_rope_cache_f32's): the same rotations with the values in place of positions.
+#define POSENC_ROPE_CACHED(name, T, dst)                                                                              \
+  posenc_status name##_part(const posenc_rope *rope, const float *cos, int64_t cos_stride, const float *sin,          \
+                            int64_t sin_stride, int64_t n, T *x, int64_t heads, int64_t token_stride,                 \
+                            int64_t head_stride, int64_t begin, int64_t end) {                                        \
+    return guarded([&] {                                                                                              \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, nullptr, 0, 0}, {nullptr, 0, 0, 0, nullptr, 0, 0}};  \
+      return run_apply(rope, given_values(cos, cos_stride, sin, sin_stride), n, t, dst, begin, end);                  \
+    });                                                                                                               \
+  }                                                                                                                   \
+  posenc_status name(const posenc_rope *rope, const float *cos, int64_t cos_stride, const float *sin,                 \
+                     int64_t sin_stride, int64_t n, T *x, int64_t heads, int64_t token_stride, int64_t head_stride) { \
+    return name##_part(rope, cos, cos_stride, sin, sin_stride, n, x, heads, token_stride, head_stride, 0, n);         \
+  }
+POSENC_ROPE_CACHED(posenc_rope_cached_f32, float, Dst::kF32)
+POSENC_ROPE_CACHED(posenc_rope_cached_bf16, uint16_t, Dst::kBF16)
+POSENC_ROPE_CACHED(posenc_rope_cached_f16, uint16_t, Dst::kF16)
+#undef POSENC_ROPE_CACHED
+
+#define POSENC_ROPE_COPY_CACHED(name, T, dst)                                                                        \
+  posenc_status name##_part(const posenc_rope *rope, const float *cos, int64_t cos_stride, const float *sin,         \
+                            int64_t sin_stride, int64_t n, const T *src, int64_t src_token_stride,                   \
+                            int64_t src_head_stride, T *x, int64_t heads, int64_t token_stride, int64_t head_stride, \
+                            int64_t begin, int64_t end) {                                                            \
+    return guarded([&] {                                                                                             \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},            \
+                           {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                       \
+      return run_apply(rope, given_values(cos, cos_stride, sin, sin_stride), n, t, dst, begin, end, true);           \
+    });                                                                                                              \
+  }                                                                                                                  \
+  posenc_status name(const posenc_rope *rope, const float *cos, int64_t cos_stride, const float *sin,                \
+                     int64_t sin_stride, int64_t n, const T *src, int64_t src_token_stride, int64_t src_head_stride, \
+                     T *x, int64_t heads, int64_t token_stride, int64_t head_stride) {                               \
+    return name##_part(rope, cos, cos_stride, sin, sin_stride, n, src, src_token_stride, src_head_stride, x, heads,  \
+                       token_stride, head_stride, 0, n);                                                             \
+  }
+POSENC_ROPE_COPY_CACHED(posenc_rope_copy_cached_f32, float, Dst::kF32)
+POSENC_ROPE_COPY_CACHED(posenc_rope_copy_cached_bf16, uint16_t, Dst::kBF16)
+POSENC_ROPE_COPY_CACHED(posenc_rope_copy_cached_f16, uint16_t, Dst::kF16)
+#undef POSENC_ROPE_COPY_CACHED
 
 }  // extern "C"

@@ -82,6 +82,10 @@ struct RopeJob {
   RopeTensor t[2];      // q, k
   float *cos_out, *sin_out;
   int64_t cos_stride, sin_stride;
+  // posenc_rope_cached_*: each token's h cos and h sin given (rows of a posenc_rope_cache_f32 cache), in place
+  // of the values made from positions; nullptr otherwise
+  const float *cos_in, *sin_in;
+  int64_t cos_in_stride, sin_in_stride;
 };
 
 struct LearnedJob {

@@ -56,9 +56,20 @@ struct Engine : Rows<S> {
     if (job.axes > 1) return AxesRows<S>::run_axes(sink, st);  // a position per pair (values_axes.hpp)
     R::run_sink(sink, st);
   }
+  // The rotation by given cos/sin rows (posenc_rope_cached_*): the sink's rotation, no values made.
+  template <class K>
+  static void run_rope_given(const detail::RopeJob &job) {
+    K sink(job);
+    sink.given();
+  }
   static void run_rope(const detail::RopeJob &job) {
     using Sinks = RopeSinks<S>;
     if (job.cache) return run_rope_sink<typename Sinks::Cache>(job);
+    if (job.cos_in) switch (job.dst) {
+        case detail::Dst::kF32: return run_rope_given<typename Sinks::template Apply<float, false>>(job);
+        case detail::Dst::kBF16: return run_rope_given<typename Sinks::template Apply<uint16_t, true>>(job);
+        case detail::Dst::kF16: return run_rope_given<typename Sinks::template Apply<uint16_t, false>>(job);
+      }
     switch (job.dst) {
       case detail::Dst::kF32: return run_rope_sink<typename Sinks::template Apply<float, false>>(job);
       case detail::Dst::kBF16: return run_rope_sink<typename Sinks::template Apply<uint16_t, true>>(job);

@@ -133,6 +133,25 @@ struct RopeSinks {
                         sizeof(T) * size_t(2 * job.h));
     }
 
+    // posenc_rope_cached_*: every token's c and s from the job's given rows (a posenc_rope_cache_f32 cache holds
+    // the very floats the rows engine writes to the stage), a chunk at a time copied into the stage, whose lanes
+    // up to the next whole vector are zeroed (the blocks are made from whole vectors), and rotated by flush():
+    // the bytes of the call that made the values itself.
+    void given() {
+      for (int64_t r = 0; r < job.n; ++r) {
+        row(r);
+        const float *c = job.cos_in + r * job.cos_in_stride, *s = job.sin_in + r * job.sin_in_stride;
+        for (int64_t j0 = 0; j0 < job.h; j0 += kChunk) {
+          const int64_t m = job.h - j0 < kChunk ? job.h - j0 : kChunk, whole = (m + W - 1) / W * W;
+          std::memcpy(stage, s + j0, sizeof(float) * size_t(m));
+          std::memcpy(stage + kChunk, c + j0, sizeof(float) * size_t(m));
+          std::memset(stage + m, 0, sizeof(float) * size_t(whole - m));
+          std::memset(stage + kChunk + m, 0, sizeof(float) * size_t(whole - m));
+          flush(j0, m);
+        }
+      }
+    }
+
     // The chunk of pairs [j0, j0 + n) of the current token is in the stage: rotate it everywhere.
     void flush(int64_t j0, int64_t n) {
       const bool inter = job.pairs == POSENC_ROPE_INTERLEAVED;
