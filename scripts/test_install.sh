@@ -122,8 +122,10 @@ libdir=${pc%/pkgconfig/posenc.pc}
 libdir=${libdir#"$prefix/"}
 cmakedir=$(cmake_dir_for "$libdir")
 echo "meson's libdir: $libdir; the CMake package: $cmakedir"
+# the twins, and the backend (module and archive), which a build that finds ggml also builds
 [ -n "$ggml_prefix" ] && ggml_files=$(printf '%s\n' include/posenc/ggml.h "$libdir/libposenc_ggml.a" \
-  "$libdir/pkgconfig/posenc-ggml.pc")
+  "$libdir/pkgconfig/posenc-ggml.pc" include/posenc/ggml-backend.h "$libdir/libggml-posenc.a" \
+  "$libdir/libggml-posenc.so")
 library_files=$(printf '%s\n' include/posenc/posenc.h include/posenc/parts.h include/posenc/posenc.hpp \
   include/posenc/types.hpp include/posenc/work.hpp include/posenc/presets.hpp include/posenc/threads.hpp \
   "$libdir/libposenc.a" \

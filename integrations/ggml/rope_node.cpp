@@ -99,12 +99,56 @@ template <>
 struct Calls<float> {
   static constexpr auto in_place = posenc_rope_f32_part;
   static constexpr auto copy = posenc_rope_copy_f32_part;
+  static constexpr auto cached = posenc_rope_cached_f32;
+  static constexpr auto copy_cached = posenc_rope_copy_cached_f32;
 };
 template <>
 struct Calls<uint16_t> {
   static constexpr auto in_place = posenc_rope_f16_part;
   static constexpr auto copy = posenc_rope_copy_f16_part;
+  static constexpr auto cached = posenc_rope_cached_f16;
+  static constexpr auto copy_cached = posenc_rope_copy_cached_f16;
 };
+
+// A thread's cos/sin rows, kept from one node to the next: every layer's RoPE node of a graph has the same
+// positions and parameters, so a thread makes the rows of its tokens once (posenc_rope_cache_f32_part) and
+// rotates each layer's rows from them (posenc_rope_cached_*: the same bytes). The key is the frequency set
+// (the interned parameters and freq_factors content) and the node's positions as posenc takes them.
+struct Rows {
+  const FreqSet *set = nullptr;
+  std::vector<int64_t> pos;  // the positions the rows are for (the node's whole array)
+  int64_t t0 = 0, t1 = 0;    // the tokens whose rows are here
+  int64_t h = 0;
+  std::vector<float> cos, sin;
+  // token t's rows, t in [t0, t1)
+  const float *c(int64_t t) const { return cos.data() + (t - t0) * h; }
+  const float *s(int64_t t) const { return sin.data() + (t - t0) * h; }
+};
+
+// This thread's rows for tokens [t0, t1) of node; nullptr when posenc refused to make them (then the rotation
+// makes its own values and reports the refusal).
+const Rows *rows_for(const Node &node, const std::vector<int64_t> &pos, int64_t t0, int64_t t1) {
+  thread_local Rows rows;
+  const int64_t h = node.rotary_dim / 2;
+  if (rows.set == node.set && rows.h == h && rows.t0 <= t0 && t1 <= rows.t1 && rows.pos == pos) return &rows;
+  rows.set = nullptr;
+  rows.cos.resize(size_t((t1 - t0) * h));
+  rows.sin.resize(size_t((t1 - t0) * h));
+  // the positions of tokens [t0, t1), axis-major as posenc takes them (the node's axes are n apart)
+  const int64_t n = node.dst.ne[2], m = t1 - t0;
+  thread_local std::vector<int64_t> sub;
+  sub.resize(size_t(node.axes * m));
+  for (int a = 0; a < node.axes; ++a)
+    std::memcpy(sub.data() + a * m, pos.data() + a * n + t0, sizeof(int64_t) * size_t(m));
+  if (posenc_rope_cache_f32(&node.set->rope, sub.data(), 0, m, rows.cos.data(), h, rows.sin.data(), h) != POSENC_OK)
+    return nullptr;
+  rows.set = node.set;
+  rows.pos = pos;
+  rows.t0 = t0;
+  rows.t1 = t1;
+  rows.h = h;
+  return &rows;
+}
 
 // Whether rows at base with these byte strides are rows posenc's calls take: whole elements apart, aligned.
 template <class T>
@@ -119,7 +163,7 @@ bool whole_elements(const void *base, size_t nb1, size_t nb2) {
 // (strides that are not whole elements, a misaligned base) are copied whole and go one at a time through an
 // aligned buffer.
 template <class T>
-posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, int64_t b, int64_t e) {
+posenc_status rotate_tokens(const Node &node, const int64_t *pos, const Rows *cs, int64_t i3, int64_t b, int64_t e) {
   const View *a = &node.a, *dst = &node.dst;
   const int64_t n = dst->ne[2], heads = dst->ne[1], esize = int64_t(sizeof(T)), row_bytes = dst->ne[0] * esize;
   char *base = static_cast<char *>(dst->data) + i3 * dst->nb[3];  // token 0 of the batch entry
@@ -129,9 +173,13 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, in
   if (node.copy) {
     const char *src = static_cast<const char *>(a->data) + i3 * a->nb[3];
     if (whole && whole_elements<T>(src, a->nb[1], a->nb[2])) {
+      const int64_t sts = int64_t(a->nb[2]) / esize, shs = int64_t(a->nb[1]) / esize, h = node.rotary_dim / 2;
+      const T *s0 = reinterpret_cast<const T *>(src) + node.offs;
+      T *d0 = reinterpret_cast<T *>(base) + node.offs;
       const posenc_status st =
-          Calls<T>::copy(rope, pos, 0, n, reinterpret_cast<const T *>(src) + node.offs, int64_t(a->nb[2]) / esize,
-                         int64_t(a->nb[1]) / esize, reinterpret_cast<T *>(base) + node.offs, heads, ts, hs, b, e);
+          cs ? Calls<T>::copy_cached(rope, cs->c(b), h, cs->s(b), h, e - b, s0 + b * sts, sts, shs, d0 + b * ts, heads,
+                                     ts, hs)
+             : Calls<T>::copy(rope, pos, 0, n, s0, sts, shs, d0, heads, ts, hs, b, e);
       if (st != POSENC_OK && st != POSENC_ERR_INVALID) return st;
       if (st == POSENC_OK) {
         const int64_t before = node.offs * esize, after = (node.offs + node.rotary_dim) * esize;
@@ -156,7 +204,9 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, in
   }
   if (whole) {
     T *x = reinterpret_cast<T *>(base) + node.offs;
-    const posenc_status st = Calls<T>::in_place(rope, pos, 0, n, x, heads, ts, hs, b, e);
+    const int64_t h = node.rotary_dim / 2;
+    const posenc_status st = cs ? Calls<T>::cached(rope, cs->c(b), h, cs->s(b), h, e - b, x + b * ts, heads, ts, hs)
+                                : Calls<T>::in_place(rope, pos, 0, n, x, heads, ts, hs, b, e);
     if (st != POSENC_ERR_INVALID) return st;  // INVALID: rows overlap; one at a time below
   }
   std::vector<T> buf(size_t(node.rotary_dim));
@@ -167,7 +217,8 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, int64_t i3, in
       char *row = base + t * dst->nb[2] + j * dst->nb[1] + node.offs * esize;
       std::memcpy(buf.data(), row, buf.size() * sizeof(T));
       const posenc_status st =
-          Calls<T>::in_place(rope, one, 0, 1, buf.data(), 1, node.rotary_dim, node.rotary_dim, 0, 1);
+          cs ? Calls<T>::cached(rope, cs->c(t), 0, cs->s(t), 0, 1, buf.data(), 1, node.rotary_dim, node.rotary_dim)
+             : Calls<T>::in_place(rope, one, 0, 1, buf.data(), 1, node.rotary_dim, node.rotary_dim, 0, 1);
       if (st != POSENC_OK) return st;
       std::memcpy(row, buf.data(), buf.size() * sizeof(T));
     }
@@ -188,9 +239,13 @@ posenc_status run(const Node &node, int ith, int nth) {
   const int32_t *pos32 = static_cast<const int32_t *>(node.b.data);
   pos.resize(size_t(node.axes * ne2));
   for (int64_t i = 0; i < node.axes * ne2; ++i) pos[size_t(i)] = node.back ? -int64_t(pos32[i]) : int64_t(pos32[i]);
+  // this thread's cos/sin rows: the tokens of its share (all of them when the share spans batch entries)
+  const bool spans = g0 / ne2 != (g1 - 1) / ne2;
+  const int64_t t0 = spans ? 0 : g0 % ne2, t1 = spans ? ne2 : (g1 - 1) % ne2 + 1;
+  const Rows *cs = rows_for(node, pos, t0, t1);
   for (int64_t g = g0; g < g1;) {
     const int64_t i3 = g / ne2, b = g % ne2, e = std::min(ne2, b + (g1 - g));
-    const posenc_status st = rotate_tokens<T>(node, pos.data(), i3, b, e);
+    const posenc_status st = rotate_tokens<T>(node, pos.data(), cs, i3, b, e);
     if (st != POSENC_OK) return st;
     g += e - b;
   }
