@@ -203,6 +203,55 @@ def timestep_accuracy_table(data):
     return table(["t", "dim", "ggml vs exact", "posenc vs exact", "ggml vs posenc"], out)
 
 
+# Issue 41, item 5: a RoPE node's time in a model's graph, where every layer's nodes share the positions and
+# parameters and each thread keeps its tokens' cos/sin rows from the first node (rope_node.cpp): the graph's
+# average is (first + (nodes - 1) next) / nodes, nodes = 2 n_layer (q and k). The benchmark times the first
+# node (positions no node had) and the same node again at once (a later layer) in every round.
+GRAPH_NODES = {"llama2": 64, "qwen25vl": 56}  # Llama-2-7B: 32 layers; Qwen2.5-VL-7B: 28
+GRAPH_TARGETS = [
+    ("Llama-2-7B prefill, NORMAL", "llama2_prefill_normal", 2.0, True),
+    ("Llama-2-7B prefill, NEOX", "llama2_prefill_neox", 3.0, True),
+    ("Qwen2.5-VL-7B prefill, MROPE", "qwen25vl_prefill_mrope", 2.5, True),
+    ("Llama-2-7B decode step, NORMAL (no target)", "llama2_decode_normal", 2.0, False),
+    ("Llama-2-7B decode step, NEOX (no target)", "llama2_decode_neox", 3.0, False),
+    ("Qwen2.5-VL-7B decode step, MROPE (no target)", "qwen25vl_decode_mrope", 2.5, False),
+]
+
+
+def _graph_times(run, which):
+    """Per round: the graph's average node time for `which` ("posenc": the twins, "backend")."""
+    first, nxt = run.get(which) or [], run.get(which + "_next") or []
+    nodes = GRAPH_NODES[run["config"].split("_")[0]]
+    return [(f + (nodes - 1) * n) / nodes for f, n in zip(first, nxt)]
+
+
+def has_graph(data):
+    return any(r.get("backend_next") or r.get("posenc_next") for r in data.get("speed", []))
+
+
+def graph_table(data):
+    judged = data.get("mode") == "full"
+    out = []
+    for which, who in (("backend", "ggml's graph on posenc's backend"), ("posenc", "posenc's twin operation")):
+        for title, config, target, binding in GRAPH_TARGETS:
+            for run in _runs(data, config):
+                g = _graph_times(run, which)
+                if not g:
+                    continue
+                ggml = run["ggml"]
+                paired = statistics.median(a / b for a, b in zip(ggml, g) if b > 0)
+                bound = _row("", run, "ggml", "copy", ">=", 1.0, False, False)
+                met = paired >= target if judged else None
+                verdict = (_verdict(met) if judged else "not judged (quick)") if binding else "no target"
+                out.append(["%s: %s, %d nodes" % (title, who, GRAPH_NODES[config.split("_")[0]]), _label(run),
+                            fmt_ratio(paired), ">= %g" % target if binding else "-", verdict, fmt_time(statistics.median(ggml)),
+                            fmt_time(statistics.median(run[which])), fmt_time(statistics.median(run[which + "_next"])),
+                            fmt_time(statistics.median(run["copy"])), fmt_ratio(bound[3]),
+                            "%.0f%%" % (100 * max(spread(ggml), spread(g)))])
+    return table(["target", "path, threads", "paired ggml / graph average", "wanted", "verdict", "ggml", "first node",
+                  "next nodes", "copy", "bound: ggml / copy", "spread"], out)
+
+
 def render(ggml_json_path):
     data = load(ggml_json_path)
     if not data:
@@ -224,6 +273,16 @@ def render(ggml_json_path):
             "of ggml's time / the backend's. The bound beside is ggml's time over the copy's in the same rounds: "
             "no out-of-place operation can beat ggml by more than that on the shape, so a target above it cannot "
             "be met by any implementation.\n\n" + backend_table(data))
+    if has_graph(data):
+        parts.append(
+            "### Issue 41's targets: a RoPE node in a model's graph\n\nEvery layer's RoPE nodes in a llama.cpp graph "
+            "have the same positions and parameters: each of posenc's threads makes the cos/sin rows of its tokens at "
+            "the first node and rotates every later node from them (`posenc_rope_cached_*`, the same bytes). Each "
+            "round times the first node on positions no node had, then the same node again at once (a later layer); "
+            "the graph's average node is (first + (nodes - 1) next) / nodes with nodes = 2 n_layer (q and k), "
+            "*paired* with ggml's time in the same round (ggml makes its values in every node). The bound beside: "
+            "ggml's time over the copy's (no out-of-place operation can beat ggml by more on the shape).\n\n"
+            + graph_table(data))
     parts += [
              "### What bounds them\n\nEach operation's time over the copy's, in the same rounds: ggml's ratio is the "
              "speed-up an operation that cost no more than the copy would reach, so it bounds any target on the same "

@@ -176,10 +176,9 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, const Rows *cs
       const int64_t sts = int64_t(a->nb[2]) / esize, shs = int64_t(a->nb[1]) / esize, h = node.rotary_dim / 2;
       const T *s0 = reinterpret_cast<const T *>(src) + node.offs;
       T *d0 = reinterpret_cast<T *>(base) + node.offs;
-      const posenc_status st =
-          cs ? Calls<T>::copy_cached(rope, cs->c(b), h, cs->s(b), h, e - b, s0 + b * sts, sts, shs, d0 + b * ts, heads,
-                                     ts, hs)
-             : Calls<T>::copy(rope, pos, 0, n, s0, sts, shs, d0, heads, ts, hs, b, e);
+      const posenc_status st = cs ? Calls<T>::copy_cached(rope, cs->c(b), h, cs->s(b), h, e - b, s0 + b * sts, sts, shs,
+                                                          d0 + b * ts, heads, ts, hs)
+                                  : Calls<T>::copy(rope, pos, 0, n, s0, sts, shs, d0, heads, ts, hs, b, e);
       if (st != POSENC_OK && st != POSENC_ERR_INVALID) return st;
       if (st == POSENC_OK) {
         const int64_t before = node.offs * esize, after = (node.offs + node.rotary_dim) * esize;

@@ -3,7 +3,9 @@
 //
 //   posenc-ggml-bench --out FILE.json [--quick] [--command TEXT]
 //
-// Speed: for each shape (Llama-2-7B prefill 2048 tokens x 32 heads x 128, NORMAL and NEOX; Qwen2.5-VL-7B
+// Speed (posenc_next, backend_next: the same graph computed again at once on the same positions, a later
+// layer of a model's graph, whose cos/sin rows posenc kept from the first; every variant starts on positions no
+// node had): for each shape (Llama-2-7B prefill 2048 tokens x 32 heads x 128, NORMAL and NEOX; Qwen2.5-VL-7B
 // prefill, 2048 tokens of a prompt with a 40 x 40 image x 28 heads x 128, MROPE sections [16, 24, 24, 0]; the
 // one-token decode step of each), each thread count (1, 2) and each posenc SIMD path (forced), three one-node
 // graphs on the same input are computed in rounds, in an order rotated every round: ggml_rope_ext /
@@ -149,6 +151,9 @@ struct Timed {
   std::string config, path;
   int threads;
   std::vector<double> ggml, posenc, copy, kernel, backend;  // seconds, one per round
+  // posenc's graph and the backend's computed again at once on the same positions: a later layer of the same
+  // graph, whose cos/sin rows each thread kept from the first (rope_node.cpp)
+  std::vector<double> posenc_next, backend_next;
 };
 
 // posenc's ggml backend (nullptr when not built): ggml's own RoPE graph computed by it.
@@ -222,9 +227,19 @@ Timed time_config(const Config &c, ggml_backend_t cpu, int threads, posenc_isa i
   posenc_force_isa(isa);
   ggml_backend_cpu_set_n_threads(cpu, threads);
   backend_threads(threads);
-  Timed t{c.name, posenc_isa_name(isa), threads, {}, {}, {}, {}, {}};
+  Timed t{c.name, posenc_isa_name(isa), threads, {}, {}, {}, {}, {}, {}, {}};
   const int variants = g_backend ? 5 : 4;
-  auto once = [&](int k) {
+  // Each variant starts on positions no node has had yet (all of them moved by one more), as a new graph does:
+  // posenc's first node of a graph makes its cos/sin rows; `once(k, true)` then times the same node again,
+  // the later layers of that graph.
+  int32_t bump = 0;
+  auto fresh_positions = [&] {
+    ++bump;
+    int32_t *p = static_cast<int32_t *>(b->data);
+    for (size_t i = 0; i < c.positions.size(); ++i) p[i] = c.positions[i] + bump;
+  };
+  auto once = [&](int k, bool again = false) {
+    if (!again) fresh_positions();
     const double t0 = now();
     if (k == 4) {
       if (ggml_backend_graph_compute(g_backend, g[0]) != GGML_STATUS_SUCCESS) {
@@ -251,6 +266,8 @@ Timed time_config(const Config &c, ggml_backend_t cpu, int threads, posenc_isa i
       const int k = (r + j) % variants;
       const double dt = once(k);
       (k == 0 ? t.ggml : k == 1 ? t.posenc : k == 2 ? t.copy : k == 3 ? t.kernel : t.backend).push_back(dt);
+      if (k == 1) t.posenc_next.push_back(once(k, true));
+      if (k == 4) t.backend_next.push_back(once(k, true));
     }
   ggml_free(ctx);
   return t;
@@ -518,12 +535,16 @@ int main(int argc, char **argv) {
           for (size_t k = 0; k < t.ggml.size(); ++k) r.push_back(t.ggml[k] / t.posenc[k]);
           std::vector<double> rb;
           for (size_t k = 0; k < t.backend.size(); ++k) rb.push_back(t.ggml[k] / t.backend[k]);
+          std::vector<double> rn, rbn;
+          for (size_t k = 0; k < t.posenc_next.size(); ++k) rn.push_back(t.ggml[k] / t.posenc_next[k]);
+          for (size_t k = 0; k < t.backend_next.size(); ++k) rbn.push_back(t.ggml[k] / t.backend_next[k]);
           std::printf(
-              "%-24s %d thread%s %-7s ggml %9.3f us  posenc %9.3f us  backend %9.3f us  copy %9.3f us  "
-              "kernel %9.3f us  ggml/posenc %.2f  ggml/backend %.2f\n",
+              "%-24s %d thread%s %-7s ggml %9.3f us  posenc %9.3f (next %9.3f) us  backend %9.3f (next %9.3f) us  "
+              "copy %9.3f us  kernel %9.3f us  ggml/posenc %.2f (next %.2f)  ggml/backend %.2f (next %.2f)\n",
               c.name.c_str(), threads, threads > 1 ? "s" : " ", t.path.c_str(), 1e6 * median(t.ggml),
-              1e6 * median(t.posenc), 1e6 * median(t.backend), 1e6 * median(t.copy), 1e6 * median(t.kernel), median(r),
-              median(rb));
+              1e6 * median(t.posenc), 1e6 * median(t.posenc_next), 1e6 * median(t.backend),
+              1e6 * median(t.backend_next), 1e6 * median(t.copy), 1e6 * median(t.kernel), median(r), median(rn),
+              median(rb), median(rbn));
           std::fflush(stdout);
         }
   // The timestep embedding: 1024 timesteps x 320 (SD's UNet) and x 1280, on the active path.
@@ -593,10 +614,10 @@ int main(int argc, char **argv) {
     const Timed &t = timed[i];
     std::fprintf(f,
                  "    {\"config\": \"%s\", \"path\": \"%s\", \"threads\": %d, \"ggml\": %s, \"posenc\": %s, "
-                 "\"copy\": %s, \"kernel\": %s, \"backend\": %s}%s\n",
+                 "\"posenc_next\": %s, \"copy\": %s, \"kernel\": %s, \"backend\": %s, \"backend_next\": %s}%s\n",
                  t.config.c_str(), t.path.c_str(), t.threads, json_times(t.ggml).c_str(), json_times(t.posenc).c_str(),
-                 json_times(t.copy).c_str(), json_times(t.kernel).c_str(), json_times(t.backend).c_str(),
-                 i + 1 < timed.size() ? "," : "");
+                 json_times(t.posenc_next).c_str(), json_times(t.copy).c_str(), json_times(t.kernel).c_str(),
+                 json_times(t.backend).c_str(), json_times(t.backend_next).c_str(), i + 1 < timed.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n  \"accuracy\": [\n");
   for (size_t i = 0; i < acc.size(); ++i)
