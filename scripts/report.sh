@@ -85,7 +85,7 @@ else
 fi
 # The llama.cpp section (issue 31, bench/report/llama_section.py): llama.cpp built as its release binaries are
 # (scripts/build_llama.sh, from the shared tarball beside the clone; ~6.5 minutes once, then reused), posenc's
-# backend built against its ggml (scripts/build_ggml_backend.sh) and the driver llama_check beside its libraries
+# backend module (scripts/build_ggml_backend.sh, the one for every ggml) and the driver llama_check beside its libraries
 # (as scripts/test_llama.sh builds it); report.py's llama step writes the models and times them. The quick plan
 # (CI) builds none of it: the step says so.
 llama_tarball=../shared/peers/llama.cpp-0253fb21f.tar.xz
@@ -94,7 +94,7 @@ if [ $mode = quick ]; then
 elif [ ! -f "$llama_tarball" ]; then
   args+=(--llama-note "no $llama_tarball beside the clone")
 elif llama=$(scripts/build_llama.sh | tail -n 1) &&
-     llama_backend=$(scripts/build_ggml_backend.sh "$(dirname "$llama")/src/ggml" "$llama" | tail -n 1); then
+     llama_backend=$(scripts/build_ggml_backend.sh | tail -n 1); then
   llama_src=$(dirname "$llama")/src
   drv=$llama/bin/llama_check
   # shellcheck disable=SC2016  # a literal $ORIGIN for the linker

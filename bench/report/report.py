@@ -260,7 +260,7 @@ def main(argv):
     ap.add_argument("--ggml-bench", help="posenc-ggml-bench (integrations/ggml/: the ggml section)")
     ap.add_argument("--llama-check", help="llama_check built against llama.cpp (integrations/ggml/llama/): the "
                                            "llama.cpp section")
-    ap.add_argument("--llama-backend", help="libggml-posenc.so built against the same llama.cpp")
+    ap.add_argument("--llama-backend", help="posenc's backend module libggml-posenc.so (scripts/build_ggml_backend.sh)")
     ap.add_argument("--llama-gguf-py", help="that llama.cpp's gguf-py (make_models.py writes the models with it)")
     ap.add_argument("--llama-models", help="where the benchmark models are written (default OUT/llama-models)")
     ap.add_argument("--llama-rounds", type=int, default=8, help="rounds per thread count (default 8)")
