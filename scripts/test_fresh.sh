@@ -20,6 +20,7 @@
 #     fails here. test.sh itself is the default mode's step 1. Run before each release (docs/releasing.md);
 #     one case per script.
 #   scripts/test_fresh.sh --run 'COMMAND'   one command in a fresh root (for a look inside, POSENC_FRESH_KEEP=1)
+#   scripts/test_fresh.sh --run-sid 'COMMAND'   the same in a fresh Debian unstable root
 #
 # The bootstrapped base is cached as a tarball (~/.cache/posenc/fresh/, or $POSENC_FRESH_CACHE) keyed by
 # suite, architecture and mirror, so later runs skip debootstrap; the .deb files apt downloads inside a root
@@ -41,7 +42,8 @@ case "${1:-}" in
   "") ;;
   --each) mode=each ;;
   --run) mode=run run_cmd=${2:?"usage: scripts/test_fresh.sh --run 'COMMAND'"} ;;
-  *) echo "usage: scripts/test_fresh.sh [--each | --run 'COMMAND']" >&2; exit 2 ;;
+  --run-sid) mode=run-sid run_cmd=${2:?"usage: scripts/test_fresh.sh --run-sid 'COMMAND'"} ;;
+  *) echo "usage: scripts/test_fresh.sh [--each | --run 'COMMAND' | --run-sid 'COMMAND']" >&2; exit 2 ;;
 esac
 
 src=$PWD
@@ -163,6 +165,11 @@ closing() {  # log: the last "tests: N passed, M failed" line of a log, as "N M"
 case $mode in
 run)
   new_root run
+  run_in run run "$run_cmd"
+  ;;
+
+run-sid)
+  new_root run sid
   run_in run run "$run_cmd"
   ;;
 
