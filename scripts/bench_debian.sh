@@ -5,7 +5,7 @@
 # For each model of make_models.py --bench --n-layer 4 (the attention of Llama-3-8B, Qwen2, Qwen2-VL: NORMAL,
 # NEOX, MROPE; F32; 4 layers, so that 8 RoPE nodes share each graph's positions) and each thread
 # count (1, 2), ROUNDS rounds alternate the order without / with GGML_BACKEND_PATH; each run is one
-# `llama-bench -p 512 -n 64 -r 1` (a prompt of 512 tokens, then 64 generated) whose tokens per second are read
+# `llama-bench -p 128 -n 32 -r 1` (a prompt of 128 tokens, then 32 generated) whose tokens per second are read
 # from its CSV. Prints, per row, the median over the rounds of with / without (above 1: faster with posenc),
 # the medians and the spread (interquartile range of the ratios over their median), and the CPU. No
 # assertion: a measurement, not a test.
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-backend= rounds=7 work=$PWD/build-debian-bench
+backend= rounds=5 work=$PWD/build-debian-bench
 while [ $# -gt 0 ]; do
   case "$1" in
     --backend) backend=$(realpath "$2"); shift 2 ;;
@@ -44,7 +44,7 @@ echo "== Debian llama.cpp $(dpkg-query -W -f='${Version}' llama.cpp), libggml0 $
 tps() {  # model threads [env...]
   local m=$1 t=$2
   shift 2
-  env "$@" llama-bench -m "$m" -p 512 -n 64 -r 1 -t "$t" -o csv 2>/dev/null | /usr/bin/python3 -c '
+  env "$@" llama-bench -m "$m" -p 128 -n 32 -r 1 -t "$t" -o csv 2>/dev/null | /usr/bin/python3 -c '
 import csv, sys
 rows = list(csv.DictReader(sys.stdin))
 pp = [float(r["avg_ts"]) for r in rows if int(r["n_prompt"]) > 0]
@@ -52,7 +52,7 @@ tg = [float(r["avg_ts"]) for r in rows if int(r["n_gen"]) > 0]
 print(pp[0], tg[0])'
 }
 
-printf '%-22s %-9s %-8s %10s %12s %12s %8s\n' model threads phase "with/with-" "without t/s" "with t/s" spread
+printf '%-22s %-9s %-8s %10s %12s %12s %8s\n' model threads phase "with/without" "without t/s" "with t/s" spread
 for m in "$work"/models/*.gguf; do
   for t in 1 2; do
     : >"$work/rounds.txt"
