@@ -23,12 +23,8 @@ usage() { echo "usage: scripts/build_ggml_backend.sh [TREE [BUILD_DIR]]" >&2; ex
 [ $# -le 2 ] || usage
 jobs=${POSENC_JOBS:-2}
 work=$PWD/build-ggml-backend
-if [ $# -eq 0 ]; then
-  posenc_install_deps
-  mkdir -p "$work"
-  out=$work/module
-  setup=(--buildtype=release -Dggml_backend=enabled -Dtests=disabled -Dbenchmarks=disabled -Dtools=disabled)
-  echo "== posenc's backend for ggml 0.12.0 to 0.27.x in $out" >&2
+# meson setup (again) in $out with ${setup[@]}, the module built there, its path printed
+build_module() {
   if [ -d "$out" ]; then
     meson setup --reconfigure "$out" "${setup[@]}" >"$work/setup.log" 2>&1 || { tail -n 30 "$work/setup.log" >&2; exit 1; }
   else
@@ -37,6 +33,14 @@ if [ $# -eq 0 ]; then
   ninja -C "$out" -j "$jobs" integrations/ggml/libggml-posenc.so >"$work/build.log" 2>&1 ||
     { tail -n 40 "$work/build.log" >&2; echo "build_ggml_backend: the build failed ($work/build.log)" >&2; exit 1; }
   echo "$out/integrations/ggml/libggml-posenc.so"
+}
+if [ $# -eq 0 ]; then
+  posenc_install_deps
+  mkdir -p "$work"
+  out=$work/module
+  setup=(--buildtype=release -Dggml_backend=enabled -Dtests=disabled -Dbenchmarks=disabled -Dtools=disabled)
+  echo "== posenc's backend for ggml 0.12.0 to 0.27.x in $out" >&2
+  build_module
   exit 0
 fi
 posenc_install_deps cmake
@@ -70,11 +74,4 @@ out=$work/posenc-$(printf '%s %s' "$tree" "$libdir" | sha256sum | cut -c1-12)
 setup=(--buildtype=release -Dtests=disabled -Dbenchmarks=disabled -Dtools=disabled "-Dggml_tree=$tree"
        "-Dggml_libdir=$libdir")
 echo "== posenc's backend against $tree ($libdir) in $out" >&2
-if [ -d "$out" ]; then
-  meson setup --reconfigure "$out" "${setup[@]}" >"$work/setup.log" 2>&1 || { tail -n 30 "$work/setup.log" >&2; exit 1; }
-else
-  meson setup "$out" "${setup[@]}" >"$work/setup.log" 2>&1 || { tail -n 30 "$work/setup.log" >&2; exit 1; }
-fi
-ninja -C "$out" -j "$jobs" integrations/ggml/libggml-posenc.so >"$work/build.log" 2>&1 ||
-  { tail -n 40 "$work/build.log" >&2; echo "build_ggml_backend: the build failed ($work/build.log)" >&2; exit 1; }
-echo "$out/integrations/ggml/libggml-posenc.so"
+build_module
