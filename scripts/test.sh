@@ -77,7 +77,7 @@ else
 fi
 
 echo "== native build ($(uname -m))"
-configure build-test --buildtype=release -Db_ndebug=false "${ggml_setup[@]}"
+configure build-test --buildtype=release -Db_ndebug=false -Dtests=enabled "${ggml_setup[@]}"
 ninja -C build-test -j "$jobs"
 meson test -C build-test --num-processes "$jobs" --print-errorlogs || status=1
 
@@ -117,7 +117,7 @@ if [ -f ../shared/peers/llama.cpp-0253fb21f.tar.xz ]; then
     posenc_record "llama.cpp built as its release binaries are" OK
     llama_tree=$(dirname "$llama_build")/src/ggml
     echo "== the ggml integration's tests against llama.cpp's ggml (0.12.0)"
-    configure build-test-ggml012 --buildtype=release -Db_ndebug=false -Dbenchmarks=disabled -Dtools=disabled \
+    configure build-test-ggml012 --buildtype=release -Db_ndebug=false -Dtests=enabled -Dbenchmarks=disabled -Dtools=disabled \
       "-Dggml_tree=$llama_tree" "-Dggml_libdir=$llama_build/bin"
     ninja -C build-test-ggml012 -j "$jobs" integrations/ggml/libggml-posenc.so $(cd integrations/ggml/tests &&
       ls test_ggml_*.cpp | sed 's|^|integrations/ggml/|; s|\.cpp$||')
@@ -139,7 +139,8 @@ else
 fi
 
 echo "== aarch64 build, tests under qemu"
-configure build-test-neon --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Db_ndebug=false -Dbenchmarks=disabled
+configure build-test-neon --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Db_ndebug=false -Dtests=enabled \
+  -Dbenchmarks=disabled
 ninja -C build-test-neon -j "$jobs"
 meson test -C build-test-neon --num-processes "$jobs" --print-errorlogs || status=1
 

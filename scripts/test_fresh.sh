@@ -109,7 +109,9 @@ new_root() {  # name [sid]: a root from the cached base, with this machine's apt
   if [ "${2:-}" = sid ]; then
     # Debian unstable from the same mirror; a snapshot mirror may serve a Release past its Valid-Until, which
     # this root alone accepts
-    tar -C "$root" --numeric-owner -xzf "$(base_of sid)"
+    local sid_base
+    sid_base=$(base_of sid) || return 1
+    tar -C "$root" --numeric-owner -xzf "$sid_base" || return 1
     rm -f "$root/etc/apt/sources.list.d/"*
     echo "deb $mirror sid main" >"$root/etc/apt/sources.list"
     echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99posenc-snapshot"
@@ -129,9 +131,9 @@ new_root() {  # name [sid]: a root from the cached base, with this machine's apt
   mkdir -p "$root/work"
   # Nothing of the host's git configuration or history is needed inside: the clone is a plain directory
   # tree to the scripts (they use no git command).
-  git clone -q --no-hardlinks "$src" "$root/work/main"
+  git clone -q --no-hardlinks "$src" "$root/work/main" || return 1
   if [ -d "$src/../shared" ]; then
-    cp -a "$src/../shared" "$root/work/shared"
+    cp -a "$src/../shared" "$root/work/shared" || return 1
   fi
   echo "root $1: ${2:-$suite}, a clean clone of $(git rev-parse --short HEAD) in /work/main, ../shared beside it"
 }
@@ -244,8 +246,11 @@ ci)
   start=$SECONDS
   module=$tmp/tests/work/main/build-ggml-backend/module/integrations/ggml/libggml-posenc.so
   debian_line="no module from step 1"
-  if [ -f "$module" ]; then
-    new_root debian sid
+  if [ ! -f "$module" ]; then
+    d_passed=0 d_failed=1
+  elif ! new_root debian sid; then
+    d_passed=0 d_failed=1 debian_line="no Debian unstable root (debootstrap or the mirror failed)"
+  else
     cp "$module" "$tmp/debian/work/libggml-posenc.so"
     echo "the module from step 1, sha256 $(sha256sum "$module" | cut -c1-16), into the Debian unstable root"
     debian_rc=0
@@ -255,8 +260,6 @@ ci)
     [ "$debian_rc" = 0 ] || [ "$d_failed" -gt 0 ] || d_failed=$((d_failed + 1))
     debian_line="tests: $d_passed passed, $d_failed failed (exit $debian_rc)"
     rm -rf --one-file-system "${tmp:?}/debian"
-  else
-    d_passed=0 d_failed=1
   fi
   passed=$((passed + d_passed)) failed=$((failed + d_failed))
   debian_s=$((SECONDS - start))

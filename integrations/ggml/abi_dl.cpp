@@ -10,6 +10,8 @@
 #include <link.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "abi.hpp"
 
@@ -18,26 +20,26 @@ namespace abi {
 
 namespace {
 
-struct Search {
-  const char *name;
-  void *found;
-};
-
-int search_object(dl_phdr_info *info, size_t, void *data) {
-  auto *s = static_cast<Search *>(data);
-  if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
-  void *handle = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-  if (!handle) return 0;
-  s->found = dlsym(handle, s->name);
-  dlclose(handle);  // RTLD_NOLOAD took a reference; the object stays loaded by whoever loaded it
-  return s->found ? 1 : 0;
+// The names of the loaded objects, collected while dl_iterate_phdr holds the loader's lock; they are opened only
+// after it has returned (dlopen inside the callback would take the loader's locks in the other order than a
+// concurrent dlopen does).
+int collect_object(dl_phdr_info *info, size_t, void *data) {
+  if (info->dlpi_name && info->dlpi_name[0]) static_cast<std::vector<std::string> *>(data)->push_back(info->dlpi_name);
+  return 0;
 }
 
 void *lookup(const char *name) {
   if (void *p = dlsym(RTLD_DEFAULT, name)) return p;
-  Search s{name, nullptr};
-  dl_iterate_phdr(search_object, &s);
-  return s.found;
+  std::vector<std::string> objects;
+  dl_iterate_phdr(collect_object, &objects);
+  for (const std::string &object : objects) {
+    void *handle = dlopen(object.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle) continue;
+    void *p = dlsym(handle, name);
+    dlclose(handle);  // RTLD_NOLOAD took a reference; the object stays loaded by whoever loaded it
+    if (p) return p;
+  }
+  return nullptr;
 }
 
 }  // namespace

@@ -350,6 +350,25 @@ TEST_CASE("supports_op: RoPE and timestep nodes posenc computes, nothing else") 
   ggml_free(ctx);
 }
 
+TEST_CASE("supports_op: the nodes that compute nothing, only while unplaced") {
+  // yes while neither they nor their view source have a buffer (test-backend-ops asks of every tensor of a case
+  // before allocating); no once placed (ggml's scheduler asks only then, to place weights and cache views by
+  // their buffer, which must stay the CPU backend's)
+  const ggml_init_params params = {ggml_tensor_overhead() * 16, nullptr, true};
+  ggml_context *ctx = ggml_init(params);
+  REQUIRE(ctx);
+  ggml_tensor *leaf = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8);
+  ggml_tensor *views[] = {leaf, ggml_view_1d(ctx, leaf, 32, 0), ggml_reshape_1d(ctx, leaf, 512),
+                          ggml_permute(ctx, leaf, 1, 0, 2, 3), ggml_transpose(ctx, leaf)};
+  for (ggml_tensor *v : views) CHECK(ggml_backend_dev_supports_op(dev(), v));
+  ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+  REQUIRE(buf != nullptr);
+  REQUIRE(leaf->buffer != nullptr);
+  for (ggml_tensor *v : views) CHECK_FALSE(ggml_backend_dev_supports_op(dev(), v));
+  ggml_backend_buffer_free(buf);
+  ggml_free(ctx);
+}
+
 TEST_CASE("every RoPE node: computed by the backend, the twin's bytes, for every thread count") {
   Backends be;
   uint64_t seed = 1;
