@@ -335,8 +335,9 @@ PyObject *g_errors[7] = {};  // by status; new references held for the interpret
 
 void register_errors(py::module_ &m) {
   auto make = [&](const char *name, PyObject *base, const char *doc) {
-    py::tuple bases =
-        base ? py::make_tuple(py::handle(g_errors[0]), py::handle(base)) : py::make_tuple(py::handle(PyExc_Exception));
+    // both arms a py::tuple: pybind11 3's make_tuple returns typing::Tuple<...> of the arguments' types
+    py::tuple bases = base ? py::tuple(py::make_tuple(py::handle(g_errors[0]), py::handle(base)))
+                           : py::tuple(py::make_tuple(py::handle(PyExc_Exception)));
     PyObject *cls = PyErr_NewExceptionWithDoc((std::string("posenc.") + name).c_str(), doc, bases.ptr(), nullptr);
     if (!cls) throw py::error_already_set();
     m.add_object(name, py::handle(cls));
