@@ -173,11 +173,11 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, const Rows *cs
   if (node.copy) {
     const char *src = static_cast<const char *>(a->data) + i3 * a->nb[3];
     if (whole && whole_elements<T>(src, a->nb[1], a->nb[2])) {
-      const int64_t sts = int64_t(a->nb[2]) / esize, shs = int64_t(a->nb[1]) / esize, h = node.rotary_dim / 2;
+      const int64_t sts = int64_t(a->nb[2]) / esize, shs = int64_t(a->nb[1]) / esize;
       const T *s0 = reinterpret_cast<const T *>(src) + node.offs;
       T *d0 = reinterpret_cast<T *>(base) + node.offs;
-      const posenc_status st = cs ? Calls<T>::copy_cached(rope, cs->c(b), h, cs->s(b), h, e - b, s0 + b * sts, sts, shs,
-                                                          d0 + b * ts, heads, ts, hs)
+      const posenc_status st = cs ? Calls<T>::copy_cached(rope, cs->c(b), cs->h, cs->s(b), cs->h, e - b, s0 + b * sts,
+                                                          sts, shs, d0 + b * ts, heads, ts, hs)
                                   : Calls<T>::copy(rope, pos, 0, n, s0, sts, shs, d0, heads, ts, hs, b, e);
       if (st != POSENC_OK && st != POSENC_ERR_INVALID) return st;
       if (st == POSENC_OK) {
@@ -203,9 +203,9 @@ posenc_status rotate_tokens(const Node &node, const int64_t *pos, const Rows *cs
   }
   if (whole) {
     T *x = reinterpret_cast<T *>(base) + node.offs;
-    const int64_t h = node.rotary_dim / 2;
-    const posenc_status st = cs ? Calls<T>::cached(rope, cs->c(b), h, cs->s(b), h, e - b, x + b * ts, heads, ts, hs)
-                                : Calls<T>::in_place(rope, pos, 0, n, x, heads, ts, hs, b, e);
+    const posenc_status st =
+        cs ? Calls<T>::cached(rope, cs->c(b), cs->h, cs->s(b), cs->h, e - b, x + b * ts, heads, ts, hs)
+           : Calls<T>::in_place(rope, pos, 0, n, x, heads, ts, hs, b, e);
     if (st != POSENC_ERR_INVALID) return st;  // INVALID: rows overlap; one at a time below
   }
   std::vector<T> buf(size_t(node.rotary_dim));

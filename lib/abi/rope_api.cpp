@@ -192,14 +192,26 @@ posenc_status check_call_positions(const Positions &p, int64_t n, int axes) {
   return p.real ? check_real_positions(p.times, n, axes) : check_axis_positions(p.positions, p.first, n, axes);
 }
 
-// The given cos and sin rows of a _cached call (n > 0): strides of at least h where they separate rows (INVALID),
-// the rows in memory (OVERFLOW), and apart from every destination row (INVALID: they are read while the
-// tensors are written).
+// n > 0 rows of h floats of a cos/sin cache (written by posenc_rope_cache_f32, read by the _cached calls):
+// strides of at least h where they separate rows, not negative (INVALID), the rows in memory (OVERFLOW); then
+// the two as lattices of byte ranges.
+posenc_status cache_rows(const float *cos, int64_t cos_stride, const float *sin, int64_t sin_stride, int64_t n,
+                         int64_t h, Lattice &c, Lattice &s) {
+  if (n > 1 && (cos_stride < h || sin_stride < h)) return POSENC_ERR_INVALID;
+  if (cos_stride < 0 || sin_stride < 0) return POSENC_ERR_INVALID;
+  if (!extent_fits(n, cos_stride, 1, 0, h, 4) || !extent_fits(n, sin_stride, 1, 0, h, 4)) return POSENC_ERR_OVERFLOW;
+  // extent_fits above bounds (n - 1) stride 4 bytes; with one row the strides separate nothing
+  c = Lattice{i128(reinterpret_cast<uintptr_t>(cos)), n, n > 1 ? cos_stride * 4 : 0, 1, 0, h * 4};
+  s = Lattice{i128(reinterpret_cast<uintptr_t>(sin)), n, n > 1 ? sin_stride * 4 : 0, 1, 0, h * 4};
+  return POSENC_OK;
+}
+
+// The given cos and sin rows of a _cached call (n > 0): cache_rows' checks, and apart from every destination
+// row (INVALID: they are read while the tensors are written).
 posenc_status check_given(const Positions &p, int64_t n, int64_t h, const Lattice *dst, int count) {
-  if (p.cs < 0 || p.ss < 0 || (n > 1 && (p.cs < h || p.ss < h))) return POSENC_ERR_INVALID;
-  if (!extent_fits(n, p.cs, 1, 0, h, 4) || !extent_fits(n, p.ss, 1, 0, h, 4)) return POSENC_ERR_OVERFLOW;
-  const Lattice c{i128(reinterpret_cast<uintptr_t>(p.cos)), n, n > 1 ? p.cs * 4 : 0, 1, 0, h * 4};
-  const Lattice s{i128(reinterpret_cast<uintptr_t>(p.sin)), n, n > 1 ? p.ss * 4 : 0, 1, 0, h * 4};
+  Lattice c, s;
+  const posenc_status sc = cache_rows(p.cos, p.cs, p.sin, p.ss, n, h, c, s);
+  if (sc != POSENC_OK) return sc;
   for (int i = 0; i < count; ++i)
     if (cross_overlaps(c, dst[i]) || cross_overlaps(s, dst[i])) return POSENC_ERR_INVALID;
   return POSENC_OK;
@@ -305,13 +317,9 @@ posenc_status run_cache(const posenc_rope *rope, const Positions &pos, int64_t n
   const posenc_status sreal = check_real_spec(pos, *rope);
   if (sreal != POSENC_OK) return sreal;
   const int64_t h = rope->rotary_dim / 2;
-  if (n > 1 && (cos_stride < h || sin_stride < h)) return POSENC_ERR_INVALID;
-  if (cos_stride < 0 || sin_stride < 0) return POSENC_ERR_INVALID;
-  if (!extent_fits(n, cos_stride, 1, 0, h, 4) || !extent_fits(n, sin_stride, 1, 0, h, 4)) return POSENC_ERR_OVERFLOW;
-  // extent_fits above bounds (n - 1) stride 4 bytes; with one row the strides separate nothing
-  const int64_t cs = n > 1 ? cos_stride * 4 : 0, ss = n > 1 ? sin_stride * 4 : 0;
-  const Lattice c{i128(reinterpret_cast<uintptr_t>(cos_out)), n, cs, 1, 0, h * 4};
-  const Lattice s{i128(reinterpret_cast<uintptr_t>(sin_out)), n, ss, 1, 0, h * 4};
+  Lattice c, s;
+  const posenc_status sc = cache_rows(cos_out, cos_stride, sin_out, sin_stride, n, h, c, s);
+  if (sc != POSENC_OK) return sc;
   if (cross_overlaps(c, s)) return POSENC_ERR_INVALID;
   const posenc_status sp = check_call_positions(pos, n, rope->axes);
   if (sp != POSENC_OK) return sp;
