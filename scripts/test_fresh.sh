@@ -259,6 +259,7 @@ ci)
     if [ -z "${d_passed:-}" ]; then d_passed=0 d_failed=1; fi
     [ "$debian_rc" = 0 ] || [ "$d_failed" -gt 0 ] || d_failed=$((d_failed + 1))
     debian_line="tests: $d_passed passed, $d_failed failed (exit $debian_rc)"
+    debian_fails=$(grep -E '^FAIL ' "$tmp/debian/work/debian.log" | head -n 20 || true)
     rm -rf --one-file-system "${tmp:?}/debian"
   fi
   passed=$((passed + d_passed)) failed=$((failed + d_failed))
@@ -266,9 +267,12 @@ ci)
 
   echo "== the README's commands in fresh roots"
   echo "scripts/test.sh: $test_line ($test_s s, exit $test_rc)"
+  # what failed, from tools/test_summary.py's lines, where the tail of CI's log shows it
+  grep -E '^(FAILED |  case: )' "$tmp/tests/work/test.log" 2>/dev/null | head -n 20 | sed 's/^/  /' || true
   echo "scripts/report.sh --quick, its own root: $report_result ($report_s s)"
   echo "dpkg-dev, the install line and find_package again: $cmake_result ($cmake_s s)"
   echo "the module in Debian unstable (scripts/test_debian.sh): $debian_line ($debian_s s)"
+  [ -z "${debian_fails:-}" ] || printf '%s\n' "$debian_fails" | sed 's/^/  /'
   echo "tests: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   ;;

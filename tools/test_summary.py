@@ -33,8 +33,26 @@ def count(entry):
     return (1, 0) if result == "OK" else (0, 1)
 
 
+def failures(entry, f):
+    """Lines naming a failing entry: its name, result, time against its timeout, and Catch2's failing cases."""
+    name = entry.get("name", "?")
+    took, limit = entry.get("duration"), entry.get("timeout")
+    when = f" after {took:.1f} s" if isinstance(took, (int, float)) else ""
+    if isinstance(limit, (int, float)) and limit > 0:
+        when += f" (timeout {limit} s)"
+    lines = [f"FAILED {name}: {entry.get('result', '?')}{when}, {f} case(s)"]
+    out = entry.get("stdout", "") or ""
+    # Catch2 prints the failing test case's name after a line of dashes, before its location
+    for m in re.finditer(r"-{20,}\n(.+?)\n-{20,}\n(\S+:\d+)", out):
+        lines.append(f"  case: {m.group(1).strip()} ({m.group(2)})")
+    if len(lines) == 1 and out:
+        lines += ["  " + l for l in out.strip().splitlines()[-5:]]
+    return lines
+
+
 def main(paths):
     passed = failed = 0
+    named = []
     for path in paths:
         p = f = 0
         with open(path) as fh:
@@ -42,10 +60,16 @@ def main(paths):
                 line = line.strip()
                 if not line:
                     continue
-                a, b = count(json.loads(line))
+                entry = json.loads(line)
+                a, b = count(entry)
                 p, f = p + a, f + b
+                if b:
+                    named += failures(entry, b)
         print(f"{path}: {p} passed, {f} failed")
         passed, failed = passed + p, failed + f
+    # the failures again, last, where a log's tail shows them
+    for line in named:
+        print(line)
     print(f"tests: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
