@@ -12,11 +12,14 @@
 #     3. in the first root, dpkg-dev installed (meson's default libdir becomes lib/<multiarch>), the README's
 #        install line and find_package(posenc CONFIG) again: scripts/test_install.sh --cmake-only (one more);
 #     4. in a fresh Debian unstable root (debootstrap's sid script), the ggml backend module that step 1 built,
-#        the same file, in Debian's packaged llama.cpp and ggml: scripts/test_debian.sh (its cases added).
-#     Prints the test command's own closing line, then "tests: N passed, M failed" with 2, 3 and 4 added.
+#        the same file, in Debian's packaged llama.cpp and ggml: scripts/test_debian.sh (its cases added);
+#     5. in that root, posenc's Python package built with its Python and pybind11 and its rotary modules inside
+#        Debian's transformers and PyTorch: scripts/test_transformers.sh (each pytest case added).
+#     Prints the test command's own closing line, then "tests: N passed, M failed" with 2 to 5 added.
 #   scripts/test_fresh.sh --each    every script a user may run alone, each in its own fresh root (report.sh
 #     --quick, test_python.sh, build_ggml.sh, build_ggml_backend.sh, build_llama.sh, test_llama.sh,
-#     test_install.sh, test_subproject.sh, test_hardening.sh; test_debian.sh in a Debian unstable root): a script that uses a package it does not install
+#     test_install.sh, test_subproject.sh, test_hardening.sh; test_debian.sh and test_transformers.sh in a Debian
+#     unstable root): a script that uses a package it does not install
 #     fails here. test.sh itself is the default mode's step 1. Run before each release (docs/releasing.md);
 #     one case per script.
 #   scripts/test_fresh.sh --run 'COMMAND'   one command in a fresh root (for a look inside, POSENC_FRESH_KEEP=1)
@@ -183,7 +186,7 @@ each)
             tar -xJf ../shared/peers/ggml-d99724f2.tar.xz -C /tmp/ggml --strip-components=1 &&
             scripts/build_ggml_backend.sh /tmp/ggml"
            scripts/build_llama.sh scripts/test_llama.sh scripts/test_install.sh scripts/test_subproject.sh
-           scripts/test_hardening.sh "sid: scripts/test_debian.sh")
+           scripts/test_hardening.sh "sid: scripts/test_debian.sh" "sid: scripts/test_transformers.sh")
   passed=0 failed=0 i=0 results=()
   for cmd in "${scripts[@]}"; do
     i=$((i + 1))
@@ -260,10 +263,23 @@ ci)
     [ "$debian_rc" = 0 ] || [ "$d_failed" -gt 0 ] || d_failed=$((d_failed + 1))
     debian_line="tests: $d_passed passed, $d_failed failed (exit $debian_rc)"
     debian_fails=$(grep -E '^FAIL ' "$tmp/debian/work/debian.log" | head -n 20 || true)
+    debian_s=$((SECONDS - start))
+    # 5. In the same root: posenc's Python package built there (Python 3.14, pybind11 3) the documented way, and
+    # its rotary modules inside Debian's transformers and PyTorch (scripts/test_transformers.sh).
+    start=$SECONDS
+    tf_rc=0
+    run_in debian transformers "bash scripts/test_transformers.sh" || tf_rc=$?
+    read -r t_passed t_failed < <(closing "$tmp/debian/work/transformers.log"; echo)
+    if [ -z "${t_passed:-}" ]; then t_passed=0 t_failed=1; fi
+    [ "$tf_rc" = 0 ] || [ "$t_failed" -gt 0 ] || t_failed=$((t_failed + 1))
+    tf_line="tests: $t_passed passed, $t_failed failed (exit $tf_rc)"
+    tf_fails=$(grep -E '^FAILED ' "$tmp/debian/work/transformers.log" | head -n 20 || true)
+    tf_s=$((SECONDS - start))
+    passed=$((passed + t_passed)) failed=$((failed + t_failed))
     rm -rf --one-file-system "${tmp:?}/debian"
   fi
   passed=$((passed + d_passed)) failed=$((failed + d_failed))
-  debian_s=$((SECONDS - start))
+  debian_s=${debian_s:-$((SECONDS - start))}
 
   echo "== the README's commands in fresh roots"
   echo "scripts/test.sh: $test_line ($test_s s, exit $test_rc)"
@@ -273,6 +289,8 @@ ci)
   echo "dpkg-dev, the install line and find_package again: $cmake_result ($cmake_s s)"
   echo "the module in Debian unstable (scripts/test_debian.sh): $debian_line ($debian_s s)"
   [ -z "${debian_fails:-}" ] || printf '%s\n' "$debian_fails" | sed 's/^/  /'
+  echo "posenc's Python package in transformers and PyTorch there (scripts/test_transformers.sh): ${tf_line:-not run} (${tf_s:-0} s)"
+  [ -z "${tf_fails:-}" ] || printf '%s\n' "$tf_fails" | sed 's/^/  /'
   echo "tests: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   ;;

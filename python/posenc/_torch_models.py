@@ -1,0 +1,177 @@
+"""posenc.torch's drop-ins for the rotary modules that transformers' HunYuan and ERNIE-4.5-VL models define
+for themselves (transformers 5.12.1's modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py and
+modeling_ernie4_5_vl_moe.py): the same constructor, forward, buffers and attributes, exact values. Imported
+into posenc.torch; use them from there."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _posenc as _p
+from ._posenc import Rope
+from .torch import (RotaryEmbedding, _float_table, _get, _head_dim_or, _inv_freq, _mrope_positions, _rope_dict,
+                    _rope_type, apply_rotary)
+
+
+__all__ = ["HunYuanDenseV1RotaryEmbedding", "HunYuanMoEV1RotaryEmbedding", "Ernie4_5_VLMoeTextRotaryEmbedding"]
+
+
+class HunYuanDenseV1RotaryEmbedding(RotaryEmbedding):
+    """transformers' HunYuanDenseV1RotaryEmbedding (also HunYuanMoEV1RotaryEmbedding), exact:
+    ``HunYuanDenseV1RotaryEmbedding(config, device=None)``, ``forward(x, position_ids) -> (cos, sin)`` as
+    RotaryEmbedding's. What differs from Llama's: a ``dynamic`` rope_parameters with ``alpha`` (HunYuan's
+    configs) starts from the NTK-alpha frequencies over ``config.head_dim``, ``base * alpha^(d / (d - 2))``,
+    attention scaling 1; as upstream, a sequence past ``max_position_embeddings`` then takes transformers'
+    plain dynamic NTK frequencies for its length (``factor``, no alpha) and a shorter one the alpha
+    frequencies again. Any other rope_type is read as RotaryEmbedding reads it."""
+
+    def __init__(self, config: Any, device: Optional[torch.device] = None):
+        rp = _rope_dict(config, "rope_parameters")
+        alpha = None if rp is None else rp.get("alpha")
+        if rp is None or _rope_type(rp) != "dynamic" or not alpha:
+            super().__init__(config, device)
+            return
+        # The module's other state (the growth path) is RotaryEmbedding's over the dict without alpha, which
+        # transformers' dynamic initialiser does not read either; the starting frequencies are alpha's.
+        plain = dict(rp)
+        plain.pop("alpha")
+        # without a factor upstream's growth fails (a KeyError past max_position_embeddings): here a ValueError
+        # there (_update), and the plain state a default one
+        self._factorless = plain.get("factor") is None
+        if self._factorless:
+            plain["rope_type"] = "default"
+        super().__init__(_WithParameters(config, plain), device)
+        self.config = config
+        dim = _get(config, "head_dim")
+        if not dim:
+            raise ValueError("HunYuan's dynamic alpha RoPE reads config.head_dim; this config has none")
+        self.dim = int(dim)
+        state = self._states[None]
+        base = rp.get("rope_theta") or _get(config, "rope_theta")
+        if base is None:
+            raise ValueError("rope_parameters['rope_theta']: HunYuan's alpha RoPE needs it")
+        rope = _p.rope_init(self.dim, float(base), {"rope_type": "dynamic", "alpha": float(alpha)})
+        state.original_rope = state.rope = rope
+        self.attention_scaling = rope.attention_scale
+        self.register_buffer("inv_freq", _float_table(_inv_freq(rope), device), persistent=False)
+        self.register_buffer("original_inv_freq", self.inv_freq.clone(), persistent=False)
+        self.rope_type = "dynamic"
+
+    def _update(self, position_ids: Tensor, layer_type: Optional[str] = None) -> None:
+        if getattr(self, "_factorless", False) and position_ids.numel():
+            top = position_ids.max()
+            seq_len = int(top) + 1 if not top.is_floating_point() else int(float(top)) + 1
+            if self.max_seq_len_cached is not None and seq_len > self.max_seq_len_cached:
+                raise ValueError("rope_parameters['factor']: HunYuan's dynamic RoPE past max_position_embeddings "
+                                 "(%d) takes transformers' dynamic NTK frequencies, which need it"
+                                 % self.max_seq_len_cached)
+            return
+        super()._update(position_ids, layer_type)
+
+
+class _WithParameters:
+    """A config seen with other rope_parameters (every other attribute read through)."""
+
+    def __init__(self, config: Any, rope_parameters: dict):
+        self._config = config
+        self.rope_parameters = rope_parameters
+
+    def __getattr__(self, name: str) -> Any:
+        if isinstance(self._config, dict):
+            if name in self._config:
+                return self._config[name]
+            raise AttributeError(name)
+        return getattr(self._config, name)
+
+
+HunYuanMoEV1RotaryEmbedding = HunYuanDenseV1RotaryEmbedding
+
+
+class Ernie4_5_VLMoeTextRotaryEmbedding(torch.nn.Module):
+    """transformers' Ernie4_5_VLMoeTextRotaryEmbedding (ERNIE-4.5-VL's text M-RoPE), exact:
+    ``Ernie4_5_VLMoeTextRotaryEmbedding(config, device=None)``; ``forward(x, position_ids [3, batch, seq])``
+    -> ``(cos, sin)`` [batch, seq, head_dim] float32 (as upstream, whatever x's dtype; on x's device), for
+    upstream's ``apply_rotary_pos_emb`` (pairs (2i, 2i + 1), the interleaved rotate_half). Pair i rotates by
+    frequency ``rope_theta^(-2i / head_dim)`` at the height position (axis 1) when i < 2 h and i is even, the
+    width position (axis 2) when i < 2 h and i is odd, the temporal one (axis 0) after, for
+    ``mrope_section = [h, w, t]`` (default [22, 22, 20], h == w): posenc's ALTERNATING layout. Buffers and
+    attributes as upstream: ``inv_freq`` (non-persistent buffer, upstream's pre-rotated order: the even then
+    the odd frequencies of the first 2 h, then the last t), ``original_inv_freq`` (a plain attribute),
+    ``mrope_section``, ``attention_scaling`` 1, ``rope_type`` "default" (any other is refused, as upstream).
+    ``apply_rotary(q, k, position_ids)`` rotates q and k in place, fused (autograd: the inverse rotation)."""
+
+    def __init__(self, config: Any, device: Optional[torch.device] = None):
+        super().__init__()
+        self.max_seq_len_cached = _get(config, "max_position_embeddings")
+        self.original_max_seq_len = self.max_seq_len_cached
+        self.config = config
+        rp = _rope_dict(config, "rope_parameters")
+        if rp is None:
+            raise ValueError("Ernie4_5_VLMoeTextRotaryEmbedding reads config.rope_parameters (transformers v5); "
+                             "this config has none")
+        self.rope_type = rp.get("rope_type", rp.get("type"))
+        if self.rope_type != "default":
+            raise ValueError("rope_type %r: ERNIE-4.5-VL's text rotary takes the default rope type only, as "
+                             "transformers' does" % (self.rope_type,))
+        base = rp.get("rope_theta")
+        if base is None:
+            raise ValueError("rope_parameters['rope_theta']: ERNIE-4.5-VL's text rotary needs it")
+        dim = _head_dim_or(config, "head_dim", "Ernie4_5_VLMoeTextRotaryEmbedding")
+        self.mrope_section = [int(s) for s in rp.get("mrope_section", [22, 22, 20])]
+        h_sec, w_sec, t_sec = self._check_section(self.mrope_section, dim)
+        self.attention_scaling = 1.0
+        one = Rope(dim, pairs="interleaved", base=float(base))
+        self._rope = _p.rope_sections(one, [t_sec, h_sec, w_sec], "alternating")
+        inv = _inv_freq(one)
+        hw = h_sec + w_sec
+        pre_rotated = inv[:hw][0::2] + inv[:hw][1::2] + inv[hw:]
+        self.register_buffer("inv_freq", _float_table(pre_rotated, device), persistent=False)
+        self.original_inv_freq = self.inv_freq
+
+    @staticmethod
+    def _check_section(section: list, dim: int) -> Tuple[int, int, int]:
+        if len(section) != 3:
+            raise ValueError("mrope_section %s: ERNIE's is [h, w, t], three sizes" % (section,))
+        h, w, t = section
+        if h != w or min(section) < 0 or h + w + t != dim // 2:
+            raise ValueError("mrope_section %s: ERNIE-4.5-VL pairs the height and width frequencies (h == w) and "
+                             "the three cover head_dim / 2 = %d pairs" % (section, dim // 2))
+        return h, w, t
+
+    @property
+    def rope(self) -> Rope:
+        """The posenc.Rope of 3 axes (interleaved pairs, ALTERNATING sections [t, h, w])."""
+        return self._rope
+
+    @torch.no_grad()
+    def forward(self, x: Tensor, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
+        """(cos, sin) [batch, seq, head_dim] float32 on x.device: each pair's value twice, side by side."""
+        pos = _mrope_positions(position_ids)
+        tokens = pos.shape[1:]
+        r = self._rope.rotary_dim
+        h = r // 2
+        n = pos[0].numel()
+        cos = torch.empty(n, h)
+        sin = torch.empty(n, h)
+        _p.rope_cache(self._rope, positions=pos.reshape(3, -1), out=(cos, sin))
+        cos = cos.repeat_interleave(2, dim=-1).view(*tokens, r)
+        sin = sin.repeat_interleave(2, dim=-1).view(*tokens, r)
+        if x.device.type != "cpu":
+            cos, sin = cos.to(x.device), sin.to(x.device)
+        return cos, sin
+
+    def apply_rotary(self, q: Tensor, k: Optional[Tensor], position_ids: Tensor,
+                     unsqueeze_dim: int = 1) -> Tuple[Tensor, Optional[Tensor]]:
+        """q and k rotated in place, fused: upstream's apply_rotary_pos_emb with the exact cos/sin, rounded once
+        in q's dtype (upstream rounds its float32 result to q's dtype)."""
+        return apply_rotary(q, k, _mrope_positions(position_ids), self._rope, unsqueeze_dim=unsqueeze_dim)
+
+
+# posenc.torch's ``from ._torch_models import *`` takes the names above; they join its __all__ here.
+_parent = sys.modules.get(__name__.rsplit(".", 1)[0] + ".torch")
+if _parent is not None and isinstance(getattr(_parent, "__all__", None), list):
+    _parent.__all__.extend(n for n in __all__ if n not in _parent.__all__)
+del _parent

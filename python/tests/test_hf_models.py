@@ -1,0 +1,575 @@
+"""posenc.torch's rotary modules inside the real transformers: for every model family with a RoPE of its own, a
+small random-weight model built from transformers' own config class (small widths, the family's real RoPE
+settings), its rotary modules swapped for posenc.torch's as docs/python.md ("Use it inside transformers")
+writes it, then:
+
+- the logits of transformers' own forward at positions below 4096 within 1e-4 of vanilla's, relative to the
+  largest (float32), and the same greedy tokens from generate() with the cache;
+- the swapped module's cos/sin at positions 1e6 and 2^30 (M-RoPE: a different position on each axis) are the
+  correctly rounded values of the exact ones, against mpfr_ref.py's MPFR reference (the family's frequencies in
+  real arithmetic); vanilla's error there is measured and printed;
+- a bf16 and an fp16 model: the swapped module's cos/sin have the original's dtype and device, and the model runs;
+- the vision towers (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL) give vanilla's output with their rotary swapped.
+
+Needs transformers (Debian unstable's python3-transformers; scripts/test_transformers.sh runs it there); skipped
+where it is not installed (bookworm has none). Nothing is downloaded: every model is made from a config here."""
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import math  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import posenc.torch as pt  # noqa: E402
+
+import mpfr_ref as R  # noqa: E402
+
+FAR = (10 ** 6, 2 ** 30)
+SEQ = 48  # prompt length of the logits check; its positions end just below 4096
+GEN = 12  # tokens generate() adds
+
+
+def note(line):
+    """A measurement: printed, and kept in $POSENC_HF_NOTES when set (scripts/test_transformers.sh shows it)."""
+    print(line)
+    path = os.environ.get("POSENC_HF_NOTES")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(line + "\n")
+
+
+def _small(**kw):
+    """The widths every text model here shares (a 32-wide head unless the family sets its own)."""
+    base = dict(vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, pad_token_id=0, bos_token_id=1, eos_token_id=None, tie_word_embeddings=False)
+    base.update(kw)
+    return base
+
+
+# ---- the families --------------------------------------------------------------------------------------------
+# Each: the config, how to build the model, the one line that swaps its rotary module (as docs/python.md gives
+# it), where the text rotary is, and the exact frequencies (MPFR) with the attention factor of its RoPE at a
+# sequence length (for the dynamic and longrope types).
+
+def _llama31():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    c = LlamaConfig(**_small(max_position_embeddings=131072, rope_parameters={
+        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}))
+    return LlamaForCausalLM(c)
+
+
+def _mistral():
+    from transformers import MistralConfig, MistralForCausalLM
+    return MistralForCausalLM(MistralConfig(**_small(max_position_embeddings=32768, sliding_window=None,
+                                                     rope_parameters={"rope_type": "default", "rope_theta": 1e6})))
+
+
+def _qwen2():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    return Qwen2ForCausalLM(Qwen2Config(**_small(max_position_embeddings=32768,
+                                                 rope_parameters={"rope_type": "default", "rope_theta": 1e6})))
+
+
+def _qwen3():
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+    return Qwen3ForCausalLM(Qwen3Config(**_small(head_dim=32, max_position_embeddings=40960,
+                                                 rope_parameters={"rope_type": "default", "rope_theta": 1e6})))
+
+
+PHI3_SHORT = [1.0 + 0.05 * i for i in range(16)]
+PHI3_LONG = [1.0 + 1.5 * i for i in range(16)]
+
+
+def _phi3():
+    from transformers import Phi3Config, Phi3ForCausalLM
+    c = Phi3Config(**_small(max_position_embeddings=131072, original_max_position_embeddings=4096,
+                            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                             "short_factor": PHI3_SHORT, "long_factor": PHI3_LONG}))
+    return Phi3ForCausalLM(c)
+
+
+DSV3_YARN = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "original_max_position_embeddings": 4096,
+             "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0}
+
+
+def _deepseek_v3():
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+    c = DeepseekV3Config(**_small(num_key_value_heads=4, q_lora_rank=64, kv_lora_rank=32, qk_rope_head_dim=32,
+                                  qk_nope_head_dim=32, v_head_dim=32, n_routed_experts=4, num_experts_per_tok=2,
+                                  n_group=1, topk_group=1, moe_intermediate_size=64, first_k_dense_replace=1,
+                                  max_position_embeddings=163840, rope_parameters=dict(DSV3_YARN)))
+    return DeepseekV3ForCausalLM(c)
+
+
+def _gpt_neox():
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+    c = GPTNeoXConfig(**dict(_small(), num_key_value_heads=None, max_position_embeddings=2048 * 4,
+                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                              "partial_rotary_factor": 0.25}))
+    return GPTNeoXForCausalLM(c)
+
+
+def _gemma3():
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+    c = Gemma3TextConfig(**_small(head_dim=32, num_hidden_layers=2, sliding_window=16, max_position_embeddings=131072,
+                                  layer_types=["sliding_attention", "full_attention"],
+                                  rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                                   "full_attention": {"rope_type": "linear", "factor": 8.0,
+                                                                      "rope_theta": 1e6}}))
+    return Gemma3ForCausalLM(c)
+
+
+def _gemma4():
+    from transformers import Gemma4ForCausalLM, Gemma4TextConfig
+    c = Gemma4TextConfig(**_small(head_dim=32, global_head_dim=64, num_hidden_layers=2, sliding_window=16,
+                                  max_position_embeddings=131072, layer_types=["sliding_attention", "full_attention"],
+                                  hidden_size_per_layer_input=16, vocab_size_per_layer_input=256))
+    return Gemma4ForCausalLM(c)
+
+
+HUNYUAN = {"rope_type": "dynamic", "rope_theta": 10000.0, "alpha": 1000.0, "factor": 1.0, "beta_fast": 32,
+           "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}
+
+
+def _hunyuan():
+    from transformers import HunYuanDenseV1Config, HunYuanDenseV1ForCausalLM
+    c = HunYuanDenseV1Config(**_small(head_dim=32, max_position_embeddings=32768, rope_parameters=dict(HUNYUAN)))
+    return HunYuanDenseV1ForCausalLM(c)
+
+
+def swap_text(model):
+    """The one line of docs/python.md for the text families: the model's rotary module replaced by posenc's."""
+    inner = model.gpt_neox if hasattr(model, "gpt_neox") else model.model
+    cls = pt.HunYuanDenseV1RotaryEmbedding if "HunYuan" in type(model).__name__ else pt.RotaryEmbedding
+    inner.rotary_emb = cls(model.config)
+    return inner.rotary_emb
+
+
+def text_rotary(model):
+    return (model.gpt_neox if hasattr(model, "gpt_neox") else model.model).rotary_emb
+
+
+def _inv(base, r):
+    return [R.inv_freq(base, r, i) for i in range(r // 2)]
+
+
+# The exact RoPE of each family's rotary: (frequencies in real arithmetic, attention factor), at a sequence
+# length seq (max position + 1), for a layer type; and the rotary width.
+def exact_llama31(seq, layer_type=None):
+    return R.hf_llama3(500000.0, 32, 8.0, 1.0, 4.0, 8192), 1.0
+
+
+def exact_default(theta):
+    return lambda seq, layer_type=None: (_inv(theta, 32), 1.0)
+
+
+def exact_phi3(seq, layer_type=None):
+    ext = PHI3_LONG if seq > 4096 else PHI3_SHORT
+    return R.hf_longrope(10000.0, 32, ext, 131072 / 4096, 4096)
+
+
+def exact_dsv3(seq, layer_type=None):
+    y = DSV3_YARN
+    return R.hf_yarn(10000.0, 32, y["factor"], y["original_max_position_embeddings"], y["beta_fast"], y["beta_slow"],
+                     y["mscale"], y["mscale_all_dim"])
+
+
+def exact_neox(seq, layer_type=None):
+    return _inv(10000.0, 8), 1.0
+
+
+def exact_gemma3(seq, layer_type=None):
+    if layer_type == "sliding_attention":
+        return _inv(10000.0, 32), 1.0
+    return R.hf_linear(1e6, 32, 8.0), 1.0
+
+
+def exact_gemma4(seq, layer_type=None):
+    if layer_type == "sliding_attention":
+        return _inv(10000.0, 32), 1.0
+    # proportional, partial_rotary_factor 0.25 of the 64-wide global head: 8 pairs turn, 24 stand still
+    turning = int(0.25 * 64 // 2)
+    return [R.inv_freq(1e6, 64, i) for i in range(turning)] + [0] * (32 - turning), 1.0
+
+
+def exact_hunyuan(seq, layer_type=None):
+    if seq > 32768:  # upstream's growth: transformers' plain dynamic NTK for that length (no alpha)
+        return R.hf_dynamic(10000.0, 32, 1.0, 32768, seq), 1.0
+    with R.ctx(R.PREC):  # base * alpha^(d / (d - 2))
+        lnb = R.gmpy2.log(R.mpfr(10000.0)) + R.gmpy2.log(R.mpfr(1000.0)) * 32 / 30
+        return [R.gmpy2.exp(lnb * (-2 * i) / 32) for i in range(16)], 1.0
+
+
+TEXT = {
+    "llama3.1": (_llama31, exact_llama31, None),
+    "mistral": (_mistral, exact_default(1e6), None),
+    "qwen2": (_qwen2, exact_default(1e6), None),
+    "qwen3": (_qwen3, exact_default(1e6), None),
+    "phi3-longrope": (_phi3, exact_phi3, None),
+    "deepseek-v3-yarn": (_deepseek_v3, exact_dsv3, None),
+    "gpt-neox-partial": (_gpt_neox, exact_neox, None),
+    "gemma3": (_gemma3, exact_gemma3, ("sliding_attention", "full_attention")),
+    "gemma4-proportional": (_gemma4, exact_gemma4, ("sliding_attention", "full_attention")),
+    "hunyuan-alpha": (_hunyuan, exact_hunyuan, None),
+}
+
+_BUILT = {}
+
+
+def built(name):
+    """(vanilla model, swapped model) of a family, the same weights (made once per run)."""
+    if name not in _BUILT:
+        torch.manual_seed(1234)
+        vanilla = TEXT[name][0]().eval()
+        swapped = TEXT[name][0]().eval()
+        swapped.load_state_dict(vanilla.state_dict())
+        swap_text(swapped)
+        _BUILT[name] = vanilla, swapped
+    return _BUILT[name]
+
+
+def double_model(model):
+    """The model in float64, posenc's rotary in it (its cos/sin: the correctly rounded float32 values): the logits
+    without float32's rounding in the model or in the RoPE angles, to tell what vanilla's float32 RoPE moves."""
+    import copy
+    m = copy.deepcopy(model).double()
+    try:
+        m.set_experts_implementation("eager")  # MoE models: torch's grouped matmul has no float64
+    except (ValueError, RuntimeError, AttributeError, TypeError):
+        pass  # a model without experts
+    return m
+
+
+def check_logits(name, what, want, got, exact):
+    """got (posenc's) within 1e-4 of want (vanilla's) relative to the largest; where vanilla's own float32 RoPE
+    error moves its logits by more than half that from the float64 model's (exact), got is held to exact instead."""
+    err, gap, own = relative(got, want), relative(want, exact), relative(got, exact)
+    note("%s: %s: posenc vs vanilla %.3g relative to the largest (vanilla vs the float64 model %.3g, posenc %.3g)"
+         % (name, what, err, gap, own))
+    if gap <= 0.5e-4:
+        assert err <= 1e-4, (name, what, err)
+    else:  # the difference is vanilla's: posenc's logits are the float64 model's
+        assert own <= 1e-4 and own < gap / 10, (name, what, err, gap, own)
+
+
+def relative(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).abs().max() / b.abs().max())
+
+
+def prompt(seed=7, n=SEQ):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, 250, (2, n), generator=g)
+
+
+@pytest.mark.parametrize("name", sorted(TEXT))
+def test_logits_and_generate(name):
+    vanilla, swapped = built(name)
+    assert type(text_rotary(swapped)).__module__.startswith("posenc")
+    ids = prompt()
+    with torch.no_grad():
+        for start in (0, 4096 - SEQ):  # from the start, and positions up to 4095
+            pos = torch.arange(start, start + SEQ).unsqueeze(0).expand(2, -1)
+            want = vanilla(input_ids=ids, position_ids=pos).logits
+            got = swapped(input_ids=ids, position_ids=pos).logits
+            exact = double_model(swapped)(input_ids=ids, position_ids=pos).logits
+            check_logits(name, "logits at positions %d..%d" % (start, start + SEQ - 1), want, got, exact)
+        a = vanilla.generate(ids[:, :16], max_new_tokens=GEN, do_sample=False, use_cache=True)
+        b = swapped.generate(ids[:, :16], max_new_tokens=GEN, do_sample=False, use_cache=True)
+    assert a.shape[1] == 16 + GEN
+    assert torch.equal(a, b), (name, a, b)
+
+
+def exact_ref(freqs, att, rotary_dim, rope):
+    """mpfr_ref's RopeRef of the exact frequencies: a rope given by its base (posenc's rope.freq is None) turns by
+    the real frequencies (posenc.h: the exact angle p * base^(-2i/r), scaled), one with explicit frequencies by
+    their nearest doubles (posenc's rope.freq, checked equal here); the attention factor's nearest double."""
+    m = float(R.round_f64(R.mpfr(att)))
+    assert rope.attention_scale == m, (rope.attention_scale, m)
+    ref = R.RopeRef(rotary_dim, attention_scale=m)
+    if rope.freq is None:
+        assert len(freqs) == rotary_dim // 2
+        ref.f = [v if isinstance(v, type(R.mpfr(1))) else R.mpfr(v) for v in freqs]  # no rounding
+    else:
+        doubles = R.nearest_doubles(freqs)
+        assert np.array_equal(np.asarray(rope.freq, np.float64), doubles), (list(rope.freq), doubles)
+        ref.f = [R.mpfr(float(v), 64) for v in doubles]
+    return ref
+
+
+def rope_of(module, layer_type=None):
+    return module.rope_for(layer_type) if isinstance(module, pt.RotaryEmbedding) else module.rope
+
+
+@pytest.mark.parametrize("name", sorted(TEXT))
+def test_far_positions_correctly_rounded(name):
+    vanilla, swapped = built(name)
+    make, exact, layer_types = TEXT[name]
+    x = torch.zeros(1, 1, 8)
+    for lt in layer_types or (None,):
+        for p in FAR:  # one call per position: the dynamic and longrope types take their length from it
+            pos = torch.tensor([[p]])
+            args = (x, pos) if lt is None else (x, pos, lt)
+            cos, sin = text_rotary(swapped)(*args)
+            vcos, vsin = text_rotary(vanilla)(*args)
+            assert cos.dtype == vcos.dtype == torch.float32 and cos.shape == vcos.shape, (cos.shape, vcos.shape)
+            freqs, att = exact(p + 1, lt)
+            r = cos.shape[-1]
+            h = r // 2
+            want = exact_ref(freqs, att, r, rope_of(text_rotary(swapped), lt)).cache([p])[0]
+            c = cos.reshape(r).numpy()
+            s = sin.reshape(r).numpy()
+            assert np.array_equal(c[:h].view(np.uint32), want[:h].view(np.uint32)), (name, lt, p, c[:h], want[:h])
+            assert np.array_equal(s[:h].view(np.uint32), want[h:].view(np.uint32)), (name, lt, p, s[:h], want[h:])
+            assert np.array_equal(c[h:], c[:h]) and np.array_equal(s[h:], s[:h])  # HF's cat(freqs, freqs)
+            verr = max(float(np.abs(vcos.reshape(r).numpy()[:h].astype(np.float64) - want[:h]).max()),
+                       float(np.abs(vsin.reshape(r).numpy()[:h].astype(np.float64) - want[h:]).max()))
+            note("%s%s: position %d: posenc's cos/sin correctly rounded; vanilla's largest error %.3g"
+                  % (name, "" if lt is None else " " + lt, p, verr))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", sorted(TEXT))
+def test_half_models(name, dtype):
+    make = TEXT[name][0]
+    torch.manual_seed(99)
+    vanilla = make().eval().to(dtype)
+    swapped = make().eval()
+    swapped.load_state_dict(vanilla.state_dict())
+    swapped = swapped.to(dtype)
+    swap_text(swapped)
+    lt = TEXT[name][2]
+    x = torch.zeros(1, 4, 8, dtype=dtype)
+    pos = torch.arange(4).unsqueeze(0)
+    args = (x, pos) if lt is None else (x, pos, lt[-1])
+    got, want = text_rotary(swapped)(*args), text_rotary(vanilla)(*args)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == dtype and g.device == w.device and g.shape == w.shape
+    ids = prompt(n=8)
+    with torch.no_grad():
+        a = vanilla(input_ids=ids).logits
+        b = swapped(input_ids=ids).logits
+    assert a.dtype == b.dtype and bool(torch.isfinite(b.float()).all())
+    # not bitwise: the cos/sin are rounded once from the exact values, vanilla's from float32 ones
+    assert relative(b.float(), a.float()) < 0.05, relative(b.float(), a.float())
+
+
+# ---- vision-language models: the text M-RoPE and the vision towers' rotary ------------------------------------
+
+VL_TOKENS = dict(image_token_id=250, video_token_id=251, vision_start_token_id=252, vision_end_token_id=253)
+
+
+def _qwen2vl():
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+    c = Qwen2VLConfig(text_config=_small(max_position_embeddings=32768, rope_parameters={
+        "rope_type": "default", "rope_theta": 1e6, "mrope_section": [4, 6, 6]}),
+        vision_config=dict(depth=2, embed_dim=64, hidden_size=128, num_heads=4, patch_size=14, spatial_merge_size=2,
+                           temporal_patch_size=2), **VL_TOKENS)
+    return Qwen2VLForConditionalGeneration(c)
+
+
+def _qwen25vl():
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+    c = Qwen2_5_VLConfig(text_config=_small(max_position_embeddings=32768, rope_parameters={
+        "rope_type": "default", "rope_theta": 1e6, "mrope_section": [4, 6, 6]}),
+        vision_config=dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4, out_hidden_size=128,
+                           window_size=56, fullatt_block_indexes=[1], patch_size=14, spatial_merge_size=2,
+                           temporal_patch_size=2), **VL_TOKENS)
+    return Qwen2_5_VLForConditionalGeneration(c)
+
+
+def _qwen3vl():
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+    c = Qwen3VLConfig(text_config=_small(head_dim=32, max_position_embeddings=262144, rope_parameters={
+        "rope_type": "default", "rope_theta": 5e6, "mrope_section": [6, 5, 5], "mrope_interleaved": True}),
+        vision_config=dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4, out_hidden_size=128,
+                           num_position_embeddings=64, deepstack_visual_indexes=[1], patch_size=16,
+                           spatial_merge_size=2, temporal_patch_size=2), **VL_TOKENS)
+    return Qwen3VLForConditionalGeneration(c)
+
+
+def _ernie45vl():
+    from transformers import Ernie4_5_VLMoeConfig, Ernie4_5_VLMoeForConditionalGeneration
+    c = Ernie4_5_VLMoeConfig(text_config=dict(_small(max_position_embeddings=131072, rope_parameters={
+        "rope_type": "default", "rope_theta": 500000.0, "mrope_section": [6, 6, 4]}), moe_intermediate_size=[64, 64],
+        moe_k=2, moe_num_experts=4, moe_num_shared_experts=1),
+        vision_config=dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4, patch_size=14,
+                           spatial_merge_size=2, temporal_merge_size=2),
+        image_start_token_id=252, image_end_token_id=253, image_token_id=250, video_start_token_id=254,
+        video_end_token_id=255, video_token_id=251)
+    return Ernie4_5_VLMoeForConditionalGeneration(c)
+
+
+def swap_vl(model):
+    """docs/python.md's lines for the VL families: the text rotary, then the vision tower's."""
+    text_config = model.config.text_config
+    lm = model.model.language_model
+    name = type(model).__name__
+    if name.startswith("Qwen3VL"):
+        lm.rotary_emb = pt.Qwen3VLTextRotaryEmbedding(text_config)
+    elif name.startswith("Ernie4_5"):
+        lm.rotary_emb = pt.Ernie4_5_VLMoeTextRotaryEmbedding(text_config)
+    else:
+        lm.rotary_emb = pt.Qwen2VLRotaryEmbedding(text_config)
+    visual = model.model.visual if hasattr(model.model, "visual") else model.model.vision_tower
+    visual.rotary_pos_emb = pt.VisionRotaryEmbedding(visual.rotary_pos_emb.dim, visual.rotary_pos_emb.theta)
+
+
+def vision_tower(model):
+    return model.model.visual if hasattr(model.model, "visual") else model.model.vision_tower
+
+
+# (layout of the merged rows, posenc sections) of each family's text M-RoPE; None: Qwen2-VL's per-axis rows
+VL = {
+    "qwen2-vl": (_qwen2vl, 1e6, None, None),
+    "qwen2.5-vl": (_qwen25vl, 1e6, None, None),
+    "qwen3-vl": (_qwen3vl, 5e6, R.INTERLEAVED, [6, 5, 5]),
+    "ernie-4.5-vl": (_ernie45vl, 500000.0, R.ALTERNATING, [4, 6, 6]),
+}
+
+
+def built_vl(name):
+    key = "vl:" + name
+    if key not in _BUILT:
+        torch.manual_seed(4321)
+        vanilla = VL[name][0]().eval()
+        swapped = VL[name][0]().eval()
+        swapped.load_state_dict(vanilla.state_dict())
+        swap_vl(swapped)
+        _BUILT[key] = vanilla, swapped
+    return _BUILT[key]
+
+
+def mrope_ids(n, start):
+    """[3, 2, n] position ids below 4096: text rows, then a 4 x 6 image grid (height, width apart), as
+    get_rope_index makes them."""
+    t = torch.arange(start, start + n)
+    h, w = t.clone(), t.clone()
+    img = slice(8, 32)
+    base = int(t[8])
+    h[img] = base + torch.arange(24) // 6
+    w[img] = base + torch.arange(24) % 6
+    t[img] = base
+    t[32:] = h[32:] = w[32:] = base + 6 + torch.arange(n - 32)
+    return torch.stack((t, h, w)).unsqueeze(1).expand(3, 2, n).contiguous()
+
+
+def first_tensor(out):
+    if isinstance(out, torch.Tensor):
+        return out
+    for key in ("last_hidden_state", "pooler_output"):
+        v = getattr(out, key, None)
+        if isinstance(v, torch.Tensor):
+            return v
+    return out[0] if isinstance(out[0], torch.Tensor) else first_tensor(out[0])
+
+
+@pytest.mark.parametrize("name", sorted(VL))
+def test_vl_text_logits_and_generate(name):
+    vanilla, swapped = built_vl(name)
+    ids = prompt(n=SEQ)
+    with torch.no_grad():
+        for start in (0, 4096 - SEQ):
+            pos = mrope_ids(SEQ, start)
+            outs = []
+            for m in (vanilla, swapped, double_model(swapped)):
+                hidden = m.model.language_model(input_ids=ids, position_ids=pos).last_hidden_state
+                outs.append(m.lm_head(hidden))
+            check_logits(name, "text logits, M-RoPE ids up to %d" % int(pos.max()), outs[0], outs[1], outs[2])
+        a = vanilla.generate(input_ids=ids[:, :16], max_new_tokens=GEN, do_sample=False, use_cache=True)
+        b = swapped.generate(input_ids=ids[:, :16], max_new_tokens=GEN, do_sample=False, use_cache=True)
+    assert a.shape[1] == 16 + GEN
+    assert torch.equal(a, b), (name, a, b)
+
+
+def _pixels(visual, grid):
+    cfg = visual.config
+    t, h, w = grid
+    patch = cfg.patch_size
+    tp = getattr(cfg, "temporal_patch_size", 1) or 1
+    g = torch.Generator().manual_seed(5)
+    return torch.randn(t * h * w, cfg.in_channels * tp * patch * patch, generator=g)
+
+
+@pytest.mark.parametrize("name", sorted(VL))
+def test_vision_tower(name):
+    vanilla, swapped = built_vl(name)
+    grid = (1, 8, 12) if name != "ernie-4.5-vl" else (2, 8, 12)
+    pixels = _pixels(vision_tower(vanilla), grid)
+    thw = torch.tensor([grid])
+    with torch.no_grad():
+        want = first_tensor(vision_tower(vanilla)(pixels, grid_thw=thw))
+        got = first_tensor(vision_tower(swapped)(pixels, grid_thw=thw))
+    err = relative(got, want)
+    note("%s: vision tower (%d x %d x %d patches): %.3g relative to the largest" % (name, *grid, err))
+    assert got.shape == want.shape and err <= 1e-4
+
+
+@pytest.mark.parametrize("name", sorted(VL))
+def test_vl_far_positions_correctly_rounded(name):
+    vanilla, swapped = built_vl(name)
+    make, theta, layout, sections = VL[name]
+    x = torch.zeros(1, 1, 8)
+    rot_s, rot_v = swapped.model.language_model.rotary_emb, vanilla.model.language_model.rotary_emb
+    for ps in ((10 ** 6, 2000, 77), (2 ** 30, 12345, 678)):
+        pos = torch.tensor(ps).view(3, 1, 1)
+        cos, sin = rot_s(x, pos)
+        vcos, vsin = rot_v(x, pos)
+        assert cos.dtype == vcos.dtype and cos.shape == vcos.shape, (cos.shape, vcos.shape)
+        r = cos.shape[-1]
+        h = r // 2
+        one = exact_ref(_inv(theta, r), 1.0, r, rope_of(rot_s))
+        if layout is None:  # Qwen2-VL: row a of every pair at axis a's position, HF's halves twice
+            want = np.stack([one.row(p) for p in ps])
+            c, s = cos.reshape(3, r).numpy(), sin.reshape(3, r).numpy()
+            vc, vs = vcos.reshape(3, r).numpy(), vsin.reshape(3, r).numpy()
+            got_c, got_s, v_c, v_s = c[:, :h], s[:, :h], vc[:, :h], vs[:, :h]
+            assert np.array_equal(c[:, h:], got_c) and np.array_equal(s[:, h:], got_s)
+            want_c, want_s = want[:, :h], want[:, h:]
+        else:
+            axes, axis, _ = R.section_map(layout, sections, h)
+            row = R.AxesRef(one, axes, axis).token(list(ps))
+            want_c, want_s = row[:h], row[h:]
+            c, s = cos.reshape(r).numpy(), sin.reshape(r).numpy()
+            vc, vs = vcos.reshape(r).numpy(), vsin.reshape(r).numpy()
+            if layout == R.ALTERNATING:  # ERNIE: each pair's value twice, side by side
+                got_c, got_s, v_c, v_s = c[0::2], s[0::2], vc[0::2], vs[0::2]
+                assert np.array_equal(c[1::2], got_c) and np.array_equal(s[1::2], got_s)
+            else:
+                got_c, got_s, v_c, v_s = c[:h], s[:h], vc[:h], vs[:h]
+                assert np.array_equal(c[h:], got_c) and np.array_equal(s[h:], got_s)
+        assert np.array_equal(got_c.view(np.uint32), want_c.view(np.uint32)), (name, ps, got_c, want_c)
+        assert np.array_equal(got_s.view(np.uint32), want_s.view(np.uint32)), (name, ps, got_s, want_s)
+        verr = max(float(np.abs(v_c.astype(np.float64) - want_c).max()),
+                   float(np.abs(v_s.astype(np.float64) - want_s).max()))
+        note("%s: positions %s: posenc's cos/sin correctly rounded; vanilla's largest error %.3g" % (name, ps, verr))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", sorted(VL))
+def test_vl_half_models(name, dtype):
+    torch.manual_seed(98)
+    vanilla = VL[name][0]().eval().to(dtype)
+    swapped = VL[name][0]().eval()
+    swapped.load_state_dict(vanilla.state_dict())
+    swapped = swapped.to(dtype)
+    swap_vl(swapped)
+    x = torch.zeros(1, 4, 8, dtype=dtype)
+    pos = mrope_ids(40, 0)[:, :1, :4]
+    got = swapped.model.language_model.rotary_emb(x, pos)
+    want = vanilla.model.language_model.rotary_emb(x, pos)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.device == w.device and g.shape == w.shape, (g.dtype, w.dtype)
+    ids = prompt(n=8)
+    with torch.no_grad():
+        a = vanilla(input_ids=ids).logits
+        b = swapped(input_ids=ids).logits
+    assert a.dtype == b.dtype and bool(torch.isfinite(b.float()).all())
+    assert relative(b.float(), a.float()) < 0.05, relative(b.float(), a.float())
