@@ -25,11 +25,10 @@ root=$PWD
 work=$PWD/build-transformers
 rm -rf "$work"
 mkdir -p "$work"
-"$py" -c 'import sys, torch, transformers, pybind11
-print("test_transformers: Python %s, torch %s, transformers %s, pybind11 %s" % (sys.version.split()[0],
-      torch.__version__, transformers.__version__, pybind11.__version__))' 2>/dev/null ||
-  "$py" -c 'import sys, torch, transformers; print("test_transformers:", sys.version.split()[0], torch.__version__,
-            transformers.__version__)'
+"$py" -c 'import sys, torch, transformers
+print("test_transformers: Python %s, torch %s, transformers %s" % (sys.version.split()[0], torch.__version__,
+      transformers.__version__))'
+echo "test_transformers: pybind11 $(pkg-config --modversion pybind11 2>/dev/null || echo '(no pkg-config entry)'), $(g++ --version | head -n 1)"
 
 echo "== pip install --no-build-isolation . (venv with --system-site-packages)"
 start=$SECONDS

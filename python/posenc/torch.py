@@ -450,6 +450,45 @@ def _layer_types(config: Any) -> Optional[list]:
     return None
 
 
+def _layer_config(config: Any, layer_type: str) -> Tuple[Any, bool]:
+    """The config a layer type's RoPE is read from, and whether the config has transformers v5.15's per-layer
+    view. v5.15 keeps the attributes that differ between layers in per_layer_config (Gemma 4: global_head_dim
+    becomes the full-attention layers' head_dim) and raises on a read of them from the whole config; its init
+    functions and Gemma 4's rotary read config.per_layer_config[layer_type] instead, a copy with that type's
+    overrides. Where the view raises ValueError (a type no layer has, or whose layers differ) the init functions
+    read the whole config, whose per-layer attributes then raise. v5.14's view takes layer indices only (a
+    TypeError for a name), and v5.14 reads nothing per layer. A dict (v5.15's config.json, or an object made
+    from one) holds the overrides under per_layer_config, keyed by layer index; layers of one type that differ
+    there are a ValueError, since the dict's global values would be read without complaint."""
+    per_layer = _get(config, "per_layer_config")
+    if per_layer is None:
+        return config, False
+    if not isinstance(per_layer, Mapping):  # an HF config's view
+        try:
+            return per_layer[layer_type], True
+        except TypeError:
+            return config, False
+        except ValueError:
+            return config, True
+    if not isinstance(config, Mapping):
+        config = dict(vars(config))
+    types = config.get("layer_types") or ()
+    if layer_type not in types:
+        return config, True
+    # as v5.15: an override equal to the config's own value is no override; the layers of one type must agree
+    overrides = {int(i): {k: v for k, v in o.items() if k not in config or config[k] != v}
+                 for i, o in per_layer.items()}
+    layers = [i for i, t in enumerate(types) if t == layer_type]
+    for i in layers[1:]:
+        if overrides.get(i, {}) != overrides.get(layers[0], {}):
+            raise ValueError("per_layer_config: layers %d and %d are both %r and differ (%s, %s); transformers "
+                             "v5.15 reads one config per layer type" % (
+                                 layers[0], i, layer_type, overrides.get(layers[0], {}), overrides.get(i, {})))
+    layer = {k: v for k, v in config.items() if k != "per_layer_config"}
+    layer.update(overrides.get(layers[0], {}))
+    return layer, True
+
+
 def _scaling(config: Any) -> Dict[str, Any]:
     """The config's global RoPE dict: rope_parameters (v5) or rope_scaling (v4), a copy ({} when none)."""
     return dict((_rope_dict(config, "rope_parameters") if _is_v5(config) else _rope_dict(config, "rope_scaling"))
@@ -495,6 +534,9 @@ def _resolve(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
     """The RoPE of a config (of one layer type) as its transformers version computes it: rope_type, rotary_dim,
     base, the scaling dict for posenc.rope_init (factor and original length resolved), max_position_embeddings
     and the longrope switch length."""
+    per_layer = False
+    if layer_type is not None and _is_v5(config):
+        config, per_layer = _layer_config(config, layer_type)
     max_pos = _get(config, "max_position_embeddings")
     top_original = _get(config, "original_max_position_embeddings")
     top_prf = _get(config, "partial_rotary_factor")
@@ -578,8 +620,9 @@ def _resolve(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
                              "rope_parameters, not rope_scaling")
         # v5 _compute_proportional_rope_parameters: the whole head rotates, int(p * head_dim // 2) of its pairs
         # with a frequency; Gemma 4's full-attention layers read global_head_dim (head_dim_key), and without
-        # it, as HF's `or`, hidden_size // num_attention_heads
-        key = "global_head_dim" if layer_type == "full_attention" else "head_dim"
+        # it, as HF's `or`, hidden_size // num_attention_heads. v5.15 has no global_head_dim: the layer type's
+        # config (_layer_config) carries the full-attention layers' width as its head_dim.
+        key = "global_head_dim" if layer_type == "full_attention" and not per_layer else "head_dim"
         scaling["partial_rotary_factor"] = 1.0 if prf is None else float(prf)
         rotary_dim = _head_dim_or(config, key, "rope_type 'proportional'")
     else:
@@ -692,10 +735,11 @@ class RotaryEmbedding(nn.Module):
     the original length). A config with ``rope_parameters`` is read as transformers v5 reads it, one with
     ``rope_scaling`` as v4.57 does; v5's per-layer-type rope_parameters (keyed by the config's layer_types)
     give one set of frequencies per layer type, chosen by ``layer_type`` (v5's Gemma 3), with HF's buffers
-    ``{layer_type}_inv_freq``. Position ids may be integers or floats (integer-valued floats take the exact path;
-    fractional ones are evaluated in double precision). The buffers (``inv_freq``, ``original_inv_freq``) are
-    placed on ``device``, "meta" included; the values always come from posenc's CPU kernels. Use the result with
-    apply_rotary_pos_emb(q, k, cos, sin), or rotate q and k in place, fused, with
+    ``{layer_type}_inv_freq``, each read from ``config.per_layer_config[layer_type]`` where the config has
+    v5.15's per-layer view (Gemma 4). Position ids may be integers or floats (integer-valued floats take the
+    exact path; fractional ones are evaluated in double precision). The buffers (``inv_freq``,
+    ``original_inv_freq``) are placed on ``device``, "meta" included; the values always come from posenc's CPU
+    kernels. Use the result with apply_rotary_pos_emb(q, k, cos, sin), or rotate q and k in place, fused, with
     ``self.apply_rotary(q, k, position_ids)``.
 
     The v4.45 signature RotaryEmbedding(dim, max_position_embeddings=2048, base=10000, device=None,
@@ -1093,6 +1137,11 @@ class _MultiAxisRotary(RotaryEmbedding):
     def __init__(self, config: Any, device: Optional[torch.device] = None):
         text = _text_config(config)
         super().__init__(_mrope_config(text, self._default_theta), device)
+        if not _is_v5(text):
+            # v4.57's VL text rotaries name the inv_freq tensor by a plain attribute, v5's register a buffer: as
+            # v4, original_inv_freq is then outside named_buffers(), and .to() / to_empty() leave it as it was
+            del self.original_inv_freq
+            self.original_inv_freq = self.inv_freq
         self.mrope_section = self._section_of(_scaling(text).get("mrope_section"))
         self._multi: Optional[Tuple[Rope, Rope]] = None
 

@@ -242,17 +242,25 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
                               {"deepseek_llama_scaling", POSENC_ROPE_TYPE_DEEPSEEK_YARN},
                               {"telechat3_yarn", POSENC_ROPE_TYPE_TELECHAT3},  // vLLM's "telechat3-yarn" ('-' as '_')
                               {"xdrope", POSENC_ROPE_TYPE_DYNAMIC}});
-  s.type = enum_arg_of<posenc_rope_type>(type_name, grok ? "extra_method" : "rope_type", type_names);
-  if (grok && s.type != POSENC_ROPE_TYPE_YARN_LOG && s.type != POSENC_ROPE_TYPE_THETA_SCALE)
+  // Grok's "yarn" and "yarn_linear" are one branch of Grok1ScalingRotaryEmbedding: vLLM's DeepSeek blend of
+  // the interpolated and extrapolated frequencies (the same correction range and mask, extrapolation_factor
+  // included), whose mscale the class leaves out of its cache: deepseek_yarn with attention 1 (below)
+  const bool grok_yarn =
+      grok && py::isinstance<py::str>(type_name) &&
+      (std::string(py::str(type_name)) == "yarn" || std::string(py::str(type_name)) == "yarn_linear");
+  s.type = grok_yarn ? POSENC_ROPE_TYPE_DEEPSEEK_YARN
+                     : enum_arg_of<posenc_rope_type>(type_name, grok ? "extra_method" : "rope_type", type_names);
+  if (grok && !grok_yarn && s.type != POSENC_ROPE_TYPE_YARN_LOG && s.type != POSENC_ROPE_TYPE_THETA_SCALE)
     throw py::value_error("scaling['extra_method']: " + std::string(py::repr(type_name)) +
-                          " is not a Grok scheme posenc has (yarn_log, theta_scale)");
+                          " is not a Grok scheme posenc has (yarn_log, yarn, yarn_linear, theta_scale)");
   const bool xdrope = std::string(py::str(type_name)) == "xdrope";
   if (xdrope && !d.contains("alpha")) throw py::value_error("scaling: xdrope needs 'alpha' (vLLM's XDRotaryEmbedding)");
-  check_keys(d, s.type, std::string(py::str(type_name)));
+  // every extra_method takes the class's keyword arguments, whichever scheme computes it
+  check_keys(d, grok ? POSENC_ROPE_TYPE_YARN_LOG : s.type, std::string(py::str(type_name)));
   int64_t max_positions = max_pos.is_none() ? get<int64_t>(d, "max_position_embeddings", 0) : max_pos.cast<int64_t>();
   // Grok's rope_scaling holds the original length under max_position_embeddings (Grok1ScalingRotaryEmbedding's
   // argument): the dict's value is the scheme's L0, whatever the keyword says
-  if ((s.type == POSENC_ROPE_TYPE_YARN_LOG || s.type == POSENC_ROPE_TYPE_THETA_SCALE) &&
+  if ((grok || s.type == POSENC_ROPE_TYPE_YARN_LOG || s.type == POSENC_ROPE_TYPE_THETA_SCALE) &&
       d.contains("max_position_embeddings"))
     max_positions = get<int64_t>(d, "max_position_embeddings", 0);
   int64_t original = get<int64_t>(d, "original_max_position_embeddings", 0);
@@ -267,7 +275,7 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
   s.low_freq_factor = get<double>(d, "low_freq_factor", 0.0);
   s.high_freq_factor = get<double>(d, "high_freq_factor", 0.0);
   s.attention_factor = get<double>(d, "attention_factor", 0.0);
-  if (s.type == POSENC_ROPE_TYPE_YARN_LOG || s.type == POSENC_ROPE_TYPE_THETA_SCALE) {
+  if (grok || s.type == POSENC_ROPE_TYPE_YARN_LOG || s.type == POSENC_ROPE_TYPE_THETA_SCALE) {
     if (d.contains("scaling_factor")) s.factor = get<double>(d, "scaling_factor", 0.0);  // Grok's name for it
   }
   if (s.type == POSENC_ROPE_TYPE_NTK && d.contains("mixed_b") && !d["mixed_b"].is_none()) {
@@ -284,7 +292,10 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
       throw py::value_error("scaling['truncate']: vLLM's " + std::string(py::str(type_name)) +
                             " always floors / ceils the correction range; truncate false is not a scheme of it");
   }
-  if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN || s.type == POSENC_ROPE_TYPE_TELECHAT3) {
+  if (grok_yarn) {  // attention 1: mscale equal to mscale_all_dim, attn_factor taken and not applied
+    s.mscale = s.mscale_all_dim = 1.0;
+    s.attn_factor = 0.0;
+  } else if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN || s.type == POSENC_ROPE_TYPE_TELECHAT3) {
     s.attn_factor = get<double>(d, "attn_factor", 0.0);
     if (d.contains("attn_factor") && !(s.attn_factor > 0.0))
       throw py::value_error("scaling['attn_factor']: a positive number");
@@ -853,8 +864,10 @@ pixtral(), llama4_vision() (2 axes).)");
 posenc_rope_init: the Rope of an HF rope_type, each frequency and the attention factor the correctly rounded
 double of the formula's real value. scaling: HF's rope_scaling / rope_parameters dict ("rope_type" or the
 legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"), proportional, and vLLM's ntk,
-deepseek_yarn (or deepseek_llama_scaling), grok1 (with extra_method yarn_log or theta_scale, or those two
-names; the dict's max_position_embeddings is Grok's original length), telechat3 (or telechat3-yarn), xdrope (dynamic alpha; the caller applies xdrope_section): docs/rope.md; factor,
+deepseek_yarn (or deepseek_llama_scaling), grok1 (with extra_method yarn_log, theta_scale, or yarn and
+yarn_linear: deepseek_yarn's frequencies with attention 1; yarn_log and theta_scale also by those names; the
+dict's max_position_embeddings is Grok's original length), telechat3 (or telechat3-yarn), xdrope (dynamic alpha;
+the caller applies xdrope_section): docs/rope.md; factor,
 original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, truncate (default True),
 low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor, dynamic's "alpha" (vLLM's
 NTK alpha of HunYuan: base * alpha^(r/(r-2)), factor and lengths then unread), and for proportional

@@ -24,7 +24,14 @@ dynamic_rope_update).
   buffers and ``{t}_attention_scaling``; ``forward(x, position_ids, layer_type)``.
 * ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)``: no position_ids argument; cos / sin unsqueezed
   only when their number of dimensions differs from q's.
+* transformers v5.15.0's per-layer configs (the tag v5.15.0, 5eddc12e, read from the 8b-is/transformers mirror,
+  which carries upstream's tags: integrations/heterogeneity/configuration_utils.py,
+  models/gemma4/configuration_gemma4.py and modeling_gemma4.py, the init functions of modeling_rope_utils.py):
+  ``Gemma4TextConfigV515(**fields)``, ``V515Config``, ``AmbiguousGlobalPerLayerAttributeError`` and
+  ``Gemma4TextRotaryEmbeddingV515``; v5.14's Gemma 4 (global_head_dim an attribute, passed as head_dim_key) is
+  ``Gemma4TextRotaryEmbedding``.
 """
+import copy
 import math
 from typing import Any, Optional, Tuple
 
@@ -33,7 +40,8 @@ from torch import Tensor, nn
 
 __all__ = ["V5Config", "ROPE_INIT_FUNCTIONS", "LlamaRotaryEmbedding", "Gemma3RotaryEmbedding",
            "Gemma4TextRotaryEmbedding", "rotate_half",
-           "apply_rotary_pos_emb"]
+           "apply_rotary_pos_emb", "AmbiguousGlobalPerLayerAttributeError", "V515Config", "Gemma4TextConfigV515",
+           "Gemma4TextRotaryEmbeddingV515"]
 
 
 class V5Config:
@@ -323,6 +331,131 @@ class Gemma4TextRotaryEmbedding(Gemma3RotaryEmbedding):
     """Gemma 3's per-layer-type rotary; a proportional full-attention layer's init gets
     head_dim_key="global_head_dim" (its heads are global_head_dim wide, the sliding ones head_dim)."""
     _full_head_dim_key = "global_head_dim"
+
+
+# ---- v5.15: per-layer configs (HeterogeneousConfigMixin) ------------------------------------------------------
+
+class AmbiguousGlobalPerLayerAttributeError(RuntimeError):
+    """v5.15: a per-layer attribute read from the whole config (a RuntimeError: getattr's default does not
+    catch it)."""
+
+
+class _PerLayerConfigView:
+    """v5.15's config.per_layer_config: ``[i]`` the config of layer i, ``[layer_type]`` the config of every layer
+    of that type (a ValueError when config.layer_types does not list it, or when its layers' overrides differ);
+    the whole config itself when it has no overrides."""
+
+    def __init__(self, config: "V515Config"):
+        self._config = config
+
+    def __getitem__(self, key: Any) -> Any:
+        config = self._config
+        overrides = config.__dict__.get("_per_layer_overrides")
+        if isinstance(key, str):
+            layer_types = getattr(config, "layer_types", None)
+            if layer_types is None or key not in layer_types:
+                raise ValueError("layer type %r not in config.layer_types" % (key,))
+            if overrides is None:
+                return config
+            first = overrides.get(layer_types.index(key), {})
+            for i, lt in enumerate(layer_types):
+                if lt == key and overrides.get(i, {}) != first:
+                    raise ValueError("layer type %r is not the same on every layer (layer %d differs)" % (key, i))
+            return config._layer(first)
+        if overrides is None:
+            return config
+        return config._layer(overrides.get(key, {}))
+
+
+class V515Config(V5Config):
+    """A V5Config with v5.15's per_layer_config ({layer index: {attribute: value}}, indices as ints or strings):
+    overrides equal to the global value are dropped, then the layers left empty; the attributes still
+    overridden are per-layer, and reading one from the config raises AmbiguousGlobalPerLayerAttributeError.
+    A layer's config is a copy with its overrides set and no per-layer state."""
+
+    def __init__(self, per_layer_config: Optional[dict] = None, **fields: Any):
+        super().__init__(**fields)
+        if per_layer_config is not None:
+            overrides = {int(i): copy.deepcopy(o) for i, o in per_layer_config.items()}
+            for o in overrides.values():
+                for k in [k for k, v in o.items() if k in self.__dict__ and self.__dict__[k] == v]:
+                    del o[k]
+            self.__dict__["_per_layer_overrides"] = {i: o for i, o in overrides.items() if o}
+
+    def __getattribute__(self, key: str) -> Any:
+        overrides = object.__getattribute__(self, "__dict__").get("_per_layer_overrides")
+        if overrides and any(key in o for o in overrides.values()):
+            raise AmbiguousGlobalPerLayerAttributeError(
+                "'%s' is a per-layer attribute and may vary across layers: read config.per_layer_config[i].%s"
+                % (key, key))
+        return object.__getattribute__(self, key)
+
+    @property
+    def per_layer_config(self) -> _PerLayerConfigView:
+        return _PerLayerConfigView(self)
+
+    def _layer(self, overrides: dict) -> "V515Config":
+        out = copy.copy(self)
+        out.__dict__.pop("_per_layer_overrides", None)
+        out.__dict__.update(overrides)
+        return out
+
+
+class Gemma4TextConfigV515(V515Config):
+    """v5.15's Gemma4TextConfig, its RoPE fields: global_head_dim is not kept; without an explicit
+    per_layer_config it becomes the head_dim override of every full-attention layer (with
+    num_global_key_value_heads, when given, their num_key_value_heads). rope_parameters standardized as HF's
+    post-init does."""
+
+    def __init__(self, **fields: Any):
+        global_head_dim = fields.pop("global_head_dim", 512)
+        num_global_kv = fields.pop("num_global_key_value_heads", None)
+        if "per_layer_config" not in fields:
+            layer = {"head_dim": global_head_dim}
+            if num_global_kv is not None and fields.get("attention_k_eq_v", True):
+                layer["num_key_value_heads"] = num_global_kv
+            fields["per_layer_config"] = {i: dict(layer) for i, lt in enumerate(fields["layer_types"])
+                                          if lt == "full_attention"}
+        super().__init__(**fields)
+        self.standardize_rope_params()
+
+
+def _per_layer(fn: Any) -> Any:
+    """v5.15's init functions begin by reading config.per_layer_config[layer_type] (a ValueError keeps the
+    whole config); proportional then reads head_dim there (head_dim_key's default)."""
+    def init(config: Any, device: Any = None, seq_len: Any = None, layer_type: Optional[str] = None, **kwargs: Any):
+        if layer_type is not None:
+            try:
+                config = config.per_layer_config[layer_type]
+            except ValueError:
+                pass
+        return fn(config, device, seq_len, layer_type, **kwargs)
+    return init
+
+
+class Gemma4TextRotaryEmbeddingV515(Gemma3RotaryEmbedding):
+    """v5.15's Gemma4TextRotaryEmbedding: each layer type's inv_freq from ``config.per_layer_config[layer_type]``
+    (no head_dim_key: that config's head_dim is the layer type's width), the default type by
+    compute_default_rope_parameters on it; buffers and forward as Gemma 3's."""
+
+    def __init__(self, config: Any, device: Any = None):
+        nn.Module.__init__(self)
+        self.max_seq_len_cached = config.max_position_embeddings
+        self.original_max_seq_len = config.max_position_embeddings
+        self.config = config
+        self.layer_types = list(set(config.layer_types))
+        self.rope_type = {}
+        for lt in self.layer_types:
+            rp = config.rope_parameters[lt]
+            if rp is None:
+                continue
+            self.rope_type[lt] = rp["rope_type"]
+            fn = self.compute_default_rope_parameters if rp["rope_type"] == "default" else \
+                _per_layer(ROPE_INIT_FUNCTIONS[rp["rope_type"]])
+            inv_freq, scaling = fn(config.per_layer_config[lt], device, layer_type=lt)
+            self.register_buffer(lt + "_inv_freq", inv_freq, persistent=False)
+            self.register_buffer(lt + "_original_inv_freq", inv_freq.clone(), persistent=False)
+            setattr(self, lt + "_attention_scaling", scaling)
 
 
 def rotate_half(x: Tensor) -> Tensor:

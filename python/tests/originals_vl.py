@@ -53,7 +53,9 @@ class Qwen2VLRotaryEmbedding(nn.Module):
     float32); ``forward(x, position_ids)`` with position_ids [3, bs, seq]: ``inv_freq[None, None, :, None]``
     expanded to [3, bs, dim/2, 1] times ``position_ids[:, :, None, :]`` in float32 (a matmul with inner
     dimension 1: one rounding of p * w), transposed to [3, bs, seq, dim/2], ``emb = cat(freqs, freqs)``,
-    ``cos = emb.cos() * attention_scaling`` (and sin), then ``.to(x.dtype)``. No runtime update."""
+    ``cos = emb.cos() * attention_scaling`` (and sin), then ``.to(x.dtype)``. No runtime update.
+    ``original_inv_freq`` is v4's: a plain attribute naming the inv_freq tensor (so at v4.57.6, in Qwen2-VL,
+    Qwen2.5-VL and Qwen3-VL alike; v5.0 to v5.15 register it as a non-persistent buffer, a clone)."""
 
     def __init__(self, config: Any, device: Optional[torch.device] = None):
         super().__init__()

@@ -144,10 +144,19 @@ def _hunyuan():
     return HunYuanDenseV1ForCausalLM(c)
 
 
+def _hunyuan_moe():
+    from transformers import HunYuanMoEV1Config, HunYuanMoEV1ForCausalLM
+    c = HunYuanMoEV1Config(**_small(head_dim=32, max_position_embeddings=32768, num_experts=4, moe_topk=2,
+                                    rope_parameters=dict(HUNYUAN)))
+    return HunYuanMoEV1ForCausalLM(c)
+
+
 def swap_text(model):
     """The one line of docs/python.md for the text families: the model's rotary module replaced by posenc's."""
     inner = model.gpt_neox if hasattr(model, "gpt_neox") else model.model
-    cls = pt.HunYuanDenseV1RotaryEmbedding if "HunYuan" in type(model).__name__ else pt.RotaryEmbedding
+    name = type(model).__name__
+    cls = (pt.HunYuanDenseV1RotaryEmbedding if name.startswith("HunYuanDense") else
+           pt.HunYuanMoEV1RotaryEmbedding if name.startswith("HunYuanMoE") else pt.RotaryEmbedding)
     inner.rotary_emb = cls(model.config)
     return inner.rotary_emb
 
@@ -218,6 +227,7 @@ TEXT = {
     "gemma3": (_gemma3, exact_gemma3, ("sliding_attention", "full_attention")),
     "gemma4-proportional": (_gemma4, exact_gemma4, ("sliding_attention", "full_attention")),
     "hunyuan-alpha": (_hunyuan, exact_hunyuan, None),
+    "hunyuan-moe-alpha": (_hunyuan_moe, exact_hunyuan, None),
 }
 
 _BUILT = {}

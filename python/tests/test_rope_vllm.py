@@ -4,6 +4,8 @@ vLLM's ntk_scaling_rope.py, vLLM's deepseek_scaling_rope.py, vLLM's grok1_scalin
 vLLM's telechat3_scaling_rope.py, vLLM's xdrope.py, vLLM's phi3_long_rope_scaled_rope.py,
 vLLM's ernie45_vl_rope.py. The dicts are those get_rope (or Grok's model, which passes its rope_scaling to
 Grok1ScalingRotaryEmbedding) reads."""
+import math
+
 import numpy as np
 import pytest
 
@@ -45,11 +47,11 @@ def vllm_mask(base, r, original, e=1.0, bf=32.0, bs=1.0):
         return [(1 - min(max((mpfr(j) - low) / (high - low), mpfr(0)), mpfr(1))) * mpfr(e) for j in range(r // 2)]
 
 
-def yarn_blend(base, r, s, original, e=1.0, log=False):
-    """DeepseekScalingRotaryEmbedding._compute_inv_freq; Grok's "yarn_log"."""
+def yarn_blend(base, r, s, original, e=1.0, log=False, bf=32.0):
+    """DeepseekScalingRotaryEmbedding._compute_inv_freq (Grok's "yarn" and "yarn_linear"); Grok's "yarn_log"."""
     with R.ctx(R.PREC):
         out = []
-        for j, m in enumerate(vllm_mask(base, r, original, e)):
+        for j, m in enumerate(vllm_mask(base, r, original, e, bf)):
             extra = R.inv_freq(base, r, j)
             inter = extra / mpfr(s)
             if log:
@@ -116,9 +118,65 @@ def test_grok_extra_methods():
                                       "original_max_position_embeddings": 8192}) == rope
     # Grok's dict holds the original length under max_position_embeddings: a caller's keyword does not move it
     assert posenc.rope_init(r, base, {**grok, "extra_method": "theta_scale"}, max_position_embeddings=131072) == rope
-    for method in ("yarn", "original", "bogus"):
+    for method in ("original", "bogus"):
         with pytest.raises(ValueError, match="extra_method"):
             posenc.rope_init(r, base, {**grok, "extra_method": method})
+
+
+def grok_yarn_f64(base, r, s, L0, e=1.0, beta_fast=32, beta_slow=1):
+    """Grok1ScalingRotaryEmbedding._compute_inv_freq's "yarn" / "yarn_linear" branch (one branch for both
+    names; grok1_scaling_rope.py as stored at vllm-project/vllm e443db5a), in float64 where vLLM works in
+    float32: base^(2j/r) as pos_freqs, 1 / pos_freqs extrapolated and
+    1 / (s pos_freqs) interpolated, mixed by (1 - ramp) e, the ramp between yarn_find_correction_range's floor
+    and ceil (clamped to [0, r - 1]) of the correction dimensions of beta_fast and beta_slow."""
+    pos_freqs = float(base) ** (np.arange(0, r, 2, dtype=np.float64) / r)
+    extra, inter = 1.0 / pos_freqs, 1.0 / (s * pos_freqs)
+
+    def dim(rot):
+        return r * math.log(L0 / (rot * 2 * math.pi)) / (2 * math.log(base))
+    low, high = max(math.floor(dim(beta_fast)), 0), min(math.ceil(dim(beta_slow)), r - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(r // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    mask = (1.0 - ramp) * e
+    return inter * (1.0 - mask) + extra * mask
+
+
+def grok_cache_f64(inv_freq, n):
+    """_compute_cos_sin_cache without the mscale (the class leaves its multiplication out): [cos | sin]."""
+    freqs = np.outer(np.arange(n, dtype=np.float64), inv_freq)
+    return np.concatenate([np.cos(freqs), np.sin(freqs)], axis=1)
+
+
+def test_grok_yarn_and_yarn_linear():
+    """Grok's extra_method "yarn" and "yarn_linear": deepseek_yarn's frequencies (extrapolation_factor too),
+    attention 1 whatever attn_factor says (Grok's mscale is not in its cache); each frequency the correctly
+    rounded double of the real value, within a few ulps of the float64 re-typing, the cache its cos / sin."""
+    base, r = 208533496.0, 128
+    grok = {"rope_type": "grok1", "scaling_factor": 16.0, "max_position_embeddings": 8192}
+    for method in ("yarn", "yarn_linear"):
+        for extra, e in (({}, 1.0), ({"extrapolation_factor": 0.5, "beta_fast": 8, "attn_factor": 2.0}, 0.5)):
+            scaling = {**grok, "extra_method": method, **extra}
+            rope = posenc.rope_init(r, base, scaling)
+            what = f"grok {method} {extra}"
+            bf = extra.get("beta_fast", 32)
+            check_freqs(rope, yarn_blend(base, r, 16.0, 8192, e, bf=bf), what)
+            ref = grok_yarn_f64(base, r, 16.0, 8192, e, bf)
+            np.testing.assert_allclose(rope.freq, ref, rtol=1e-14, atol=0, err_msg=what)
+            assert rope.attention_scale == 1.0, what
+            n = 4096
+            got = posenc.rope_cache(rope, n, out=np.empty((n, r), np.float32))
+            np.testing.assert_allclose(got, grok_cache_f64(ref, n), rtol=0, atol=2 ** -24, err_msg=what)
+            # the same scheme as vLLM's DeepSeek class with its magnitude at 1
+            assert rope == posenc.rope_init(r, base, {"rope_type": "deepseek_yarn", "factor": 16.0,
+                                                      "original_max_position_embeddings": 8192,
+                                                      "mscale": 1.0, "mscale_all_dim": 1.0,
+                                                      **{k: v for k, v in extra.items() if k != "attn_factor"}})
+    # the dict's max_position_embeddings is the original length, as for Grok's other methods
+    assert posenc.rope_init(r, base, {**grok, "extra_method": "yarn"}, max_position_embeddings=131072) == \
+        posenc.rope_init(r, base, {**grok, "extra_method": "yarn_linear"})
+    with pytest.raises(ValueError, match="truncate"):
+        posenc.rope_init(r, base, {**grok, "extra_method": "yarn", "truncate": False})
 
 
 def test_telechat3():

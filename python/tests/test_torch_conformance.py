@@ -11,6 +11,7 @@ version's code.
 """
 import copy
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -166,6 +167,48 @@ def test_gemma4_v5_proportional_per_layer_type():
     v4.pop("layer_types")
     with pytest.raises(ValueError, match="rope_type 'proportional'"):
         pt.RotaryEmbedding(v4)
+
+
+def test_gemma4_v5_15_per_layer_config():
+    """transformers v5.15's Gemma4TextConfig keeps no global_head_dim: it is the head_dim of the full-attention
+    layers' per_layer_config, and config.head_dim raises AmbiguousGlobalPerLayerAttributeError. Its rotary reads
+    each layer type's config.per_layer_config[layer_type]; posenc reads it the same way, and gets the frequencies
+    of v5.14's form. Its config.json (to_dict) holds the overrides by zero-padded layer index."""
+    fields = dict(gemma4_fields(), num_hidden_layers=30)
+    cfg = V.Gemma4TextConfigV515(**copy.deepcopy(fields))
+    with pytest.raises(V.AmbiguousGlobalPerLayerAttributeError):
+        cfg.head_dim
+    hf = V.Gemma4TextRotaryEmbeddingV515(cfg)
+    new = pt.RotaryEmbedding(cfg)
+    assert new.rope_type == hf.rope_type == {"full_attention": "proportional", "sliding_attention": "default"}
+    assert {n for n, _ in new.named_buffers()} == {n for n, _ in hf.named_buffers()}
+    assert new.full_attention_inv_freq.shape == hf.full_attention_inv_freq.shape == (256,)
+    same_freqs(new.full_attention_inv_freq[:64], hf.full_attention_inv_freq[:64], "v5.15 full_attention")
+    same_freqs(new.sliding_attention_inv_freq, hf.sliding_attention_inv_freq, "v5.15 sliding_attention")
+    x = torch.zeros(1)
+    v514 = pt.RotaryEmbedding(gemma4_fields())
+    for lt, width in (("full_attention", 512), ("sliding_attention", 256)):
+        (co, so), (cn, sn) = hf(x, SHORT, lt), new(x, SHORT, lt)
+        assert cn.shape == co.shape == (1, 32, width)
+        close(cn, co, what="v5.15 " + lt + " cos")
+        close(sn, so, what="v5.15 " + lt + " sin")
+        assert new.rope_for(lt) == v514.rope_for(lt), lt
+    # the dict v5.15 writes: per_layer_config by layer index, no global_head_dim
+    saved = {k: v for k, v in fields.items() if k != "global_head_dim"}
+    saved["per_layer_config"] = {"%02d" % i: {"head_dim": 512} for i, lt in enumerate(fields["layer_types"])
+                                 if lt == "full_attention"}
+    from_json, as_object = pt.RotaryEmbedding(saved), pt.RotaryEmbedding(SimpleNamespace(**saved))
+    for lt in ("full_attention", "sliding_attention"):
+        assert from_json.rope_for(lt) == as_object.rope_for(lt) == v514.rope_for(lt), lt
+    # global_head_dim equal to head_dim: no override is left, every layer type reads the whole config
+    narrow = V.Gemma4TextConfigV515(**dict(copy.deepcopy(fields), global_head_dim=256))
+    assert narrow.head_dim == 256
+    assert pt.RotaryEmbedding(narrow).rope_for("full_attention") == posenc.rope_init(
+        256, 1e6, {"rope_type": "proportional", "partial_rotary_factor": 0.25})
+    # the layers of one type must agree, as v5.15's view requires
+    saved["per_layer_config"]["11"] = {"head_dim": 384}
+    with pytest.raises(ValueError, match="per_layer_config: layers 5 and 11"):
+        pt.RotaryEmbedding(saved)
 
 
 def test_keys_transformers_ignores_are_ignored_with_a_warning():

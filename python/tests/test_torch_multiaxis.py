@@ -375,6 +375,41 @@ def test_qwen3_dynamic_update_and_default_theta():
     assert pt.Qwen2VLRotaryEmbedding(cfg("qwen2_5_vl_7b")).multi_rope == posenc.Rope.qwen2_5_vl()
 
 
+@pytest.mark.parametrize("name", ["qwen2_5_vl_7b", "qwen3_vl_8b"])
+def test_original_inv_freq_as_each_version_keeps_it(name):
+    """transformers v4.57.6's Qwen2-VL / Qwen2.5-VL / Qwen3-VL text rotaries keep original_inv_freq as a plain
+    attribute naming the inv_freq tensor, v5 registers it as a non-persistent buffer (a clone): named_buffers(),
+    .to() and to_empty() follow the version of the config's format, as the original of that version does."""
+    qwen3 = name.startswith("qwen3")
+    orig_cls = V.Qwen3VLTextRotaryEmbedding if qwen3 else V.Qwen2VLRotaryEmbedding
+    new_cls = pt.Qwen3VLTextRotaryEmbedding if qwen3 else pt.Qwen2VLRotaryEmbedding
+    orig, new = orig_cls(cfg(name)), new_cls(cfg(name))
+    assert [n for n, _ in new.named_buffers()] == [n for n, _ in orig.named_buffers()] == ["inv_freq"]
+    assert new.original_inv_freq is new.inv_freq and orig.original_inv_freq is orig.inv_freq
+    for m in (orig, new):
+        m.to(torch.float64)
+    assert new.inv_freq.dtype == orig.inv_freq.dtype == torch.float64
+    for m in (orig, new):  # the attribute is not the module's to convert
+        assert type(m.original_inv_freq) is torch.Tensor and not isinstance(m.original_inv_freq, torch.nn.Parameter)
+        assert m.original_inv_freq.dtype == torch.float32 and m.original_inv_freq.device.type == "cpu"
+    # built on "meta", then to_empty(): the buffer is refilled with posenc's values, the attribute stays meta
+    orig, new = orig_cls(cfg(name), device="meta"), new_cls(cfg(name), device="meta")
+    for m in (orig, new):
+        m.to_empty(device="cpu")
+        assert m.original_inv_freq.is_meta and not m.inv_freq.is_meta
+    assert_bits(new.inv_freq, new_cls(cfg(name)).inv_freq, "inv_freq after to_empty")
+    # v5's format: a buffer of its own, converted and materialised with the module
+    c = cfg(name)
+    v5 = {k: v for k, v in c.items() if k not in ("rope_scaling", "rope_theta")}
+    v5["rope_parameters"] = dict(c["rope_scaling"], rope_theta=c["rope_theta"])
+    new = new_cls(v5, device="meta")
+    assert [n for n, _ in new.named_buffers()] == ["inv_freq", "original_inv_freq"]
+    new.to_empty(device="cpu")
+    assert_bits(new.original_inv_freq, new_cls(cfg(name)).inv_freq, "v5 original_inv_freq after to_empty")
+    new.to(torch.float64)
+    assert new.original_inv_freq.dtype == torch.float64 and new.original_inv_freq is not new.inv_freq
+
+
 def test_config_objects():
     """HF config objects (attributes, not keys), v4 and v5 layouts, the text config nested as HF's VL configs
     nest it: the same specs as the dicts."""
