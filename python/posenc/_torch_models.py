@@ -125,11 +125,27 @@ class Ernie4_5_VLMoeTextRotaryEmbedding(torch.nn.Module):
         self.attention_scaling = 1.0
         one = Rope(dim, pairs="interleaved", base=float(base))
         self._rope = _p.rope_sections(one, [t_sec, h_sec, w_sec], "alternating")
-        inv = _inv_freq(one)
-        hw = h_sec + w_sec
-        pre_rotated = inv[:hw][0::2] + inv[:hw][1::2] + inv[hw:]
-        self.register_buffer("inv_freq", _float_table(pre_rotated, device), persistent=False)
+        inv_freq, _ = self.compute_default_rope_parameters(config, device)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
         self.original_inv_freq = self.inv_freq
+
+    @staticmethod
+    def compute_default_rope_parameters(config: Any = None, device: Optional[torch.device] = None,
+                                        seq_len: Optional[int] = None) -> Tuple[Tensor, float]:
+        """Upstream's static method (transformers' _init_weights calls it): ``(inv_freq, 1.0)``, inv_freq in
+        upstream's pre-rotated order (the even then the odd frequencies of the first h + w, then the last t),
+        each the float32 nearest the real frequency ``rope_theta^(-2i / head_dim)``, on ``device``."""
+        if config is None:
+            raise TypeError("compute_default_rope_parameters: a config is needed (its rope_parameters, head_dim)")
+        rp = _rope_dict(config, "rope_parameters") or {}
+        if rp.get("rope_theta") is None:
+            raise ValueError("rope_parameters['rope_theta']: ERNIE-4.5-VL's text rotary needs it")
+        dim = _head_dim_or(config, "head_dim", "compute_default_rope_parameters")
+        h_sec, w_sec, _ = Ernie4_5_VLMoeTextRotaryEmbedding._check_section(
+            [int(s) for s in rp.get("mrope_section", [22, 22, 20])], dim)
+        inv = _inv_freq(Rope(dim, pairs="interleaved", base=float(rp["rope_theta"])))
+        hw = h_sec + w_sec
+        return _float_table(inv[:hw][0::2] + inv[:hw][1::2] + inv[hw:], device), 1.0
 
     @staticmethod
     def _check_section(section: list, dim: int) -> Tuple[int, int, int]:

@@ -758,7 +758,12 @@ class RotaryEmbedding(nn.Module):
             self.rope_type: Any = state.rope_type
             self.attention_scaling = state.rope.attention_scale
             self.register_buffer("inv_freq", _float_table(_inv_freq(state.rope), device), persistent=False)
-            self.register_buffer("original_inv_freq", self.inv_freq.clone(), persistent=False)
+            if _is_v5(config):
+                self.register_buffer("original_inv_freq", self.inv_freq.clone(), persistent=False)
+            else:
+                # v4.57's rotaries name the inv_freq tensor by a plain attribute where v5 registers a buffer: as
+                # v4, original_inv_freq is then outside named_buffers(), and .to() / to_empty() leave it be
+                self.original_inv_freq = self.inv_freq
         else:
             self.layer_types = types
             self.rope_type = {}
@@ -805,6 +810,21 @@ class RotaryEmbedding(nn.Module):
         rope = _init_rope(plan, seq_len)
         return _float_table(_inv_freq(rope), device), rope.attention_scale
 
+    @staticmethod
+    def compute_default_rope_parameters(config: Any = None, device: Optional[torch.device] = None,
+                                        seq_len: Optional[int] = None) -> Tuple[Tensor, float]:
+        """transformers v5's static ``compute_default_rope_parameters`` of the rotary modules (what its
+        ``_init_weights`` calls for a module whose rope_type is "default"): ``(inv_freq, 1.0)`` for ``config``
+        read as RotaryEmbedding reads it (rope_theta, head_dim, partial_rotary_factor), float32 on ``device``:
+        the float32 nearest each real frequency, the values this module's buffer holds. seq_len unused."""
+        if config is None:
+            raise TypeError("compute_default_rope_parameters: a config is needed (its rope_theta and head_dim)")
+        plan = _resolve(config)
+        if plan["rope_type"] != "default":
+            raise ValueError("compute_default_rope_parameters: the config's rope_type is %r, not 'default'"
+                             % plan["rope_type"])
+        return _float_table(_inv_freq(_init_rope(plan)), device), 1.0
+
     @property
     def rope(self) -> Rope:
         """The posenc.Rope of the current frequencies (one set of parameters; rope_for(layer_type) otherwise)."""
@@ -818,8 +838,14 @@ class RotaryEmbedding(nn.Module):
         state = self._states[layer_type]
         name = "inv_freq" if layer_type is None else layer_type + "_inv_freq"
         old = getattr(self, name)
-        new = torch.tensor(_inv_freq(state.rope), dtype=torch.float64).to(dtype=old.dtype)
-        self.register_buffer(name, new.to(old.device), persistent=False)
+        original = getattr(self, "original_inv_freq", None) if layer_type is None else None
+        if state.rope is state.original_rope and original is not None and "original_inv_freq" not in self._buffers:
+            # v4's reset: the original tensor itself becomes inv_freq again (moved to inv_freq's device)
+            self.original_inv_freq = original.to(old.device)
+            self.register_buffer(name, self.original_inv_freq, persistent=False)
+        else:
+            new = torch.tensor(_inv_freq(state.rope), dtype=torch.float64).to(dtype=old.dtype)
+            self.register_buffer(name, new.to(old.device), persistent=False)
         if layer_type is None:
             self.attention_scaling = state.rope.attention_scale
             self.max_seq_len_cached = state.max_seq_len_cached
@@ -1137,11 +1163,6 @@ class _MultiAxisRotary(RotaryEmbedding):
     def __init__(self, config: Any, device: Optional[torch.device] = None):
         text = _text_config(config)
         super().__init__(_mrope_config(text, self._default_theta), device)
-        if not _is_v5(text):
-            # v4.57's VL text rotaries name the inv_freq tensor by a plain attribute, v5's register a buffer: as
-            # v4, original_inv_freq is then outside named_buffers(), and .to() / to_empty() leave it as it was
-            del self.original_inv_freq
-            self.original_inv_freq = self.inv_freq
         self.mrope_section = self._section_of(_scaling(text).get("mrope_section"))
         self._multi: Optional[Tuple[Rope, Rope]] = None
 

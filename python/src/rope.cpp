@@ -751,7 +751,7 @@ pixtral(), llama4_vision() (2 axes).)");
             if (!c.freq) return py::none();
             py::array_t<double> a(c.rotary_dim / 2);
             std::copy(c.freq, c.freq + c.rotary_dim / 2, a.mutable_data());
-            return std::move(a);
+            return py::object(std::move(a));
           },
           "The explicit frequencies (a new float64 array), or None when f_i = base^(-2i/r).")
       .def_property_readonly(
@@ -763,7 +763,7 @@ pixtral(), llama4_vision() (2 axes).)");
             if (r.axes() == 1 || !m.size()) return py::none();
             py::array_t<uint8_t> a(py::ssize_t(m.size()));
             std::copy(m.begin(), m.end(), a.mutable_data());
-            return std::move(a);
+            return py::object(std::move(a));
           },
           "The axis of each pair (a new uint8 array of rotary_dim / 2 entries), or None for one axis.")
       .def(

@@ -583,3 +583,64 @@ def test_vl_half_models(name, dtype):
         b = swapped(input_ids=ids).logits
     assert a.dtype == b.dtype and bool(torch.isfinite(b.float()).all())
     assert relative(b.float(), a.float()) < 0.05, relative(b.float(), a.float())
+
+
+@pytest.mark.parametrize("name", sorted(TEXT) + ["vl:" + n for n in sorted(VL)])
+def test_init_weights_after_swap(name):
+    """transformers' _init_weights (from_pretrained's initialisation of missing weights, post_init) reaches every
+    module whose class name has "RotaryEmbedding" and an original_inv_freq: on posenc's it runs (v5's
+    compute_default_rope_parameters for the default type, ROPE_INIT_FUNCTIONS otherwise) and changes nothing
+    posenc's forward computes."""
+    if name.startswith("vl:"):
+        vanilla, swapped = built_vl(name[3:])
+        rot = swapped.model.language_model.rotary_emb
+        pos = mrope_ids(40, 100)[:, :1]
+    else:
+        vanilla, swapped = built(name)
+        rot = text_rotary(swapped)
+        pos = torch.arange(100, 140).unsqueeze(0)
+    lt = TEXT.get(name, (None, None, None))[2]
+    x = torch.zeros(1, 1, 8)
+    args = (x, pos) if lt is None else (x, pos, lt[-1])
+    before = [t.clone() for t in rot(*args)]
+    swapped._init_weights(rot)
+    after = rot(*args)
+    for b, a in zip(before, after):
+        assert torch.equal(a, b), name
+
+
+@pytest.mark.parametrize("name", sorted(TEXT) + ["vl:" + n for n in sorted(VL)])
+def test_module_members(name):
+    """The swapped text rotary has the original's buffers (names, shapes, dtypes; values within HF's float32
+    evaluation of the frequencies), the same original_inv_freq form (buffer or attribute), rope_type, attention
+    scaling and cached lengths. Vision towers: the same inv_freq buffer, dim and theta."""
+    torch.manual_seed(5)  # new models: the others' calls may have moved the dynamic / longrope state
+    if name.startswith("vl:"):
+        vanilla, swapped = VL[name[3:]][0](), VL[name[3:]][0]()
+        swap_vl(swapped)
+        pairs = [(vanilla.model.language_model.rotary_emb, swapped.model.language_model.rotary_emb),
+                 (vision_tower(vanilla).rotary_pos_emb, vision_tower(swapped).rotary_pos_emb)]
+    else:
+        vanilla, swapped = TEXT[name][0](), TEXT[name][0]()
+        swap_text(swapped)
+        pairs = [(text_rotary(vanilla), text_rotary(swapped))]
+    for v, s in pairs:
+        vb, sb = dict(v.named_buffers()), dict(s.named_buffers())
+        assert sorted(vb) == sorted(sb), (name, sorted(vb), sorted(sb))
+        for key in vb:
+            assert vb[key].shape == sb[key].shape and vb[key].dtype == sb[key].dtype, (name, key)
+            assert torch.allclose(sb[key], vb[key], rtol=2.0 ** -21, atol=0), (name, key, sb[key], vb[key])
+        assert s.state_dict().keys() == v.state_dict().keys()
+        for attr in ("rope_type", "attention_scaling", "max_seq_len_cached", "original_max_seq_len", "mrope_section",
+                     "dim", "theta", "layer_types"):
+            if hasattr(v, attr):
+                want, got = getattr(v, attr), getattr(s, attr)
+                if isinstance(want, float):
+                    assert got == pytest.approx(want, rel=1e-6), (name, attr, got, want)
+                elif attr == "layer_types":  # upstream's a list (Gemma 3) or a set (Gemma 4), posenc's a list
+                    assert set(got) == set(want), (name, got, want)
+                else:
+                    assert got == want, (name, attr, got, want)
+        if hasattr(v, "original_inv_freq"):
+            assert ("original_inv_freq" in sb) == ("original_inv_freq" in vb), name
+            assert torch.allclose(s.original_inv_freq, v.original_inv_freq, rtol=2.0 ** -21, atol=0), name

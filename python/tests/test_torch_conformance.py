@@ -646,3 +646,39 @@ def test_narrow_tables_and_back(dtype):
     assert_bits(fs.float().weights, exact_f, "fairseq weights back in float32")
     orig = O.PositionalEncoding(512, max_len=4096).to(dtype).float()
     assert torch.equal(orig.pe.view(4096, 512), orig.pe.view(4096, 512).to(dtype).float()), "the original's stays narrow"
+
+
+def test_v4_original_inv_freq_is_an_attribute():
+    """transformers v4.57's LlamaRotaryEmbedding names the inv_freq tensor by a plain attribute original_inv_freq
+    (v5: a buffer, test_buffers_and_original_inv_freq): a rope_scaling config gives the v4 form, through a
+    dynamic growth and its reset (where v4 makes the original tensor inv_freq again)."""
+    cfg = {"hidden_size": 1024, "num_attention_heads": 16, "head_dim": 64, "max_position_embeddings": 256,
+           "rope_theta": 1e4, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+    hf, new = O.LlamaRotaryEmbedding(cfg), pt.RotaryEmbedding(cfg)
+    assert [n for n, _ in new.named_buffers()] == [n for n, _ in hf.named_buffers()] == ["inv_freq"]
+    assert new.original_inv_freq is new.inv_freq and hf.original_inv_freq is hf.inv_freq
+    x = torch.zeros(1)
+    for p in (1000, 100):
+        pos = torch.tensor([[0, p]])
+        hf(x, pos)
+        new(x, pos)
+        same_freqs(new.inv_freq, hf.inv_freq, f"dynamic after {p}")
+        assert (new.inv_freq is new.original_inv_freq) == (hf.inv_freq is hf.original_inv_freq), p
+    for m in (hf, new):
+        m.to(torch.float64)
+        assert m.inv_freq.dtype == torch.float64 and m.original_inv_freq.dtype == torch.float32
+
+
+def test_compute_default_rope_parameters():
+    """transformers v5's static compute_default_rope_parameters, which its _init_weights calls on every rotary
+    module of the default type: the module's own inv_freq values (posenc's), attention factor 1; a config of
+    another rope_type is refused, naming it."""
+    cfg = {"hidden_size": 1024, "num_attention_heads": 16, "head_dim": 64, "max_position_embeddings": 4096,
+           "rope_parameters": {"rope_type": "default", "rope_theta": 5e5, "partial_rotary_factor": 0.5}}
+    m = pt.RotaryEmbedding(cfg)
+    inv, att = pt.RotaryEmbedding.compute_default_rope_parameters(cfg)
+    assert att == 1.0 and inv.dtype == torch.float32 and inv.shape == (16,)
+    assert_bits(inv, m.inv_freq, "compute_default_rope_parameters")
+    same_freqs(inv, 1.0 / (5e5 ** (torch.arange(0, 32, 2, dtype=torch.float64) / 32)), "default, 32 of 64 rotate")
+    with pytest.raises(ValueError, match="llama3"):
+        pt.RotaryEmbedding.compute_default_rope_parameters(llama_v5_fields())
