@@ -37,8 +37,15 @@ PAD = -(2 ** 63)
 K2P31 = 2 ** 31
 
 
+# gmpy2 2.2 (Debian unstable) deprecates local_context, warning on each call (millions in a test run); its
+# contexts restore the previous one on leaving a with block. 2.1's (bookworm) do not: local_context there.
+_CONTEXT_IS_LOCAL = tuple(int(v) for v in gmpy2.version().split(".")[:2]) >= (2, 2)
+
+
 def ctx(prec):
     """A local context of `prec` bits, round to nearest (ties to even), no exponent limits worth mentioning."""
+    if _CONTEXT_IS_LOCAL:
+        return gmpy2.context(precision=int(prec), round=gmpy2.RoundToNearest)
     return gmpy2.local_context(gmpy2.context(), precision=int(prec), round=gmpy2.RoundToNearest)
 
 
