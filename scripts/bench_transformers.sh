@@ -8,7 +8,8 @@
 # which without OpenBLAS is the reference BLAS (about 11 GFLOP/s here, a 2048-token prefill of this model in a
 # minute instead of a second). Builds the package as docs/python.md gives it (pip install
 # --no-build-isolation . in a venv), then prints the table docs/benchmarks.md quotes and keeps the JSON in
-# build-transformers/bench.json. Timings are never judged here.
+# build-transformers/bench.json and report/transformers.json (the report's Python section shows it when
+# scripts/report.sh runs in this tree afterwards). Timings are never judged here.
 #   scripts/bench_transformers.sh [--rounds N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,5 +24,10 @@ if [ ! -x "$work/venv/bin/python" ] || ! "$work/venv/bin/python" -c 'import pose
   "$py" -m venv --system-site-packages "$work/venv"
   "$work/venv/bin/pip" install --no-index --no-build-isolation . >"$work/pip.log" 2>&1 || { tail -40 "$work/pip.log"; exit 1; }
 fi
-cd "$work"
-HF_HUB_OFFLINE=1 "$work/venv/bin/python" "$OLDPWD/bench/python/bench_hf_models.py" --out "$work/bench.json" "$@"
+root=$PWD
+cd "$work"  # not the source tree: the installed posenc
+HF_HUB_OFFLINE=1 "$work/venv/bin/python" "$root/bench/python/bench_hf_models.py" --out "$work/bench.json" "$@"
+# for the report's Python section (scripts/report.sh in this tree afterwards: "Inside transformers")
+mkdir -p "$root/report"
+cp "$work/bench.json" "$root/report/transformers.json"
+echo "bench_transformers: $work/bench.json, and report/transformers.json for scripts/report.sh"

@@ -587,6 +587,8 @@ def render(python_json_path, out_dir=None):
                  "broadcast add) that posenc.torch hands to that op on its exact table; a paired ratio there is "
                  "parity within the host's noise, and nothing posenc computes could beat it (its fused add, the PE "
                  "computed on the fly, was slower: single-threaded, the PE per batch row).\n\n" + issue24_table(data))
+    parts.append(transformers_part(os.path.join(os.path.dirname(os.path.abspath(python_json_path)),
+                                                "transformers.json")))
     for group, title, text in GROUPS:
         t = group_table(data, group)
         if t:
@@ -624,6 +626,50 @@ def render(python_json_path, out_dir=None):
         parts.append("![%s](%s)" % charts[0])
     parts.append("### Machine (Python run)\n\n" + machine_table(data))
     return "\n\n".join(parts) + "\n", charts
+
+
+TRANSFORMERS_ROWS = (("prefill", "model forward, prefill 2048 (cache on)", 1.0),
+                     ("decode", "model, 64 decode steps with the cache", 1.0),
+                     ("rotary_prefill", "rotary module alone, 2048 positions", 1.5),
+                     ("rotary_decode", "rotary module alone, 1 position", 1.5))
+
+
+def transformers_table(data):
+    """Rows of bench/python/bench_hf_models.py's JSON: per thread count and measurement, the medians, the median
+    of the per-round ratios vanilla / posenc (and their range), and issue 42's target for it."""
+    lines = ["| threads | what | vanilla | posenc.torch | vanilla / posenc, paired median (range) | target | met |",
+             "|---|---|---|---|---|---|---|"]
+    for threads, rounds in sorted(data.get("rounds", {}).items()):
+        if not rounds:
+            continue
+        for key, label, target in TRANSFORMERS_ROWS:
+            v = median([r["vanilla"][key] for r in rounds])
+            p = median([r["posenc"][key] for r in rounds])
+            ratios = [r["vanilla"][key] / r["posenc"][key] for r in rounds]
+            unit, scale = ("ms", 1e3) if v > 1e-3 else ("us", 1e6)
+            lines.append("| %s | %s | %.4g %s | %.4g %s | %.3f (%.3f .. %.3f) | >= %.1f | %s |" % (
+                threads, label, v * scale, unit, p * scale, unit, median(ratios), min(ratios), max(ratios), target,
+                "yes" if median(ratios) >= target else "no"))
+    return "\n".join(lines)
+
+
+def transformers_part(path):
+    """The subsection of posenc.torch inside transformers' own forward (issue 42), from path when a run of
+    scripts/bench_transformers.sh left it there; else how to measure it."""
+    head = "### Inside transformers: a Llama 3.1 model's forward with posenc's rotary (issue 42)\n\n"
+    data = load(path) if os.path.exists(path) else None
+    if not data:
+        return head + ("Not measured in this run: transformers is a Debian unstable package, not a bookworm one. "
+                       "`scripts/test_fresh.sh --run-sid 'bash scripts/bench_transformers.sh'` measures it (in a "
+                       "tree where this report is made afterwards, it leaves `report/transformers.json` for this "
+                       "table); docs/benchmarks.md keeps the last numbers.")
+    return head + ("transformers %s, torch %s, %s; %s, posenc %s (%s); %d rounds per thread count, the order "
+                   "alternated; same greedy tokens in 64 decode steps: %s. Targets: the model at least as fast "
+                   "as vanilla, the rotary module alone at least 1.5x.\n\n" % (
+                       data.get("transformers", "?"), data.get("torch", "?"), data.get("config", "?"),
+                       data.get("cpu", "?"), data.get("posenc", "?"), data.get("isa", "?"),
+                       len(next(iter(data.get("rounds", {}).values()), [])), data.get("same_tokens"))
+                   + transformers_table(data))
 
 
 def insert(report_text, section_text):

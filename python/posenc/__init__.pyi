@@ -196,9 +196,10 @@ def rope_sections(rope: Rope, sections: Sequence[int], layout: RopeLayoutLike = 
     """posenc_rope_sections: a new Rope whose pairs are assigned to axes from up to four section sizes."""
 def rope_cache(rope: Rope, n: Optional[int] = None, first: int = 0, *,
                positions: Union[None, IntArrayLike, ArrayLike] = None,
-               out: Union[None, ArrayLike, Tuple[ArrayLike, ArrayLike]] = None) -> Any:
+               out: Union[None, ArrayLike, Tuple[ArrayLike, ArrayLike]] = None, twice: bool = False) -> Any:
     """posenc_rope_cache_f32: (cos, sin) of (n, r/2), into out=(cos, sin), or one (n, r) vLLM cache; multi-axis
-    positions (axes, n) or the flat axis-major (axes * n,); floating positions: posenc_rope_cache_real_f32."""
+    positions (axes, n) or the flat axis-major (axes * n,); floating positions: posenc_rope_cache_real_f32.
+    twice=True: (cos, sin) of (n, r), each row its r/2 values twice (HF's cat(freqs, freqs))."""
 def rope(rope: Rope, x: A, *, positions: Union[None, IntArrayLike, ArrayLike] = None, first: int = 0,
          heads_first: bool = False) -> A:
     """posenc_rope_f32 / _bf16 / _f16, in place; x (tokens, dim), (tokens, heads, dim), (batch, tokens, heads,

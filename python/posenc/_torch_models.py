@@ -162,7 +162,6 @@ class Ernie4_5_VLMoeTextRotaryEmbedding(torch.nn.Module):
         """The posenc.Rope of 3 axes (interleaved pairs, ALTERNATING sections [t, h, w])."""
         return self._rope
 
-    @torch.no_grad()
     def forward(self, x: Tensor, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
         """(cos, sin) [batch, seq, head_dim] float32 on x.device: each pair's value twice, side by side."""
         pos = _mrope_positions(position_ids)

@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -477,7 +478,8 @@ RopePositions rope_positions(py::handle obj, int64_t first, int32_t axes, int64_
 
 // ---- the cos/sin cache ------------------------------------------------------------------------------------
 
-py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle positions, py::handle out) {
+py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle positions, py::handle out,
+                      bool twice) {
   const posenc_rope c = r.c_rope();
   const int64_t h = c.rotary_dim / 2;
   RopePositions p;
@@ -502,8 +504,11 @@ py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle
                             (c.axes > 1 ? " per axis" : ""));
     n = given;
   }
-  // out: None, a (cos, sin) pair of (n, h) arrays, or one (n, rotary_dim) array [cos | sin] (vLLM)
+  // out: None, a (cos, sin) pair of (n, h) arrays, or one (n, rotary_dim) array [cos | sin] (vLLM); twice: a
+  // pair of (n, rotary_dim) arrays whose rows hold their h values twice (HF's cat(freqs, freqs))
   const bool pair = py::isinstance<py::tuple>(out) || py::isinstance<py::list>(out);
+  if (twice && !pair && !out.is_none())
+    throw py::value_error("rope_cache: twice=True writes a (cos, sin) pair of (n, rotary_dim) arrays, not one array");
   if (n < 0 && !out.is_none()) {
     py::object first_out = pair ? py::object(out[py::int_(0)]) : py::reinterpret_borrow<py::object>(out);
     n = view_of(first_out, Want{"out", bit(Elem::F32), 2, 2, true}).shape[0];
@@ -515,7 +520,7 @@ py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle
   View cv, sv;
   py::object result;
   if (out.is_none() || pair) {
-    const int64_t shape[2] = {n, h};
+    const int64_t shape[2] = {n, twice ? c.rotary_dim : h};
     if (pair && py::len(out) != 2) throw py::value_error("out: expected (cos, sin)");
     const py::object none = py::none();
     cv = output(pair ? py::object(out[py::int_(0)]) : none, "out[0]", Elem::F32, 2, shape);
@@ -530,9 +535,16 @@ py::object rope_cache(const Rope &r, py::handle n_obj, int64_t first, py::handle
   }
   const int64_t cs = row_stride(cv, 0, h), ss = row_stride(sv, 0, h);
   run_split({1, n, kGrain, rope_cycles(c.rotary_dim, 0, 4, c.axes)}, [&](int64_t, int64_t b, int64_t e) {
-    if (p.real)
-      return posenc_rope_cache_real_f32_part(&c, p.real_row(0), n, cv.ptr<float>(), cs, sv.ptr<float>(), ss, b, e);
-    return posenc_rope_cache_f32_part(&c, p.row(0), first, n, cv.ptr<float>(), cs, sv.ptr<float>(), ss, b, e);
+    const posenc_status st =
+        p.real ? posenc_rope_cache_real_f32_part(&c, p.real_row(0), n, cv.ptr<float>(), cs, sv.ptr<float>(), ss, b, e)
+               : posenc_rope_cache_f32_part(&c, p.row(0), first, n, cv.ptr<float>(), cs, sv.ptr<float>(), ss, b, e);
+    if (st == POSENC_OK && twice)
+      for (int64_t t = b; t < e; ++t) {
+        float *cr = cv.ptr<float>() + t * cs, *sr = sv.ptr<float>() + t * ss;
+        std::memcpy(cr + h, cr, sizeof(float) * size_t(h));
+        std::memcpy(sr + h, sr, sizeof(float) * size_t(h));
+      }
+    return st;
   });
   return result;
 }
@@ -904,8 +916,8 @@ s1 != s2 or a fourth section, per_axis's lcm of the sections past 2^40.)");
         "Benchmark helper: seconds per posenc_rope_qk_* call, the call repeated without Python in between "
         "(batch 1). Rotates q and k repeat + 1 times.");
   m.def("rope_cache", &rope_cache, "rope"_a, "n"_a = py::none(), "first"_a = 0, py::kw_only(),
-        "positions"_a = py::none(), "out"_a = py::none(),
-        R"(rope_cache(rope, n=None, first=0, *, positions=None, out=None) -> (cos, sin) or out
+        "positions"_a = py::none(), "out"_a = py::none(), "twice"_a = false,
+        R"(rope_cache(rope, n=None, first=0, *, positions=None, out=None, twice=False) -> (cos, sin) or out
 
 posenc_rope_cache_f32: for positions first .. first+n-1 (or the explicit positions, posenc.PAD giving zeros)
 the rows of cos_i and sin_i (rotary_dim / 2 each), float32. For a multi-axis rope (A = rope.axes) the explicit
@@ -914,7 +926,9 @@ gives every axis the position first + t. out: None (two new (n, r/2) arrays), a 
 arrays (ONNX Runtime's cos_cache / sin_cache), or one (n, r) array that receives cos in its first half and sin
 in the second (vLLM's cos_sin_cache), which is returned. Floating positions (a float64 / float32 / float16 /
 bfloat16 array or CPU tensor) are real-valued positions (posenc_rope_cache_real_f32: t * position_scale * f_i
-exactly, each value correctly rounded; an integer-valued one gives the integer position's bytes).)");
+exactly, each value correctly rounded; an integer-valued one gives the integer position's bytes). twice=True:
+cos and sin are (n, rotary_dim), each row its r/2 values twice (HF's cat(freqs, freqs)), into out=(cos, sin)
+or two new arrays.)");
   m.def(
       "rope",
       [](const Rope &r, py::handle x, py::handle positions, int64_t first, bool heads_first) {

@@ -103,6 +103,30 @@ def test_rope_cache_three_out_forms(isa, name):
     assert_bits(np.concatenate(pair, axis=1), run, f"{name} run, list out")
 
 
+@pytest.mark.parametrize("name", list(ROPES))
+def test_rope_cache_twice(isa, name):
+    """twice=True (HF's layout, cat(freqs, freqs)): (n, r) cos and sin whose rows hold the r/2 values twice, new
+    or into out=(cos, sin) (strided rows; the gap untouched); a single out array is refused by name, and so is an
+    out pair of (n, r/2)."""
+    rope, ref = ROPES[name], ref_of(name)
+    h, r = rope.rotary_dim // 2, rope.rotary_dim
+    want = ref.cache(POS)
+    cos, sin = posenc.rope_cache(rope, positions=POS, twice=True)
+    assert cos.shape == sin.shape == (len(POS), r)
+    for half in (slice(0, h), slice(h, r)):
+        assert_bits(cos[:, half], want[:, :h], f"{name} cos twice")
+        assert_bits(sin[:, half], want[:, h:], f"{name} sin twice")
+    cb, sb = sentinel((len(POS), r + 2), np.float32), sentinel((len(POS), r + 2), np.float32)
+    posenc.rope_cache(rope, positions=POS, out=(cb[:, :r], sb[:, 1:r + 1]), twice=True)
+    assert_bits(cb[:, :r], cos, f"{name} cos twice out")
+    assert_bits(sb[:, 1:r + 1], sin, f"{name} sin twice out")
+    assert (bits(cb[:, r:]) == 0x7FBADBAD).all() and (bits(sb[:, 0]) == 0x7FBADBAD).all()
+    with pytest.raises(ValueError, match="twice"):
+        posenc.rope_cache(rope, positions=POS, out=np.empty((len(POS), r), np.float32), twice=True)
+    with pytest.raises(ValueError):
+        posenc.rope_cache(rope, positions=POS, out=(np.empty((len(POS), h), np.float32),) * 2, twice=True)
+
+
 def test_rope_cache_torch_outputs(isa):
     torch = pytest.importorskip("torch")
     rope, ref = ROPES["r128_base5e5"], ref_of("r128_base5e5")
