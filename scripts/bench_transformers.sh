@@ -6,7 +6,9 @@
 #   scripts/test_fresh.sh --run-sid 'bash scripts/bench_transformers.sh'
 # Installs what it uses, OpenBLAS among it: Debian's PyTorch takes its BLAS from the libblas.so.3 alternative,
 # which without OpenBLAS is the reference BLAS (about 11 GFLOP/s here, a 2048-token prefill of this model in a
-# minute instead of a second). Builds the package as docs/python.md gives it (pip install
+# minute instead of a second). The OpenMP build (libopenblas0-openmp), whose threads are torch's OpenMP team:
+# the pthreads build keeps its own threads spinning beside torch's (2 torch threads were then slower than 1,
+# and 1 was not one). Builds the package as docs/python.md gives it (pip install
 # --no-build-isolation . in a venv), then prints the table docs/benchmarks.md quotes and keeps the JSON in
 # build-transformers/bench.json and report/transformers.json (the report's Python section shows it when
 # scripts/report.sh runs in this tree afterwards). Timings are never judged here.
@@ -15,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 posenc_install_deps python3-transformers python3-torch python3-safetensors python3-tokenizers python3-accelerate \
-  python3-mesonpy python3-dev pybind11-dev python3-numpy python3-venv python3-pip libopenblas0-pthread
+  python3-mesonpy python3-dev pybind11-dev python3-numpy python3-venv python3-pip libopenblas0-openmp
 
 py=/usr/bin/python3
 work=$PWD/build-transformers

@@ -34,14 +34,19 @@ PREFILL, DECODE = 2048, 64
 
 
 def cpu_name():
+    """The CPU's model name with its family and model numbers (hosts named alike differ: Zen 4 and others)."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    name = fields.get("model name") or platform.processor() or "unknown"
+    if "cpu family" in fields and "model" in fields:
+        name += " (family %s, model %s)" % (fields["cpu family"], fields["model"])
+    return name
 
 
 def make_models(layers):
