@@ -167,6 +167,17 @@ closing() {  # log: the last "tests: N passed, M failed" line of a log, as "N M"
     sed -E 's/^tests: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/' || true
 }
 
+counted() {  # root name command: runs it (its output to the terminal, through stderr), then prints "N M LINE":
+  # its closing line's counts (a missing line is one failure; so is a failing exit its line does not count) and
+  # "tests: N passed, M failed (exit RC)"
+  local rc=0 p f
+  run_in "$1" "$2" "$3" >&2 || rc=$?
+  read -r p f < <(closing "$tmp/$1/work/$2.log"; echo)
+  if [ -z "${p:-}" ]; then p=0 f=1; fi
+  [ "$rc" = 0 ] || [ "$f" -gt 0 ] || f=$((f + 1))
+  echo "$p $f tests: $p passed, $f failed (exit $rc)"
+}
+
 case $mode in
 run)
   new_root run
@@ -256,23 +267,14 @@ ci)
   else
     cp "$module" "$tmp/debian/work/libggml-posenc.so"
     echo "the module from step 1, sha256 $(sha256sum "$module" | cut -c1-16), into the Debian unstable root"
-    debian_rc=0
-    run_in debian debian "bash scripts/test_debian.sh --backend /work/libggml-posenc.so" || debian_rc=$?
-    read -r d_passed d_failed < <(closing "$tmp/debian/work/debian.log"; echo)
-    if [ -z "${d_passed:-}" ]; then d_passed=0 d_failed=1; fi
-    [ "$debian_rc" = 0 ] || [ "$d_failed" -gt 0 ] || d_failed=$((d_failed + 1))
-    debian_line="tests: $d_passed passed, $d_failed failed (exit $debian_rc)"
+    read -r d_passed d_failed debian_line < <(counted debian debian \
+      "bash scripts/test_debian.sh --backend /work/libggml-posenc.so")
     debian_fails=$(grep -E '^FAIL ' "$tmp/debian/work/debian.log" | head -n 20 || true)
     debian_s=$((SECONDS - start))
     # 5. In the same root: posenc's Python package built there (Python 3.14, pybind11 3) the documented way, and
     # its rotary modules inside Debian's transformers and PyTorch (scripts/test_transformers.sh).
     start=$SECONDS
-    tf_rc=0
-    run_in debian transformers "bash scripts/test_transformers.sh" || tf_rc=$?
-    read -r t_passed t_failed < <(closing "$tmp/debian/work/transformers.log"; echo)
-    if [ -z "${t_passed:-}" ]; then t_passed=0 t_failed=1; fi
-    [ "$tf_rc" = 0 ] || [ "$t_failed" -gt 0 ] || t_failed=$((t_failed + 1))
-    tf_line="tests: $t_passed passed, $t_failed failed (exit $tf_rc)"
+    read -r t_passed t_failed tf_line < <(counted debian transformers "bash scripts/test_transformers.sh")
     tf_fails=$(grep -E '^FAILED ' "$tmp/debian/work/transformers.log" | head -n 20 || true)
     tf_s=$((SECONDS - start))
     passed=$((passed + t_passed)) failed=$((failed + t_failed))
