@@ -22,10 +22,10 @@ posenc_install_deps python3-transformers python3-torch python3-safetensors pytho
 py=/usr/bin/python3
 work=$PWD/build-transformers
 mkdir -p "$work"
-if [ ! -x "$work/venv/bin/python" ] || ! "$work/venv/bin/python" -c 'import posenc.torch' 2>/dev/null; then
-  "$py" -m venv --system-site-packages "$work/venv"
-  "$work/venv/bin/pip" install --no-index --no-build-isolation . >"$work/pip.log" 2>&1 || { tail -40 "$work/pip.log"; exit 1; }
-fi
+# this tree's package, built each time (a venv left by an earlier run may hold an older build)
+rm -rf "$work/venv"
+"$py" -m venv --system-site-packages "$work/venv"
+"$work/venv/bin/pip" install --no-index --no-build-isolation . >"$work/pip.log" 2>&1 || { tail -40 "$work/pip.log"; exit 1; }
 root=$PWD
 cd "$work"  # not the source tree: the installed posenc
 HF_HUB_OFFLINE=1 "$work/venv/bin/python" "$root/bench/python/bench_hf_models.py" --out "$work/bench.json" "$@"

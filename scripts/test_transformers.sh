@@ -48,10 +48,10 @@ export POSENC_RESULTS=$work/results.json POSENC_HF_NOTES=$work/measured.txt
 : >"$POSENC_RESULTS"
 status=0
 cd "$work"  # not the source tree: the tests import the installed posenc
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$@" \
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -rfEs "$@" \
   "$root/python/tests" || status=1
 echo "== what test_hf_models.py measured"
 [ -f "$POSENC_HF_NOTES" ] && cat "$POSENC_HF_NOTES"
 cd "$root"
-"$py" tools/test_summary.py "$POSENC_RESULTS" | tail -n 1
+"$py" tools/test_summary.py "$POSENC_RESULTS" | tail -n +2  # its FAILED lines, then the closing line
 exit $status

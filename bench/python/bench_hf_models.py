@@ -90,7 +90,7 @@ def time_call(fn, inner):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--out")
     args = ap.parse_args()

@@ -12,8 +12,8 @@ from torch import Tensor
 
 from . import _posenc as _p
 from ._posenc import Rope
-from .torch import (RotaryEmbedding, _float_table, _get, _head_dim_or, _inv_freq, _mrope_positions, _rope_dict,
-                    _rope_type, apply_rotary)
+from .torch import (RotaryEmbedding, _float_table, _get, _head_dim_or, _inv_freq, _is_v5, _mrope_positions,
+                    _rope_dict, _rope_type, apply_rotary)
 
 
 __all__ = ["HunYuanDenseV1RotaryEmbedding", "HunYuanMoEV1RotaryEmbedding", "Ernie4_5_VLMoeTextRotaryEmbedding"]
@@ -22,15 +22,22 @@ __all__ = ["HunYuanDenseV1RotaryEmbedding", "HunYuanMoEV1RotaryEmbedding", "Erni
 class HunYuanDenseV1RotaryEmbedding(RotaryEmbedding):
     """transformers' HunYuanDenseV1RotaryEmbedding (also HunYuanMoEV1RotaryEmbedding), exact:
     ``HunYuanDenseV1RotaryEmbedding(config, device=None)``, ``forward(x, position_ids) -> (cos, sin)`` as
-    RotaryEmbedding's. What differs from Llama's: a ``dynamic`` rope_parameters with ``alpha`` (HunYuan's
-    configs) starts from the NTK-alpha frequencies over ``config.head_dim``, ``base * alpha^(d / (d - 2))``,
-    attention scaling 1; as upstream, a sequence past ``max_position_embeddings`` then takes transformers'
-    plain dynamic NTK frequencies for its length (``factor``, no alpha) and a shorter one the alpha
-    frequencies again. Any other rope_type is read as RotaryEmbedding reads it."""
+    RotaryEmbedding's. What differs from Llama's: a ``dynamic`` RoPE with ``alpha`` (HunYuan's configs; in
+    ``rope_parameters`` for v5, ``rope_scaling`` with the top-level ``rope_theta`` for v4.57) starts from the
+    NTK-alpha frequencies over ``config.head_dim``, ``rope_theta * alpha^(d / (d - 2))``, attention scaling 1.
+    As upstream, a sequence longer than any before and past ``max_position_embeddings`` then takes transformers'
+    plain dynamic NTK frequencies for its length (``factor``, no alpha), and one shorter than
+    ``max_position_embeddings`` the alpha frequencies again: the bookkeeping of transformers v4.57 and v5.15.
+    (5.12.1's dynamic update keeps the cached length under a wrong name for a module without layer types, so
+    there every sequence past ``max_position_embeddings`` recomputes at its own length and a short one never goes
+    back to alpha: a state that depends on the order of the calls, not followed.) Any other rope_type is read as
+    RotaryEmbedding reads it."""
 
     def __init__(self, config: Any, device: Optional[torch.device] = None):
-        rp = _rope_dict(config, "rope_parameters")
+        key = "rope_parameters" if _is_v5(config) else "rope_scaling"
+        rp = _rope_dict(config, key)
         alpha = None if rp is None else rp.get("alpha")
+        self._alpha_rope: Optional[Rope] = None
         if rp is None or _rope_type(rp) != "dynamic" or not alpha:
             super().__init__(config, device)
             return
@@ -43,22 +50,36 @@ class HunYuanDenseV1RotaryEmbedding(RotaryEmbedding):
         self._factorless = plain.get("factor") is None
         if self._factorless:
             plain["rope_type"] = "default"
-        super().__init__(_WithParameters(config, plain), device)
+        super().__init__(_WithParameters(config, key, plain), device)
         self.config = config
         dim = _get(config, "head_dim")
         if not dim:
             raise ValueError("HunYuan's dynamic alpha RoPE reads config.head_dim; this config has none")
         self.dim = int(dim)
-        state = self._states[None]
-        base = rp.get("rope_theta") or _get(config, "rope_theta")
+        # v5: rope_parameters['rope_theta']; v4.57: the config's rope_theta
+        base = rp.get("rope_theta") if key == "rope_parameters" else _get(config, "rope_theta")
         if base is None:
-            raise ValueError("rope_parameters['rope_theta']: HunYuan's alpha RoPE needs it")
-        rope = _p.rope_init(self.dim, float(base), {"rope_type": "dynamic", "alpha": float(alpha)})
+            raise ValueError("%s: HunYuan's alpha RoPE needs rope_theta" % key)
+        rope = self._alpha_rope = _p.rope_init(self.dim, float(base), {"rope_type": "dynamic", "alpha": float(alpha)})
+        state = self._states[None]
         state.original_rope = state.rope = rope
         self.attention_scaling = rope.attention_scale
         self.register_buffer("inv_freq", _float_table(_inv_freq(rope), device), persistent=False)
-        self.register_buffer("original_inv_freq", self.inv_freq.clone(), persistent=False)
+        if key == "rope_parameters":
+            self.register_buffer("original_inv_freq", self.inv_freq.clone(), persistent=False)
+        else:
+            self.original_inv_freq = self.inv_freq  # v4.57's plain attribute
         self.rope_type = "dynamic"
+
+    def rope_init_fn(self, config: Any = None, device: Optional[torch.device] = None, seq_len: Optional[int] = None,
+                     layer_type: Optional[str] = None, **unused: Any) -> Tuple[Tensor, float]:
+        """RotaryEmbedding's, with the alpha frequencies for this module's config up to max_position_embeddings
+        (what its buffers hold there)."""
+        own = config is None or config is self.config
+        if self._alpha_rope is not None and own and not unused and layer_type is None and (
+                seq_len is None or self.original_max_seq_len is None or seq_len <= self.original_max_seq_len):
+            return _float_table(_inv_freq(self._alpha_rope), device), 1.0
+        return super().rope_init_fn(config, device, seq_len, layer_type, **unused)
 
     def _update(self, position_ids: Tensor, layer_type: Optional[str] = None) -> None:
         if getattr(self, "_factorless", False) and position_ids.numel():
@@ -73,13 +94,17 @@ class HunYuanDenseV1RotaryEmbedding(RotaryEmbedding):
 
 
 class _WithParameters:
-    """A config seen with other rope_parameters (every other attribute read through)."""
+    """A config seen with another dict under key (rope_parameters or rope_scaling); every other attribute read
+    through."""
 
-    def __init__(self, config: Any, rope_parameters: dict):
+    def __init__(self, config: Any, key: str, params: dict):
         self._config = config
-        self.rope_parameters = rope_parameters
+        self._key = key
+        self._params = params
 
     def __getattr__(self, name: str) -> Any:
+        if name == self.__dict__.get("_key"):
+            return self._params
         if isinstance(self._config, dict):
             if name in self._config:
                 return self._config[name]

@@ -737,9 +737,9 @@ class RotaryEmbedding(nn.Module):
     give one set of frequencies per layer type, chosen by ``layer_type`` (v5's Gemma 3), with HF's buffers
     ``{layer_type}_inv_freq``, each read from ``config.per_layer_config[layer_type]`` where the config has
     v5.15's per-layer view (Gemma 4). Position ids may be integers or floats (integer-valued floats take the
-    exact path; fractional ones are evaluated in double precision). The buffers (``inv_freq``,
-    ``original_inv_freq``) are placed on ``device``, "meta" included; the values always come from posenc's CPU
-    kernels. Use the result with apply_rotary_pos_emb(q, k, cos, sin), or rotate q and k in place, fused, with
+    exact path; fractional ones are evaluated in double precision). The buffer ``inv_freq`` is placed on
+    ``device``, "meta" included, and ``original_inv_freq`` is a buffer too for a v5 config, a plain attribute
+    naming the ``inv_freq`` tensor for a v4 one (as v4.57); the values always come from posenc's CPU kernels. Use the result with apply_rotary_pos_emb(q, k, cos, sin), or rotate q and k in place, fused, with
     ``self.apply_rotary(q, k, position_ids)``.
 
     The v4.45 signature RotaryEmbedding(dim, max_position_embeddings=2048, base=10000, device=None,

@@ -253,15 +253,48 @@ def built(name):
     return _BUILT[name]
 
 
-def double_model(model):
-    """The model in float64, posenc's rotary in it (its cos/sin: the correctly rounded float32 values): the logits
-    without float32's rounding in the model or in the RoPE angles, to tell what vanilla's float32 RoPE moves."""
+class RefRotary(torch.nn.Module):
+    """An independent rotary for the float64 reference model: cos / sin in float64 of p * f, f the nearest doubles
+    of the family's frequencies in real arithmetic (mpfr_ref, the TEXT / VL tables here; nothing of posenc), times
+    the attention factor, in the family's layout: "halves" (HF's cat(c, c)), "axes" (Qwen2-VL: a row per axis),
+    "merged" (Qwen3-VL: pair i at its axis's position, halves), "pairs" (ERNIE: pair i at its axis's position,
+    each value twice side by side)."""
+
+    def __init__(self, freqs_of, layout="halves", axis=None):
+        super().__init__()
+        self.freqs_of, self.layout, self.axis = freqs_of, layout, axis
+
+    def forward(self, x, position_ids, layer_type=None):
+        seq = int(position_ids.max()) + 1
+        freqs, att = self.freqs_of(seq, layer_type)
+        f = torch.tensor([float(R.round_f64(R.mpfr(v))) for v in freqs], dtype=torch.float64)
+        m = float(R.round_f64(R.mpfr(att)))
+        pos = position_ids.double()
+        if self.layout in ("merged", "pairs"):  # [3, b, s]: pair i at the position of its axis
+            ang = torch.stack([pos[a] * f[i] for i, a in enumerate(self.axis)], dim=-1)
+        else:  # [b, s] or Qwen2-VL's [3, b, s]: every pair at the row's position
+            ang = pos.unsqueeze(-1) * f
+        c, s = torch.cos(ang) * m, torch.sin(ang) * m
+        if self.layout == "pairs":
+            c, s = c.repeat_interleave(2, dim=-1), s.repeat_interleave(2, dim=-1)
+        else:
+            c, s = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)
+        return c.to(x.dtype), s.to(x.dtype)
+
+
+def double_model(model, rotary):
+    """The model in float64 with the reference rotary (RefRotary) in place of its own (model.model.rotary_emb,
+    GPT-NeoX's model.gpt_neox.rotary_emb, a VL model's language_model.rotary_emb): the logits without float32's
+    rounding in the model or in the RoPE angles, and nothing of posenc in them."""
     import copy
     m = copy.deepcopy(model).double()
     try:
         m.set_experts_implementation("eager")  # MoE models: torch's grouped matmul has no float64
     except (ValueError, RuntimeError, AttributeError, TypeError):
         pass  # a model without experts
+    inner = m.gpt_neox if hasattr(m, "gpt_neox") else m.model
+    inner = getattr(inner, "language_model", inner)
+    inner.rotary_emb = rotary
     return m
 
 
@@ -297,7 +330,7 @@ def test_logits_and_generate(name):
             pos = torch.arange(start, start + SEQ).unsqueeze(0).expand(2, -1)
             want = vanilla(input_ids=ids, position_ids=pos).logits
             got = swapped(input_ids=ids, position_ids=pos).logits
-            exact = double_model(swapped)(input_ids=ids, position_ids=pos).logits
+            exact = double_model(vanilla, RefRotary(TEXT[name][1]))(input_ids=ids, position_ids=pos).logits
             check_logits(name, "logits at positions %d..%d" % (start, start + SEQ - 1), want, got, exact)
         a = vanilla.generate(ids[:, :16], max_new_tokens=GEN, do_sample=False, use_cache=True)
         b = swapped.generate(ids[:, :16], max_new_tokens=GEN, do_sample=False, use_cache=True)
@@ -453,6 +486,16 @@ VL = {
 }
 
 
+def vl_ref_rotary(name):
+    """RefRotary of a VL family's text M-RoPE (the VL table's theta and sections)."""
+    make, theta, layout, sections = VL[name]
+    if layout is None:
+        return RefRotary(lambda seq, lt=None: (_inv(theta, 32), 1.0), "axes")
+    _, axis, _ = R.section_map(layout, sections, 16)
+    return RefRotary(lambda seq, lt=None: (_inv(theta, 32), 1.0), "pairs" if layout == R.ALTERNATING else "merged",
+                     axis)
+
+
 def built_vl(name):
     """The twins of a VL family (made once per run)."""
     key = "vl:" + name
@@ -493,7 +536,7 @@ def test_vl_text_logits_and_generate(name):
         for start in (0, 4096 - SEQ):
             pos = mrope_ids(SEQ, start)
             outs = []
-            for m in (vanilla, swapped, double_model(swapped)):
+            for m in (vanilla, swapped, double_model(vanilla, vl_ref_rotary(name))):
                 hidden = m.model.language_model(input_ids=ids, position_ids=pos).last_hidden_state
                 outs.append(m.lm_head(hidden))
             check_logits(name, "text logits, M-RoPE ids up to %d" % int(pos.max()), outs[0], outs[1], outs[2])
@@ -532,7 +575,7 @@ def test_vl_far_positions_correctly_rounded(name):
     make, theta, layout, sections = VL[name]
     x = torch.zeros(1, 1, 8)
     rot_s, rot_v = swapped.model.language_model.rotary_emb, vanilla.model.language_model.rotary_emb
-    for ps in ((10 ** 6, 2000, 77), (2 ** 30, 12345, 678)):
+    for ps in ((10 ** 6, 2000, 77), (77, 10 ** 6, 2000), (2 ** 30, 12345, 678), (678, 2 ** 30, 12345)):
         pos = torch.tensor(ps).view(3, 1, 1)
         cos, sin = rot_s(x, pos)
         vcos, vsin = rot_v(x, pos)
@@ -579,24 +622,30 @@ def test_vl_half_models(name, dtype):
 @pytest.mark.parametrize("name", sorted(TEXT) + ["vl:" + n for n in sorted(VL)])
 def test_init_weights_after_swap(name):
     """transformers' _init_weights (from_pretrained's initialisation of missing weights, post_init) reaches every
-    module whose class name has "RotaryEmbedding" and an original_inv_freq: on posenc's it runs (v5's
-    compute_default_rope_parameters for the default type, ROPE_INIT_FUNCTIONS otherwise) and changes nothing
-    posenc's forward computes."""
+    module whose class name has "RotaryEmbedding" and an original_inv_freq (not Gemma's per-layer-type ones: its
+    own branches take only its classes): on posenc's it runs (v5's compute_default_rope_parameters for the
+    default type, ROPE_INIT_FUNCTIONS otherwise), fills inv_freq with vanilla's values (zeroed before, to see it
+    reached) and changes nothing posenc's forward computes."""
     if name.startswith("vl:"):
         vanilla, swapped = built_vl(name[3:])
-        rot = swapped.model.language_model.rotary_emb
+        rot, vrot = swapped.model.language_model.rotary_emb, vanilla.model.language_model.rotary_emb
         pos = mrope_ids(40, 100)[:, :1]
     else:
-        vanilla, swapped = built(name)
-        rot = text_rotary(swapped)
+        vanilla, swapped = twins(TEXT[name][0], swap_text, 6)  # new: no earlier call has moved their state
+        rot, vrot = text_rotary(swapped), text_rotary(vanilla)
         pos = torch.arange(100, 140).unsqueeze(0)
     lt = TEXT.get(name, (None, None, None))[2]
     x = torch.zeros(1, 1, 8)
     args = (x, pos) if lt is None else (x, pos, lt[-1])
     before = [t.clone() for t in rot(*args)]
+    reached = hasattr(rot, "original_inv_freq")
+    assert reached == (lt is None), name
+    if reached:
+        rot.inv_freq.zero_()
     swapped._init_weights(rot)
-    after = rot(*args)
-    for b, a in zip(before, after):
+    if reached:
+        assert torch.allclose(rot.inv_freq, vrot.inv_freq, rtol=2.0 ** -21, atol=0), (name, rot.inv_freq)
+    for b, a in zip(before, rot(*args)):
         assert torch.equal(a, b), name
 
 
