@@ -301,15 +301,19 @@ class Gemma3RotaryEmbedding(nn.Module):
             if rp is None:
                 continue
             self.rope_type[lt] = rp["rope_type"]
-            fn = self.compute_default_rope_parameters if rp["rope_type"] == "default" else \
-                ROPE_INIT_FUNCTIONS[rp["rope_type"]]
-            kwargs = {}
-            if self._full_head_dim_key and lt == "full_attention" and rp["rope_type"] == "proportional":
-                kwargs["head_dim_key"] = self._full_head_dim_key
-            inv_freq, scaling = fn(config, device, layer_type=lt, **kwargs)
+            inv_freq, scaling = self._layer_inv_freq(config, lt, rp, device)
             self.register_buffer(lt + "_inv_freq", inv_freq, persistent=False)
             self.register_buffer(lt + "_original_inv_freq", inv_freq.clone(), persistent=False)
             setattr(self, lt + "_attention_scaling", scaling)
+
+    def _layer_inv_freq(self, config: Any, lt: str, rp: dict, device: Any):
+        """(inv_freq, attention scaling) of layer type lt, whose parameters are rp."""
+        fn = self.compute_default_rope_parameters if rp["rope_type"] == "default" else \
+            ROPE_INIT_FUNCTIONS[rp["rope_type"]]
+        kwargs = {}
+        if self._full_head_dim_key and lt == "full_attention" and rp["rope_type"] == "proportional":
+            kwargs["head_dim_key"] = self._full_head_dim_key
+        return fn(config, device, layer_type=lt, **kwargs)
 
     @staticmethod
     def compute_default_rope_parameters(config: Any, device: Any = None, layer_type: Optional[str] = None,
@@ -438,24 +442,10 @@ class Gemma4TextRotaryEmbeddingV515(Gemma3RotaryEmbedding):
     (no head_dim_key: that config's head_dim is the layer type's width), the default type by
     compute_default_rope_parameters on it; buffers and forward as Gemma 3's."""
 
-    def __init__(self, config: Any, device: Any = None):
-        nn.Module.__init__(self)
-        self.max_seq_len_cached = config.max_position_embeddings
-        self.original_max_seq_len = config.max_position_embeddings
-        self.config = config
-        self.layer_types = list(set(config.layer_types))
-        self.rope_type = {}
-        for lt in self.layer_types:
-            rp = config.rope_parameters[lt]
-            if rp is None:
-                continue
-            self.rope_type[lt] = rp["rope_type"]
-            fn = self.compute_default_rope_parameters if rp["rope_type"] == "default" else \
-                _per_layer(ROPE_INIT_FUNCTIONS[rp["rope_type"]])
-            inv_freq, scaling = fn(config.per_layer_config[lt], device, layer_type=lt)
-            self.register_buffer(lt + "_inv_freq", inv_freq, persistent=False)
-            self.register_buffer(lt + "_original_inv_freq", inv_freq.clone(), persistent=False)
-            setattr(self, lt + "_attention_scaling", scaling)
+    def _layer_inv_freq(self, config: Any, lt: str, rp: dict, device: Any):
+        fn = self.compute_default_rope_parameters if rp["rope_type"] == "default" else \
+            _per_layer(ROPE_INIT_FUNCTIONS[rp["rope_type"]])
+        return fn(config.per_layer_config[lt], device, layer_type=lt)
 
 
 def rotate_half(x: Tensor) -> Tensor:
