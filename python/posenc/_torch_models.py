@@ -141,14 +141,9 @@ class Ernie4_5_VLMoeTextRotaryEmbedding(torch.nn.Module):
         if self.rope_type != "default":
             raise ValueError("rope_type %r: ERNIE-4.5-VL's text rotary takes the default rope type only, as "
                              "transformers' does" % (self.rope_type,))
-        base = rp.get("rope_theta")
-        if base is None:
-            raise ValueError("rope_parameters['rope_theta']: ERNIE-4.5-VL's text rotary needs it")
-        dim = _head_dim_or(config, "head_dim", "Ernie4_5_VLMoeTextRotaryEmbedding")
-        self.mrope_section = [int(s) for s in rp.get("mrope_section", [22, 22, 20])]
-        h_sec, w_sec, t_sec = self._check_section(self.mrope_section, dim)
+        one, self.mrope_section = self._parse(config)
+        h_sec, w_sec, t_sec = self.mrope_section
         self.attention_scaling = 1.0
-        one = Rope(dim, pairs="interleaved", base=float(base))
         self._rope = _p.rope_sections(one, [t_sec, h_sec, w_sec], "alternating")
         inv_freq, _ = self.compute_default_rope_parameters(config, device)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
@@ -162,25 +157,27 @@ class Ernie4_5_VLMoeTextRotaryEmbedding(torch.nn.Module):
         each the float32 nearest the real frequency ``rope_theta^(-2i / head_dim)``, on ``device``."""
         if config is None:
             raise TypeError("compute_default_rope_parameters: a config is needed (its rope_parameters, head_dim)")
-        rp = _rope_dict(config, "rope_parameters") or {}
-        if rp.get("rope_theta") is None:
-            raise ValueError("rope_parameters['rope_theta']: ERNIE-4.5-VL's text rotary needs it")
-        dim = _head_dim_or(config, "head_dim", "compute_default_rope_parameters")
-        h_sec, w_sec, _ = Ernie4_5_VLMoeTextRotaryEmbedding._check_section(
-            [int(s) for s in rp.get("mrope_section", [22, 22, 20])], dim)
-        inv = _inv_freq(Rope(dim, pairs="interleaved", base=float(rp["rope_theta"])))
+        one, (h_sec, w_sec, _) = Ernie4_5_VLMoeTextRotaryEmbedding._parse(config)
+        inv = _inv_freq(one)
         hw = h_sec + w_sec
         return _float_table(inv[:hw][0::2] + inv[:hw][1::2] + inv[hw:], device), 1.0
 
     @staticmethod
-    def _check_section(section: list, dim: int) -> Tuple[int, int, int]:
+    def _parse(config: Any) -> Tuple[Rope, list]:
+        """The one-axis Rope (interleaved pairs, rope_theta, head_dim) and mrope_section [h, w, t] of a config,
+        each refused by name when missing or not ERNIE's."""
+        rp = _rope_dict(config, "rope_parameters") or {}
+        if rp.get("rope_theta") is None:
+            raise ValueError("rope_parameters['rope_theta']: ERNIE-4.5-VL's text rotary needs it")
+        dim = _head_dim_or(config, "head_dim", "Ernie4_5_VLMoeTextRotaryEmbedding")
+        section = [int(s) for s in rp.get("mrope_section", [22, 22, 20])]
         if len(section) != 3:
             raise ValueError("mrope_section %s: ERNIE's is [h, w, t], three sizes" % (section,))
         h, w, t = section
         if h != w or min(section) < 0 or h + w + t != dim // 2:
             raise ValueError("mrope_section %s: ERNIE-4.5-VL pairs the height and width frequencies (h == w) and "
                              "the three cover head_dim / 2 = %d pairs" % (section, dim // 2))
-        return h, w, t
+        return Rope(dim, pairs="interleaved", base=float(rp["rope_theta"])), section
 
     @property
     def rope(self) -> Rope:
