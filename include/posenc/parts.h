@@ -106,6 +106,19 @@ posenc_status posenc_rope_copy_cached_f16_part(const posenc_rope *rope, const fl
                                                int64_t src_token_stride, int64_t src_head_stride, uint16_t *x,
                                                int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,
                                                int64_t end);
+posenc_status posenc_rope_tables_f32_part(int64_t d, posenc_rope_pairs pairs, const float *cos, int64_t cos_stride,
+                                          const float *sin, int64_t sin_stride, int64_t n, const float *src,
+                                          int64_t src_token_stride, int64_t src_head_stride, float *x, int64_t heads,
+                                          int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end);
+posenc_status posenc_rope_tables_bf16_part(int64_t d, posenc_rope_pairs pairs, const float *cos, int64_t cos_stride,
+                                           const float *sin, int64_t sin_stride, int64_t n, const uint16_t *src,
+                                           int64_t src_token_stride, int64_t src_head_stride, uint16_t *x,
+                                           int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,
+                                           int64_t end);
+posenc_status posenc_rope_tables_f16_part(int64_t d, posenc_rope_pairs pairs, const float *cos, int64_t cos_stride,
+                                          const float *sin, int64_t sin_stride, int64_t n, const uint16_t *src,
+                                          int64_t src_token_stride, int64_t src_head_stride, uint16_t *x, int64_t heads,
+                                          int64_t token_stride, int64_t head_stride, int64_t begin, int64_t end);
 posenc_status posenc_rope_copy_f32_part(const posenc_rope *rope, const int64_t *positions, int64_t first, int64_t n,
                                         const float *src, int64_t src_token_stride, int64_t src_head_stride, float *x,
                                         int64_t heads, int64_t token_stride, int64_t head_stride, int64_t begin,

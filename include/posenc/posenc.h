@@ -314,6 +314,31 @@ posenc_status posenc_rope_copy_cached_f16(const posenc_rope *rope, const float *
                                           int64_t src_token_stride, int64_t src_head_stride, uint16_t *x, int64_t heads,
                                           int64_t token_stride, int64_t head_stride);
 
+/** By full-width tables (diffusers' apply_rotary_emb): each element has its own cos and sin. Rows of d elements
+ *  (d even, >= 2) in pairs (INTERLEAVED: elements 2i and 2i + 1, diffusers' use_real_unbind_dim = -1; HALVES: i
+ *  and i + d/2, unbind_dim = -2); element j of pair (u, v) has the partner u' = -v for the pair's first element
+ *  and u' = u for its second. Token t's tables are the d floats at cos + t*cos_stride and sin + t*sin_stride
+ *  (strides in floats, >= 0: rows may repeat, e.g. stride 0 for one row shared by every token), and element j
+ *  of each of the heads rows of token t becomes
+ *      RN_T(RN_f32(x_j cos_j + x'_j sin_j))
+ *  from the row at src + t*src_token_stride + hd*src_head_stride, written at x + t*token_stride +
+ *  hd*head_stride: the sum of the two exact products correctly rounded to float32 (then to nearest-even bf16 or
+ *  f16), the same bits on every path. A NaN result is the first NaN of the pair (u, v), quieted, else +qNaN.
+ *  Destination rows must not overlap each other or the tables; source rows may overlap each other; a source
+ *  row and a destination row are the same row (src == x with the same strides: in place) or apart (INVALID). */
+posenc_status posenc_rope_tables_f32(int64_t d, posenc_rope_pairs pairs, const float *cos, int64_t cos_stride,
+                                     const float *sin, int64_t sin_stride, int64_t n, const float *src,
+                                     int64_t src_token_stride, int64_t src_head_stride, float *x, int64_t heads,
+                                     int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_tables_bf16(int64_t d, posenc_rope_pairs pairs, const float *cos, int64_t cos_stride,
+                                      const float *sin, int64_t sin_stride, int64_t n, const uint16_t *src,
+                                      int64_t src_token_stride, int64_t src_head_stride, uint16_t *x, int64_t heads,
+                                      int64_t token_stride, int64_t head_stride);
+posenc_status posenc_rope_tables_f16(int64_t d, posenc_rope_pairs pairs, const float *cos, int64_t cos_stride,
+                                     const float *sin, int64_t sin_stride, int64_t n, const uint16_t *src,
+                                     int64_t src_token_stride, int64_t src_head_stride, uint16_t *x, int64_t heads,
+                                     int64_t token_stride, int64_t head_stride);
+
 /** q and k of the same tokens in one pass, cos/sin computed once per token and applied to every head of both
  *  (GQA: k_heads may differ from q_heads; k may be NULL with k_heads == 0). A fused QKV buffer of head_dim
  *  elements per head is q = qkv, k = qkv + q_heads*head_dim with the same token stride. q and k rows must not

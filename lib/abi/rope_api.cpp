@@ -123,8 +123,9 @@ bool range_ok(int64_t begin, int64_t end, int64_t n) { return begin >= 0 && begi
 posenc_status launch(const Path &path, const posenc_rope &rope, const int64_t *positions, const double *times,
                      int64_t first, int64_t n, int64_t begin, int64_t end, RopeJob job) {
   FpEnvironment env;  // round-to-nearest, no flush-to-zero, for the setup and the kernel
-  const Freq *f = rope_frequencies(rope);
-  if (!f) return POSENC_ERR_NO_MEMORY;
+  // full-width tables (posenc_rope_tables_*) use no frequencies: no spec is built for them
+  const Freq *f = job.full_tables ? nullptr : rope_frequencies(rope);
+  if (!f && !job.full_tables) return POSENC_ERR_NO_MEMORY;
   if (begin == end) return POSENC_OK;
   job.freq = f;
   job.h = rope.rotary_dim / 2;
@@ -168,6 +169,7 @@ struct Positions {
   const float *cos = nullptr, *sin = nullptr;
   int64_t cs = 0, ss = 0;
   bool given = false;
+  bool full = false;  // posenc_rope_tables_*: r cos and r sin per token, one per element (not per pair)
 };
 Positions integer_positions(const int64_t *positions, int64_t first) {
   return Positions{positions, first, nullptr, false};
@@ -180,6 +182,11 @@ Positions given_values(const float *cos, int64_t cos_stride, const float *sin, i
   p.cs = cos_stride;
   p.ss = sin_stride;
   p.given = true;
+  return p;
+}
+Positions full_tables(const float *cos, int64_t cos_stride, const float *sin, int64_t sin_stride) {
+  Positions p = given_values(cos, cos_stride, sin, sin_stride);
+  p.full = true;
   return p;
 }
 
@@ -196,8 +203,9 @@ posenc_status check_call_positions(const Positions &p, int64_t n, int axes) {
 // strides of at least h where they separate rows, not negative (INVALID), the rows in memory (OVERFLOW); then
 // the two as lattices of byte ranges.
 posenc_status cache_rows(const float *cos, int64_t cos_stride, const float *sin, int64_t sin_stride, int64_t n,
-                         int64_t h, Lattice &c, Lattice &s) {
-  if (n > 1 && (cos_stride < h || sin_stride < h)) return POSENC_ERR_INVALID;
+                         int64_t h, Lattice &c, Lattice &s, bool shared = false) {
+  // shared: rows only read may repeat (posenc_rope_tables_*: any stride >= 0)
+  if (!shared && n > 1 && (cos_stride < h || sin_stride < h)) return POSENC_ERR_INVALID;
   if (cos_stride < 0 || sin_stride < 0) return POSENC_ERR_INVALID;
   if (!extent_fits(n, cos_stride, 1, 0, h, 4) || !extent_fits(n, sin_stride, 1, 0, h, 4)) return POSENC_ERR_OVERFLOW;
   // extent_fits above bounds (n - 1) stride 4 bytes; with one row the strides separate nothing
@@ -210,7 +218,7 @@ posenc_status cache_rows(const float *cos, int64_t cos_stride, const float *sin,
 // row (INVALID: they are read while the tensors are written).
 posenc_status check_given(const Positions &p, int64_t n, int64_t h, const Lattice *dst, int count) {
   Lattice c, s;
-  const posenc_status sc = cache_rows(p.cos, p.cs, p.sin, p.ss, n, h, c, s);
+  const posenc_status sc = cache_rows(p.cos, p.cs, p.sin, p.ss, n, p.full ? 2 * h : h, c, s, p.full);
   if (sc != POSENC_OK) return sc;
   for (int i = 0; i < count; ++i)
     if (cross_overlaps(c, dst[i]) || cross_overlaps(s, dst[i])) return POSENC_ERR_INVALID;
@@ -299,6 +307,7 @@ posenc_status run_apply(const posenc_rope *rope, const Positions &pos, int64_t n
     job.sin_in = pos.sin + at * pos.ss;
     job.cos_in_stride = pos.cs;
     job.sin_in_stride = pos.ss;
+    job.full_tables = pos.full;
   }
   return launch(*path, *rope, pos.positions, pos.times, pos.first, n, begin, end, job);
 }
@@ -536,5 +545,31 @@ POSENC_ROPE_COPY_CACHED(posenc_rope_copy_cached_f32, float, Dst::kF32)
 POSENC_ROPE_COPY_CACHED(posenc_rope_copy_cached_bf16, uint16_t, Dst::kBF16)
 POSENC_ROPE_COPY_CACHED(posenc_rope_copy_cached_f16, uint16_t, Dst::kF16)
 #undef POSENC_ROPE_COPY_CACHED
+
+// By full-width tables (diffusers' apply_rotary_emb): the copy's checks for a spec of d elements in the given
+// pairs, whose frequencies are never used (launch builds none), with r tables per token.
+#define POSENC_ROPE_TABLES(name, T, dst)                                                                             \
+  posenc_status name##_part(int64_t d, posenc_rope_pairs pairs, const float *cos, int64_t cos_stride,                \
+                            const float *sin, int64_t sin_stride, int64_t n, const T *src, int64_t src_token_stride, \
+                            int64_t src_head_stride, T *x, int64_t heads, int64_t token_stride, int64_t head_stride, \
+                            int64_t begin, int64_t end) {                                                            \
+    return guarded([&] {                                                                                             \
+      posenc_rope rope = posenc_rope_default(d);                                                                     \
+      rope.pairs = pairs;                                                                                            \
+      const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},            \
+                           {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                       \
+      return run_apply(&rope, full_tables(cos, cos_stride, sin, sin_stride), n, t, dst, begin, end, true);           \
+    });                                                                                                              \
+  }                                                                                                                  \
+  posenc_status name(int64_t d, posenc_rope_pairs pairs, const float *cos, int64_t cos_stride, const float *sin,     \
+                     int64_t sin_stride, int64_t n, const T *src, int64_t src_token_stride, int64_t src_head_stride, \
+                     T *x, int64_t heads, int64_t token_stride, int64_t head_stride) {                               \
+    return name##_part(d, pairs, cos, cos_stride, sin, sin_stride, n, src, src_token_stride, src_head_stride, x,     \
+                       heads, token_stride, head_stride, 0, n);                                                      \
+  }
+POSENC_ROPE_TABLES(posenc_rope_tables_f32, float, Dst::kF32)
+POSENC_ROPE_TABLES(posenc_rope_tables_bf16, uint16_t, Dst::kBF16)
+POSENC_ROPE_TABLES(posenc_rope_tables_f16, uint16_t, Dst::kF16)
+#undef POSENC_ROPE_TABLES
 
 }  // extern "C"

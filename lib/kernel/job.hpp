@@ -86,6 +86,8 @@ struct RopeJob {
   // of the values made from positions; nullptr otherwise
   const float *cos_in, *sin_in;
   int64_t cos_in_stride, sin_in_stride;
+  // posenc_rope_tables_*: cos_in / sin_in rows hold 2h values, one per element of the row (freq is nullptr)
+  bool full_tables;
 };
 
 struct LearnedJob {

@@ -12,6 +12,7 @@
 #include "kernel/lanes.hpp"
 #include "kernel/sink_pe.hpp"
 #include "kernel/sink_rope.hpp"
+#include "kernel/tables_rotate.hpp"
 #include "kernel/values_axes.hpp"
 #include "kernel/values_rope_real.hpp"
 #include "kernel/values_rows.hpp"
@@ -65,6 +66,11 @@ struct Engine : Rows<S> {
   static void run_rope(const detail::RopeJob &job) {
     using Sinks = RopeSinks<S>;
     if (job.cache) return run_rope_sink<typename Sinks::Cache>(job);
+    if (job.full_tables) switch (job.dst) {  // posenc_rope_tables_* (tables_rotate.hpp)
+        case detail::Dst::kF32: return TablesRotate<S, float, false>::run(job);
+        case detail::Dst::kBF16: return TablesRotate<S, uint16_t, true>::run(job);
+        case detail::Dst::kF16: return TablesRotate<S, uint16_t, false>::run(job);
+      }
     if (job.cos_in) switch (job.dst) {
         case detail::Dst::kF32: return run_rope_given<typename Sinks::template Apply<float, false>>(job);
         case detail::Dst::kBF16: return run_rope_given<typename Sinks::template Apply<uint16_t, true>>(job);

@@ -109,6 +109,15 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     return _mm_castsi128_ps(_mm_add_epi32(b, _mm_and_si128(adj, step)));
   }
   static bool any_nan_d(const D &a, const D &b) { return _mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_UNORD_Q)) != 0; }
+  static bool any_f32_tie(const D &v) {  // simd_scalar.hpp
+    const __m256d d = v;
+    const __m256i low = _mm256_and_si256(_mm256_castpd_si256(d), _mm256_set1_epi64x(0x1FFFFFFF));
+    const __m256d tie = _mm256_castsi256_pd(_mm256_cmpeq_epi64(low, _mm256_set1_epi64x(0x10000000)));
+    const __m256d a = _mm256_and_pd(d, _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX)));
+    const __m256d tiny = _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(0x1p-126), _CMP_LT_OQ),
+                                       _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_GT_OQ));
+    return _mm256_movemask_pd(_mm256_or_pd(tie, tiny)) != 0;
+  }
   // Whether a lane's low 16 bits are 0x8000: a float that is a bfloat16 midpoint (sink_rope.hpp).
   static bool any_bf16_tie(H f) {
     const __m128i low = _mm_and_si128(_mm_castps_si128(f), _mm_set1_epi32(0xFFFF));

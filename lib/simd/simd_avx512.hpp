@@ -118,6 +118,15 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
     return _mm256_castsi256_ps(_mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1)));
   }
   static bool any_nan_d(const D &a, const D &b) { return _mm512_cmp_pd_mask(a, b, _CMP_UNORD_Q) != 0; }
+  static bool any_f32_tie(const D &v) {  // simd_scalar.hpp
+    const __m512d d = v;
+    const __m512i low = _mm512_and_si512(_mm512_castpd_si512(d), _mm512_set1_epi64(0x1FFFFFFF));
+    const __mmask8 tie = _mm512_cmpeq_epi64_mask(low, _mm512_set1_epi64(0x10000000));
+    const __m512d a = _mm512_abs_pd(d);
+    const __mmask8 tiny = _mm512_cmp_pd_mask(a, _mm512_set1_pd(0x1p-126), _CMP_LT_OQ) &
+                          _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_GT_OQ);
+    return (tie | tiny) != 0;
+  }
   static bool any_bf16_tie(H f) {  // simd_avx2.hpp
     const __m256i low = _mm256_and_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0xFFFF));
     return _mm256_cmpeq_epi32_mask(low, _mm256_set1_epi32(0x8000)) != 0;

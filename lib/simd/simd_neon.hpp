@@ -113,6 +113,14 @@ struct Simd<xsimd::neon64> {
     const uint64x2_t ok = vandq_u64(vceqq_f64(a, a), vceqq_f64(b, b));
     return vminvq_u32(vreinterpretq_u32_u64(ok)) == 0;
   }
+  static bool any_f32_tie(const D &v) {  // simd_scalar.hpp
+    const float64x2_t d = v;
+    const uint64x2_t low = vandq_u64(vreinterpretq_u64_f64(d), vdupq_n_u64(0x1FFFFFFF));
+    const uint64x2_t tie = vceqq_u64(low, vdupq_n_u64(0x10000000));
+    const float64x2_t a = vabsq_f64(d);
+    const uint64x2_t tiny = vandq_u64(vcltq_f64(a, vdupq_n_f64(0x1p-126)), vcgtq_f64(a, vdupq_n_f64(0.0)));
+    return vmaxvq_u32(vreinterpretq_u32_u64(vorrq_u64(tie, tiny))) != 0;
+  }
   static bool any_bf16_tie(H f) {  // simd_scalar.hpp
     const uint32x2_t low = vand_u32(vreinterpret_u32_f32(f), vdup_n_u32(0xFFFF));
     return vmaxv_u32(vceq_u32(low, vdup_n_u32(0x8000))) != 0;

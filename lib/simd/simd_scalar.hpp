@@ -108,6 +108,14 @@ struct Simd<scalar_arch> {
     return r;
   }
   static bool any_nan_d(D a, D b) { return a != a || b != b; }
+  // Whether a double may be a float32 midpoint, whose nearest float depends on what its rounding dropped
+  // (tables_rotate.hpp): low 29 bits 0x10000000 (halfway between two floats of the normal range), or not zero
+  // and below 2^-126, where the floats are subnormal and their midpoints have more zero bits.
+  static bool any_f32_tie(D v) {
+    uint64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return (b & 0x1FFFFFFFu) == 0x10000000u || (v != 0 && std::fabs(v) < 0x1p-126);
+  }
   // Whether the float's low 16 bits are 0x8000: a bfloat16 midpoint (sink_rope.hpp).
   static bool any_bf16_tie(H f) {
     uint32_t b;
