@@ -211,6 +211,10 @@ def rope_qk(rope: Rope, q: A, k: Optional[A], *, positions: Union[None, IntArray
     """posenc_rope_qk_*: q and k in one pass, in place (floating positions: posenc_rope_qk_real_*)."""
 def rope_shift(rope: Rope, keys: A, delta: Union[int, IntArrayLike], *, heads_first: bool = False) -> A:
     """The context shift: cached keys rotated in place from their positions p to p + delta, attention scale 1."""
+def rope_tables(x: A, cos: ArrayLike, sin: ArrayLike, *, pairs: str = "interleaved",
+                heads_first: bool = False, out: Optional[A] = None) -> A:
+    """The rotation by full-width tables (diffusers' apply_rotary_emb): each element the correctly rounded float32
+    of x_j cos_j + x'_j sin_j (then bf16 / f16), into out, or x in place."""
 def status_string(status: Status) -> str: ...
 def version() -> str: ...
 def active_isa() -> Isa: ...

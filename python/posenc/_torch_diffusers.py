@@ -51,8 +51,9 @@ from torch import Tensor, nn
 from . import _posenc as _p
 from ._posenc import Rope
 
-__all__ = ["get_1d_rotary_pos_embed", "get_2d_rotary_pos_embed", "get_3d_rotary_pos_embed", "FluxPosEmbed",
-           "WanRotaryPosEmbed", "HunyuanVideoRotaryPosEmbed", "LTXVideoRotaryPosEmbed", "QwenEmbedRope"]
+__all__ = ["get_1d_rotary_pos_embed", "get_2d_rotary_pos_embed", "get_2d_rotary_pos_embed_from_grid",
+           "get_3d_rotary_pos_embed", "apply_rotary_emb", "FluxPosEmbed", "WanRotaryPosEmbed",
+           "HunyuanVideoRotaryPosEmbed", "LTXVideoRotaryPosEmbed", "QwenEmbedRope"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -250,6 +251,106 @@ def get_3d_rotary_pos_embed(embed_dim: int, crops_coords, grid_size, temporal_si
                      w[:, None, None, :, :].expand(*shape, -1)], dim=-1)
     out = out.view(2, temporal_size * grid_size_h * grid_size_w, -1).to(device or "cpu")
     return out[0], out[1]
+
+
+def get_2d_rotary_pos_embed_from_grid(embed_dim: int, grid, use_real: bool = False):
+    """diffusers' get_2d_rotary_pos_embed_from_grid (HunyuanDiT): grid [2, ...] (NumPy or tensor), the first
+    embed_dim // 2 channels from grid[0]'s positions, the rest from grid[1]'s: (cos, sin) [N, embed_dim] float32
+    (use_real, repeat-interleaved), else complex64 [N, embed_dim / 2]; each value correctly rounded at the
+    positions as given (fractional ones too)."""
+    assert embed_dim % 4 == 0
+    if isinstance(grid, np.ndarray):
+        grid = torch.from_numpy(grid)
+    emb_h = get_1d_rotary_pos_embed(embed_dim // 2, grid[0].reshape(-1), use_real=use_real)
+    emb_w = get_1d_rotary_pos_embed(embed_dim // 2, grid[1].reshape(-1), use_real=use_real)
+    if use_real:
+        return torch.cat([emb_h[0], emb_w[0]], dim=1), torch.cat([emb_h[1], emb_w[1]], dim=1)
+    return torch.cat([emb_h, emb_w], dim=1)
+
+
+_FORMATS = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _diffusers_apply(x: Tensor, freqs_cis, use_real: bool, use_real_unbind_dim: int, sequence_dim: int) -> Tensor:
+    """diffusers' own expression (apply_rotary_emb, 58eb52c0), for what posenc's C call does not take: tensors
+    off the CPU, float64 operands, gradients, shapes only broadcasting makes fit."""
+    if use_real:
+        cos, sin = freqs_cis
+        if sequence_dim == 2:
+            cos, sin = cos[None, None, :, :], sin[None, None, :, :]
+        else:
+            cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+        cos, sin = cos.to(x.device), sin.to(x.device)
+        if use_real_unbind_dim == -1:
+            x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)
+            x_rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(3)
+        else:
+            x_real, x_imag = x.reshape(*x.shape[:-1], 2, -1).unbind(-2)
+            x_rotated = torch.cat([-x_imag, x_real], dim=-1)
+        return (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
+    x_rotated = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    x_out = torch.view_as_real(x_rotated * freqs_cis.unsqueeze(2)).flatten(3)
+    return x_out.type_as(x)
+
+
+def _table(t: Tensor, shape: Tuple[int, int]) -> Optional[Tensor]:
+    """A float32 CPU table of `shape` (rows may repeat) from a table diffusers broadcasts to it, or None."""
+    if t.device.type != "cpu" or t.dtype not in _FORMATS or t.ndim != 2:
+        return None
+    try:
+        t = t.expand(shape)
+    except RuntimeError:
+        return None
+    t = t.float()  # bfloat16 / float16 widen exactly, as diffusers' x.float() * cos does
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+def _grad(*ts: Tensor) -> bool:
+    return torch.is_grad_enabled() and any(t.requires_grad for t in ts)
+
+
+def apply_rotary_emb(x: Tensor, freqs_cis: Union[Tensor, Tuple[Tensor, Tensor]], use_real: bool = True,
+                     use_real_unbind_dim: int = -1, sequence_dim: int = 2) -> Tensor:
+    """diffusers' apply_rotary_emb: x [B, H, S, D] (sequence_dim 2) or [B, S, H, D] (sequence_dim 1); use_real:
+    freqs_cis = (cos, sin) [S, D], pairs adjacent (use_real_unbind_dim -1: Flux, CogVideoX, HunyuanDiT, ...) or
+    halves (-2: Stable Audio, OmniGen, CogView4, Cosmos); else freqs_cis complex [B or 1, S, D / 2] with x
+    [B, S, H, D] (Lumina). Returns a new tensor of x's dtype: each element the correctly rounded float32 of
+    x cos + x' sin from the given tables (x' the pair partner, -x_imag or x_real as diffusers stacks them), then
+    rounded to x's dtype, in one pass (posenc_rope_tables_*). Where that call does not apply (x or the tables
+    off the CPU, float64 x or tables, complex128 freqs, a graph that needs gradients, tables that fit only by
+    broadcasting x up) diffusers' own expression runs, with diffusers' values."""
+    if use_real:
+        if sequence_dim not in (1, 2):
+            raise ValueError(f"`sequence_dim={sequence_dim}` but should be 1 or 2.")
+        if use_real_unbind_dim not in (-1, -2):
+            raise ValueError(f"`use_real_unbind_dim={use_real_unbind_dim}` but should be -1 or -2.")
+        cos, sin = freqs_cis
+        ok = x.device.type == "cpu" and x.dtype in _FORMATS and x.ndim == 4 and not _grad(x, cos, sin)
+        if ok and x.shape[-1] % 2 == 0:
+            shape = (x.shape[sequence_dim], x.shape[-1])
+            c, s = _table(cos, shape), _table(sin, shape)
+            if c is not None and s is not None:
+                src = x if x.stride(-1) == 1 else x.contiguous()
+                out = torch.empty_like(x)
+                _p.rope_tables(src, c, s, pairs="interleaved" if use_real_unbind_dim == -1 else "halves",
+                               heads_first=sequence_dim == 2, out=out)
+                return out
+        return _diffusers_apply(x, freqs_cis, use_real, use_real_unbind_dim, sequence_dim)
+    f = freqs_cis
+    if (x.device.type == "cpu" and x.dtype in _FORMATS and x.ndim == 4 and x.shape[-1] % 2 == 0
+            and isinstance(f, Tensor) and f.dtype == torch.complex64 and f.device.type == "cpu" and f.ndim == 3
+            and f.shape[1:] == (x.shape[1], x.shape[-1] // 2) and f.shape[0] in (1, x.shape[0])
+            and not _grad(x, f)):
+        ri = torch.view_as_real(f.resolve_conj())  # [Bf, S, D/2, 2]: cos, sin of each pair
+        c = ri[..., 0].repeat_interleave(2, dim=-1)
+        s = ri[..., 1].repeat_interleave(2, dim=-1)
+        if f.shape[0] == 1:
+            c, s = c[0], s[0]
+        src = x if x.stride(-1) == 1 else x.contiguous()
+        out = torch.empty_like(x)
+        _p.rope_tables(src, c, s, pairs="interleaved", heads_first=False, out=out)
+        return out
+    return _diffusers_apply(x, freqs_cis, use_real, use_real_unbind_dim, sequence_dim)
 
 
 class FluxPosEmbed(nn.Module):

@@ -559,9 +559,9 @@ struct Heads {
 };
 
 // heads_first: rank 3 is (heads, tokens, head_dim) and rank 4 (batch, heads, tokens, head_dim), HF's.
-Heads heads_of(py::handle obj, const char *name, int64_t rotary_dim, bool heads_first) {
+Heads heads_of(py::handle obj, const char *name, int64_t rotary_dim, bool heads_first, bool write = true) {
   Heads x;
-  x.v = view_of(obj, Want{name, kFloats, 2, 4, true});
+  x.v = view_of(obj, Want{name, kFloats, 2, 4, write});
   const View &v = x.v;
   const int b = v.ndim == 4 ? 1 : 0;  // axes before the token and head axes
   const int ta = v.ndim >= 3 && heads_first ? b + 1 : b, ha = v.ndim >= 3 ? (heads_first ? b : b + 1) : -1;
@@ -680,6 +680,62 @@ void apply(const posenc_rope &c, py::handle q_obj, py::handle k_obj, py::handle 
     return t[0].v.elem == Elem::F32 ? rotate<float>(c, p, b, t[0], has_k ? &t[1] : nullptr, begin, end)
                                     : rotate<uint16_t>(c, p, b, t[0], has_k ? &t[1] : nullptr, begin, end);
   });
+}
+
+// The rotation by full-width tables (posenc_rope_tables_*; docstring of rope_tables below).
+py::object rope_tables(py::handle x_obj, py::handle cos_obj, py::handle sin_obj, const std::string &pairs,
+                       bool heads_first, py::handle out_obj) {
+  posenc_rope_pairs pr;
+  if (pairs == "interleaved")
+    pr = POSENC_ROPE_INTERLEAVED;
+  else if (pairs == "halves")
+    pr = POSENC_ROPE_HALVES;
+  else
+    throw py::value_error("pairs: '" + pairs + "' is neither 'interleaved' nor 'halves'");
+  const bool in_place = out_obj.is_none() || out_obj.is(x_obj);
+  const Heads x = heads_of(x_obj, "x", 2, heads_first, in_place);
+  const Heads o = in_place ? x : heads_of(out_obj, "out", 2, heads_first);
+  if (!in_place) {
+    if (o.v.elem != x.v.elem) throw py::type_error("out must have x's dtype");
+    if (o.v.ndim != x.v.ndim || o.batch != x.batch || o.n != x.n || o.heads != x.heads || o.dim != x.dim)
+      throw py::value_error("out must have x's shape");
+  }
+  const int64_t d = x.dim;
+  if (d % 2) throw py::value_error("x: head rows of " + std::to_string(d) + " elements, not an even count");
+  auto table = [&](py::handle obj, const char *name, int64_t &row, int64_t &batch) {
+    View v = view_of(obj, Want{name, bit(Elem::F32), 2, 3, false});
+    const int b = v.ndim == 3 ? 1 : 0;
+    if (v.shape[b] != x.n || v.shape[b + 1] != d || (b && v.shape[0] != x.batch && v.shape[0] != 1))
+      throw py::value_error(std::string(name) + ": expected (tokens, d) = (" + std::to_string(x.n) + ", " +
+                            std::to_string(d) + ") or (batch, tokens, d) float32 rows");
+    row = v.shape[b] > 1 ? v.stride[b] : d;
+    batch = b && v.shape[0] > 1 ? v.stride[0] : 0;
+    return v;
+  };
+  int64_t cs = 0, ss = 0, cbs = 0, sbs = 0;
+  const View cv = table(cos_obj, "cos", cs, cbs), sv = table(sin_obj, "sin", ss, sbs);
+  if (x.batch > 1 && batches_overlap(&o, 1, d)) check(POSENC_ERR_INVALID);
+  if (!in_place && x.batch > 1) {  // batch entries are this binding's: the source apart from out, or the same rows
+    const char *xa = x.v.data, *xb = xa + x.v.extent_bytes(), *oa = o.v.data, *ob = oa + o.v.extent_bytes();
+    const bool same = xa == oa && x.batch_stride == o.batch_stride && x.token_stride == o.token_stride &&
+                      x.head_stride == o.head_stride;
+    if (!same && xa < ob && oa < xb) check(POSENC_ERR_INVALID);
+  }
+  const int64_t es = elem_size(x.v.elem);
+  const double cycles = rope_cycles(d, x.heads * d, double(es), 1);
+  run_split({x.batch, x.n, kGrain, cycles}, [&](int64_t b, int64_t begin, int64_t end) {
+    const float *c = cv.ptr<float>() + b * cbs, *s = sv.ptr<float>() + b * sbs;
+    const char *src = x.v.data + b * x.batch_stride * es;
+    char *dst = o.v.data + b * o.batch_stride * es;
+    if (x.v.elem == Elem::F32)
+      return posenc_rope_tables_f32_part(d, pr, c, cs, s, ss, x.n, reinterpret_cast<const float *>(src),
+                                         x.token_stride, x.head_stride, reinterpret_cast<float *>(dst), o.heads,
+                                         o.token_stride, o.head_stride, begin, end);
+    auto call = x.v.elem == Elem::BF16 ? posenc_rope_tables_bf16_part : posenc_rope_tables_f16_part;
+    return call(d, pr, c, cs, s, ss, x.n, reinterpret_cast<const uint16_t *>(src), x.token_stride, x.head_stride,
+                reinterpret_cast<uint16_t *>(dst), o.heads, o.token_stride, o.head_stride, begin, end);
+  });
+  return py::reinterpret_borrow<py::object>(in_place ? x_obj : out_obj);
 }
 
 // The context shift: the keys rotated by delta with attention scale 1 (docstring of rope_shift below).
@@ -960,6 +1016,20 @@ ValueError naming it; overlapping head rows raise posenc.InvalidArgument; nothin
 q and k of the same tokens rotated in place in one pass (posenc_rope_qk_*), cos/sin made once per token for
 the heads of both (GQA: different head counts). Shapes and positions as in rope(), same dtype, batch and token
 counts; k may be None. Views of one fused QKV buffer are fine; q and k rows must not overlap.)");
+  m.def("rope_tables", &rope_tables, "x"_a, "cos"_a, "sin"_a, py::kw_only(), "pairs"_a = "interleaved",
+        "heads_first"_a = false, "out"_a = py::none(),
+        R"(rope_tables(x, cos, sin, *, pairs="interleaved", heads_first=False, out=None) -> out (or x)
+
+The rotation by full-width tables (posenc_rope_tables_*; diffusers' apply_rotary_emb): element j of every head
+row of token t becomes the correctly rounded float32 of x_j cos[t, j] + x'_j sin[t, j] (then nearest-even
+bfloat16 / float16 for those dtypes), x' the partner of j's pair with the pair's sign (-v for the first element
+u, +u for the second v): pairs "interleaved" (elements 2i, 2i + 1; diffusers' use_real_unbind_dim=-1) or
+"halves" (i, i + d/2; unbind_dim=-2). x: (tokens, d), (tokens, heads, d) or (batch, tokens, heads, d) as rope()
+takes it (heads_first for (batch, heads, tokens, d)), float32 / bfloat16 / float16, every element rotated.
+cos, sin: float32 (tokens, d), or (batch, tokens, d) with batch 1 or x's; rows may repeat (stride 0). out:
+None rotates x in place; else an array of x's shape and dtype that receives the rows (x is only read). Tables
+that overlap the output, or an output that partly overlaps x, raise posenc.InvalidArgument; nothing is written
+on error.)");
   m.def("rope_shift", &rope_shift, "rope"_a, "keys"_a, "delta"_a, py::kw_only(), "heads_first"_a = false,
         R"(rope_shift(rope, keys, delta, *, heads_first=False) -> keys
 
