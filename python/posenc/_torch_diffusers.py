@@ -194,21 +194,40 @@ def get_2d_rotary_pos_embed(embed_dim: int, crops_coords, grid_size, use_real: b
     float32 linspace (endpoint=False), as diffusers' deprecated path does."""
     start, stop = crops_coords
     if output_type == "np":
-        grid_h = np.linspace(start[0], stop[0], grid_size[0], endpoint=False, dtype=np.float32)
-        grid_w = np.linspace(start[1], stop[1], grid_size[1], endpoint=False, dtype=np.float32)
-        grid = np.stack(np.meshgrid(grid_w, grid_h), axis=0)
-        grid = torch.from_numpy(grid.reshape([2, 1, *grid.shape[1:]]))
+        grid_h = torch.from_numpy(np.linspace(start[0], stop[0], grid_size[0], endpoint=False, dtype=np.float32))
+        grid_w = torch.from_numpy(np.linspace(start[1], stop[1], grid_size[1], endpoint=False, dtype=np.float32))
     else:
         grid_h = _linspace_grid(start[0], stop[0], grid_size[0], device)
         grid_w = _linspace_grid(start[1], stop[1], grid_size[1], device)
-        grid = torch.stack(torch.meshgrid(grid_w, grid_h, indexing="xy"), dim=0)
-        grid = grid.reshape([2, 1, *grid.shape[1:]])
     assert embed_dim % 4 == 0
-    emb_h = get_1d_rotary_pos_embed(embed_dim // 2, grid[0].reshape(-1), use_real=use_real)
-    emb_w = get_1d_rotary_pos_embed(embed_dim // 2, grid[1].reshape(-1), use_real=use_real)
+    return _separable_2d(embed_dim, grid_w, grid_h, use_real, device if output_type != "np" else None)
+
+
+def _separable_2d(embed_dim: int, grid_w: Tensor, grid_h: Tensor, use_real: bool, device) -> Union[Tensor,
+                                                                                                  Tuple[Tensor, Tensor]]:
+    """The table of diffusers' meshgrid(grid_w, grid_h) grid: row i W + j holds, in its first embed_dim // 2
+    channels, the 1-D rotary embedding of grid_w[j], then that of grid_h[i]. The grid is separable: the values
+    of the W + H coordinates are made once (exact, at the float32 positions as given) and broadcast into one
+    buffer, instead of H W rows of each half."""
+    half = embed_dim // 2
+    w, h = grid_w.numel(), grid_h.numel()
+    rope = _cached_rope((half,), 10000.0, 1.0)
+    cos, sin = _cos_sin(rope, torch.cat([grid_w.reshape(-1), grid_h.reshape(-1)]).cpu())  # [W + H, half / 2]
     if use_real:
-        return torch.cat([emb_h[0], emb_w[0]], dim=1), torch.cat([emb_h[1], emb_w[1]], dim=1)
-    return torch.cat([emb_h, emb_w], dim=1)
+        both = torch.stack([cos, sin]).repeat_interleave(2, dim=2)  # [2, W + H, half]
+        out = torch.empty(2, h, w, embed_dim)
+        out[:, :, :, :half] = both[:, None, :w, :]
+        out[:, :, :, half:] = both[:, w:, None, :]
+        out = out.view(2, h * w, embed_dim)
+        if device is not None:
+            out = out.to(device)
+        return out[0], out[1]
+    c = torch.complex(cos, sin)
+    out = torch.empty(h, w, half, dtype=torch.complex64)
+    out[:, :, : half // 2] = c[None, :w, :]
+    out[:, :, half // 2:] = c[w:, None, :]
+    out = out.view(h * w, half)
+    return out.to(device) if device is not None else out
 
 
 def get_3d_rotary_pos_embed(embed_dim: int, crops_coords, grid_size, temporal_size: int, theta: int = 10000,
