@@ -290,3 +290,107 @@ TEST_CASE("no RoPE call reads or writes a byte outside its rows, on any path, at
   CHECK(calls == int64_t(ref::kRopeKernels * 2 * 33 * 6 * 2 * isas.size()));
   CHECK(part_calls == calls);
 }
+
+// ---- RoPE by given rows: posenc_rope_cached_* / _copy_cached_* (h values a token) and posenc_rope_tables_*
+// (d values a token) ----------------------------------------------------------------------------------------
+
+namespace {
+
+enum class Given { kCached, kCopyCached, kTables };
+
+// One call of the three families in format es (4: f32, 2: bf16 with bf16 true, else f16); src is the copy's
+// source (nullptr in place).
+posenc_status given_call(Given g, size_t es, bool bf16, int64_t r, posenc_rope_pairs pairs, const float *c, int64_t cs,
+                         const float *s, int64_t ss, int64_t n, const void *src, int64_t sts, int64_t shs, void *x,
+                         int64_t heads, int64_t ts, int64_t hs, int64_t b, int64_t e) {
+  posenc_rope rope = posenc_rope_default(r);
+  rope.pairs = pairs;
+  using U = uint16_t;
+  if (g == Given::kTables) {
+    const void *from = src ? src : x;
+    const int64_t fts = src ? sts : ts, fhs = src ? shs : hs;
+    if (es == 4)
+      return posenc_rope_tables_f32_part(r, pairs, c, cs, s, ss, n, static_cast<const float *>(from), fts, fhs,
+                                         static_cast<float *>(x), heads, ts, hs, b, e);
+    return (bf16 ? posenc_rope_tables_bf16_part : posenc_rope_tables_f16_part)(
+        r, pairs, c, cs, s, ss, n, static_cast<const U *>(from), fts, fhs, static_cast<U *>(x), heads, ts, hs, b, e);
+  }
+  if (g == Given::kCached) {
+    if (es == 4)
+      return posenc_rope_cached_f32_part(&rope, c, cs, s, ss, n, static_cast<float *>(x), heads, ts, hs, b, e);
+    return (bf16 ? posenc_rope_cached_bf16_part : posenc_rope_cached_f16_part)(
+        &rope, c, cs, s, ss, n, static_cast<U *>(x), heads, ts, hs, b, e);
+  }
+  if (es == 4)
+    return posenc_rope_copy_cached_f32_part(&rope, c, cs, s, ss, n, static_cast<const float *>(src), sts, shs,
+                                            static_cast<float *>(x), heads, ts, hs, b, e);
+  return (bf16 ? posenc_rope_copy_cached_bf16_part : posenc_rope_copy_cached_f16_part)(
+      &rope, c, cs, s, ss, n, static_cast<const U *>(src), sts, shs, static_cast<U *>(x), heads, ts, hs, b, e);
+}
+
+}  // namespace
+
+TEST_CASE("no call by given rows reads or writes a byte outside its rows or tables, on any path", "[guard][rope]") {
+  Regions g;
+  const std::vector<posenc_isa> isas = ref::paths();
+  int64_t calls = 0;
+  const int64_t n = 3, heads = 2;
+  for (Given family : {Given::kCached, Given::kCopyCached, Given::kTables})
+    for (int fmt = 0; fmt < 3; ++fmt) {
+      const size_t es = fmt == 0 ? 4 : 2;
+      const bool bf16 = fmt == 1;
+      for (int64_t r = 2; r <= 66; r += 2)
+        for (int variant = 0; variant < 4; ++variant) {
+          const posenc_rope_pairs pairs = variant % 2 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
+          const int64_t w = family == Given::kTables ? r : r / 2;  // table values a token
+          // tables: rows of w floats, strides w + gap (variant 3 of the tables: one shared row, stride 0)
+          const int64_t cs = family == Given::kTables && variant == 3 ? 0 : w + variant % 3, ss = w + 1;
+          const size_t c_el = size_t((n - 1) * cs + w), s_el = size_t((n - 1) * ss + w);
+          std::vector<float> cos(c_el), sin(s_el);
+          for (size_t i = 0; i < c_el; ++i) cos[i] = std::cos(0.1f * float(i));
+          for (size_t i = 0; i < s_el; ++i) sin[i] = std::sin(0.1f * float(i));
+          // destination rows of r + tail elements, the last row's end at the buffer's end; the copy's (and
+          // the tables call's, on odd variants) source rows in another layout
+          const RopeTensor q{heads, r + (variant / 2), variant % 3}, src_t{heads, r + 1, 2};
+          const bool copy = family == Given::kCopyCached || (family == Given::kTables && variant % 2 == 1);
+          std::vector<unsigned char> x_in(size_t(q.elements(n, r)) * es), s_in(size_t(src_t.elements(n, r)) * es);
+          fill_rope_input(x_in.data(), x_in.size(), es, uint32_t(r));
+          fill_rope_input(s_in.data(), s_in.size(), es, uint32_t(r + 3));
+          std::vector<unsigned char> want = x_in;
+          ref::on_path(POSENC_ISA_SCALAR, [&] {
+            REQUIRE(given_call(family, es, bf16, r, pairs, cos.data(), cs, sin.data(), ss, n,
+                               copy ? s_in.data() : nullptr, src_t.token_stride(), src_t.head_dim, want.data(), heads,
+                               q.token_stride(), q.head_dim, 0, n) == POSENC_OK);
+          });
+          for (bool at_end : {true, false}) {
+            const float *c = move_next_to_guard(g.positions, cos.data(), c_el, at_end);
+            const float *s = move_next_to_guard(g.times, sin.data(), s_el, at_end);
+            unsigned char *xp = g.out.place(x_in.size(), at_end), *sp = g.x.place(s_in.size(), at_end);
+            std::memcpy(sp, s_in.data(), s_in.size());
+            for (posenc_isa isa : isas)
+              for (bool parts : {false, true}) {
+                std::memcpy(xp, x_in.data(), x_in.size());
+                ref::on_path(isa, [&] {
+                  if (!parts) {
+                    REQUIRE(given_call(family, es, bf16, r, pairs, c, cs, s, ss, n, copy ? sp : nullptr,
+                                       src_t.token_stride(), src_t.head_dim, xp, heads, q.token_stride(), q.head_dim, 0,
+                                       n) == POSENC_OK);
+                  } else {
+                    for (int64_t t = n - 1; t >= 0; --t)
+                      REQUIRE(given_call(family, es, bf16, r, pairs, c, cs, s, ss, n, copy ? sp : nullptr,
+                                         src_t.token_stride(), src_t.head_dim, xp, heads, q.token_stride(), q.head_dim,
+                                         t, t + 1) == POSENC_OK);
+                  }
+                });
+                ++calls;
+                if (std::memcmp(xp, want.data(), x_in.size()) != 0)
+                  FAIL("family " << int(family) << " format " << fmt << " r " << r << " variant " << variant << " path "
+                                 << posenc_isa_name(isa) << (at_end ? " at the end" : " at the start")
+                                 << (parts ? ", token by token" : "") << ": differs from the scalar path");
+                CHECK(std::memcmp(sp, s_in.data(), s_in.size()) == 0);  // the source is only read
+              }
+          }
+        }
+    }
+  CHECK(calls == int64_t(3 * 3 * 33 * 4 * 2 * 2 * isas.size()));
+}

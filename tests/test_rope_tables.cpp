@@ -39,7 +39,6 @@ float exact_sum(float x, float c, float p, float s) {
   return f;
 }
 
-
 // The float32 result of element j: u, v the pair's elements, first whether j is u.
 float want_f32(float u, float v, float c, float s, bool first) {
   const float x = first ? u : v, p = first ? -v : u;

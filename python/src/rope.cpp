@@ -686,12 +686,8 @@ void apply(const posenc_rope &c, py::handle q_obj, py::handle k_obj, py::handle 
 py::object rope_tables(py::handle x_obj, py::handle cos_obj, py::handle sin_obj, const std::string &pairs,
                        bool heads_first, py::handle out_obj) {
   posenc_rope_pairs pr;
-  if (pairs == "interleaved")
-    pr = POSENC_ROPE_INTERLEAVED;
-  else if (pairs == "halves")
-    pr = POSENC_ROPE_HALVES;
-  else
-    throw py::value_error("pairs: '" + pairs + "' is neither 'interleaved' nor 'halves'");
+  if (posenc_rope_pairs_from_name(pairs.c_str(), &pr) != POSENC_OK)
+    throw py::value_error("pairs: unknown pairing '" + pairs + "'");
   const bool in_place = out_obj.is_none() || out_obj.is(x_obj);
   const Heads x = heads_of(x_obj, "x", 2, heads_first, in_place);
   const Heads o = in_place ? x : heads_of(out_obj, "out", 2, heads_first);
@@ -728,9 +724,9 @@ py::object rope_tables(py::handle x_obj, py::handle cos_obj, py::handle sin_obj,
     const char *src = x.v.data + b * x.batch_stride * es;
     char *dst = o.v.data + b * o.batch_stride * es;
     if (x.v.elem == Elem::F32)
-      return posenc_rope_tables_f32_part(d, pr, c, cs, s, ss, x.n, reinterpret_cast<const float *>(src),
-                                         x.token_stride, x.head_stride, reinterpret_cast<float *>(dst), o.heads,
-                                         o.token_stride, o.head_stride, begin, end);
+      return posenc_rope_tables_f32_part(d, pr, c, cs, s, ss, x.n, reinterpret_cast<const float *>(src), x.token_stride,
+                                         x.head_stride, reinterpret_cast<float *>(dst), o.heads, o.token_stride,
+                                         o.head_stride, begin, end);
     auto call = x.v.elem == Elem::BF16 ? posenc_rope_tables_bf16_part : posenc_rope_tables_f16_part;
     return call(d, pr, c, cs, s, ss, x.n, reinterpret_cast<const uint16_t *>(src), x.token_stride, x.head_stride,
                 reinterpret_cast<uint16_t *>(dst), o.heads, o.token_stride, o.head_stride, begin, end);
