@@ -273,3 +273,183 @@ def test_qwen_embed_rope():
         assert torch.equal(v.real, ec) and torch.equal(v.imag, es)
     with pytest.raises(ValueError, match="max_txt_seq_len"):
         mine((1, 4, 4))
+
+
+# ---- apply_rotary_emb: the rotation by the given tables --------------------------------------------------
+
+def exact_rotation(rows, cos, sin, pairs):
+    """rows, cos, sin [N, D] (finite values): element j of pair (u, v) becomes the correctly rounded float32 of
+    x_j cos_j + x'_j sin_j, x' = -v for u and u for v (gmpy2, 1200 bits: the products and the sum exact)."""
+    rows, cos, sin = (np.asarray(a, dtype=np.float64) for a in (rows, cos, sin))
+    n, d = rows.shape
+    h = d // 2
+    out = np.empty((n, d), np.float32)
+    with R.ctx(1200):
+        for r in range(n):
+            for i in range(h):
+                ui, vi = (i, i + h) if pairs == "halves" else (2 * i, 2 * i + 1)
+                u, v = rows[r, ui], rows[r, vi]
+                for j, x, p in ((ui, u, -v), (vi, v, u)):
+                    out[r, j] = R.round_f32(mpfr(x) * mpfr(cos[r, j]) + mpfr(p) * mpfr(sin[r, j]))
+    return out
+
+
+def bits16(t):
+    return t.contiguous().view(torch.int16).numpy().view(np.uint16)
+
+
+def rotation_case(seed, shape, s_axis, d, pairs, dtype):
+    """x of `shape` (its sequence on axis s_axis) and float32 tables [S, d]: random values, and in token 0 of
+    every row a planted float32 midpoint (u c = 3 K 2^-24, K odd) pushed by v s = +-2^-80, where one rounding
+    of the double sum to float32 goes the wrong way half the time."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g) * 3
+    S = shape[s_axis]
+    cos = torch.rand(S, d, generator=g) * 2 - 1
+    sin = torch.rand(S, d, generator=g) * 2 - 1
+    if dtype == torch.float32:
+        vi = d // 2 if pairs == "halves" else 1
+        k = torch.randint(2 ** 24 // 6 + 1, 2 ** 25 // 6, x.select(s_axis, 0)[..., 0].shape, generator=g) * 2 + 1
+        x.select(s_axis, 0)[..., 0] = k.float() * 2.0 ** -12
+        push = torch.randint(0, 2, k.shape, generator=g) * 2 - 1
+        x.select(s_axis, 0)[..., vi] = push.float() * 2.0 ** -40
+        cos[0, 0], sin[0, 0] = 3 * 2.0 ** -12, 2.0 ** -40
+    return x.to(dtype), cos, sin
+
+
+@pytest.mark.parametrize("unbind", [-1, -2])
+@pytest.mark.parametrize("sequence_dim", [1, 2])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_apply_rotary_emb_exact_in_every_layout(unbind, sequence_dim, dtype):
+    """Every element the correctly rounded x cos + x' sin (then x's dtype), diffusers' shape and dtype; diffusers'
+    own float32 expression is within an ulp of it."""
+    B, H, S, d = 2, 3, 5, 18
+    shape = (B, H, S, d) if sequence_dim == 2 else (B, S, H, d)
+    pairs = "interleaved" if unbind == -1 else "halves"
+    x, cos, sin = rotation_case(11 + unbind + 3 * sequence_dim, shape, sequence_dim, d, pairs, dtype)
+    mine = pt.apply_rotary_emb(x, (cos, sin), use_real=True, use_real_unbind_dim=unbind, sequence_dim=sequence_dim)
+    theirs = D.diffusers_apply_rotary_emb(x, (cos, sin), True, unbind, sequence_dim)
+    assert mine.shape == theirs.shape and mine.dtype == theirs.dtype == dtype
+    heads_first = x if sequence_dim == 2 else x.transpose(1, 2)  # [B, H, S, d]
+    rows = heads_first.float().reshape(-1, d).numpy()
+    tok = np.tile(np.arange(S), B * H)
+    want = exact_rotation(rows, cos.numpy()[tok], sin.numpy()[tok], pairs)
+    got = (mine if sequence_dim == 2 else mine.transpose(1, 2)).reshape(-1, d)
+    if dtype == torch.float32:
+        assert np.array_equal(got.numpy().view(np.uint32), want.view(np.uint32))
+        # diffusers' float32 expression rounds each product and the sum: within 2^-23 (|x c| + |x' s|) of it
+        th = (theirs if sequence_dim == 2 else theirs.transpose(1, 2)).reshape(-1, d).double().numpy()
+        h = d // 2
+        part = (np.concatenate([-rows[:, h:], rows[:, :h]], 1) if pairs == "halves" else
+                np.stack([-rows[:, 1::2], rows[:, 0::2]], -1).reshape(-1, d)).astype(np.float64)
+        scale = np.abs(rows) * np.abs(cos.numpy()[tok]) + np.abs(part) * np.abs(sin.numpy()[tok])
+        assert np.all(np.abs(th - want) <= 2.0 ** -23 * scale + 2.0 ** -149)
+    else:
+        fmt = "bf16" if dtype == torch.bfloat16 else "f16"
+        assert np.array_equal(bits16(got), R.narrow_from_f32(want, fmt))
+
+
+def test_apply_rotary_emb_midpoints_where_one_rounding_fails():
+    """The planted ties: posenc is exact on all of them; rounding the double sum once (what a fused float64
+    evaluation gives) misses about half, and so does diffusers' float32 expression."""
+    x, cos, sin = rotation_case(5, (1, 64, 3, 8), 2, 8, "interleaved", torch.float32)
+    mine = pt.apply_rotary_emb(x, (cos, sin))
+    u, v = x[0, :, 0, 0].double(), x[0, :, 0, 1].double()
+    once = (u * cos[0, 0].double() - v * sin[0, 0].double()).float()  # one rounding of the double
+    want = exact_rotation(torch.stack([u, v], -1).numpy(), np.tile(cos[0, :2].numpy(), (64, 1)),
+                          np.tile(sin[0, :2].numpy(), (64, 1)), "interleaved")[:, 0]
+    assert np.array_equal(mine[0, :, 0, 0].numpy(), want)
+    assert 8 <= int((once.numpy() != want).sum()) <= 56
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch_freqs", [1, 2])
+def test_apply_rotary_emb_complex_form(dtype, batch_freqs):
+    """use_real=False (Lumina): x [B, S, H, D], freqs_cis complex64 [B or 1, S, D/2]: the exact complex product."""
+    g = torch.Generator().manual_seed(3)
+    B, S, H, d = 2, 4, 3, 12
+    x = (torch.randn(B, S, H, d, generator=g) * 2).to(dtype)
+    ang = torch.rand(batch_freqs, S, d // 2, generator=g, dtype=torch.float64) * 7
+    freqs = torch.polar(torch.ones_like(ang), ang).to(torch.complex64)
+    mine = pt.apply_rotary_emb(x, freqs, use_real=False)
+    theirs = D.diffusers_apply_rotary_emb(x, freqs, use_real=False)
+    assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+    cos = freqs.real.repeat_interleave(2, -1).expand(B, S, d)  # [B, S, d]
+    sin = freqs.imag.repeat_interleave(2, -1).expand(B, S, d)
+    rows = x.float().reshape(B * S * H, d).numpy()
+    c = cos[:, :, None, :].expand(B, S, H, d).reshape(-1, d).numpy()
+    s = sin[:, :, None, :].expand(B, S, H, d).reshape(-1, d).numpy()
+    want = exact_rotation(rows, c, s, "interleaved")
+    got = mine.reshape(-1, d)
+    if dtype == torch.float32:
+        assert np.array_equal(got.numpy().view(np.uint32), want.view(np.uint32))
+    else:
+        assert np.array_equal(bits16(got), R.narrow_from_f32(want, "bf16"))
+
+
+def test_apply_rotary_emb_what_diffusers_does_elsewhere():
+    """Layouts the C call takes whatever their strides; what it does not take runs diffusers' expression."""
+    x, cos, sin = rotation_case(9, (1, 6, 2, 8), 1, 8, "interleaved", torch.float32)
+    base = pt.apply_rotary_emb(x, (cos, sin), sequence_dim=1)
+    # a transposed view (diffusers' attention hands q over as [B, H, S, D] views of [B, S, H, D])
+    assert torch.equal(pt.apply_rotary_emb(x.transpose(1, 2), (cos, sin), sequence_dim=2).transpose(1, 2), base)
+    # one table row for every token, broadcast as diffusers broadcasts it
+    one = pt.apply_rotary_emb(x, (cos[:1], sin[:1]), sequence_dim=1)
+    assert torch.equal(one, pt.apply_rotary_emb(x, (cos[:1].expand(6, 8).clone(), sin[:1].expand(6, 8).clone()),
+                                                 sequence_dim=1))
+    # bfloat16 tables widen exactly, as diffusers' x.float() * cos promotes them
+    cb, sb = cos.bfloat16(), sin.bfloat16()
+    assert torch.equal(pt.apply_rotary_emb(x, (cb, sb), sequence_dim=1),
+                       pt.apply_rotary_emb(x, (cb.float(), sb.float()), sequence_dim=1))
+    # float64: diffusers' own values
+    for args in ((x.double(), (cos, sin)), (x, (cos.double(), sin.double()))):
+        assert torch.equal(pt.apply_rotary_emb(*args, sequence_dim=1),
+                           D.diffusers_apply_rotary_emb(*args, sequence_dim=1))
+    # a graph that needs gradients: diffusers' expression, gradients included
+    xg = x.clone().requires_grad_(True)
+    out = pt.apply_rotary_emb(xg, (cos, sin), sequence_dim=1)
+    out.sum().backward()
+    xr = x.clone().requires_grad_(True)
+    D.diffusers_apply_rotary_emb(xr, (cos, sin), sequence_dim=1).sum().backward()
+    assert torch.equal(xg.grad, xr.grad)
+    with torch.no_grad():
+        assert torch.equal(pt.apply_rotary_emb(xg, (cos, sin), sequence_dim=1), base)
+    # the errors diffusers raises
+    with pytest.raises(ValueError, match="sequence_dim=3"):
+        pt.apply_rotary_emb(x, (cos, sin), sequence_dim=3)
+    with pytest.raises(ValueError, match="use_real_unbind_dim=0"):
+        pt.apply_rotary_emb(x, (cos, sin), use_real_unbind_dim=0)
+    # x itself is not written
+    before = x.clone()
+    pt.apply_rotary_emb(x, (cos, sin), sequence_dim=1)
+    assert torch.equal(x, before)
+
+
+def test_get_2d_rotary_pos_embed_from_grid_and_the_separable_grid_exact():
+    """get_2d_rotary_pos_embed_from_grid with diffusers' output; get_2d_rotary_pos_embed (the separable grid)
+    every value the correctly rounded cos / sin at the crop's fractional positions."""
+    gh = np.linspace(0, 45, 6, endpoint=False, dtype=np.float32)
+    gw = np.linspace(0, 40, 5, endpoint=False, dtype=np.float32)
+    grid = np.stack(np.meshgrid(gw, gh), axis=0).reshape(2, 1, 6, 5)
+    with R.ctx(R.PREC):
+        freq = [float(gmpy2.exp(gmpy2.log(mpfr(10000.0)) * (-2 * k) / 44)) for k in range(22)]
+    cw, sw = exact_explicit(freq, [0] * 22, [np.tile(gw, 6)])
+    ch, sh = exact_explicit(freq, [0] * 22, [np.repeat(gh, 5)])
+    want_cos = torch.cat([cw.repeat_interleave(2, 1), ch.repeat_interleave(2, 1)], 1)
+    want_sin = torch.cat([sw.repeat_interleave(2, 1), sh.repeat_interleave(2, 1)], 1)
+    for g in (grid, torch.from_numpy(grid)):
+        for use_real in (True, False):
+            mine = pt.get_2d_rotary_pos_embed_from_grid(88, g, use_real=use_real)
+            theirs = D.diffusers_get_2d_from_grid(88, torch.from_numpy(grid) if isinstance(g, np.ndarray) else g,
+                                                  use_real=use_real)
+            if use_real:
+                assert [m.shape for m in mine] == [t.shape for t in theirs] and mine[0].dtype == theirs[0].dtype
+                assert torch.equal(mine[0], want_cos) and torch.equal(mine[1], want_sin)
+            else:
+                assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+                assert torch.equal(mine.real, want_cos[:, 0::2]) and torch.equal(mine.imag, want_sin[:, 0::2])
+    # the 2-D call's separable table: the same bytes as the general one on the same grid
+    cos, sin = pt.get_2d_rotary_pos_embed(88, ((0, 0), (45, 40)), (6, 5), use_real=True, output_type="np")
+    assert torch.equal(cos, want_cos) and torch.equal(sin, want_sin)
+    comp = pt.get_2d_rotary_pos_embed(88, ((0, 0), (45, 40)), (6, 5), use_real=False, output_type="np")
+    assert torch.equal(comp, torch.complex(want_cos[:, 0::2], want_sin[:, 0::2]))
