@@ -3,7 +3,9 @@ diffusers' code re-typed in originals_diffusers.py (diffusers 0.40.0.dev0, 58eb5
 float32 of the exact angle (gmpy2 reference built from frequencies computed here, not by posenc), which
 diffusers' float64 path agrees with to one float32 ulp; at fractional positions (CogVideoX 1.0's linspace,
 LTX's scaled grids) the same: the correctly rounded float32 of the position as diffusers holds it times the
-exact frequency (posenc's real-valued positions)."""
+exact frequency (posenc's real-valued positions). apply_rotary_emb: every element the correctly rounded
+float32 of x cos + x' sin from the given tables (gmpy2, planted float32 midpoints included), in every layout
+diffusers accepts, then x's dtype; what the C call does not take runs diffusers' expression."""
 import numpy as np
 import pytest
 
