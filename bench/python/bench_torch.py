@@ -57,6 +57,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 # the report's modules: bench/report in a source tree, this directory in an install (share/posenc/report)
@@ -395,11 +397,168 @@ def video_rope(B):
               check=lambda o=orig, m=mine: {"max_abs_diff": max_diff(o()[0], m()[0])}, inner="auto")
 
 
+def _exact_cos_sin(pos, freq):
+    """(cos, sin) float32 [len(pos), len(freq)]: each the correctly rounded value at the exact angle pos * freq
+    (doubles, multiplied exactly), by MPFR (gmpy2) at 400 bits; independent of posenc."""
+    import gmpy2
+    ctx = gmpy2.context(precision=400, round=gmpy2.RoundToNearest)
+    cos = np.empty((len(pos), len(freq)), np.float32)
+    sin = np.empty_like(cos)
+    saved = gmpy2.get_context()
+    try:
+        gmpy2.set_context(ctx)
+        fs = [gmpy2.mpfr(float(f)) for f in freq]
+        for i, p in enumerate(pos):
+            mp = gmpy2.mpfr(float(p))
+            for k, f in enumerate(fs):
+                a = mp * f  # exact: 106 bits
+                cos[i, k] = float(gmpy2.mpfr(gmpy2.cos(a), 24))  # one rounding to 24 bits (|values| far above 2^-126)
+                sin[i, k] = float(gmpy2.mpfr(gmpy2.sin(a), 24))
+    finally:
+        gmpy2.set_context(saved)
+    return cos, sin
+
+
+def _nearest_double(x):
+    """The double nearest a real expression evaluated by gmpy2 at 400 bits (a callable of the mpfr type)."""
+    import gmpy2
+    saved = gmpy2.get_context()
+    try:
+        gmpy2.set_context(gmpy2.context(precision=400, round=gmpy2.RoundToNearest))
+        return float(x(gmpy2))
+    finally:
+        gmpy2.set_context(saved)
+
+
+def _errors(got, want):
+    """How a table of float32 values compares with the correctly rounded one: values not correctly rounded, out
+    of how many, and the largest error in ulps of the correct value (floored at 2^-126)."""
+    g = got.detach().float().contiguous().numpy().reshape(-1)
+    w = np.ascontiguousarray(want, dtype=np.float32).reshape(-1)
+    bad = int((g.view(np.uint32) != w.view(np.uint32)).sum())
+    unit = np.maximum(np.abs(w.astype(np.float64)), 2.0 ** -126) * 2.0 ** -23
+    return bad, int(w.size), float((np.abs(g.astype(np.float64) - w) / unit).max()) if w.size else 0.0
+
+
+def diffusion_exact(B):
+    """Issue 43: the models' fractional positions held to MPFR, with the speed. HunyuanDiT's
+    get_2d_rotary_pos_embed (88 dims, its 1024 and 2048 grids over the (0, 0)-(32, 32) crop: positions k / 2
+    and k / 4): diffusers' torch path with its float32 frequencies and with float64 ones, posenc.torch's.
+    LTX-Video at 704 x 480 x 161 (a 21 x 15 x 22 latent, dim 2048, rope_interpolation_scale (8/25, 32, 32)):
+    diffusers' float32 module against posenc.torch's. The reference: each value correctly rounded at the exact
+    angle, the position as diffusers holds it (float32) times the frequency posenc documents (the double
+    nearest theta^(-2k/d); LTX: theta^(k/(n-1)) pi/2), both exact; check counts the values that are not."""
+    torch, pt, D = B.torch, B.pt, B.O_diff
+    for size in (1024, 2048):
+        g = size // 16
+        args = (88, ((0, 0), (32, 32)), (g, g))
+        grid = torch.linspace(0, 32 * (g - 1) / g, g, dtype=torch.float32).double().numpy()
+        freq = [_nearest_double(lambda m, k=k: m.mpfr(10000) ** (m.mpfr(-2 * k) / 44)) for k in range(22)]
+
+        def check(args=args, grid=grid, freq=freq, g=g):
+            c1, s1 = _exact_cos_sin(grid, freq)  # [g, 22]: the same grid on both axes
+            # row i g + j: pairs of grid_w[j] (the column) then of grid_h[i] (the row), each value twice
+            rep = lambda t: np.repeat(t, 2, axis=1)  # noqa: E731
+            want_c = np.concatenate([np.broadcast_to(rep(c1)[None, :, :], (g, g, 44)),
+                                     np.broadcast_to(rep(c1)[:, None, :], (g, g, 44))], -1).reshape(g * g, 88)
+            want_s = np.concatenate([np.broadcast_to(rep(s1)[None, :, :], (g, g, 44)),
+                                     np.broadcast_to(rep(s1)[:, None, :], (g, g, 44))], -1).reshape(g * g, 88)
+            out = {}
+            for name, fn in (("posenc", lambda: pt.get_2d_rotary_pos_embed(*args, output_type="pt")),
+                             ("diffusers_f32", lambda: D.diffusers_get_2d(*args, output_type="pt")),
+                             ("diffusers_f64", lambda: D.diffusers_get_2d(*args, output_type="pt",
+                                                                          freqs_dtype=torch.float64))):
+                c, s = fn()
+                bc, n, uc = _errors(c, want_c)
+                bs, _, us = _errors(s, want_s)
+                out[name + "_not_correctly_rounded"] = bc + bs
+                out[name + "_max_ulps"] = max(uc, us)
+            out["values"] = 2 * g * g * 88
+            return out
+
+        B.run("diffusion_rope/hunyuandit_%d" % size, "diffusion_rope",
+              "get_2d_rotary_pos_embed(88), HunyuanDiT %d (%d x %d grid, fractional)" % (size, g, g),
+              {"grid": g, "dim": 88}, g * g * 88,
+              [("original", lambda a=args: D.diffusers_get_2d(*a, output_type="pt"), None),
+               ("original_f64", lambda a=args: D.diffusers_get_2d(*a, output_type="pt", freqs_dtype=torch.float64),
+                None),
+               ("posenc", lambda a=args: pt.get_2d_rotary_pos_embed(*a, output_type="pt"), None)],
+              {"original": ("diffusers get_2d_rotary_pos_embed, float32 (its default)", "original"),
+               "original_f64": ("diffusers, freqs_dtype float64", "original"),
+               "posenc": ("posenc.torch get_2d_rotary_pos_embed", "posenc")}, check=check, inner="auto")
+    # LTX-Video 704 x 480 x 161: the latent's 21 x 15 x 22 patches
+    F, H, W, dim = 21, 15, 22, 2048
+    n = dim // 6
+    scale = (torch.tensor(8 / 25.0), 32, 32)
+    xl = torch.zeros(1, F * H * W, 128)
+    lv, lp = D.DiffusersLTXVideoRotaryPosEmbed(dim), pt.LTXVideoRotaryPosEmbed(dim)
+
+    def ltx_check():
+        freq = [_nearest_double(lambda m, k=k: m.mpfr(10000) ** (m.mpfr(k) / (n - 1)) * m.const_pi() / 2)
+                for k in range(n)]
+        coords = []  # 2 g - 1 of each axis, g as diffusers' float32 grid holds it
+        for size, s, base in ((F, scale[0], 20), (H, scale[1], 2048), (W, scale[2], 2048)):
+            gr = torch.arange(size, dtype=torch.float32) * s * 1 / base
+            coords.append(gr.double().numpy() * 2 - 1)
+        tables = [_exact_cos_sin(c, freq) for c in coords]  # per axis: [size, n]
+        want = []
+        for part in range(2):
+            f, h, w = (t[part] for t in tables)
+            full = np.stack([np.broadcast_to(f[:, None, None, :], (F, H, W, n)),
+                             np.broadcast_to(h[None, :, None, :], (F, H, W, n)),
+                             np.broadcast_to(w[None, None, :, :], (F, H, W, n))], -1).reshape(F * H * W, 3 * n)
+            want.append(np.repeat(full, 2, axis=1))
+        out = {"values": 2 * F * H * W * 3 * n * 2}
+        pad = dim % 6
+        for name, mod in (("posenc", lp), ("diffusers_f32", lv)):
+            c, s = mod(xl, F, H, W, scale)
+            bc, _, uc = _errors(c[0, :, pad:], want[0])
+            bs, _, us = _errors(s[0, :, pad:], want[1])
+            out[name + "_not_correctly_rounded"] = bc + bs
+            out[name + "_max_ulps"] = max(uc, us)
+        return out
+
+    B.run("diffusion_rope/ltx_704x480x161", "diffusion_rope",
+          "LTXVideoRotaryPosEmbed(2048), 704 x 480 x 161 (21 x 15 x 22 patches, scaled: fractional)",
+          {"patches": F * H * W, "dim": dim}, F * H * W * dim,
+          [("original", lambda: lv(xl, F, H, W, scale), None), ("posenc", lambda: lp(xl, F, H, W, scale), None)],
+          {"original": ("diffusers LTXVideoRotaryPosEmbed (float32)", "original"),
+           "posenc": ("posenc.torch LTXVideoRotaryPosEmbed", "posenc")}, check=ltx_check, inner="auto")
+
+
+def diffusion_apply(B):
+    """Issue 43: diffusers' apply_rotary_emb as Flux's attention calls it (q [1, 24, S, 128], sequence_dim 2,
+    adjacent pairs, FluxPosEmbed's float32 tables; S = 4608 for 1024 x 1024, 1024 in the quick plan), in float32
+    and bfloat16, against posenc.torch's one pass; check: the largest difference from diffusers' values."""
+    torch, pt, D = B.torch, B.pt, B.O_diff
+    tokens = 1024 if B.plan.quick else 4608
+    ids = torch.zeros(tokens, 3)
+    img = torch.arange(max(tokens - 512, 0))
+    ids[tokens - img.numel():, 1] = (img // 64).float()
+    ids[tokens - img.numel():, 2] = (img % 64).float()
+    cos, sin = pt.FluxPosEmbed(10000, [16, 56, 56])(ids)
+    g = torch.Generator().manual_seed(43)
+    for name, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        q = torch.randn(1, 24, tokens, 128, generator=g).to(dt)
+        B.run("diffusion_apply/flux_%s" % name, "diffusion_apply",
+              "apply_rotary_emb, Flux q [1, 24, %d, 128] %s" % (tokens, name),
+              {"tokens": tokens, "heads": 24, "dim": 128, "dtype": name}, 24 * tokens * 128,
+              [("original", lambda q=q: D.diffusers_apply_rotary_emb(q, (cos, sin)), None),
+               ("posenc", lambda q=q: pt.apply_rotary_emb(q, (cos, sin)), None),
+               ("bound", lambda q=q: torch.empty_like(q).copy_(q), None)],
+              {"original": ("diffusers apply_rotary_emb", "original"),
+               "posenc": ("posenc.torch apply_rotary_emb (posenc_rope_tables_*)", "posenc"),
+               "bound": ("a copy of q into a new tensor (no arithmetic)", "bound")},
+              check=lambda q=q: {"max_abs_diff": max_diff(D.diffusers_apply_rotary_emb(q, (cos, sin)),
+                                                          pt.apply_rotary_emb(q, (cos, sin)))}, inner="auto")
+
+
 def big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position):
     tables(B, table_shapes)
     vision_forward(B)
     diffusion_rope(B)
     video_rope(B)
+    diffusion_apply(B)
     tutorial_forward(B, fwd_shapes)
     fairseq_forward(B, fairseq_shapes)
     embedding(B, emb_shapes, vocab)
@@ -837,6 +996,7 @@ def main(argv):
         big_cases(B, table_shapes, fwd_shapes, emb_shapes, vocab, prefill, fairseq_shapes, decode_position)
         timestep_cases(B, ts_shapes, O_ts)
         if threads == 1:
+            diffusion_exact(B)  # MPFR references: once
             rotary(B, prefill, decode_position, decode=True)
             decode_steps(B, decode_position)
             overhead(B, decode_position)

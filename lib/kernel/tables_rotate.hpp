@@ -6,12 +6,13 @@
 // one fused rounding makes y = RN64(x c + x' s). The nearest float of y is the nearest float of the exact sum
 // unless y is itself a float32 midpoint (a float lies between the sum and y only if it is y): then the
 // rounding error of the sum decides the direction. S::any_f32_tie flags such a y (low 29 bits 0x10000000,
-// about one lane in 2^29 of random data, or a y below 2^-126, where the floats are subnormal); that vector is
-// redone lane by lane (lane()): the error from TwoSum, y moved to odd when the error is not zero (round to odd
-// at 53 bits, then to nearest at 24 bits or fewer, is the one rounding to nearest), then the float. A vector
-// whose results hold a NaN takes the same form and the NaN rule of docs/contract.md section 2 (the first NaN
-// of the pair (u, v), quieted; otherwise +qNaN). bf16 and f16 rows are that float rounded to nearest-even.
-// Members of a template on S (values_direct.hpp says why).
+// about one lane in 2^29 of random float32 data, or a y below 2^-126, where the floats are subnormal); that
+// vector takes the error from TwoSum and S::narrow_sum (y rounded to odd, then to the nearest float: the one
+// rounding of the exact sum). bf16 and f16 rows, whose few-bit elements make midpoints common, take that form
+// for every vector, without a branch. A vector whose results hold a NaN is redone lane by lane from memory
+// (nan_*), by the NaN rule of docs/contract.md section 2: the first NaN of the pair (u, v), quieted, otherwise
+// +qNaN. bf16 and f16 rows are the float rounded to nearest-even. Members of a template on S
+// (values_direct.hpp says why).
 #pragma once
 
 #include <cmath>
@@ -30,14 +31,38 @@ struct TablesRotate {
   using H = typename S::H;
   using R = RotateSteps<S, T, kBF16>;
   static constexpr int W = S::W;
+  static constexpr bool k16 = sizeof(T) == 2;
 
-  // One element by the definition: x the element, p its partner (both as read), c its cos, s its sin with the
-  // pair's sign; x_first: the element is the pair's first (u), for the NaN rule's order.
-  static float lane(double x, double p, double c, double s, bool x_first) {
+  static D wide(const T *p) { return S::widen(R::load_t(p)); }
+  static D wide_f(const float *p) { return S::widen(S::load_h(p)); }
+
+  static void put(T *p, const H &f, bool finite) {
+    if constexpr (!k16)
+      S::store_h(p, f);
+    else if constexpr (kBF16) {
+      if (finite)
+        S::store_h_bf16_finite(p, f);
+      else
+        S::store_h_bf16(p, f);
+    } else
+      S::store_h_f16(p, f);
+  }
+
+  // The float of y = RN64(x c + p s) (b = p s, exact) that holds no NaN: the narrowing where it is right, else
+  // the rounding to odd of y and its TwoSum error.
+  [[gnu::always_inline]] static inline H narrow(const D &x, const D &c, const D &b, const D &y) {
+    if constexpr (!k16)
+      if (__builtin_expect(!S::any_f32_tie(y), 1)) return S::narrow(y);
+    const D a = x * c, bb = y - a;
+    return S::narrow_sum(y, (a - (y - bb)) + (b - bb));
+  }
+
+  // One element by the definition, for vectors that hold a NaN result: x the element, p its partner (both as
+  // read, widened), c its cos, s its sin with the pair's sign; u, v the pair.
+  static float lane(double x, double p, double c, double s, double u, double v) {
     const double a = x * c, b = p * s;  // exact
     double y = a + b;
     if (y != y) {
-      const double u = x_first ? x : p, v = x_first ? p : x;
       if (u != u) return float(u);  // quiet already: widened from T
       if (v != v) return float(v);
       const uint32_t dflt = 0x7FC00000u;
@@ -56,54 +81,52 @@ struct TablesRotate {
     }
     return float(y);
   }
+  static void widen_t(const T *p, double *out) { S::store(out, wide(p)); }
+  static void widen_f(const float *p, double *out) { S::store(out, wide_f(p)); }
 
-  static void put(T *p, const H &f, bool finite) {
-    if constexpr (sizeof(T) == 4)
-      S::store_h(p, f);
-    else if constexpr (kBF16) {
-      if (finite)
-        S::store_h_bf16_finite(p, f);
-      else
-        S::store_h_bf16(p, f);
-    } else
-      S::store_h_f16(p, f);
+  // W pairs of the halves form that hold a NaN result: read from memory, then written (in place: the same).
+  [[gnu::noinline, gnu::cold]] static void nan_pairs(const T *us, const T *vs, const float *cu, const float *su,
+                                                     const float *cv, const float *sv, T *ud, T *vd) {
+    alignas(64) double u[W], v[W], c0[W], s0[W], c1[W], s1[W];
+    alignas(64) float fu[W], fv[W];
+    widen_t(us, u);
+    widen_t(vs, v);
+    widen_f(cu, c0);
+    widen_f(su, s0);
+    widen_f(cv, c1);
+    widen_f(sv, s1);
+    for (int l = 0; l < W; ++l) {
+      fu[l] = lane(u[l], v[l], c0[l], -s0[l], u[l], v[l]);
+      fv[l] = lane(v[l], u[l], c1[l], s1[l], u[l], v[l]);
+    }
+    put(ud, S::load_h(fu), false);
+    put(vd, S::load_h(fv), false);
   }
-
-  // W results y = x c + p s of one vector into o: the fused rounding, or lane() where it is not enough. first:
-  // the lanes whose element is its pair's first (u).
-  [[gnu::always_inline]] static inline void vec(const D &x, const D &p, const D &c, const D &s, T *o,
-                                                const bool *first) {
-    const D y = S::fma(x, c, p * s);
-    if (__builtin_expect(!S::any_nan_d(y, y) && !S::any_f32_tie(y), 1)) return put(o, S::narrow(y), true);
-    slow(x, p, c, s, o, first);
-  }
-  [[gnu::noinline, gnu::cold]] static void slow(const D &x, const D &p, const D &c, const D &s, T *o,
-                                                const bool *first) {
-    alignas(64) double xa[W], pa[W], ca[W], sa[W];
+  // W interleaved elements (W/2 pairs) that hold a NaN result.
+  [[gnu::noinline, gnu::cold]] static void nan_interleaved(const T *xs, const float *c, const float *s, T *xd) {
+    alignas(64) double x[W], cc[W], ss[W];
     alignas(64) float f[W];
-    S::store(xa, x);
-    S::store(pa, p);
-    S::store(ca, c);
-    S::store(sa, s);
-    for (int l = 0; l < W; ++l) f[l] = lane(xa[l], pa[l], ca[l], sa[l], first[l]);
-    put(o, S::load_h(f), false);
+    widen_t(xs, x);
+    widen_f(c, cc);
+    widen_f(s, ss);
+    for (int l = 0; l < W; l += 2) {
+      f[l] = lane(x[l], x[l + 1], cc[l], -ss[l], x[l], x[l + 1]);
+      f[l + 1] = lane(x[l + 1], x[l], cc[l + 1], ss[l + 1], x[l], x[l + 1]);
+    }
+    put(xd, S::load_h(f), false);
   }
 
-  static D wide(const T *p) { return S::widen(R::load_t(p)); }
-  static D wide_f(const float *p) { return S::widen(S::load_h(p)); }
-
-  // W pairs of the halves form (u at us, v at vs; tables cu su at u's elements, cv sv at v's), both vectors
-  // read before either is written (in place: ud = us, vd = vs).
+  // W pairs of the halves form (u at us, v at vs; tables cu su at u's elements, cv sv at v's): both results
+  // made before either is written (in place: ud = us, vd = vs).
   [[gnu::always_inline]] static inline void pairs(const T *us, const T *vs, const float *cu, const float *su,
                                                   const float *cv, const float *sv, T *ud, T *vd) {
-    alignas(64) bool yes[W], no[W];
-    for (int l = 0; l < W; ++l) {
-      yes[l] = true;
-      no[l] = false;
-    }
-    const D u = wide(us), v = wide(vs);           // both in registers before anything is written
-    vec(u, v, wide_f(cu), -wide_f(su), ud, yes);  // u c - v s
-    vec(v, u, wide_f(cv), wide_f(sv), vd, no);    // v c + u s
+    const D u = wide(us), v = wide(vs), c0 = wide_f(cu), c1 = wide_f(cv);
+    const D b0 = v * -wide_f(su), b1 = u * wide_f(sv);
+    const D y0 = S::fma(u, c0, b0), y1 = S::fma(v, c1, b1);  // u c - v s, v c + u s
+    if (__builtin_expect(S::any_nan_d(y0, y1), 0)) return nan_pairs(us, vs, cu, su, cv, sv, ud, vd);
+    const H f0 = narrow(u, c0, b0, y0), f1 = narrow(v, c1, b1, y1);
+    put(ud, f0, true);
+    put(vd, f1, true);
   }
   // The last m < W pairs of the halves form, through buffers of W.
   static void pairs_tail(const T *us, const T *vs, const float *cu, const float *su, const float *cv, const float *sv,
@@ -132,35 +155,33 @@ struct TablesRotate {
                  h - full);
   }
 
-  // One head row, interleaved: pair i is elements 2i and 2i + 1. A vector of W elements holds W/2 pairs,
-  // x' = swap(x) with the signs -, +, -, + ... on s.
-  static void row_interleaved(const T *src, T *dst, const float *c, const float *s, int64_t d) {
+  // W interleaved elements (W >= 2: W/2 pairs): x' = swap(x), the signs -, +, -, + ... on s.
+  [[gnu::always_inline]] static inline void elements(const T *xs, const float *c, const float *s, T *xd,
+                                                     const D &sign) {
+    const D x = wide(xs), cv = wide_f(c);
+    const D b = S::swap_pairs(x) * (wide_f(s) * sign);
+    const D y = S::fma(x, cv, b);
+    if (__builtin_expect(S::any_nan_d(y, y), 0)) return nan_interleaved(xs, c, s, xd);
+    put(xd, narrow(x, cv, b, y), true);
+  }
+
+  // One head row, interleaved: pair i is elements 2i and 2i + 1.
+  static void row_interleaved(const T *src, T *dst, const float *c, const float *s, int64_t d, const D &sign) {
     if constexpr (W == 1) {
       for (int64_t e = 0; e < d; e += 2)
         pairs(src + e, src + e + 1, c + e, s + e, c + e + 1, s + e + 1, dst + e, dst + e + 1);
     } else {
-      alignas(64) double sg[W];
-      alignas(64) bool first[W];
-      for (int l = 0; l < W; ++l) {
-        sg[l] = l % 2 ? 1.0 : -1.0;
-        first[l] = l % 2 == 0;
-      }
-      const D sign = S::load(sg);
       const int64_t full = d / W * W;
-      for (int64_t e = 0; e < full; e += W) {
-        const D x = wide(src + e);
-        vec(x, S::swap_pairs(x), wide_f(c + e), wide_f(s + e) * sign, dst + e, first);
-      }
+      for (int64_t e = 0; e < full; e += W) elements(src + e, c + e, s + e, dst + e, sign);
       if (full < d) {  // m = d - full elements, an even count: whole pairs
         const int64_t m = d - full;
-        alignas(64) T xt[W] = {}, ot[W];
+        alignas(64) T xt[W] = {};
         alignas(64) float ct[W] = {}, st[W] = {};
         std::memcpy(xt, src + full, sizeof(T) * size_t(m));
         std::memcpy(ct, c + full, sizeof(float) * size_t(m));
         std::memcpy(st, s + full, sizeof(float) * size_t(m));
-        const D x = wide(xt);
-        vec(x, S::swap_pairs(x), wide_f(ct), wide_f(st) * sign, ot, first);
-        std::memcpy(dst + full, ot, sizeof(T) * size_t(m));
+        elements(xt, ct, st, xt, sign);
+        std::memcpy(dst + full, xt, sizeof(T) * size_t(m));
       }
     }
   }
@@ -170,6 +191,9 @@ struct TablesRotate {
     const detail::RopeTensor &t = job.t[0];
     const int64_t h = job.h;
     const bool halves = job.pairs == POSENC_ROPE_HALVES;
+    alignas(64) double sg[W];
+    for (int l = 0; l < W; ++l) sg[l] = l % 2 ? 1.0 : -1.0;
+    const D sign = S::load(sg);
     for (int64_t tok = 0; tok < job.n; ++tok) {
       const float *c = job.cos_in + tok * job.cos_in_stride, *s = job.sin_in + tok * job.sin_in_stride;
       const T *src = static_cast<const T *>(t.src) + tok * t.src_token_stride;
@@ -178,7 +202,7 @@ struct TablesRotate {
         if (halves)
           row_halves(src + hd * t.src_head_stride, dst + hd * t.head_stride, c, s, h);
         else
-          row_interleaved(src + hd * t.src_head_stride, dst + hd * t.head_stride, c, s, 2 * h);
+          row_interleaved(src + hd * t.src_head_stride, dst + hd * t.head_stride, c, s, 2 * h, sign);
       }
     }
   }

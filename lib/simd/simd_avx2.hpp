@@ -109,6 +109,17 @@ struct Simd<xsimd::fma3<xsimd::avx2>> : SimdXsimd<xsimd::fma3<xsimd::avx2>> {
     return _mm_castsi128_ps(_mm_add_epi32(b, _mm_and_si128(adj, step)));
   }
   static bool any_nan_d(const D &a, const D &b) { return _mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_UNORD_Q)) != 0; }
+  static H narrow_sum(const D &y, const D &lo) {  // simd_scalar.hpp
+    const __m256d yd = y, l = lo;
+    const __m256i b = _mm256_castpd_si256(yd), one = _mm256_set1_epi64x(1);
+    const __m256i inexact = _mm256_castpd_si256(_mm256_cmp_pd(l, _mm256_setzero_pd(), _CMP_NEQ_OQ));
+    const __m256i even = _mm256_cmpeq_epi64(_mm256_and_si256(b, one), _mm256_setzero_si256());
+    // -1 where the signs differ (towards zero), +1 where they agree
+    const __m256i differ = _mm256_cmpgt_epi64(_mm256_setzero_si256(), _mm256_castpd_si256(_mm256_xor_pd(yd, l)));
+    const __m256i step = _mm256_or_si256(_mm256_slli_epi64(differ, 1), one);
+    const __m256i r = _mm256_add_epi64(b, _mm256_and_si256(step, _mm256_and_si256(inexact, even)));
+    return _mm256_cvtpd_ps(_mm256_castsi256_pd(r));
+  }
   static bool any_f32_tie(const D &v) {  // simd_scalar.hpp
     const __m256d d = v;
     const __m256i low = _mm256_and_si256(_mm256_castpd_si256(d), _mm256_set1_epi64x(0x1FFFFFFF));

@@ -118,6 +118,15 @@ struct Simd<xsimd::avx512bw> : SimdXsimd<xsimd::avx512bw> {
     return _mm256_castsi256_ps(_mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1)));
   }
   static bool any_nan_d(const D &a, const D &b) { return _mm512_cmp_pd_mask(a, b, _CMP_UNORD_Q) != 0; }
+  static H narrow_sum(const D &y, const D &lo) {  // simd_scalar.hpp
+    const __m512d yd = y, l = lo;
+    const __m512i b = _mm512_castpd_si512(yd), one = _mm512_set1_epi64(1);
+    const __mmask8 inexact = _mm512_cmp_pd_mask(l, _mm512_setzero_pd(), _CMP_NEQ_OQ);
+    const __mmask8 even = _mm512_testn_epi64_mask(b, one);
+    const __mmask8 differ = _mm512_movepi64_mask(_mm512_castpd_si512(_mm512_xor_pd(yd, l)));  // sign bits
+    const __m512i step = _mm512_mask_blend_epi64(differ, one, _mm512_set1_epi64(-1));
+    return _mm512_cvtpd_ps(_mm512_castsi512_pd(_mm512_mask_add_epi64(b, __mmask8(inexact & even), b, step)));
+  }
   static bool any_f32_tie(const D &v) {  // simd_scalar.hpp
     const __m512d d = v;
     const __m512i low = _mm512_and_si512(_mm512_castpd_si512(d), _mm512_set1_epi64(0x1FFFFFFF));

@@ -65,6 +65,7 @@ POSENC_SIMD_OP(mulf, val<F<S>>(), val<F<S>>())
 POSENC_SIMD_OP(any_nan, val<F<S>>())
 POSENC_SIMD_OP(any_bf16_tie, val<H<S>>())
 POSENC_SIMD_OP(any_f32_tie, val<D<S>>())
+POSENC_SIMD_OP(narrow_sum, val<D<S>>(), val<D<S>>())
 // memory: floats, halves (bf16 / f16 bits), streaming
 POSENC_SIMD_OP(load_f, val<const float *>())
 POSENC_SIMD_OP(store_f, val<float *>(), val<F<S>>())
@@ -133,6 +134,7 @@ constexpr bool check() {
   POSENC_REQUIRE(any_nan);
   POSENC_REQUIRE(any_bf16_tie);
   POSENC_REQUIRE(any_f32_tie);
+  POSENC_REQUIRE(narrow_sum);
   POSENC_REQUIRE(load_f);
   POSENC_REQUIRE(store_f);
   POSENC_REQUIRE(load_h);

@@ -113,6 +113,16 @@ struct Simd<xsimd::neon64> {
     const uint64x2_t ok = vandq_u64(vceqq_f64(a, a), vceqq_f64(b, b));
     return vminvq_u32(vreinterpretq_u32_u64(ok)) == 0;
   }
+  static H narrow_sum(const D &y, const D &lo) {  // simd_scalar.hpp
+    const float64x2_t yd = y, l = lo;
+    const uint64x2_t b = vreinterpretq_u64_f64(yd);
+    const uint64x2_t inexact = vcltq_f64(vdupq_n_f64(0.0), vabsq_f64(l));  // false for NaN
+    const uint64x2_t even = vceqq_u64(vandq_u64(b, vdupq_n_u64(1)), vdupq_n_u64(0));
+    const int64x2_t differ = vshrq_n_s64(vreinterpretq_s64_u64(veorq_u64(b, vreinterpretq_u64_f64(l))), 63);
+    const int64x2_t step = vorrq_s64(vshlq_n_s64(differ, 1), vdupq_n_s64(1));
+    const uint64x2_t r = vaddq_u64(b, vandq_u64(vreinterpretq_u64_s64(step), vandq_u64(inexact, even)));
+    return vcvt_f32_f64(vreinterpretq_f64_u64(r));
+  }
   static bool any_f32_tie(const D &v) {  // simd_scalar.hpp
     const float64x2_t d = v;
     const uint64x2_t low = vandq_u64(vreinterpretq_u64_f64(d), vdupq_n_u64(0x1FFFFFFF));

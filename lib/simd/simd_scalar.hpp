@@ -108,6 +108,18 @@ struct Simd<scalar_arch> {
     return r;
   }
   static bool any_nan_d(D a, D b) { return a != a || b != b; }
+  // The nearest float of y + lo, y = RN64(y + lo) (lo a TwoSum error, NaN where y is infinite): y rounded to
+  // odd first (moved one step towards lo where lo is not zero and y is even), whose nearest float is that of the
+  // exact sum, 53 bits being at least 24 + 2 (tables_rotate.hpp).
+  static H narrow_sum(D y, D lo) {
+    uint64_t b;
+    std::memcpy(&b, &y, sizeof b);
+    if (std::fabs(lo) > 0 && !(b & 1)) {  // false for a NaN lo
+      b += (std::signbit(y) == std::signbit(lo)) ? 1 : ~uint64_t(0);
+      std::memcpy(&y, &b, sizeof y);
+    }
+    return float(y);
+  }
   // Whether a double may be a float32 midpoint, whose nearest float depends on what its rounding dropped
   // (tables_rotate.hpp): low 29 bits 0x10000000 (halfway between two floats of the normal range), or not zero
   // and below 2^-126, where the floats are subnormal and their midpoints have more zero bits.
