@@ -40,7 +40,6 @@ complex128 result carries more than float32 can, so it is not rounded from posen
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -458,6 +457,30 @@ class HunyuanVideoRotaryPosEmbed(nn.Module):
         return _interleaved(self._rope, grid, hidden_states.device)
 
 
+_PI = "3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798"
+
+
+@functools.lru_cache(maxsize=16)
+def _ltx_freqs(theta: float, n: int) -> Tuple[float, ...]:
+    """LTX's n frequencies, each the double nearest the real theta^(k / (n - 1)) pi / 2 (theta the double given;
+    pi / 2 alone for n = 1): decimal arithmetic at 60 and then 90 digits (exp and ln correctly rounded there),
+    taken where the two give the same double, else at more digits."""
+    from decimal import Decimal, localcontext
+
+    def at(digits: int) -> Tuple[float, ...]:
+        with localcontext() as ctx:
+            ctx.prec = digits
+            half_pi, lt = Decimal(_PI) / 2, Decimal(theta).ln()
+            return tuple(float((lt * k / (n - 1)).exp() * half_pi) if n > 1 else float(+half_pi) for k in range(n))
+
+    digits, got = 60, at(60)
+    while True:
+        more = at(digits + 30)
+        if more == got:
+            return got
+        digits, got = digits + 30, more
+
+
 @functools.lru_cache(maxsize=16)
 def _ltx_rope(freqs: Tuple[float, ...]) -> Rope:
     """One axis at LTX's explicit frequencies f_k (adjacent pairs; the axes are positions of it)."""
@@ -469,9 +492,9 @@ class LTXVideoRotaryPosEmbed(nn.Module):
     (rising from pi / 2) and the three axes a turns by f_k (2 g_a - 1), g the token's grid coordinate as diffusers
     makes it (float32: the patch indices times rope_interpolation_scale times the patch size over the base size,
     or video_coords over the base sizes); (cos, sin) [B, S, dim] float32, each pair repeat-interleaved, the
-    dim % 6 padding (cos 1, sin 0) in front. f_k is the double diffusers' float64 formula gives (theta ** (k /
-    (n - 1)), times pi / 2), 2 g - 1 is exact, and each cos / sin is the correctly rounded float32 of their exact
-    product (real-valued positions, posenc_rope_cache_real_f32), where diffusers forms everything in float32."""
+    dim % 6 padding (cos 1, sin 0) in front. f_k is the double nearest the real theta^(k / (n - 1)) pi / 2
+    (_ltx_freqs), 2 g - 1 is exact, and each cos / sin is the correctly rounded float32 of their exact product
+    (real-valued positions, posenc_rope_cache_real_f32), where diffusers forms everything in float32."""
 
     def __init__(self, dim: int, base_num_frames: int = 20, base_height: int = 2048, base_width: int = 2048,
                  patch_size: int = 1, patch_size_t: int = 1, theta: float = 10000.0) -> None:
@@ -506,10 +529,7 @@ class LTXVideoRotaryPosEmbed(nn.Module):
         """(cos, sin) of the video's grid (or of video_coords [B, 3, S]), each [B, S, dim] float32."""
         batch_size = hidden_states.size(0)
         n = self.dim // 6
-        theta = float(self.theta)
-        freqs = torch.tensor([theta ** (k / (n - 1)) if n > 1 else 1.0 for k in range(n)], dtype=torch.float64)
-        freqs = freqs * (math.pi / 2.0)
-        rope = _ltx_rope(tuple(freqs.tolist()))
+        rope = _ltx_rope(_ltx_freqs(float(self.theta), n))
 
         def cos_sin(x: Tensor) -> Tuple[Tensor, Tensor]:  # x: positions 2 g - 1 (exact in double), any shape
             c, s = _cos_sin(rope, x.reshape(-1))

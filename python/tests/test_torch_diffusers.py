@@ -229,9 +229,12 @@ def test_ltx_video_rotary_pos_embed():
         assert c.shape == dc.shape == (2, 672, dim) and c.dtype == dc.dtype == torch.float32
         assert ulps(c, pc, 2.0 ** -12) <= 1 and ulps(s, ps, 2.0 ** -12) <= 1
         assert ulps(c, dc) > 1  # diffusers' float32 angles
-        # exact: token t at grid (f, h, w), pair (k, a) at f_k (2 g_a - 1), f_k from diffusers' float64 formula
+        # exact: token t at grid (f, h, w), pair (k, a) at f_k (2 g_a - 1), f_k the double nearest the real
+        # theta^(k / (n - 1)) pi / 2 (gmpy2)
         n = dim // 6
-        fk = [10000.0 ** (k / (n - 1)) * (np.pi / 2.0) for k in range(n)]
+        with R.ctx(R.PREC):
+            fk = [float(gmpy2.exp(gmpy2.log(mpfr(10000)) * k / (n - 1)) * gmpy2.const_pi() / 2) for k in range(n)]
+        assert any(f != 10000.0 ** (k / (n - 1)) * (np.pi / 2.0) for k, f in enumerate(fk))  # pow's are not all
         for t in (0, 97, 671):
             idx = (t // 96, t // 12 % 8, t % 12)
             g = [float(torch.tensor(float(i), dtype=torch.float32) * torch.tensor(sc, dtype=torch.float32) * p / b)
@@ -250,6 +253,28 @@ def test_ltx_video_rotary_pos_embed():
         assert c.shape == (2, 50, dim) and ulps(c, pc, 2.0 ** -12) <= 1 and ulps(s, ps, 2.0 ** -12) <= 1
         if dim % 6:
             assert bool((c[..., : dim % 6] == 1).all()) and bool((s[..., : dim % 6] == 0).all())
+
+
+def test_ltx_at_704x480x161_every_value_correctly_rounded():
+    """LTX-Video's 704 x 480 x 161 video (a 21 x 15 x 22 latent, dim 2048, the pipeline's scale): every one of
+    the 2 x 6930 x 2046 values is the correctly rounded one (the grid is separable: the 58 axis coordinates'
+    values, by gmpy2, broadcast)."""
+    F, H, W, dim = 21, 15, 22, 2048
+    n = dim // 6
+    scale = (torch.tensor(8 / 25.0), 32, 32)
+    c, s = pt.LTXVideoRotaryPosEmbed(dim)(torch.zeros(1, F * H * W, 8), F, H, W, scale)
+    with R.ctx(R.PREC):
+        fk = [float(gmpy2.exp(gmpy2.log(mpfr(10000)) * k / (n - 1)) * gmpy2.const_pi() / 2) for k in range(n)]
+    tables = []
+    for size, sc, base in ((F, scale[0], 20), (H, scale[1], 2048), (W, scale[2], 2048)):
+        g = (torch.arange(size, dtype=torch.float32) * sc * 1 / base).double() * 2 - 1
+        tables.append(exact_explicit(fk, [0] * n, [g.numpy()]))  # [size, n] each
+    for part in range(2):
+        f, h, w = (t[part] for t in tables)
+        want = torch.stack([f[:, None, None, :].expand(F, H, W, n), h[None, :, None, :].expand(F, H, W, n),
+                            w[None, None, :, :].expand(F, H, W, n)], -1).reshape(F * H * W, 3 * n)
+        got = (c if part == 0 else s)[0, :, dim % 6:]
+        assert torch.equal(got, want.repeat_interleave(2, dim=1))
 
 
 def test_qwen_embed_rope():
