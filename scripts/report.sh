@@ -11,8 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-# the Python section (bench/python/bench_torch.py): Debian's PyTorch and the package's build dependencies
-posenc_install_deps python3-matplotlib python3-numpy python3-torch python3-dev pybind11-dev
+# the Python section (bench/python/bench_torch.py): Debian's PyTorch, the package's build dependencies and gmpy2 (the
+# MPFR counts of the diffusion tables)
+posenc_install_deps python3-matplotlib python3-numpy python3-torch python3-dev pybind11-dev python3-gmpy2
 
 mode=full
 case "${1:-}" in
