@@ -187,6 +187,9 @@ struct TablesRotate {
   }
 
   // Every head row of tensor 0 of every token of the job (src rows read, x rows written; in place: the same).
+  // Rows are visited in memory order: token by token when a token's heads lie together ([S, H, D]: one stream
+  // each for the rows and the tables), head by head when each head's tokens do ([H, S, D], diffusers' [B, H, S,
+  // D] layout: token-major order there would keep 2 H streams open at once, more than the prefetchers follow).
   static void run(const detail::RopeJob &job) {
     const detail::RopeTensor &t = job.t[0];
     const int64_t h = job.h;
@@ -194,16 +197,21 @@ struct TablesRotate {
     alignas(64) double sg[W];
     for (int l = 0; l < W; ++l) sg[l] = l % 2 ? 1.0 : -1.0;
     const D sign = S::load(sg);
-    for (int64_t tok = 0; tok < job.n; ++tok) {
+    auto row = [&](int64_t tok, int64_t hd) {
       const float *c = job.cos_in + tok * job.cos_in_stride, *s = job.sin_in + tok * job.sin_in_stride;
-      const T *src = static_cast<const T *>(t.src) + tok * t.src_token_stride;
-      T *dst = static_cast<T *>(t.x) + tok * t.token_stride;
-      for (int64_t hd = 0; hd < t.heads; ++hd) {
-        if (halves)
-          row_halves(src + hd * t.src_head_stride, dst + hd * t.head_stride, c, s, h);
-        else
-          row_interleaved(src + hd * t.src_head_stride, dst + hd * t.head_stride, c, s, 2 * h, sign);
-      }
+      const T *src = static_cast<const T *>(t.src) + tok * t.src_token_stride + hd * t.src_head_stride;
+      T *dst = static_cast<T *>(t.x) + tok * t.token_stride + hd * t.head_stride;
+      if (halves)
+        row_halves(src, dst, c, s, h);
+      else
+        row_interleaved(src, dst, c, s, 2 * h, sign);
+    };
+    if (t.heads > 1 && job.n > 1 && t.head_stride > t.token_stride) {
+      for (int64_t hd = 0; hd < t.heads; ++hd)
+        for (int64_t tok = 0; tok < job.n; ++tok) row(tok, hd);
+    } else {
+      for (int64_t tok = 0; tok < job.n; ++tok)
+        for (int64_t hd = 0; hd < t.heads; ++hd) row(tok, hd);
     }
   }
 };
