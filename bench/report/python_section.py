@@ -75,6 +75,15 @@ TARGETS = [
      "posenc", ">=", 2.0, True, "timesteps/1024x1280"),
     ("ceiling: timesteps 1024 x 1280, diffusers' formula vs a new tensor written (no target)", "timesteps/1024x1280",
      "original", "bound", ">=", 2.0, False, "timesteps/1024x1280"),
+    # issue 43: diffusers' apply_rotary_emb on Flux's q at least 2x, get_2d_rotary_pos_embed no slower
+    ("apply_rotary_emb, Flux q [1, 24, 4608, 128] float32: faster than diffusers'", "diffusion_apply/flux_f32",
+     "original", "posenc", ">=", 2.0, True, "diffusion_apply/flux_f32"),
+    ("apply_rotary_emb, Flux q [1, 24, 4608, 128] bfloat16: faster than diffusers'", "diffusion_apply/flux_bf16",
+     "original", "posenc", ">=", 2.0, True, "diffusion_apply/flux_bf16"),
+    ("get_2d_rotary_pos_embed, HunyuanDiT 1024: no slower than diffusers' float32 path",
+     "diffusion_rope/hunyuandit_1024", "original", "posenc", ">=", 1.0, True, "diffusion_rope/hunyuandit_1024"),
+    ("get_2d_rotary_pos_embed, HunyuanDiT 2048: no slower than diffusers' float32 path",
+     "diffusion_rope/hunyuandit_2048", "original", "posenc", ">=", 1.0, True, "diffusion_rope/hunyuandit_2048"),
 ]
 
 GROUPS = [
@@ -104,10 +113,18 @@ GROUPS = [
      "tower: head_dim 80): v5's `forward(position_ids)` on (row, col) ids and v4's `forward(seqlen)` with the "
      "0-dim tensor its towers pass. Upstream's work is one op on `inv_freq`, which posenc.torch hands to the "
      "same op on its correctly rounded `inv_freq`: the difference is each module's own Python; per element."),
-    ("diffusion_rope", "Diffusion transformers' RoPE tables (issue 33)", "diffusers' `FluxPosEmbed` on a "
+    ("diffusion_rope", "Diffusion transformers' RoPE tables (issues 33 and 43)", "diffusers' `FluxPosEmbed` on a "
      "1024 x 1024 image (4608 ids; its float64 CPU path and its float32 path, against posenc.torch's exact one) "
      "and `WanRotaryPosEmbed` (building its tables; its forward on an 81-frame 480p latent, which slices them "
-     "on both sides); per element."),
+     "on both sides); the video tables; HunyuanDiT's `get_2d_rotary_pos_embed` (1024 and 2048: 64 x 64 and 128 x "
+     "128 grids over the (0, 0)-(32, 32) crop, fractional positions; diffusers' float32 and float64 frequencies) "
+     "and LTX-Video at 704 x 480 x 161, whose checks count the values that are not the correctly rounded ones "
+     "(MPFR, gmpy2: each position as diffusers holds it times the exact frequency); per element."),
+    ("diffusion_apply", "diffusers' apply_rotary_emb (issue 43)", "Flux's attention rotating q (`[1, 24, S, 128]`, "
+     "S = 4608 for 1024 x 1024, 1024 in the quick plan; sequence_dim 2, adjacent pairs, FluxPosEmbed's float32 "
+     "tables) in float32 and bfloat16: diffusers' expression (five passes) against posenc.torch's one pass "
+     "(`posenc_rope_tables_*`, every element correctly rounded), with a copy of q into a new tensor as the bound; "
+     "per element."),
     ("decode", "A fairseq decode step", "`SinusoidalPositionalEmbedding(512, padding_idx=1)` with "
      "incremental_state: both index their precomputed table (posenc computes a row only past it); per element."),
     ("timesteps", "Timestep embeddings (issue 25)", "A batch of 1024 float32 timesteps in [0, 1000) (fractional, as "
@@ -303,6 +320,15 @@ ISSUE24 = [
     ("HunyuanVideoRotaryPosEmbed, 9 x 20 x 30", "diffusion_rope/hunyuan_video", "diffusion_rope/hunyuan_video",
      "original", False),
     ("LTXVideoRotaryPosEmbed(2048), 7 x 8 x 12", "diffusion_rope/ltx", "diffusion_rope/ltx", "original", False),
+    ("LTXVideoRotaryPosEmbed(2048), 704 x 480 x 161", "diffusion_rope/ltx_704x480x161",
+     "diffusion_rope/ltx_704x480x161", "original", False),
+    ("get_2d_rotary_pos_embed (HunyuanDiT 1024, float32 path)", "diffusion_rope/hunyuandit_1024",
+     "diffusion_rope/hunyuandit_1024", "original", False),
+    ("get_2d_rotary_pos_embed (HunyuanDiT 2048, float32 path)", "diffusion_rope/hunyuandit_2048",
+     "diffusion_rope/hunyuandit_2048", "original", False),
+    ("apply_rotary_emb, Flux q float32", "diffusion_apply/flux_f32", "diffusion_apply/flux_f32", "original", False),
+    ("apply_rotary_emb, Flux q bfloat16", "diffusion_apply/flux_bf16", "diffusion_apply/flux_bf16", "original",
+     False),
 ]
 
 
@@ -340,7 +366,8 @@ def issue24_table(data):
 
 def _check(case):
     c = case.get("check") or {}
-    return ", ".join("%s %.2g" % (k.replace("max_abs_diff", "max abs diff").replace("_", " "), v)
+    return ", ".join(("%s %d" if isinstance(v, int) else "%s %.2g") % (k.replace("max_abs_diff", "max abs diff")
+                                                                      .replace("_", " "), v)
                      for k, v in sorted(c.items())) or "-"
 
 
