@@ -925,6 +925,9 @@ def main(argv):
                     help="skip the second run with glibc malloc in its default steady state")
     ap.add_argument("--scaling-only", action="store_true",
                     help="only the scaling cases (issue 26: 1, 2 and every CPU's threads), with freed memory reused")
+    ap.add_argument("--diffusion-only", action="store_true",
+                    help="only issue 43's cases (apply_rotary_emb, HunyuanDiT's 2-D tables at 1 and 2 threads, "
+                         "LTX-Video 704 x 480 x 161 once), with freed memory reused")
     ap.add_argument("--threads", type=int, help="also run the cases without a decode shape with this many torch "
                     "threads (default: torch's default thread count, when it is above 1)")
     args = ap.parse_args(argv)
@@ -995,6 +998,16 @@ def main(argv):
         default_threads, "s" * (default_threads > 1),
         "the cases of big_cases ran again with %d threads" % extra if extra and extra > 1 else
         "one run (torch.set_num_threads(1)), which is also the default"))
+    if args.diffusion_only:
+        data["diffusion_only"] = True
+        for threads in data["thread_runs"]:
+            torch.set_num_threads(threads)
+            diffusion_apply(B)
+            hunyuandit_2d(B)
+            if threads == 1:
+                ltx_exact(B)
+        torch.set_num_threads(default_threads)
+        return finish(data, B, args.out, started)
     for threads in data["thread_runs"]:
         torch.set_num_threads(threads)
         print("-- torch.set_num_threads(%d), glibc malloc %s" % (threads, "reusing freed memory (mallopt)" if reuse
