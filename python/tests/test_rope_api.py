@@ -568,3 +568,84 @@ def test_16bit_rotation_rounds_once_from_the_double(isa, fmt):
     want = R.rotate_tokens(x, pos, ref, fmt)
     posenc.rope(rope, x, positions=pos)
     assert_bits(x, want, f"{fmt} one rounding")
+
+
+# ---- the rotation by full-width tables (posenc_rope_tables_*) ------------------------------------------------
+
+def _tables_want(x, cos, sin, pairs):
+    """x [..., n, H, d] (or [n, d]) rotated by cos / sin [n, d] in float64, for data whose sums are exact there:
+    the correctly rounded float32 is then the float of the double."""
+    x = np.asarray(x, np.float64)
+    d = x.shape[-1]
+    if pairs == "halves":
+        part = np.concatenate([-x[..., d // 2:], x[..., : d // 2]], -1)
+    else:
+        part = np.stack([-x[..., 1::2], x[..., 0::2]], -1).reshape(x.shape)
+    c, s = np.asarray(cos, np.float64), np.asarray(sin, np.float64)
+    if x.ndim > 2:
+        c, s = c[:, None, :], s[:, None, :]
+    return (x * c + part * s).astype(np.float32)
+
+
+@pytest.mark.parametrize("pairs", ["interleaved", "halves"])
+def test_rope_tables_numpy(isa, pairs):
+    """posenc.rope_tables on NumPy rows: in place, into out, batch tables, shared rows; exact-sum data (few bits)
+    so that the float64 formula is the reference; bad input raises and writes nothing."""
+    g = np.random.default_rng(7)
+    n, H, d = 5, 3, 12
+    x = (g.integers(-64, 64, (2, n, H, d)) / 16).astype(np.float32)
+    cos = (g.integers(-16, 16, (n, d)) / 16).astype(np.float32)
+    sin = (g.integers(-16, 16, (n, d)) / 16).astype(np.float32)
+    want = _tables_want(x, cos, sin, pairs)
+    out = np.full_like(x, 7.0)
+    assert posenc.rope_tables(x, cos, sin, pairs=pairs, out=out) is out
+    assert_bits(out, want, "out")
+    y = x.copy()
+    posenc.rope_tables(y, cos, sin, pairs=pairs)  # in place
+    assert_bits(y, want, "in place")
+    # per-batch tables, and one row shared by every token (stride 0)
+    cb = np.stack([cos, cos[::-1]])
+    sb = np.stack([sin, sin[::-1]])
+    out2 = np.empty_like(x)
+    posenc.rope_tables(x, cb, sb, pairs=pairs, out=out2)
+    assert_bits(out2[1], _tables_want(x[1], cos[::-1], sin[::-1], pairs), "batch 1 tables")
+    c1, s1 = np.broadcast_to(cos[:1], (n, d)), np.broadcast_to(sin[:1], (n, d))
+    out3 = np.empty_like(x)
+    posenc.rope_tables(x, c1, s1, pairs=pairs, out=out3)
+    assert_bits(out3, _tables_want(x, np.repeat(cos[:1], n, 0), np.repeat(sin[:1], n, 0), pairs), "shared row")
+    # heads_first: [B, H, n, d]
+    xt = np.ascontiguousarray(x.transpose(0, 2, 1, 3))
+    out4 = np.empty_like(xt)
+    posenc.rope_tables(xt, cos, sin, pairs=pairs, heads_first=True, out=out4)
+    assert_bits(out4.transpose(0, 2, 1, 3), want, "heads first")
+    # bad input: nothing written
+    keep = out.copy()
+    with pytest.raises(ValueError, match="pairs"):
+        posenc.rope_tables(x, cos, sin, pairs="diagonal", out=out)
+    with pytest.raises(ValueError, match="cos"):
+        posenc.rope_tables(x, cos[:, :4], sin, pairs=pairs, out=out)
+    with pytest.raises(TypeError):
+        posenc.rope_tables(x, cos, sin, pairs=pairs, out=out.astype(np.float16))
+    with pytest.raises(TypeError):
+        posenc.rope_tables(x, cos.astype(np.float64), sin, pairs=pairs, out=out)
+    big = np.zeros((n, H, d), np.float32)
+    with pytest.raises(posenc.InvalidArgument):  # tables that are the output's own rows
+        posenc.rope_tables(x[0], big[:, 0, :], sin, pairs=pairs, out=big)
+    with pytest.raises(posenc.InvalidArgument):  # out over x, shifted by one element
+        buf = np.zeros(x.size + 1, np.float32)
+        posenc.rope_tables(buf[1:].reshape(x.shape), cos, sin, pairs=pairs, out=buf[:-1].reshape(x.shape))
+    assert_bits(out, keep, "untouched")
+
+
+def test_rope_tables_bf16_f16_and_nan(isa):
+    """16-bit rows: the float32 result rounded to nearest-even; a NaN element gives a NaN pair."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[1.0, 2.0, 3.0, float("nan")]]).reshape(1, 1, 4)
+    cos = np.array([[0.5, 0.25, 1.0, 1.0]], np.float32)
+    sin = np.array([[0.5, 0.5, 0.0, 0.0]], np.float32)
+    for dt in (torch.bfloat16, torch.float16):
+        out = torch.empty(1, 1, 4, dtype=dt)
+        posenc.rope_tables(x.to(dt), cos, sin, out=out)
+        got = out.float().numpy().reshape(-1)
+        assert got[0] == 1.0 * 0.5 - 2.0 * 0.5 and got[1] == 2.0 * 0.25 + 1.0 * 0.5
+        assert np.isnan(got[2]) and np.isnan(got[3])
