@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -1370,11 +1371,178 @@ int rope_one_input(Input &in, uint8_t selector) {
 
 }  // namespace
 
+// ---- the rotations by given rows: posenc_rope_cached_*, posenc_rope_copy_cached_*, posenc_rope_tables_* ----
+//
+// Selector byte kGivenRowsByte. No status is predicted here: every path must return the same status and leave
+// the same bytes, a refused call must leave every byte as it was, a call must not touch the guard bytes around
+// the rows it writes (nor, under ASan, anything outside the buffer), and the call cut into two parts (the later
+// first) must leave the whole call's bytes. Shapes whose valid calls fit the buffer: widths up to 300, up to 39
+// tokens and 4 heads, small strides; and what must be refused before any row is touched: odd, non-positive and
+// huge widths, unknown pairings, negative strides, strides whose extents overflow (decode_big_stride), NULL
+// pointers, tables or sources over the destination, bad part ranges.
+constexpr uint8_t kGivenRowsByte = 241;
+
+int given_one_input(Input &in) {
+  static const std::vector<posenc_isa> paths = available_paths();
+  const uint8_t fm = in.u8();
+  const int family = fm % 3, fmt = fm / 3 % 3;  // 0 cached, 1 copy_cached, 2 tables; f32, bf16, f16
+  const size_t es = fmt == 0 ? 4 : 2;
+  static const int64_t bad_d[] = {0, -2, 1, 3, 301, kI64Min, kI64Max - 1, int64_t(1) << 62};
+  const uint8_t dm = in.u8();
+  const int64_t d = dm < 232 ? 2 * (1 + dm % 150) : pick(bad_d, in.u8());
+  const uint8_t pm = in.u8();
+  int pairs = pm < 240 ? pm % 2 : int(in.u32());
+  const uint8_t nm = in.u8();
+  const int64_t n = nm < 250 ? nm % 40 : (nm == 250 ? -1 : nm == 251 ? kI64Min : nm % 3 + 1);
+  const int64_t heads = decode_heads(in, true);
+  const bool valid_d = d >= 2 && d <= 300 && d % 2 == 0;
+  const int64_t dd = valid_d ? d : 8;           // the width the buffers are sized for
+  const int64_t w = family == 2 ? dd : dd / 2;  // table values a token
+  const int64_t head_dim = dd + in.u8() % 3;
+  RopeTensorArgs t{}, src{};
+  t.heads = heads;
+  decode_layout(in, t, n, head_dim, es);
+  src.heads = heads;
+  decode_layout(in, src, n, head_dim, es);
+  const uint8_t cm = in.u8(), sm = in.u8();
+  auto table_stride = [&](uint8_t m) -> int64_t {
+    if (m < 180) return w + m % 3;
+    if (m < 220) return 0;
+    if (m < 235) return -1 - m % 3;
+    return decode_big_stride(in, n, 4);
+  };
+  const int64_t cs = table_stride(cm), ss = table_stride(sm);
+  const uint8_t place = in.u8();  // 0-3 apart; 4 in place; 5 source one element over; 6 cos over x; 7 sin = cos
+  const uint8_t nul = in.u8();
+  const uint8_t part = in.u8();
+  const uint64_t seed = in.u64();
+
+  static char described[512];
+  std::snprintf(described, sizeof described,
+                "given rows: family %d fmt %d d %lld pairs %d n %lld heads %lld ts %lld hs %lld src ts %lld hs %lld "
+                "cs %lld ss %lld place %d null %d part %d",
+                family, fmt, (long long)d, pairs, (long long)n, (long long)heads, (long long)t.ts, (long long)t.hs,
+                (long long)src.ts, (long long)src.hs, (long long)cs, (long long)ss, place % 8, nul, part);
+  g_call = described;
+
+  // extents in elements (i128), where every stride is non-negative; otherwise the call is refused
+  auto extent = [&](int64_t rows, int64_t rs, int64_t cols, int64_t cstride, int64_t width) -> i128 {
+    if (rows <= 0 || cols <= 0) return 0;
+    return (i128(rows) - 1) * (rows > 1 ? rs : 0) + (i128(cols) - 1) * (cols > 1 ? cstride : 0) + width;
+  };
+  // the source rows' strides: their own, or, in place (4) and one element over (5), the destination's; the
+  // cached calls read none
+  const bool reads_src = family != 0, same_strides = place % 8 == 4 || place % 8 == 5;
+  const int64_t sts = same_strides ? t.ts : src.ts, shs = same_strides ? t.hs : src.hs;
+  const bool neg =
+      t.ts < 0 || t.hs < 0 || (reads_src && (sts < 0 || shs < 0)) || cs < 0 || ss < 0 || heads < 0 || n < 0;
+  const i128 ex = neg ? 0 : extent(n, t.ts, heads, t.hs, dd),
+             sx = neg || !reads_src ? 0 : extent(n, sts, heads, shs, dd);
+  const i128 cx = neg ? 0 : extent(n, cs, 1, 0, w), sxx = neg ? 0 : extent(n, ss, 1, 0, w);
+  const i128 biggest = std::max(std::max(ex, sx), std::max(cx, sxx));
+  const bool fits = biggest <= kMaxElements;
+  const bool overflow = biggest > i128(kI64Max) / i128(es);  // must be refused (OVERFLOW or INVALID)
+  if (!fits && !overflow && valid_d && !neg) return 0;       // a valid call too large to run here
+  // the buffer: guard, x rows, guard, source rows, guard, cos, guard, sin, guard (64-byte aligned regions)
+  const size_t guard = 64;
+  auto bytes = [&](i128 elements, size_t size) { return size_t(fits ? elements : i128(kSmall)) * size / 64 * 64 + 64; };
+  const size_t xb = bytes(ex, es), sb = bytes(sx, es), cb = bytes(cx, 4), snb = bytes(sxx, 4);
+  const size_t xo = guard, so = xo + xb + guard, co = so + sb + guard, sno = co + cb + guard, total = sno + snb + guard;
+  std::vector<unsigned char> buf(total);
+  std::mt19937_64 rng(seed);
+  for (auto &b : buf) b = uint8_t(rng());  // every bit pattern: NaN, infinities, subnormals
+  unsigned char *base = buf.data();
+  void *x = base + xo;
+  const void *source = base + so;
+  const float *cos = reinterpret_cast<const float *>(base + co), *sin = reinterpret_cast<const float *>(base + sno);
+  switch (place % 8) {
+    case 4: source = x; break;
+    case 5: source = base + xo + es; break;
+    case 6: cos = reinterpret_cast<const float *>(base + xo); break;
+    case 7: sin = cos; break;
+    default: break;
+  }
+  if (nul >= 248) switch (nul % 4) {
+      case 0: x = nullptr; break;
+      case 1: source = nullptr; break;
+      case 2: cos = nullptr; break;
+      default: sin = nullptr; break;
+    }
+  int64_t begin = 0, end = n > 0 ? n : 0;
+  if (part >= 240) {  // a bad range now and then
+    begin = part % 2 ? -1 : end;
+    end = part % 2 ? end : end + 1;
+  }
+  auto call = [&](unsigned char *b, int64_t pb, int64_t pe) -> posenc_status {
+    auto at = [&](const void *p) -> const unsigned char * {
+      return p ? b + (static_cast<const unsigned char *>(p) - base) : nullptr;
+    };
+    void *xp = x ? b + (static_cast<unsigned char *>(x) - base) : nullptr;
+    const void *sp = at(source);
+    const float *cp = reinterpret_cast<const float *>(at(cos)), *snp = reinterpret_cast<const float *>(at(sin));
+    using U = uint16_t;
+    posenc_rope rope = posenc_rope_default(d);
+    std::memcpy(&rope.pairs, &pairs, sizeof pairs);
+    // the tables calls take the pairing by value: an out-of-range enumerator cannot be passed from C++ without
+    // undefined behaviour (UBSan's enum check), so they get a valid one (the C tests pass a bad one)
+    const posenc_rope_pairs pr = pairs % 2 ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALVES;
+    if (family == 2) {
+      if (fmt == 0)
+        return posenc_rope_tables_f32_part(d, pr, cp, cs, snp, ss, n, static_cast<const float *>(sp), sts, shs,
+                                           static_cast<float *>(xp), heads, t.ts, t.hs, pb, pe);
+      return (fmt == 1 ? posenc_rope_tables_bf16_part : posenc_rope_tables_f16_part)(
+          d, pr, cp, cs, snp, ss, n, static_cast<const U *>(sp), sts, shs, static_cast<U *>(xp), heads, t.ts, t.hs, pb,
+          pe);
+    }
+    if (family == 0) {
+      if (fmt == 0)
+        return posenc_rope_cached_f32_part(&rope, cp, cs, snp, ss, n, static_cast<float *>(xp), heads, t.ts, t.hs, pb,
+                                           pe);
+      return (fmt == 1 ? posenc_rope_cached_bf16_part : posenc_rope_cached_f16_part)(
+          &rope, cp, cs, snp, ss, n, static_cast<U *>(xp), heads, t.ts, t.hs, pb, pe);
+    }
+    if (fmt == 0)
+      return posenc_rope_copy_cached_f32_part(&rope, cp, cs, snp, ss, n, static_cast<const float *>(sp), sts, shs,
+                                              static_cast<float *>(xp), heads, t.ts, t.hs, pb, pe);
+    return (fmt == 1 ? posenc_rope_copy_cached_bf16_part : posenc_rope_copy_cached_f16_part)(
+        &rope, cp, cs, snp, ss, n, static_cast<const U *>(sp), sts, shs, static_cast<U *>(xp), heads, t.ts, t.hs, pb,
+        pe);
+  };
+  std::vector<unsigned char> first;
+  posenc_status first_status = POSENC_OK;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    posenc_force_isa(paths[i]);
+    std::vector<unsigned char> b = buf;
+    const posenc_status st = call(b.data(), begin, end);
+    if (st != POSENC_OK && b != buf) fail("a refused call by given rows wrote", long(st));
+    if (st == POSENC_OK && !fits) fail("a call by given rows past int64 bytes was accepted");
+    for (size_t g = 0; g < guard; ++g)
+      if (b[xo - 1 - g] != buf[xo - 1 - g] || b[xo + xb + g] != buf[xo + xb + g])
+        fail("a call by given rows wrote next to its rows", long(g));
+    if (i == 0) {
+      first = b;
+      first_status = st;
+    } else if (st != first_status || b != first) {
+      fail("paths differ on a call by given rows", long(st), long(first_status));
+    }
+  }
+  if (first_status == POSENC_OK && end - begin > 1) {  // two parts, the later first
+    const int64_t cut = begin + (end - begin) / 2;
+    std::vector<unsigned char> b = buf;
+    if (call(b.data(), cut, end) != POSENC_OK || call(b.data(), begin, cut) != POSENC_OK)
+      fail("a part of an accepted call by given rows was refused");
+    if (b != first) fail("parts of a call by given rows differ from the whole call");
+  }
+  posenc_force_isa(paths.back());
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const std::vector<posenc_isa> paths = available_paths();
   Input in(data, size);
   const uint8_t selector = in.u8();
   if (selector >= kFirstRopeByte) return rope_one_input(in, selector);
+  if (selector == kGivenRowsByte) return given_one_input(in);
   Args a{};
   a.kernel = selector % kKernels;
   const int k = a.kernel;

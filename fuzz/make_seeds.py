@@ -195,6 +195,27 @@ def main():
         seeds[f"{name}-parts-bad-range"] = rope_seed(k, n=9) + parts(bad=2)
         seeds[f"{name}-parts-first-token-of-bad-call"] = rope_seed(k, n=5, positions=[0, 0, 0, 0, 231, 1]) + \
             parts(begin=0, end=1)
+    # the calls by given rows (fuzz_api.cpp, given_one_input): byte 241, then family / format, width, pairing,
+    # tokens, heads (decode_heads), the head rows' tail, the two layouts (decode_layout), the table strides, the
+    # placement, NULL, the part byte, a seed
+    def given_seed(family, fmt, d=64, pairs=0, n=7, heads=3, tail=1, layout=0, src_layout=2, cm=1, sm=2,
+                   place=0, null=0, part=0):
+        return bytes([241, family + 3 * fmt, d // 2 - 1, pairs, n, heads, tail, layout, src_layout, cm, sm, place,
+                      null, part]) + bytes(range(8))
+    given = ("cached", "copy_cached", "tables")
+    for family, fam in enumerate(given):
+        for fmt, fmt_name in enumerate(("f32", "bf16", "f16")):
+            seeds[f"given-{fam}-{fmt_name}"] = given_seed(family, fmt)
+            seeds[f"given-{fam}-{fmt_name}-interleaved-odd-tail"] = given_seed(family, fmt, d=18, pairs=1, tail=2)
+        seeds[f"given-{fam}-in-place"] = given_seed(family, 0, place=4)
+        seeds[f"given-{fam}-src-one-over"] = given_seed(family, 0, place=5)
+        seeds[f"given-{fam}-cos-over-x"] = given_seed(family, 0, place=6)
+        seeds[f"given-{fam}-shared-table-row"] = given_seed(family, 0, cm=200, sm=200)  # stride 0
+        seeds[f"given-{fam}-negative-table-stride"] = given_seed(family, 0, cm=230)
+        seeds[f"given-{fam}-null-cos"] = given_seed(family, 0, null=250)
+        seeds[f"given-{fam}-bad-range"] = given_seed(family, 0, part=241)
+        seeds[f"given-{fam}-odd-width"] = given_seed(family, 0, d=66) [:2] + bytes([232, 3]) + \
+            given_seed(family, 0)[3:]
     # inputs the fuzzer found, kept so that every run starts from them
     seeds["regress-rope-qk-f16-empty-tensor"] = base64.b64decode(  # 5a2a5e7: a row pointer from a NULL tensor
         "+B8BAAAFAOz/AwABAwACAADTCKOFiGo/JACjAQABAgABAgABAgABAgABAgABAgABAgABAgABAgABAgABAACCAAAAAAAAAAAAAAAAAAAA"
