@@ -555,7 +555,7 @@ POSENC_ROPE_COPY_CACHED(posenc_rope_copy_cached_f16, uint16_t, Dst::kF16)
                             int64_t begin, int64_t end) {                                                            \
     return guarded([&] {                                                                                             \
       posenc_rope rope = posenc_rope_default(d);                                                                     \
-      rope.pairs = pairs;                                                                                            \
+      std::memcpy(&rope.pairs, &pairs, sizeof pairs); /* unknown values are refused, not loaded */                   \
       const Tensor t[2] = {{x, heads, token_stride, head_stride, src, src_token_stride, src_head_stride},            \
                            {nullptr, 0, 0, 0, nullptr, 0, 0}};                                                       \
       return run_apply(&rope, full_tables(cos, cos_stride, sin, sin_stride), n, t, dst, begin, end, true);           \
