@@ -672,13 +672,13 @@ std::vector<Part> decode_cover(Input &in, int64_t n) {
 }
 
 // ---- RoPE -----------------------------------------------------------------------------------------------
-// A first byte of 242 or more selects a RoPE function (the 11 kernels above keep bytes 0..241, so their
-// seeds decode as before). One buffer holds both tensors (q and k, or the cos and sin rows) so that fused,
-// interleaved and overlapping layouts all occur. The status is predicted from posenc.h's rules: row overlaps
-// by sorting every row's start (independently of the library's lattice arithmetic). On success the scalar
-// path is held to the formula: the cache's values are in [-m, m] with c^2 + s^2 = m^2, and every rotated
-// pair is posenc.h's rotation (support/rope.hpp) with the library's own cache values at that position, NaN
-// results by the NaN rule; every other path returns the scalar path's bytes.
+// A first byte of 242 or more selects a RoPE function, 241 the calls by given rows (given_one_input, below); the
+// kernels above keep bytes 0..240 (no seed of theirs starts with 241: they decode as before). One buffer holds
+// both tensors (q and k, or the cos and sin rows) so that fused, interleaved and overlapping layouts all occur. The
+// status is predicted from posenc.h's rules: row overlaps by sorting every row's start (independently of the library's
+// lattice arithmetic). On success the scalar path is held to the formula: the cache's values are in [-m, m] with c^2 +
+// s^2 = m^2, and every rotated pair is posenc.h's rotation (support/rope.hpp) with the library's own cache values at
+// that position, NaN results by the NaN rule; every other path returns the scalar path's bytes.
 
 using ref::RopeKernel;
 

@@ -44,10 +44,9 @@ float want_f32(float u, float v, float c, float s, bool first) {
   const float x = first ? u : v, p = first ? -v : u;
   if (std::isnan(u)) return ref::float_of_bits(ref::bits_of_float(u) | 0x00400000u);
   if (std::isnan(v)) return ref::float_of_bits(ref::bits_of_float(v) | 0x00400000u);
-  const float a = x * c, b = p * s;  // NaN only from an invalid operation
-  const double sum = double(x) * double(c) + double(p) * double(s);
-  if (std::isnan(sum) || std::isnan(a) || std::isnan(b)) return ref::float_of_bits(0x7FC00000u);
-  if (std::isinf(double(x) * c) || std::isinf(double(p) * s)) return float(sum);  // inf, or inf - inf caught above
+  const double a = double(x) * double(c), b = double(p) * double(s);  // exact; NaN only from 0 * inf or a NaN table
+  if (std::isnan(a) || std::isnan(b) || std::isnan(a + b)) return ref::float_of_bits(0x7FC00000u);
+  if (std::isinf(a) || std::isinf(b)) return float(a + b);  // an infinity (inf - inf caught above)
   return exact_sum(x, c, p, s);
 }
 
@@ -90,8 +89,14 @@ void fill(const Shape &s, std::mt19937_64 &rng, Data &data, bool specials, bool 
   const int64_t crows = s.cs ? s.n : 1, srows = s.ss ? s.n : 1;
   data.cos.assign(size_t((crows - 1) * s.cs + s.d), 0.0f);
   data.sin.assign(size_t((srows - 1) * s.ss + s.d), 0.0f);
-  for (auto &v : data.cos) v = t(rng);
-  for (auto &v : data.sin) v = t(rng);
+  // tables: mostly values in [-1, 1], now and then exactly +-0 and +-1 (position 0's sin is +0: the sign of a
+  // zero result then comes from x' s alone)
+  auto table = [&]() -> float {
+    static const float exact[] = {0.0f, -0.0f, 1.0f, -1.0f};
+    return rng() % 8 == 0 ? exact[rng() % 4] : t(rng);
+  };
+  for (auto &v : data.cos) v = table();
+  for (auto &v : data.sin) v = table();
   if (narrow16) return;
   // ties: in about a third of the pairs of the first head, element u's x c is a float32 midpoint 3 K 2^e and
   // v s a push of +-2^-60 relative to it, or 0
@@ -290,6 +295,26 @@ TEST_CASE("tables: the double sum's own float32 rounding is wrong on the constru
       CHECK(out[0] == 3.0f + 0x1p-22f);
       CHECK(out[1] == v);  // v 1 + u 0
     });
+}
+
+TEST_CASE("tables: the sign of a zero result is IEEE's on every path", "[rope_tables]") {
+  // u = -0, v = 1, cos = 1, sin = +0 (a table at position 0): u c - v s = (-0) + (-0) = -0; v c + u s = 1
+  for (posenc_rope_pairs pairs : {POSENC_ROPE_HALVES, POSENC_ROPE_INTERLEAVED}) {
+    const int64_t d = 16, h = d / 2;
+    std::vector<float> row(d, 1.0f), cos(d, 1.0f), sin(d, 0.0f);
+    for (int64_t i = 0; i < h; ++i) row[size_t(pairs == POSENC_ROPE_HALVES ? i : 2 * i)] = -0.0f;
+    for (posenc_isa isa : ref::paths())
+      ref::on_path(isa, [&] {
+        std::vector<float> out(d, 7.0f);
+        REQUIRE(posenc_rope_tables_f32(d, pairs, cos.data(), d, sin.data(), d, 1, row.data(), d, d, out.data(), 1, d,
+                                       d) == POSENC_OK);
+        for (int64_t i = 0; i < h; ++i) {
+          const int64_t ui = pairs == POSENC_ROPE_HALVES ? i : 2 * i;
+          INFO("path " << posenc_isa_name(isa) << " pairs " << int(pairs) << " element " << ui);
+          CHECK(ref::bits_of_float(out[size_t(ui)]) == 0x80000000u);
+        }
+      });
+  }
 }
 
 TEST_CASE("tables: bad input returns the contract's status and writes nothing", "[rope_tables]") {

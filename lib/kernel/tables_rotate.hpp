@@ -121,7 +121,8 @@ struct TablesRotate {
   [[gnu::always_inline]] static inline void pairs(const T *us, const T *vs, const float *cu, const float *su,
                                                   const float *cv, const float *sv, T *ud, T *vd) {
     const D u = wide(us), v = wide(vs), c0 = wide_f(cu), c1 = wide_f(cv);
-    const D b0 = v * -wide_f(su), b1 = u * wide_f(sv);
+    // -s as s times -1 (exact): xsimd 8.1 negates an AVX-512 double as 0 - s, which makes -(+0) +0
+    const D b0 = v * (wide_f(su) * S::set(-1.0)), b1 = u * wide_f(sv);
     const D y0 = S::fma(u, c0, b0), y1 = S::fma(v, c1, b1);  // u c - v s, v c + u s
     if (__builtin_expect(S::any_nan_d(y0, y1), 0)) return nan_pairs(us, vs, cu, su, cv, sv, ud, vd);
     const H f0 = narrow(u, c0, b0, y0), f1 = narrow(v, c1, b1, y1);

@@ -319,7 +319,7 @@ def _table(t: Tensor, shape: Tuple[int, int]) -> Optional[Tensor]:
         t = t.expand(shape)
     except RuntimeError:
         return None
-    t = t.float()  # bfloat16 / float16 widen exactly, as diffusers' x.float() * cos does
+    t = t.float().resolve_neg()  # bfloat16 / float16 widen exactly, as diffusers' x.float() * cos does
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
@@ -344,29 +344,29 @@ def apply_rotary_emb(x: Tensor, freqs_cis: Union[Tensor, Tuple[Tensor, Tensor]],
             raise ValueError(f"`use_real_unbind_dim={use_real_unbind_dim}` but should be -1 or -2.")
         cos, sin = freqs_cis
         ok = x.device.type == "cpu" and x.dtype in _FORMATS and x.ndim == 4 and not _grad(x, cos, sin)
-        if ok and x.shape[-1] % 2 == 0:
+        if ok and x.shape[-1] % 2 == 0 and x.numel():
             shape = (x.shape[sequence_dim], x.shape[-1])
             c, s = _table(cos, shape), _table(sin, shape)
             if c is not None and s is not None:
-                src = x if x.stride(-1) == 1 else x.contiguous()
-                out = torch.empty_like(x)
+                src = x.resolve_neg() if x.stride(-1) == 1 else x.resolve_neg().contiguous()
+                out = torch.empty_like(src)
                 _p.rope_tables(src, c, s, pairs="interleaved" if use_real_unbind_dim == -1 else "halves",
                                heads_first=sequence_dim == 2, out=out)
                 return out
         return _diffusers_apply(x, freqs_cis, use_real, use_real_unbind_dim, sequence_dim)
     f = freqs_cis
-    if (x.device.type == "cpu" and x.dtype in _FORMATS and x.ndim == 4 and x.shape[-1] % 2 == 0
+    if (x.device.type == "cpu" and x.dtype in _FORMATS and x.ndim == 4 and x.shape[-1] % 2 == 0 and x.numel()
             and isinstance(f, Tensor) and f.dtype == torch.complex64 and f.device.type == "cpu" and f.ndim == 3
             and f.shape[1:] == (x.shape[1], x.shape[-1] // 2) and f.shape[0] in (1, x.shape[0])
             and not _grad(x, f)):
-        ri = torch.view_as_real(f.resolve_conj())  # [Bf, S, D/2, 2]: cos, sin of each pair
+        ri = torch.view_as_real(f.resolve_conj().resolve_neg())  # [Bf, S, D/2, 2]: cos, sin of each pair
         c = ri[..., 0].repeat_interleave(2, dim=-1)
         s = ri[..., 1].repeat_interleave(2, dim=-1)
         if f.shape[0] == 1:
             c, s = c[0], s[0]
-        src = x if x.stride(-1) == 1 else x.contiguous()
-        out = torch.empty_like(x)
-        _p.rope_tables(src, c, s, pairs="interleaved", heads_first=False, out=out)
+        src = x.resolve_neg() if x.stride(-1) == 1 else x.resolve_neg().contiguous()
+        out = torch.empty_like(src)
+        _p.rope_tables(src, c.contiguous(), s.contiguous(), pairs="interleaved", heads_first=False, out=out)
         return out
     return _diffusers_apply(x, freqs_cis, use_real, use_real_unbind_dim, sequence_dim)
 

@@ -711,6 +711,13 @@ py::object rope_tables(py::handle x_obj, py::handle cos_obj, py::handle sin_obj,
   int64_t cs = 0, ss = 0, cbs = 0, sbs = 0;
   const View cv = table(cos_obj, "cos", cs, cbs), sv = table(sin_obj, "sin", ss, sbs);
   if (x.batch > 1 && batches_overlap(&o, 1, d)) check(POSENC_ERR_INVALID);
+  if (x.batch > 1) {  // the C calls check a batch entry's tables against its own rows; against the others' here
+    const char *oa = o.v.data, *ob = oa + o.v.extent_bytes();
+    for (const View *t : {&cv, &sv}) {
+      const char *ta = t->data, *tb = ta + t->extent_bytes();
+      if (ta < ob && oa < tb) check(POSENC_ERR_INVALID);
+    }
+  }
   if (!in_place && x.batch > 1) {  // batch entries are this binding's: the source apart from out, or the same rows
     const char *xa = x.v.data, *xb = xa + x.v.extent_bytes(), *oa = o.v.data, *ob = oa + o.v.extent_bytes();
     const bool same = xa == oa && x.batch_stride == o.batch_stride && x.token_stride == o.token_stride &&

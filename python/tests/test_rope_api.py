@@ -634,6 +634,11 @@ def test_rope_tables_numpy(isa, pairs):
     with pytest.raises(posenc.InvalidArgument):  # out over x, shifted by one element
         buf = np.zeros(x.size + 1, np.float32)
         posenc.rope_tables(buf[1:].reshape(x.shape), cos, sin, pairs=pairs, out=buf[:-1].reshape(x.shape))
+    # per-batch tables inside another batch entry's output rows (the C call checks each entry's own only)
+    both = np.zeros((2, n, H, d), np.float32)
+    with pytest.raises(posenc.InvalidArgument):
+        posenc.rope_tables(x, both[1, :, 0, :], sin, pairs=pairs, out=both)
+    assert not both.any()
     assert_bits(out, keep, "untouched")
 
 

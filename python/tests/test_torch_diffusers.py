@@ -446,6 +446,17 @@ def test_apply_rotary_emb_what_diffusers_does_elsewhere():
         pt.apply_rotary_emb(x, (cos, sin), sequence_dim=3)
     with pytest.raises(ValueError, match="use_real_unbind_dim=0"):
         pt.apply_rotary_emb(x, (cos, sin), use_real_unbind_dim=0)
+    # a last axis with a stride, an empty x and a tensor carrying torch's negation bit: what diffusers gives
+    wide = torch.zeros(1, 6, 2, 16)
+    wide[..., ::2] = x
+    assert torch.equal(pt.apply_rotary_emb(wide[..., ::2], (cos, sin), sequence_dim=1), base)
+    empty = torch.zeros(1, 0, 2, 8)  # diffusers' reshape(..., -1, 2) refuses it: so does the drop-in
+    for f in (pt.apply_rotary_emb, D.diffusers_apply_rotary_emb):
+        with pytest.raises(RuntimeError, match="0 elements"):
+            f(empty, (cos[:0], sin[:0]), sequence_dim=1)
+    z = torch.complex(torch.zeros_like(x), -x)
+    negated = z.conj().imag  # x, held as -(-x) with the negation bit set
+    assert negated.is_neg() and torch.equal(pt.apply_rotary_emb(negated, (cos, sin), sequence_dim=1), base)
     # x itself is not written
     before = x.clone()
     pt.apply_rotary_emb(x, (cos, sin), sequence_dim=1)
