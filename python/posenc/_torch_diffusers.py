@@ -5,6 +5,9 @@ Re-exported by posenc.torch.
   get_1d_rotary_pos_embed(dim, pos, theta=10000.0, use_real=False, linear_factor=1.0, ntk_factor=1.0,
                           repeat_interleave_real=True, freqs_dtype=torch.float32)    models/embeddings.py
   get_2d_rotary_pos_embed(embed_dim, crops_coords, grid_size, use_real=True, device=None, output_type="np")
+  get_2d_rotary_pos_embed_from_grid(embed_dim, grid, use_real=False)                      (HunyuanDiT)
+  apply_rotary_emb(x, freqs_cis, use_real=True, use_real_unbind_dim=-1, sequence_dim=2)
+                                  the rotation by the given tables, correctly rounded (posenc.rope_tables)
   get_3d_rotary_pos_embed(embed_dim, crops_coords, grid_size, temporal_size, theta=10000, use_real=True,
                           grid_type="linspace", max_size=None, device=None)         (CogVideoX)
   FluxPosEmbed(theta, axes_dim)             forward(ids) -> (freqs_cos, freqs_sin)   diffusers transformer_flux.py
