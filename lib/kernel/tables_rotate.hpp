@@ -9,8 +9,8 @@
 // about one lane in 2^29 of random float32 data, or a y below 2^-126, where the floats are subnormal); that
 // vector takes the error from TwoSum and S::narrow_sum (y rounded to odd, then to the nearest float: the one
 // rounding of the exact sum). bf16 and f16 rows, whose few-bit elements make midpoints common, take that form
-// for every vector, without a branch. A vector whose results hold a NaN is redone lane by lane from memory
-// (nan_*), by the NaN rule of docs/contract.md section 2: the first NaN of the pair (u, v), quieted, otherwise
+// for every vector, without a branch. A vector whose results hold a NaN is made again from memory (nan_*), its
+// NaN lanes by the NaN rule of docs/contract.md section 2: the first NaN of the pair (u, v), quieted, otherwise
 // +qNaN. bf16 and f16 rows are the float rounded to nearest-even. Members of a template on S
 // (values_direct.hpp says why).
 #pragma once
@@ -57,62 +57,53 @@ struct TablesRotate {
     return S::narrow_sum(y, (a - (y - bb)) + (b - bb));
   }
 
-  // One element by the definition, for vectors that hold a NaN result: x the element, p its partner (both as
-  // read, widened), c its cos, s its sin with the pair's sign; u, v the pair.
-  static float lane(double x, double p, double c, double s, double u, double v) {
-    const double a = x * c, b = p * s;  // exact
-    double y = a + b;
-    if (y != y) {
-      if (u != u) return float(u);  // quiet already: widened from T
-      if (v != v) return float(v);
-      const uint32_t dflt = 0x7FC00000u;
-      float f;
-      std::memcpy(&f, &dflt, sizeof f);
-      return f;
-    }
-    if (std::isfinite(y)) {
-      const double bb = y - a, lo = (a - (y - bb)) + (b - bb);  // TwoSum: y + lo = a + b exactly
-      uint64_t bits;
-      std::memcpy(&bits, &y, sizeof bits);
-      if (lo != 0 && !(bits & 1)) {  // inexact and even: the odd neighbour on the sum's side
-        bits += (lo > 0) == (y > 0) ? 1 : ~uint64_t(0);
-        std::memcpy(&y, &bits, sizeof y);
-      }
-    }
-    return float(y);
+  // The NaN rule for an element whose result is NaN: the first NaN of its pair (u, v), quieted (the widening
+  // from T quiets it), else +qNaN.
+  static float nan_rule(double u, double v) {
+    if (u != u) return float(u);
+    if (v != v) return float(v);
+    const uint32_t dflt = 0x7FC00000u;
+    float f;
+    std::memcpy(&f, &dflt, sizeof f);
+    return f;
   }
-  static void widen_t(const T *p, double *out) { S::store(out, wide(p)); }
-  static void widen_f(const float *p, double *out) { S::store(out, wide_f(p)); }
 
-  // W pairs of the halves form that hold a NaN result: read from memory, then written (in place: the same).
+  // W pairs of the halves form that hold a NaN result, made again from memory (the hot loop keeps nothing in
+  // memory for this cold call): every lane as the vector makes it, the NaN lanes by the rule; read before
+  // anything is written (in place: the same).
   [[gnu::noinline, gnu::cold]] static void nan_pairs(const T *us, const T *vs, const float *cu, const float *su,
                                                      const float *cv, const float *sv, T *ud, T *vd) {
-    alignas(64) double u[W], v[W], c0[W], s0[W], c1[W], s1[W];
+    const D u = wide(us), v = wide(vs), c0 = wide_f(cu), c1 = wide_f(cv);
+    const D b0 = v * (wide_f(su) * S::set(-1.0)), b1 = u * wide_f(sv);
+    const D y0 = S::fma(u, c0, b0), y1 = S::fma(v, c1, b1);
+    alignas(64) double ua[W], va[W], r0[W], r1[W];
     alignas(64) float fu[W], fv[W];
-    widen_t(us, u);
-    widen_t(vs, v);
-    widen_f(cu, c0);
-    widen_f(su, s0);
-    widen_f(cv, c1);
-    widen_f(sv, s1);
+    S::store(ua, u);
+    S::store(va, v);
+    S::store(r0, y0);
+    S::store(r1, y1);
+    S::store_h(fu, narrow(u, c0, b0, y0));
+    S::store_h(fv, narrow(v, c1, b1, y1));
     for (int l = 0; l < W; ++l) {
-      fu[l] = lane(u[l], v[l], c0[l], -s0[l], u[l], v[l]);
-      fv[l] = lane(v[l], u[l], c1[l], s1[l], u[l], v[l]);
+      if (r0[l] != r0[l]) fu[l] = nan_rule(ua[l], va[l]);
+      if (r1[l] != r1[l]) fv[l] = nan_rule(ua[l], va[l]);
     }
     put(ud, S::load_h(fu), false);
     put(vd, S::load_h(fv), false);
   }
-  // W interleaved elements (W/2 pairs) that hold a NaN result.
-  [[gnu::noinline, gnu::cold]] static void nan_interleaved(const T *xs, const float *c, const float *s, T *xd) {
-    alignas(64) double x[W], cc[W], ss[W];
+  // W interleaved elements (W/2 pairs) that hold a NaN result, likewise.
+  [[gnu::noinline, gnu::cold]] static void nan_interleaved(const T *xs, const float *c, const float *s, T *xd,
+                                                           const D &sign) {
+    const D x = wide(xs), cv = wide_f(c);
+    const D b = S::swap_pairs(x) * (wide_f(s) * sign);
+    const D y = S::fma(x, cv, b);
+    alignas(64) double xa[W], r[W];
     alignas(64) float f[W];
-    widen_t(xs, x);
-    widen_f(c, cc);
-    widen_f(s, ss);
-    for (int l = 0; l < W; l += 2) {
-      f[l] = lane(x[l], x[l + 1], cc[l], -ss[l], x[l], x[l + 1]);
-      f[l + 1] = lane(x[l + 1], x[l], cc[l + 1], ss[l + 1], x[l], x[l + 1]);
-    }
+    S::store(xa, x);
+    S::store(r, y);
+    S::store_h(f, narrow(x, cv, b, y));
+    for (int l = 0; l < W; ++l)
+      if (r[l] != r[l]) f[l] = nan_rule(xa[l & ~1], xa[l | 1]);
     put(xd, S::load_h(f), false);
   }
 
@@ -162,7 +153,7 @@ struct TablesRotate {
     const D x = wide(xs), cv = wide_f(c);
     const D b = S::swap_pairs(x) * (wide_f(s) * sign);
     const D y = S::fma(x, cv, b);
-    if (__builtin_expect(S::any_nan_d(y, y), 0)) return nan_interleaved(xs, c, s, xd);
+    if (__builtin_expect(S::any_nan_d(y, y), 0)) return nan_interleaved(xs, c, s, xd, sign);
     put(xd, narrow(x, cv, b, y), true);
   }
 
