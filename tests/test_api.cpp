@@ -164,7 +164,7 @@ TEST_CASE("posenc_spec_default is the Vaswani spec", "[api]") {
 }
 
 TEST_CASE("the enumerations' names: one per value, read back, '-' as '_', NULL past the end", "[api][names]") {
-  // written out here, independently of lib/abi/enum_lists.hpp
+  // written out here, independently of lib/setup/enum_lists.hpp
   const std::vector<std::string> pairs = {"halves", "interleaved"};
   const std::vector<std::string> types = {"default",       "linear",   "dynamic",      "yarn",
                                           "llama3",        "longrope", "proportional", "ntk",

@@ -11,13 +11,19 @@
 #include <random>
 #include <vector>
 
+#include "dispatch/dispatch.hpp"
 #include "kernel/kernel.hpp"
+#include "posenc/posenc.hpp"
 #include "setup/exact.hpp"
 #include "setup/freq.hpp"
 #include "setup/mp.hpp"
 #include "simd/simd_scalar.hpp"
 #include "support/isa_hooks.hpp"
 #include "support/reference.hpp"
+
+// The splits of posenc.hpp's works and of the Python binding cut on whole blocks (posenc::cost_model): the
+// wrapper's public grain is the frequency table's block (lib/ itself includes no part of the C++ wrapper).
+static_assert(posenc::cost_model::block_grain == posenc::detail::Freq::kBlock, "the block the splits cut on");
 
 namespace mp = posenc::mp;
 using posenc::detail::Freq;
@@ -198,7 +204,7 @@ TEST_CASE("frequency table: u_i to 150+ bits, the exact copy to 245 bits, the la
                                spec(34, 10000.0, 0.0, 1e-300), spec(10, 1e300, 1.0, 1.0),
                                spec(8, 0.001, 2.0, 0x1p50),    spec(6, 3.0, 1e-3, 1.0)};
   for (const posenc_spec &s : specs) {
-    const auto f = posenc::detail::build_frequencies(s);
+    const auto f = posenc::detail::build_frequencies(s, posenc::detail::fill_tables);
     REQUIRE(f);
     for (int64_t i = 0; i < f->h; ++i) {
       ref::Big want(100);
@@ -244,7 +250,7 @@ TEST_CASE("reach: the steps per radian of margin are below the exact step angle'
       spec(8, 0.001, 2.0, 0x1p50),     spec(6, 3.0, 1e-3, 1.0),        spec(8, 10000.0, 0.0, 0.0)};
   int64_t finite = 0;
   for (const posenc_spec &s : specs) {
-    const auto f = posenc::detail::build_frequencies(s);
+    const auto f = posenc::detail::build_frequencies(s, posenc::detail::fill_tables);
     REQUIRE(f);
     for (int64_t i = 0; i < f->h; ++i) {
       INFO("spec d=" << s.d_model << " base=" << s.base << " scale=" << s.position_scale << " pair " << i);
@@ -327,7 +333,7 @@ TEST_CASE("the direct method stays within 2^-50 |y| + 2^-104, the analysed bound
   const posenc_spec specs[] = {spec(512, 10000.0, 0.0, 1.0), spec(64, 1e6, 0.0, 1.0), spec(30, 2.0, 3.0, 7.5),
                                spec(34, 10000.0, 0.0, 0x1p200)};
   for (const posenc_spec &s : specs) {
-    const auto f = posenc::detail::build_frequencies(s);
+    const auto f = posenc::detail::build_frequencies(s, posenc::detail::fill_tables);
     for (int trial = 0; trial < 3000; ++trial) {
       const int64_t i = int64_t(rng() % uint64_t(f->h));
       int64_t p = int64_t(rng() % (uint64_t(1) << 31));
@@ -384,7 +390,7 @@ Anchored anchors_against_mpfr(void (*posenc::IsaTestEntries::*entry)(const Freq 
     if (posenc_isa_available(e.isa)) paths.push_back({posenc_isa_name(e.isa), e.*entry});
   Anchored a;
   for (const posenc_spec &s : specs) {
-    const auto f = posenc::detail::build_frequencies(s);
+    const auto f = posenc::detail::build_frequencies(s, posenc::detail::fill_tables);
     const size_t bytes = sizeof(double) * size_t(f->padded);
     struct Free {
       void operator()(double *p) const { std::free(p); }
@@ -471,7 +477,7 @@ TEST_CASE("the timestep rows' fast form stays within 2^-51 absolute on every pat
 
 TEST_CASE("rotation table: 1 to 32 steps within 2^-50", "[internals][freq]") {
   const posenc_spec s = spec(128, 10000.0, 0.0, 1.0);
-  const auto f = posenc::detail::build_frequencies(s);
+  const auto f = posenc::detail::build_frequencies(s, posenc::detail::fill_tables);
   int64_t checked = 0;
   for (int64_t i = 0; i < f->h; i += 5) {
     for (int64_t k = 1; k <= Freq::kSteps; ++k) {
@@ -493,7 +499,7 @@ TEST_CASE("the last resort is correctly rounded on its own", "[internals][exact]
   const posenc_spec specs[] = {spec(64, 10000.0, 0.0, 1.0), spec(34, 10000.0, 0.0, 0x1p900),
                                spec(34, 10000.0, 0.0, 1e-300), spec(10, 1e300, 1.0, -1.0)};
   for (const posenc_spec &s : specs) {
-    const auto f = posenc::detail::build_frequencies(s);
+    const auto f = posenc::detail::build_frequencies(s, posenc::detail::fill_tables);
     for (int trial = 0; trial < 400; ++trial) {
       const int64_t i = int64_t(rng() % uint64_t(f->h));
       int64_t p = int64_t(rng() % (uint64_t(1) << 31)) * ((trial & 1) ? -1 : 1);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Holds the RoPE enumerations to their one list each, lib/abi/enum_lists.hpp (as check_isa_list.py does the paths).
+"""Holds the RoPE enumerations to their one list each, lib/setup/enum_lists.hpp (as check_isa_list.py does the paths).
 
     check_enum_lists.py ROOT
 
@@ -55,28 +55,28 @@ def files(root):
 
 def check(root):
     bad = []
-    table = lists(read(root, "lib/abi/enum_lists.hpp"))
+    table = lists(read(root, "lib/setup/enum_lists.hpp"))
     header, wrapper = read(root, "include/posenc/posenc.h"), read(root, "include/posenc/posenc.hpp")
     for macro, prefix, c_enum, cpp_enum in LISTS:
         entries = table[macro]
         if not entries:
-            bad.append("lib/abi/enum_lists.hpp: no %s" % macro)
+            bad.append("lib/setup/enum_lists.hpp: no %s" % macro)
             continue
         m = re.search(r"typedef enum %s \{(.*?)\} %s;" % (c_enum, c_enum), header, re.S)
         body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S) if m else ""
         got = re.findall(r"\b(%s\w+)\s*=\s*(\d+)" % prefix, body)
         want = [("%s%s" % (prefix, e), str(k)) for k, (e, _) in enumerate(entries)]
         if got != want:
-            bad.append("posenc.h: %s is %s, lib/abi/enum_lists.hpp says %s" % (c_enum, got, want))
+            bad.append("posenc.h: %s is %s, lib/setup/enum_lists.hpp says %s" % (c_enum, got, want))
         m = re.search(r"enum class %s : int \{(.*?)\};" % cpp_enum, wrapper, re.S)
         body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S) if m else ""
         got = [n.rstrip("_") for n in re.findall(r"^\s*(\w+)\s*=", body, re.M)]
         if got != [n for _, n in entries]:
-            bad.append("posenc.hpp: enum class %s is %s, lib/abi/enum_lists.hpp says %s" %
+            bad.append("posenc.hpp: enum class %s is %s, lib/setup/enum_lists.hpp says %s" %
                        (cpp_enum, got, [n for _, n in entries]))
     # hand-written lists of the names
     for rel in files(root):
-        if rel == os.path.join("lib", "abi", "enum_lists.hpp"):
+        if rel == os.path.join("lib", "setup", "enum_lists.hpp"):
             continue
         lines = read(root, rel).split("\n")
         for macro, _, c_enum, _ in LISTS:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Holds every place that must know the instruction-set paths to lib/dispatch/isa_list.hpp, the one list of them.
+"""Holds every place that must know the instruction-set paths to lib/isa/isa_list.hpp, the one list of them.
 
     check_isa_list.py ROOT
 
@@ -11,7 +11,7 @@ For each line X(ENUM, name, have) of POSENC_ISAS, in order:
     isa_args (a loop over it builds lib/isa/isa_<name>.cpp and adds `name` to isa_names, the tests' forced
     paths) and a meson option `name`;
   - lib/dispatch/cpu.hpp's CpuFeatures has `bool name` (dispatch.cpp reads cpu.<name>);
-  - lib/dispatch/isa_list.hpp defaults POSENC_HAVE_<ENUM> for every path but scalar;
+  - lib/isa/isa_list.hpp defaults POSENC_HAVE_<ENUM> for every path but scalar;
   - the baseline folders (lib/abi, lib/setup, lib/dispatch) include nothing of lib/simd/ or xsimd, and of
     lib/kernel/ only job.hpp: no ISA-specific code is compiled without its unit's flags;
   - nothing outside the list spells out the paths: no `<= POSENC_ISA_NEON` loop, no list of the four names.
@@ -25,13 +25,13 @@ from checks import read
 
 
 def check(root):
-    lst = read(root, "lib/dispatch/isa_list.hpp")
+    lst = read(root, "lib/isa/isa_list.hpp")
     body = lst[lst.index("#define POSENC_ISAS(X)"):]
     body = body[:body.index("\n\n")]
     entries = re.findall(r"X\((\w+),\s*(\w+),\s*(\w+)\)", body)
     bad = []
     if not entries or entries[0][:2] != ("SCALAR", "scalar"):
-        bad.append("lib/dispatch/isa_list.hpp: the list must start with X(SCALAR, scalar, 1)")
+        bad.append("lib/isa/isa_list.hpp: the list must start with X(SCALAR, scalar, 1)")
     header = read(root, "include/posenc/posenc.h")
     meson = read(root, "meson.build")
     options = read(root, "meson_options.txt")
@@ -58,7 +58,7 @@ def check(root):
             if not re.search(r"option\('%s'" % name, options):
                 bad.append("meson_options.txt has no option '%s'" % name)
             if "#ifndef POSENC_HAVE_%s" % enum not in lst or have != "POSENC_HAVE_%s" % enum:
-                bad.append("lib/dispatch/isa_list.hpp: %s's `have` must be POSENC_HAVE_%s, defaulted to 0" % (name, enum))
+                bad.append("lib/isa/isa_list.hpp: %s's `have` must be POSENC_HAVE_%s, defaulted to 0" % (name, enum))
         if not re.search(r"bool %s\b" % name, cpu):
             bad.append("lib/dispatch/cpu.hpp: CpuFeatures has no bool %s" % name)
     if not re.search(r"POSENC_ISA_COUNT\s*=\s*%d\b" % len(entries), header):
@@ -79,7 +79,7 @@ def check(root):
             if not f.endswith((".c", ".h", ".cpp", ".hpp", ".py", ".build")):
                 continue
             rel = os.path.relpath(os.path.join(d, f), root)
-            if rel in ("lib/dispatch/isa_list.hpp", "tools/check_isa_list.py"):
+            if rel in ("lib/isa/isa_list.hpp", "tools/check_isa_list.py"):
                 continue
             text = read(root, rel)
             if "<= POSENC_ISA_NEON" in text:

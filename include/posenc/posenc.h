@@ -470,7 +470,7 @@ posenc_status posenc_rope_qk_real_f16(const posenc_rope *rope, const double *pos
                                       int64_t q_heads, int64_t q_token_stride, int64_t q_head_stride, uint16_t *k,
                                       int64_t k_heads, int64_t k_token_stride, int64_t k_head_stride);
 
-/* ---- Names of the enumerations (one list each: lib/abi/enum_lists.hpp) -------------------------------------
+/* ---- Names of the enumerations (one list each: lib/setup/enum_lists.hpp) -------------------------------------
  *
  * The one spelling of each value that the `posenc` tool, the Python binding and the docs use: pairs "halves",
  * "interleaved"; rope types "default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional",

@@ -193,7 +193,7 @@ struct work_access {
   }
 };
 
-constexpr int64_t kBlockGrain = cost_model::block_grain;  // lib/kernel/values_rows.hpp's kBlock: a static_assert there
+constexpr int64_t kBlockGrain = cost_model::block_grain;  // Freq::kBlock (tests/test_internals.cpp)
 inline unit_cost row_cost(int64_t d, double out_size, double in_size, double values_cost, double extra_read = 8) {
   return cost_model::row(d, out_size, in_size, values_cost, extra_read);
 }

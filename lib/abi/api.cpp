@@ -102,7 +102,7 @@ posenc_status run_call(const Call &c) {
   FpEnvironment env;  // round-to-nearest, no flush-to-zero, for the setup and the kernel
   // The one-time setup runs for an empty part too: a pool's check (begin == end) reports NO_MEMORY, and
   // the parts that follow find the table built.
-  const Freq *f = frequencies(*c.spec);
+  const Freq *f = frequencies(*c.spec, fill_tables);
   if (!f) return POSENC_ERR_NO_MEMORY;
   if (begin == end) return POSENC_OK;
 

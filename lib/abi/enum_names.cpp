@@ -1,10 +1,10 @@
-// The names of the RoPE enumerations' values, from their one list each (lib/abi/enum_lists.hpp): posenc.h,
+// The names of the RoPE enumerations' values, from their one list each (lib/setup/enum_lists.hpp): posenc.h,
 // "Names of the enumerations".
 #include <cstring>
 
 #include "abi/abi.hpp"
-#include "abi/enum_lists.hpp"
 #include "posenc/posenc.h"
+#include "setup/enum_lists.hpp"
 
 namespace posenc {
 namespace detail {

@@ -108,8 +108,8 @@ Mag magnitude(double m) {
 }
 
 const Freq *rope_frequencies(const posenc_rope &r) {
-  if (r.freq) return explicit_frequencies(r.freq, r.rotary_dim / 2, r.position_scale);
-  return frequencies(base_spec(r));
+  if (r.freq) return explicit_frequencies(r.freq, r.rotary_dim / 2, r.position_scale, fill_tables);
+  return frequencies(base_spec(r), fill_tables);
 }
 
 // The part's range of tokens, checked after every check of the whole call (docs/contract.md section 3).

@@ -7,8 +7,8 @@
 #include <initializer_list>
 
 #include "dispatch/cpu.hpp"
-#include "dispatch/isa_list.hpp"
 #include "isa/isa_entry.hpp"
+#include "isa/isa_list.hpp"
 #include "posenc/posenc.h"
 
 namespace posenc {
@@ -183,6 +183,14 @@ const Path *active_path() {
 #else
   return s >= 0 && s < kIsaCount ? compiled(s) : nullptr;
 #endif
+}
+
+void fill_tables(Freq &f) {
+  const Path *path = active_path();
+  if (path)
+    path->fill_tables(f);
+  else
+    scalar::fill_tables(f);
 }
 
 bool isa_compiled(int isa) { return compiled(isa) != nullptr; }

@@ -17,6 +17,11 @@ struct Path {
 // nullptr when POSENC_ISA named a path that is unknown or not available here.
 const Path *active_path();
 
+// The rotation table of a new frequency table (setup/freq.hpp's FillTables), on the active path: vectorised,
+// most of a new spec's setup time. The scalar path's when none is selectable (tests that build tables
+// directly under an unavailable POSENC_ISA).
+void fill_tables(Freq &f);
+
 // For `posenc info` (not the C ABI): whether this build contains a path (whatever the CPU), and why the
 // active path is the one it is.
 bool isa_compiled(int isa);

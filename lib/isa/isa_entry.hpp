@@ -1,7 +1,7 @@
 // The entry points each ISA translation unit defines, each in the namespace named after its ISA.
 #pragma once
 
-#include "dispatch/isa_list.hpp"
+#include "isa/isa_list.hpp"
 #include "kernel/job.hpp"
 
 namespace posenc {

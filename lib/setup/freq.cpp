@@ -5,7 +5,6 @@
 // the integer part that the reduction modulo 4 throws away (up to 1000 for the largest valid frequency),
 // the error growth of the product chain (log2 h bits) and of exp (24 bits), plus guard bits.
 #include "setup/freq.hpp"
-#include "posenc/posenc.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,13 +13,8 @@
 #include <mutex>
 #include <new>
 
-#include "dispatch/dispatch.hpp"
-#include "isa/isa_entry.hpp"
 #include "setup/freq_build.hpp"
 #include "setup/mp.hpp"
-
-// The splits of posenc.hpp's works and of the Python binding cut on whole blocks (posenc::cost_model).
-static_assert(posenc::cost_model::block_grain == posenc::detail::Freq::kBlock, "the block the splits cut on");
 
 namespace posenc {
 namespace detail {
@@ -186,23 +180,18 @@ void set_pair(Freq &f, int64_t i, const mp::Num &w, bool negligible, bool neg, c
 }
 
 // What every table needs once its u_i are set: the clear-distance factors and the rotation table.
-void finish(Freq &f) {
+void finish(Freq &f, FillTables fill) {
   // The step angle is |u0| pi/2 radians (u is centred in [-2, 2)); the factor 1 + 2^-20 covers the
   // roundings here and of the product in Simd::clear_steps, whose - 1 is further margin (docs/math.md
   // section 5). A zero step (position_scale 0) never turns away from its anchor's exact (0, 1): reach 0.
   for (int64_t i = 0; i < f.padded; ++i)
     f.reach[i] =
         f.slow[i] != 0.0 || f.u0[i] == 0.0 ? 0.0 : 1.0 / (1.5707963267948966 * std::fabs(f.u0[i]) * (1.0 + 0x1p-20));
-  // On the active path (vectorised: most of a new spec's setup time); the scalar path when none is
-  // selectable (tests that build tables directly under an unavailable POSENC_ISA).
-  const Path *path = active_path();
-  if (path)
-    path->fill_tables(f);
-  else
-    scalar::fill_tables(f);
+  // On the active path (vectorised: most of a new spec's setup time), by the caller's fill
+  fill(f);
 }
 
-std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
+std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec, FillTables fill) {
   const int64_t h = spec.d_model / 2;
   std::unique_ptr<Freq> f = allocate(h, false);
   if (!f) return nullptr;
@@ -232,7 +221,7 @@ std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec) {
       if (i + 1 < h) w = mp::mul(w, r);
     }
   }
-  finish(*f);
+  finish(*f, fill);
   return f;
 }
 
@@ -339,14 +328,14 @@ const Freq *lookup(const Key &key, Build build) {
 
 }  // namespace
 
-const Freq *frequencies(const posenc_spec &spec) {
+const Freq *frequencies(const posenc_spec &spec, FillTables fill) {
   const Key key{spec.base, resolved_denominator(spec), spec.position_scale, nullptr, spec.d_model / 2};
-  return lookup(key, [&] { return build_frequencies(spec); });
+  return lookup(key, [&] { return build_frequencies(spec, fill); });
 }
 
-const Freq *explicit_frequencies(const double *freq, int64_t h, double scale) {
+const Freq *explicit_frequencies(const double *freq, int64_t h, double scale, FillTables fill) {
   const Key key{0.0, 0.0, scale, freq, h};
-  return lookup(key, [&] { return build_explicit(freq, h, scale); });
+  return lookup(key, [&] { return build_explicit(freq, h, scale, fill); });
 }
 
 }  // namespace detail

@@ -72,12 +72,19 @@ posenc_status check_spec(const posenc_spec &spec);
 // valid (check_spec).
 posenc_status check_real_positions_spec(const posenc_spec &spec);
 
-// The table for a valid spec, from the calling thread's cache, the shared cache, or built now.
-// Returns nullptr only when memory ran out. The pointer stays valid until this thread asks again.
-const Freq *frequencies(const posenc_spec &spec);
+// The last step of a new table, its rotation table (from u_i and the clear distances), which the kernel fills
+// with the active path's vectors: the caller above the setup layer passes it (the C ABI passes dispatch's
+// fill_tables), so that setup, the bottom of lib/'s stack, calls up into no path (docs/architecture.md,
+// "Who may include what").
+using FillTables = void (*)(Freq &);
+
+// The table for a valid spec, from the calling thread's cache, the shared cache, or built now (its rotation
+// table by fill). Returns nullptr only when memory ran out. The pointer stays valid until this thread asks
+// again.
+const Freq *frequencies(const posenc_spec &spec, FillTables fill);
 
 // For tests: build a table outside the cache.
-std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec);
+std::unique_ptr<Freq> build_frequencies(const posenc_spec &spec, FillTables fill);
 
 // RoPE's explicit frequencies: POSENC_OK, or POSENC_ERR_INVALID for a value that is not finite or a
 // frequency |scale f_i| of 2^1000 or more (scale finite, checked by the caller).
@@ -85,8 +92,8 @@ posenc_status check_explicit(const double *freq, int64_t h, double scale);
 // The table of h explicit frequencies scaled by scale (valid), cached like frequencies(): the values are
 // the key, not the pointer. nullptr only when memory ran out. Costs a few microseconds for h = 64 when new
 // (a dynamic-NTK runtime changes the frequencies as the sequence grows).
-const Freq *explicit_frequencies(const double *freq, int64_t h, double scale);
-std::unique_ptr<Freq> build_explicit(const double *freq, int64_t h, double scale);
+const Freq *explicit_frequencies(const double *freq, int64_t h, double scale, FillTables fill);
+std::unique_ptr<Freq> build_explicit(const double *freq, int64_t h, double scale, FillTables fill);
 
 }  // namespace detail
 }  // namespace posenc

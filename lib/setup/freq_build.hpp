@@ -23,7 +23,7 @@ int limbs_for(double top, double chain_bits);
 // for exact.cpp when negligible (then neg is the sign of w) or tiny.
 void set_pair(Freq &f, int64_t i, const mp::Num &w, bool negligible, bool neg, const mp::Num &two_over_pi, int n);
 // Clear-distance factors and the rotation table, once the u_i are set.
-void finish(Freq &f);
+void finish(Freq &f, FillTables fill);
 
 }  // namespace detail
 }  // namespace posenc

@@ -209,7 +209,7 @@ bool reduce_pair(Freq &f, int64_t i, double s, double fr) {
 
 }  // namespace
 
-std::unique_ptr<Freq> build_explicit(const double *freq, int64_t h, double scale) {
+std::unique_ptr<Freq> build_explicit(const double *freq, int64_t h, double scale, FillTables fill) {
   std::unique_ptr<Freq> f = allocate(h, true);
   if (!f) return nullptr;
   f->base = 0.0;
@@ -234,7 +234,7 @@ std::unique_ptr<Freq> build_explicit(const double *freq, int64_t h, double scale
     f->u0[i] = f->u1[i] = f->u2[i] = 0.0;
     set_pair(*f, i, mp::mul(ms, mp::from_double(freq[i], n)), false, (scale < 0) != (freq[i] < 0), two_over_pi, n);
   }
-  finish(*f);
+  finish(*f, fill);
   return f;
 }
 

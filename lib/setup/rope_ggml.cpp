@@ -177,25 +177,3 @@ posenc_status ggml_rope_frequencies(const GgmlRope &g, double *freq, double *att
 
 }  // namespace detail
 }  // namespace posenc
-
-extern "C" posenc_status posenc_rope_ggml_frequencies(const posenc_ggml_rope_params *params, double *freq,
-                                                      double *attention_scale) {
-  if (!params || !freq || !attention_scale) return POSENC_ERR_NULL;
-  try {
-    posenc::detail::GgmlRope g;
-    g.n_dims = params->n_dims;
-    g.pairs = params->pairs;
-    g.index = params->index;
-    g.factors = params->factors;
-    g.freq_base = params->freq_base;
-    g.freq_scale = params->freq_scale;
-    g.ext_factor = params->ext_factor;
-    g.attn_factor = params->attn_factor;
-    g.beta_fast = params->beta_fast;
-    g.beta_slow = params->beta_slow;
-    g.n_ctx_orig = params->n_ctx_orig;
-    return posenc::detail::ggml_rope_frequencies(g, freq, attention_scale);
-  } catch (...) {  // as posenc_rope_init
-    return POSENC_ERR_NO_MEMORY;
-  }
-}

@@ -14,11 +14,12 @@
 #include <cstdint>
 #include <cstring>
 
-#include "abi/enum_lists.hpp"
 #include "posenc/posenc.h"
+#include "setup/enum_lists.hpp"
 #include "setup/mp.hpp"
 #include "setup/rope_powers.hpp"
 #include "setup/rope_scheme.hpp"
+#include "setup/rope_setup.hpp"
 
 namespace posenc {
 namespace detail {
@@ -194,13 +195,15 @@ bool yarn_params(const posenc_rope_scaling &sc, double base, Scheme *s, int64_t 
   return positive_finite(s->beta_fast) && positive_finite(s->beta_slow) && s->beta_fast > s->beta_slow;
 }
 
+}  // namespace
+
 posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, const posenc_rope_scaling *scaling,
                         double *freq) {
   if (rope == nullptr) return POSENC_ERR_NULL;
   Scheme s;
   s.type = scaling == nullptr ? int(POSENC_ROPE_TYPE_DEFAULT) : type_value(*scaling);
 #define POSENC_ONE(ENUM, name) +1
-  constexpr int kTypes = 0 POSENC_ROPE_TYPE_LIST(POSENC_ONE);  // lib/abi/enum_lists.hpp
+  constexpr int kTypes = 0 POSENC_ROPE_TYPE_LIST(POSENC_ONE);  // lib/setup/enum_lists.hpp
 #undef POSENC_ONE
   if (int(s.type) < 0 || int(s.type) >= kTypes) return POSENC_ERR_INVALID;
   const bool explicit_freq =
@@ -391,8 +394,6 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   return POSENC_OK;
 }
 
-}  // namespace
-
 posenc_status rope_powers(int64_t rotary_dim, double base, int64_t n, PowerIndex index, double *out) {
   Scheme s;
   s.r = rotary_dim;
@@ -415,12 +416,3 @@ posenc_status rope_powers(int64_t rotary_dim, double base, int64_t n, PowerIndex
 
 }  // namespace detail
 }  // namespace posenc
-
-extern "C" posenc_status posenc_rope_init(posenc_rope *rope, int64_t rotary_dim, double base,
-                                          const posenc_rope_scaling *scaling, double *freq) {
-  try {
-    return posenc::detail::rope_init(rope, rotary_dim, base, scaling, freq);
-  } catch (...) {  // nothing here throws; no exception may cross the C ABI all the same
-    return POSENC_ERR_NO_MEMORY;
-  }
-}

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <utility>
 
-#include "abi/abi.hpp"
-#include "abi/enum_lists.hpp"
 #include "posenc/posenc.h"
+#include "setup/enum_lists.hpp"
 #include "setup/rope_powers.hpp"
+#include "setup/rope_setup.hpp"
 
 namespace posenc {
 namespace detail {
@@ -38,11 +38,13 @@ int interleaved(const int64_t *sec, int64_t j, bool fourth) {
   return 3;
 }
 
+}  // namespace
+
 posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layout, uint8_t *axis_out,
                             double *freq_out) {
   if (!rope || !sections || !axis_out) return POSENC_ERR_NULL;
 #define POSENC_ONE(ENUM, name) +1
-  constexpr int kLayouts = 0 POSENC_ROPE_LAYOUT_LIST(POSENC_ONE);  // lib/abi/enum_lists.hpp
+  constexpr int kLayouts = 0 POSENC_ROPE_LAYOUT_LIST(POSENC_ONE);  // lib/setup/enum_lists.hpp
 #undef POSENC_ONE
   if (layout < 0 || layout >= kLayouts) return POSENC_ERR_INVALID;
   const bool frequencies =
@@ -112,17 +114,5 @@ posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layo
   return POSENC_OK;
 }
 
-}  // namespace
 }  // namespace detail
 }  // namespace posenc
-
-extern "C" posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
-                                              uint8_t *axis_out, double *freq_out) {
-  // The layout's bytes as an int before anything reads it as the enum: a value outside the enum's range (the
-  // ABI takes any int) is POSENC_ERR_INVALID, never a load of an invalid enum (UBSan's enum check).
-  int layout_int = 0;
-  static_assert(sizeof(layout) == sizeof(int), "posenc_rope_layout is int-sized");
-  std::memcpy(&layout_int, &layout, sizeof layout_int);
-  return posenc::detail::guarded(
-      [&] { return posenc::detail::rope_sections(rope, sections, layout_int, axis_out, freq_out); });
-}

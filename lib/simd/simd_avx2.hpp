@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <xsimd/xsimd.hpp>
 
-#include "kernel/fast_check.hpp"
+#include "simd/fast_check.hpp"
 #include "simd/simd_xsimd.hpp"
 
 namespace posenc {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <xsimd/xsimd.hpp>
 
-#include "kernel/fast_check.hpp"
+#include "simd/fast_check.hpp"
 
 namespace posenc {
 

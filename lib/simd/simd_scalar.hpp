@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernel/fast_check.hpp"
+#include "simd/fast_check.hpp"
 
 namespace posenc {
 

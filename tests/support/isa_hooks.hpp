@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "dispatch/isa_list.hpp"
+#include "isa/isa_list.hpp"
 #include "kernel/job.hpp"
 
 namespace posenc {

@@ -33,9 +33,8 @@ namespace detail {
 #define POSENC_ISA_ONE(E, n, have) +1
 constexpr int kIsaCount = 0 POSENC_ISAS(POSENC_ISA_ONE);
 #undef POSENC_ISA_ONE
-static_assert(
-    kIsaCount == POSENC_ISA_COUNT,
-    "every posenc_isa enumerator of posenc.h needs its line in lib/dispatch/isa_list.hpp (and the other way)");
+static_assert(kIsaCount == POSENC_ISA_COUNT,
+              "every posenc_isa enumerator of posenc.h needs its line in lib/isa/isa_list.hpp (and the other way)");
 
 // Each line's enumerator is its index: the list is in the enum's order.
 #define POSENC_ISA_VALUE(E, n, have) POSENC_ISA_##E,
@@ -46,7 +45,7 @@ constexpr bool in_enum_order() {
     if (int(kIsaValues[i]) != i) return false;
   return true;
 }
-static_assert(in_enum_order(), "lib/dispatch/isa_list.hpp lists the paths in posenc_isa's order, from 0");
+static_assert(in_enum_order(), "lib/isa/isa_list.hpp lists the paths in posenc_isa's order, from 0");
 
 #define POSENC_ISA_NAME(E, n, have) #n,
 constexpr const char *kIsaNames[kIsaCount] = {POSENC_ISAS(POSENC_ISA_NAME)};

@@ -1,4 +1,4 @@
-// The one list of each RoPE enumeration's values (as lib/dispatch/isa_list.hpp is for the paths): X(ENUM, name) per
+// The one list of each RoPE enumeration's values (as lib/isa/isa_list.hpp is for the paths): X(ENUM, name) per
 // value, in the enum's order, ENUM the suffix of the C enumerator and name the one spelling every interface
 // uses (posenc_rope_*_name, posenc_rope_*_from_name, the `posenc` tool, the Python binding's strings and enum
 // classes). tools/check_enum_lists.py (meson test enum-lists) checks posenc.h's and posenc.hpp's enums against
