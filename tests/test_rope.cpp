@@ -1108,3 +1108,155 @@ TEST_CASE("golden: rope_copy_* from a separate source reproduces the rotation ha
       }
     });
 }
+
+// ---- (f) the inverse rotation: posenc_rope_inverse ----------------------------------------------------
+// The inverse spec at p is the forward spec at -p (docs/contract.md section 4): every golden above, its spec
+// inverted and its positions negated, reproduces the forward hash from MPFR's values and on every path; the
+// rotations equal posenc.h's formula on MPFR's values of the inverse spec; the multi-axis and real-valued
+// calls give the forward bytes at the negated positions.
+
+namespace {
+
+Rope inverted(const Rope &r) {
+  Rope t = r;
+  posenc_rope c = r.get();
+  REQUIRE(posenc_rope_inverse(&c, &c) == POSENC_OK);
+  t.r = c;  // get() points freq and axis at t's own copies
+  return t;
+}
+
+std::vector<Golden> inverse_goldens() {
+  std::vector<Golden> v;
+  for (Golden g : goldens()) {
+    std::vector<int64_t> pos = g.positions.empty() ? run_of(g.first, g.n) : g.positions;
+    for (int64_t &p : pos)
+      if (p != POSENC_PAD) p = -p;
+    g.positions = pos;
+    g.first = 0;
+    g.rope = inverted(g.rope);
+    v.push_back(g);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("inverse: the C call negates position_scale and nothing else; NULL writes nothing", "[rope][inverse]") {
+  std::vector<double> freq = odd_frequencies(20, 3);
+  std::vector<uint8_t> axis(20);
+  for (size_t i = 0; i < axis.size(); ++i) axis[i] = uint8_t(i % 3);
+  posenc_rope r = posenc_rope_default(40);
+  r.pairs = POSENC_ROPE_INTERLEAVED;
+  r.base = 5e5;
+  r.position_scale = 0.375;
+  r.freq = freq.data();
+  r.attention_scale = 1.369;
+  r.axes = 3;
+  r.axis = axis.data();
+  posenc_rope out;
+  std::memset(&out, 0x5a, sizeof out);
+  const posenc_rope untouched = out;
+  CHECK(posenc_rope_inverse(nullptr, &out) == POSENC_ERR_NULL);
+  CHECK(posenc_rope_inverse(&r, nullptr) == POSENC_ERR_NULL);
+  CHECK(std::memcmp(&out, &untouched, sizeof out) == 0);
+  // field by field: the struct's padding is not a value
+  const auto same_but_scale = [&](const posenc_rope &o, double scale) {
+    CHECK(o.rotary_dim == r.rotary_dim);
+    CHECK(o.pairs == r.pairs);
+    CHECK(std::memcmp(&o.base, &r.base, sizeof o.base) == 0);
+    CHECK(std::memcmp(&o.position_scale, &scale, sizeof scale) == 0);
+    CHECK(o.freq == r.freq);
+    CHECK(std::memcmp(&o.attention_scale, &r.attention_scale, sizeof o.attention_scale) == 0);
+    CHECK(o.axes == r.axes);
+    CHECK(o.axis == r.axis);
+  };
+  REQUIRE(posenc_rope_inverse(&r, &out) == POSENC_OK);
+  same_but_scale(out, -0.375);
+  REQUIRE(posenc_rope_inverse(&out, &out) == POSENC_OK);  // in place; the inverse of the inverse
+  same_but_scale(out, 0.375);
+  r.position_scale = 0.0;  // a zero scale's inverse is -0.0 (its angles are all zero, as the forward's)
+  REQUIRE(posenc_rope_inverse(&r, &out) == POSENC_OK);
+  same_but_scale(out, -0.0);
+}
+
+TEST_CASE("inverse: the golden hashes at the negated positions, from MPFR and on every path",
+          "[rope][inverse][golden]") {
+  for (const Golden &g : inverse_goldens()) {
+    Exact ex(g.rope);
+    std::vector<unsigned char> want;
+    if (g.cache) {
+      std::vector<float> rows;
+      for (int64_t p : g.positions) {
+        const std::vector<float> &row = ex.row(p);
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      want = as_bytes(rows);
+    } else {
+      want = expected(g.rope, ex, golden_rotation(g), g.format, golden_input(g));
+    }
+    INFO(g.name << " (inverse spec at -p)");
+    CHECK(digest(want) == g.sha256);
+  }
+  every_path_reproduces(inverse_goldens(), [](const Golden &g) {
+    if (!g.cache) return rotated(g.rope, golden_rotation(g), g.format, golden_input(g));
+    return as_bytes(library_cache(g.rope, g.positions, false, true));
+  });
+}
+
+TEST_CASE("inverse: rotations equal posenc.h's formula on MPFR's values of the inverse spec", "[rope][inverse]") {
+  const Rope specs[] = {
+      make_rope("default r=128 base 5e5 halves", 128, POSENC_ROPE_HALVES, 5e5),
+      make_rope("r=64 interleaved m 1.369", 64, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 1.369),
+      make_rope("r=96 halves position_scale 0.25 m 0.7", 96, POSENC_ROPE_HALVES, 1e4, 0.25, 0.7),
+      make_rope("explicit r=40 interleaved m 3", 40, POSENC_ROPE_INTERLEAVED, 1e4, 1.0, 3.0, odd_frequencies(20, 7)),
+      make_rope("explicit r=40 halves scale -0.5", 40, POSENC_ROPE_HALVES, 1e4, -0.5, 1.0, odd_frequencies(20, 8)),
+  };
+  const int64_t tails[] = {0, 16, 7, 0, 5};
+  uint64_t seed = 4400;
+  for (size_t s = 0; s < sizeof specs / sizeof specs[0]; ++s) {
+    const Rope inv = inverted(specs[s]);
+    Exact ex(inv);
+    for (const Rotation &c : rotations(inv.r.rotary_dim, tails[s])) check_rotation(inv, ex, c, seed++);
+  }
+}
+
+TEST_CASE("inverse: multi-axis and real-valued calls give the forward bytes at the negated positions",
+          "[rope][inverse]") {
+  std::vector<uint8_t> axis(32);
+  posenc_rope mrope = posenc_rope_default(64);
+  const int64_t sections[4] = {8, 12, 12, 0};
+  REQUIRE(posenc_rope_sections(&mrope, sections, POSENC_SECTIONS_INTERLEAVED, axis.data(), nullptr) == POSENC_OK);
+  mrope.attention_scale = 1.25;
+  const int64_t n = 37, heads = 3, d = 72;
+  for (posenc_isa isa : ref::paths())
+    ref::on_path(isa, [&] {
+      INFO(posenc_isa_name(isa));
+      posenc_rope inv;
+      REQUIRE(posenc_rope_inverse(&mrope, &inv) == POSENC_OK);
+      std::vector<int64_t> pos(size_t(3 * n)), neg(pos.size());
+      std::vector<double> real(pos.size()), rneg(pos.size());
+      for (size_t i = 0; i < pos.size(); ++i) {
+        pos[i] = int64_t(i * 7919 % 100003) - 50000;
+        neg[i] = -pos[i];
+        real[i] = double(pos[i]) + 0.375 * double(i % 5);
+        rneg[i] = -real[i];
+      }
+      std::vector<float> a(size_t(n * heads * d)), b;
+      for (size_t i = 0; i < a.size(); ++i) a[i] = float(std::sin(double(i) * 0.37)) * 3.0f;
+      b = a;
+      REQUIRE(posenc_rope_f32(&inv, pos.data(), 0, n, a.data(), heads, heads * d, d) == POSENC_OK);
+      REQUIRE(posenc_rope_f32(&mrope, neg.data(), 0, n, b.data(), heads, heads * d, d) == POSENC_OK);
+      CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+      std::vector<uint16_t> x(a.size()), y;
+      for (size_t i = 0; i < x.size(); ++i) x[i] = uint16_t(0x3f00u + (i * 37u) % 0x200u);
+      y = x;
+      REQUIRE(posenc_rope_real_bf16(&inv, real.data(), n, x.data(), heads, heads * d, d) == POSENC_OK);
+      REQUIRE(posenc_rope_real_bf16(&mrope, rneg.data(), n, y.data(), heads, heads * d, d) == POSENC_OK);
+      CHECK(std::memcmp(x.data(), y.data(), x.size() * sizeof(uint16_t)) == 0);
+      std::vector<float> c1(size_t(n * 32)), s1(c1.size()), c2(c1.size()), s2(c1.size());
+      REQUIRE(posenc_rope_cache_real_f32(&inv, real.data(), n, c1.data(), 32, s1.data(), 32) == POSENC_OK);
+      REQUIRE(posenc_rope_cache_real_f32(&mrope, rneg.data(), n, c2.data(), 32, s2.data(), 32) == POSENC_OK);
+      CHECK(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)) == 0);
+      CHECK(std::memcmp(s1.data(), s2.data(), s1.size() * sizeof(float)) == 0);
+    });
+}

@@ -355,6 +355,26 @@ TEST_CASE("accessors and with_* setters", "[rope][cpp]") {
     CHECK(posenc::rope_scaling_of(posenc::rope_type(v)).type == posenc_rope_type(v));
 }
 
+TEST_CASE("rope::inverse is posenc_rope_inverse: a copy that owns its frequencies, the forward bytes at -p",
+          "[rope][cpp][inverse]") {
+  const posenc::rope ds = posenc::rope::deepseek_v3();
+  const posenc::rope inv = ds.inverse();
+  CHECK(inv.position_scale() == -ds.position_scale());
+  CHECK(inv.attention_scale() == ds.attention_scale());
+  CHECK(inv.c_rope().freq == inv.freq().data());  // its own storage
+  CHECK(std::equal(inv.freq().begin(), inv.freq().end(), ds.freq().begin()));
+  CHECK(inv.inverse() == ds);
+  const int64_t T = 5, D = ds.rotary_dim();
+  std::vector<int64_t> p = {0, 1, 4096, 163839, -7}, neg(p.size());
+  for (size_t i = 0; i < p.size(); ++i) neg[i] = -p[i];
+  std::vector<float> a(size_t(T * 2 * D)), b;
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 17) - 8.5f;
+  b = a;
+  inv.apply(posenc::positions(p), posenc::heads_view<float>::thd(a.data(), T, 2, D));
+  ds.apply(posenc::positions(neg), posenc::heads_view<float>::thd(b.data(), T, 2, D));
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("heads views address what the C strides address", "[rope][cpp]") {
   std::vector<float> buf(200);
   float *b = buf.data();

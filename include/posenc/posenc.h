@@ -191,6 +191,16 @@ typedef struct posenc_rope {
 /** r, POSENC_ROPE_HALVES, base 1e4, position_scale 1, no explicit frequencies, attention_scale 1, one axis. */
 posenc_rope posenc_rope_default(int64_t rotary_dim);
 
+/** The inverse rotation: *out = *rope with position_scale negated (exactly), so that every call of out turns pair
+ *  i by -p f_i where rope turns it by p f_i. Its cos and sin are the correctly rounded m cos and -m sin of the
+ *  same exact angle: out at position p gives the bytes of rope at -p, on every path and in every call (cache,
+ *  rotation, copy, q/k, multi-axis, real-valued positions). DeepSeek-V4's rotation of the attention output
+ *  (transformers' apply_rotary_pos_emb(o, cos, -sin), vLLM's inverse=True) and ggml's ROPE_BACK. The attention
+ *  scale m is kept (both runtimes negate the sin of the same cache). out may be rope; its freq and axis point
+ *  where rope's do. POSENC_ERR_NULL when either pointer is NULL (nothing written); the spec itself is checked by
+ *  the calls that use it. */
+posenc_status posenc_rope_inverse(const posenc_rope *rope, posenc_rope *out);
+
 /** HF transformers' rope_type values (modeling_rope_utils.py; docs/rope.md has each formula). */
 typedef enum posenc_rope_type {
   POSENC_ROPE_TYPE_DEFAULT = 0,

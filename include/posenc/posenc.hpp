@@ -595,6 +595,14 @@ class rope {
     t.c_.attention_scale = v;
     return t;
   }
+  /** posenc_rope_inverse: a copy that turns every pair by -p f_i where this one turns it by p f_i (the bytes of
+   *  this spec at the negated positions): DeepSeek-V4's rotation of the attention output, ggml's ROPE_BACK. */
+  rope inverse() const {
+    rope t = *this;
+    check(posenc_rope_inverse(&c_, &t.c_));
+    t.repoint();
+    return t;
+  }
   /** posenc_rope_sections: a copy whose pairs are assigned to axes from the section sizes (in pairs; unused
    *  ones 0: HF's three-entry mrope_section, or two for a vision tower) under the layout. vision, strided and
    *  per_axis also replace the frequencies by their own, from base; the other layouts keep them (a yarn or llama3

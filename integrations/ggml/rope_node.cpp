@@ -5,7 +5,8 @@
 // interleaved pairs for NORMAL and halves otherwise, the frequencies and magnitude of ggml's formulas computed
 // exactly (posenc_rope_ggml_frequencies), and for the multi modes the axis of each pair as ggml's
 // ggml_mrope_cache_init assigns it (axes: one more than the largest used; positions: ggml's slots, axis-major
-// as posenc takes them). The backward operation negates the positions.
+// as posenc takes them). The backward operation (ROPE_BACK, ggml_rope_*_back) is the inverse spec,
+// posenc_rope_inverse of the forward one, at the node's own positions: the bytes of the forward rotation by -p.
 #include "rope_node.hpp"
 
 #include <algorithm>
@@ -88,6 +89,7 @@ std::unique_ptr<FreqSet> make_set(const Record &r, const float *factors) {
   set->rope.attention_scale = m;
   set->rope.axes = r.axes;
   set->rope.axis = r.axes > 1 ? r.axis.data() : nullptr;
+  if (r.key.forward == 0) posenc_rope_inverse(&set->rope, &set->rope);  // the record's every node is backward
   return set;
 }
 
@@ -157,7 +159,7 @@ bool whole_elements(const void *base, size_t nb1, size_t nb2) {
 }
 
 // Tokens [b, e) of batch entry i3 (every head), rotated into dst; pos holds the node's positions as posenc takes
-// them (axis-major, negated for the backward direction). Out of place, the rotated window goes from a to dst in
+// them (axis-major). Out of place, the rotated window goes from a to dst in
 // one pass (posenc_rope_copy_*_part) and the elements outside it are copied; in place, the window is rotated
 // where it is (posenc_rope_*_part). Rows that posenc's calls refuse (rows that overlap partly) or cannot take
 // (strides that are not whole elements, a misaligned base) are copied whole and go one at a time through an
@@ -237,7 +239,7 @@ posenc_status run(const Node &node, int ith, int nth) {
   thread_local std::vector<int64_t> pos;
   const int32_t *pos32 = static_cast<const int32_t *>(node.b.data);
   pos.resize(size_t(node.axes * ne2));
-  for (int64_t i = 0; i < node.axes * ne2; ++i) pos[size_t(i)] = node.back ? -int64_t(pos32[i]) : int64_t(pos32[i]);
+  for (int64_t i = 0; i < node.axes * ne2; ++i) pos[size_t(i)] = int64_t(pos32[i]);
   // this thread's cos/sin rows: the tokens of its share (all of them when the share spans batch entries)
   const bool spans = g0 / ne2 != (g1 - 1) / ne2;
   const int64_t t0 = spans ? 0 : g0 % ne2, t1 = spans ? ne2 : (g1 - 1) % ne2 + 1;
@@ -345,7 +347,6 @@ Node describe(const Record &r, const FreqSet &set, const View &a, const View &b,
   node.b = b;
   node.dst = dst;
   node.axes = r.axes;
-  node.back = r.key.forward == 0;
   node.offs = offs;
   node.rotary_dim = 2 * r.pairs;
   node.copy = !(a.data == dst.data && a.nb[1] == dst.nb[1] && a.nb[2] == dst.nb[2] && a.nb[3] == dst.nb[3]);

@@ -63,7 +63,8 @@ struct Key {
 };
 static_assert(sizeof(Key) == 14 * 4, "Key has no padding");
 
-// The frequencies of a record for one freq_factors content (none: empty), and the posenc spec that uses them.
+// The frequencies of a record for one freq_factors content (none: empty), and the posenc spec that uses them (a
+// backward record's: the inverse spec, posenc_rope_inverse of the forward one).
 // ok is false when posenc cannot take the factors (0, infinite or NaN): nothing of rope is usable then.
 struct FreqSet {
   std::vector<float> factors;
@@ -108,12 +109,12 @@ struct Node {
   const FreqSet *set = nullptr;
   View a, b, dst;
   int axes = 1;
-  bool back = false, copy = false;
+  bool copy = false;
   int64_t offs = 0, rotary_dim = 0;
 };
 Node describe(const Record &r, const FreqSet &set, const View &a, const View &b, const View &dst, int64_t offs);
-// Whether every position the node rotates by is one posenc takes (|p| < 2^31 after the backward direction's
-// negation): ggml's I32 positions all are but -2^31.
+// Whether every position the node rotates by is one posenc takes (|p| < 2^31): ggml's I32 positions all are but
+// -2^31.
 bool positions_ok(const Node &node);
 // Thread ith of nth rotates its share of the tokens: [G ith / nth, G (ith + 1) / nth) of the G = ne2 ne3 tokens
 // (every head of each), each batch entry's share a part of posenc's call over that entry (the _part calls).

@@ -1,6 +1,7 @@
-// The C calls whose work is all setup (lib/setup/): posenc_rope_init, posenc_rope_sections and
-// posenc_rope_ggml_frequencies. No kernel runs: each computes a spec's frequencies, axis map or ggml's
-// parameters once, exactly (docs/rope.md), and nothing thrown crosses the ABI.
+// The C calls whose work is all setup (lib/setup/): posenc_rope_init, posenc_rope_sections,
+// posenc_rope_ggml_frequencies, and posenc_rope_inverse (a spec's negation). No kernel runs: each computes a
+// spec's frequencies, axis map or ggml's parameters once, exactly (docs/rope.md), and nothing thrown crosses
+// the ABI.
 #include <cstring>
 
 #include "abi/abi.hpp"
@@ -11,6 +12,14 @@
 extern "C" posenc_status posenc_rope_init(posenc_rope *rope, int64_t rotary_dim, double base,
                                           const posenc_rope_scaling *scaling, double *freq) {
   return posenc::detail::guarded([&] { return posenc::detail::rope_init(rope, rotary_dim, base, scaling, freq); });
+}
+
+extern "C" posenc_status posenc_rope_inverse(const posenc_rope *rope, posenc_rope *out) {
+  if (!rope || !out) return POSENC_ERR_NULL;
+  posenc_rope r = *rope;
+  r.position_scale = -r.position_scale;  // exact: the angle p (-s) f_i is -(p s f_i), whatever s is
+  *out = r;
+  return POSENC_OK;
 }
 
 extern "C" posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,

@@ -849,6 +849,14 @@ pixtral(), llama4_vision() (2 axes).)");
           },
           "position_scale"_a, "The same spec with another position_scale (its negative: the inverse rotation).")
       .def(
+          "inverse", [](const Rope &r) { return r.inverse(); },
+          R"(inverse() -> Rope
+
+posenc_rope_inverse: the spec of the inverse rotation, position_scale negated (exactly). At position p it
+writes the bytes of this spec at -p: the correctly rounded m cos and -m sin of the same angle, in every call.
+DeepSeek-V4 rotates its attention output so (transformers' apply_rotary_pos_emb(o, cos, -sin), vLLM's
+inverse=True); ggml's ROPE_BACK is the same. rope.inverse().inverse() == rope.)")
+      .def(
           "with_attention_scale",
           [](const Rope &r, double s) {
             Rope t = r.with_attention_scale(s);

@@ -191,6 +191,27 @@ def test_rope_every_layout(isa, name, fmt):
 
 
 @pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("name", ["r64_halves", "r40_explicit_odd", "r32_m3_scale-1.5"])
+def test_rope_inverse(isa, name, fmt):
+    """Rope.inverse() (posenc_rope_inverse): position_scale negated, nothing else; at p, the MPFR rotation by
+    -p f_i (the reference of the inverse spec), and the bytes of the forward spec at -p."""
+    rope = ROPES[name]
+    inv = rope.inverse()
+    assert inv.position_scale == -rope.position_scale and inv.inverse() == rope
+    assert (inv.rotary_dim, inv.pairs, inv.base, inv.attention_scale) == (
+        rope.rotary_dim, rope.pairs, rope.base, rope.attention_scale)
+    assert (inv.freq is None) == (rope.freq is None) and (inv.freq is None or (inv.freq == rope.freq).all())
+    pos = [p for p in POS if p != PAD]
+    x = data(fmt, (len(pos), 2, rope.rotary_dim + 3), 4400 + len(name))
+    y = x.copy()
+    want = R.rotate_tokens(x, pos, R.RopeRef.of(inv), fmt)
+    posenc.rope(inv, x, positions=pos)
+    assert_bits(x, want, f"{name} {fmt} inverse at p")
+    posenc.rope(rope, y, positions=[-p for p in pos])
+    assert_bits(x, y, f"{name} {fmt} inverse at p == forward at -p")
+
+
+@pytest.mark.parametrize("fmt", FMTS)
 def test_rope_qk_gqa_fused_qkv_and_k_none(isa, fmt):
     rope, ref = ROPES["r64_halves"], ref_of("r64_halves")
     d = 72
