@@ -195,8 +195,9 @@ SCHEME
                            mrope_section); not with a preset
     --sections-layout L    how the sections assign pairs to axes: chunked (default), interleaved (Qwen3-VL),
                            vision (the frequency index restarts per axis), strided (Pixtral),
-                           interleaved_4 (ggml IMROPE), alternating (ERNIE-4.5-VL: t,h,w sections) or
-                           per_axis (each axis at its own width's frequencies: Flux, Wan); '-' reads as '_'
+                           interleaved_4 (ggml IMROPE), alternating (ERNIE-4.5-VL: t,h,w sections),
+                           per_axis (each axis at its own width's frequencies: Flux, Wan) or balanced
+                           (openPangu-VL: each axis spread evenly, t,h,w or h,w sections); '-' reads as '_'
     --pairs P              halves or interleaved (does not change the cache; --show-spec shows it)
     --position-scale S     multiplies every position (default 1)
     --attention-scale M    m, overriding the scheme's

@@ -169,8 +169,8 @@ TEST_CASE("the enumerations' names: one per value, read back, '-' as '_', NULL p
   const std::vector<std::string> types = {"default",       "linear",   "dynamic",      "yarn",
                                           "llama3",        "longrope", "proportional", "ntk",
                                           "deepseek_yarn", "yarn_log", "theta_scale",  "telechat3"};
-  const std::vector<std::string> layouts = {"chunked",       "interleaved", "vision",  "strided",
-                                            "interleaved_4", "alternating", "per_axis"};
+  const std::vector<std::string> layouts = {"chunked",       "interleaved", "vision",   "strided",
+                                            "interleaved_4", "alternating", "per_axis", "balanced"};
   for (size_t v = 0; v < pairs.size(); ++v) {
     CHECK(std::string(posenc_rope_pairs_name(posenc_rope_pairs(v))) == pairs[v]);
     posenc_rope_pairs got = posenc_rope_pairs(9);

@@ -361,6 +361,62 @@ std::vector<ModelPair> vllm_ernie45_vl(const std::vector<int64_t> &mrope_section
   return out;
 }
 
+// vLLM's MRotaryEmbeddingInterleaved (openPangu-VL, rope_type "openpangu"), re-typed step by step:
+// get_mrope_interleaved_id_list(a, b, c, force_last): with force_last a -= 1; counts = {0: a, 1: b, 2: c},
+// placed all 0, rem = counts; total = a + b + c times: the candidates are the k with rem[k] > 0 and k != last
+// (all k with rem[k] > 0 if there are none), best = min(cands, key=(placed[k] / counts[k], k)) (Python's float
+// quotient, then the lower k), appended; placed[best] += 1, rem[best] -= 1, last = best; with force_last a
+// final 0. Two sections [h, w] call it as (h, w, 0), three [t, h, w] as (t, h, w, force_last=True).
+std::vector<int> vllm_mrope_interleaved_ids(int64_t a, int64_t b, int64_t c, bool force_last) {
+  if (force_last) a -= 1;
+  const int64_t counts[3] = {a, b, c};
+  int64_t placed[3] = {0, 0, 0}, rem[3] = {a, b, c};
+  std::vector<int> seq;
+  int last = -1;  // None
+  const int64_t total = a + b + c;
+  for (int64_t step = 0; step < total; ++step) {
+    std::vector<int> cands;
+    for (int k = 0; k < 3; ++k)
+      if (rem[k] > 0 && k != last) cands.push_back(k);
+    if (cands.empty())
+      for (int k = 0; k < 3; ++k)
+        if (rem[k] > 0) cands.push_back(k);
+    REQUIRE(!cands.empty());  // Python's min() of an empty list raises
+    int best = cands[0];
+    for (int k : cands) {  // min by (placed[k] / counts[k], k): the first smallest key
+      const double qk = double(placed[k]) / double(counts[k]), qb = double(placed[best]) / double(counts[best]);
+      if (qk < qb || (qk == qb && k < best)) best = k;
+    }
+    seq.push_back(best);
+    placed[best] += 1;
+    rem[best] -= 1;
+    last = best;
+  }
+  if (force_last) seq.push_back(0);
+  return seq;
+}
+
+// Then mrope_dim = ids * 2 (the list twice: r entries), and _rebuild_pos_emb takes column c of
+// cos_sin_cache[positions] (r columns: the h cos, then the h sin, base^(-2i/r)) from position row mrope_dim[c];
+// cos, sin = chunk(2) pairs cos column i with sin column h + i: both must take the same row.
+std::vector<ModelPair> vllm_openpangu(const std::vector<int64_t> &mrope_section, int64_t r) {
+  std::vector<int> ids;
+  if (mrope_section.size() == 2)
+    ids = vllm_mrope_interleaved_ids(mrope_section[0], mrope_section[1], 0, false);
+  else
+    ids = vllm_mrope_interleaved_ids(mrope_section[0], mrope_section[1], mrope_section[2], true);
+  std::vector<int> mrope_dim = ids;
+  mrope_dim.insert(mrope_dim.end(), ids.begin(), ids.end());
+  REQUIRE(int64_t(mrope_dim.size()) == r);
+  const int64_t h = r / 2;
+  std::vector<ModelPair> out;
+  for (int64_t i = 0; i < h; ++i) {
+    REQUIRE(mrope_dim[size_t(i)] == mrope_dim[size_t(i + h)]);
+    out.push_back(ModelPair{mrope_dim[size_t(i)], 2 * i, r});
+  }
+  return out;
+}
+
 // diffusers' per-axis RoPE (get_1d_rotary_pos_embed(axes_dim[a], ids[:, a], theta) for each axis, cat along
 // the last dim, repeat_interleave_real): axis a's pair k turns at theta^(-2k/d_a), the axes one after another.
 std::vector<ModelPair> diffusers_per_axis(const std::vector<int64_t> &axes_dim) {
@@ -716,6 +772,115 @@ TEST_CASE("sections: HF's interleaved layout on random sections", "[rope][axes][
   }
 }
 
+TEST_CASE("sections: openPangu-VL's balanced layout, as vLLM's MRotaryEmbeddingInterleaved assigns it",
+          "[rope][axes][models][balanced]") {
+  // The trace itself, on the lists vLLM's own tests and docstring examples give
+  auto ids = [](int64_t a, int64_t b, int64_t c, bool force_last) {
+    std::string out;
+    for (int v : vllm_mrope_interleaved_ids(a, b, c, force_last)) out += char('0' + v);
+    return out;
+  };
+  CHECK(ids(6, 5, 5, true) == "0120120120120120");
+  CHECK(ids(2, 2, 0, false) == "0101");
+  CHECK(ids(2, 3, 3, true) == "01212120");
+  // every section list up to 48 pairs: posenc's axis map is the trace's, three sections and two
+  std::vector<uint8_t> axis(64);
+  int64_t compared = 0, mismatched = 0;
+  for (int64_t sum = 1; sum <= 48; ++sum)
+    for (int64_t s0 = 0; s0 <= sum; ++s0)
+      for (int64_t s1 = 0; s0 + s1 <= sum; ++s1) {
+        const int64_t s2 = sum - s0 - s1;
+        posenc_rope r = posenc_rope_default(2 * sum);
+        const int64_t s[4] = {s0, s1, s2, 0};
+        if (s2 > 0 && s0 == 0) {  // three sections with no temporal one: refused (vLLM would invent one T slot)
+          CHECK(posenc_rope_sections(&r, s, POSENC_SECTIONS_BALANCED, axis.data(), nullptr) == POSENC_ERR_INVALID);
+          continue;
+        }
+        REQUIRE(posenc_rope_sections(&r, s, POSENC_SECTIONS_BALANCED, axis.data(), nullptr) == POSENC_OK);
+        const std::vector<ModelPair> model =
+            s2 > 0 ? vllm_openpangu({s0, s1, s2}, 2 * sum) : vllm_openpangu({s0, s1}, 2 * sum);
+        CHECK(r.axes == (s2 > 0 ? 3 : 2));
+        CHECK(r.freq == nullptr);
+        ++compared;
+        bool same = true;
+        for (int64_t i = 0; i < sum; ++i) same = same && int(axis[size_t(i)]) == model[size_t(i)].axis;
+        if (!same) {
+          ++mismatched;
+          if (mismatched <= 5) FAIL_CHECK("sections " << s0 << "," << s1 << "," << s2 << " differ from vLLM's ids");
+        }
+      }
+  INFO(mismatched << " of " << compared << " section lists differ");
+  CHECK(mismatched == 0);
+  CHECK(compared > 18000);
+
+  // end to end, MPFR rotations on every path and format: a head_dim 128 model, a partial rotary dim, the
+  // two-section form (position rows 0 and 1), random lists
+  const std::vector<int64_t> pos3 = vl_positions(8, 200, 3), pos2 = vl_positions(9, 200, 2);
+  {
+    posenc_rope r = posenc_rope_default(128);
+    r.base = 1e6;
+    const int64_t s[4] = {22, 21, 21, 0};
+    check_model("openPangu-VL-like [22, 21, 21]", r, s, POSENC_SECTIONS_BALANCED, vllm_openpangu({22, 21, 21}, 128),
+                pos3, 200, 3);
+  }
+  {
+    posenc_rope r = posenc_rope_default(64);
+    r.pairs = POSENC_ROPE_INTERLEAVED;
+    const int64_t s[4] = {12, 10, 10, 0};
+    check_model("balanced [12, 10, 10] GPT-J pairs", r, s, POSENC_SECTIONS_BALANCED, vllm_openpangu({12, 10, 10}, 64),
+                pos3, 200, 3);
+  }
+  {
+    posenc_rope r = posenc_rope_default(80);
+    const int64_t s[4] = {24, 16, 0, 0};
+    check_model("balanced two sections [24, 16]", r, s, POSENC_SECTIONS_BALANCED, vllm_openpangu({24, 16}, 80), pos2,
+                200, 2);
+  }
+  uint64_t seed = 7077;
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t h = 2 + int64_t(splitmix(seed) % 60);
+    const bool three = trial % 3 != 2;
+    const int64_t s0 = 1 + int64_t(splitmix(seed) % uint64_t(h - 1));
+    const int64_t s1 = three ? int64_t(splitmix(seed) % uint64_t(h - s0)) : h - s0;
+    const int64_t s[4] = {s0, s1, three ? h - s0 - s1 : 0, 0};
+    if (three && s[2] == 0) continue;
+    posenc_rope r = posenc_rope_default(2 * h);
+    r.base = 5e5;
+    const int axes = three ? 3 : 2;
+    check_model("balanced h " + std::to_string(h) + " sections " + std::to_string(s[0]) + "," + std::to_string(s[1]) +
+                    "," + std::to_string(s[2]),
+                r, s, POSENC_SECTIONS_BALANCED,
+                three ? vllm_openpangu({s[0], s[1], s[2]}, 2 * h) : vllm_openpangu({s[0], s[1]}, 2 * h),
+                vl_positions(seed, 30, axes), 30, axes);
+  }
+  {  // a sum below r/2 repeats the sectors, as every layout does: vLLM's list for the sum, again and again
+    posenc_rope r = posenc_rope_default(100);
+    const int64_t s[4] = {4, 3, 3, 0};
+    std::vector<ModelPair> model;
+    const std::vector<ModelPair> one = vllm_openpangu({4, 3, 3}, 20);
+    for (int64_t i = 0; i < 50; ++i) model.push_back(ModelPair{one[size_t(i % 10)].axis, 2 * i, 100});
+    check_model("balanced [4, 3, 3] repeated over 50 pairs", r, s, POSENC_SECTIONS_BALANCED, model, pos3, 200, 3);
+  }
+  {  // the C++ wrapper's rope_layout::balanced is the same call
+    const posenc::rope w =
+        posenc::rope(posenc_rope_default(128)).with_sections({22, 21, 21, 0}, posenc::rope_layout::balanced);
+    const std::vector<ModelPair> model = vllm_openpangu({22, 21, 21}, 128);
+    REQUIRE(w.axis().size() == 64);
+    for (size_t i = 0; i < 64; ++i) CHECK(int(w.axis()[i]) == model[i].axis);
+  }
+  {  // refused, nothing written: a fourth section, three sections without a temporal one
+    std::vector<uint8_t> ax(64, 0xAB);
+    posenc_rope r = posenc_rope_default(128);
+    const posenc_rope before = r;
+    const int64_t fourth[4] = {21, 21, 21, 1}, no_t[4] = {0, 32, 32, 0};
+    CHECK(posenc_rope_sections(&r, fourth, POSENC_SECTIONS_BALANCED, ax.data(), nullptr) == POSENC_ERR_INVALID);
+    CHECK(posenc_rope_sections(&r, no_t, POSENC_SECTIONS_BALANCED, ax.data(), nullptr) == POSENC_ERR_INVALID);
+    CHECK(posenc_rope_sections(&r, no_t, POSENC_SECTIONS_BALANCED, nullptr, nullptr) == POSENC_ERR_NULL);
+    CHECK(std::memcmp(&r, &before, sizeof r) == 0);
+    CHECK(ax == std::vector<uint8_t>(64, 0xAB));
+  }
+}
+
 TEST_CASE("sections: bad arguments return their status and write nothing", "[rope][axes][bad]") {
   const int64_t ok[4] = {16, 24, 24, 0};
   std::vector<uint8_t> axis(64, 0xAB);
@@ -733,7 +898,9 @@ TEST_CASE("sections: bad arguments return their status and write nothing", "[rop
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_VISION, axis.data(), nullptr) == POSENC_ERR_NULL);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_STRIDED, axis.data(), nullptr) == POSENC_ERR_NULL);
   untouched();
-  CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(7), axis.data(), freq.data()) == POSENC_ERR_INVALID);
+  int past_layouts = 0;  // the first value past the layouts
+  while (posenc_rope_layout_name(posenc_rope_layout(past_layouts))) ++past_layouts;
+  CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(past_layouts), axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_PER_AXIS, axis.data(), nullptr) == POSENC_ERR_NULL);
   const int64_t uneven[4] = {20, 22, 20, 0},
                 fourth[4] = {19, 22, 22, 1};  // sums 62 and 64  // ALTERNATING: h == w, 3 axes
@@ -885,6 +1052,12 @@ const std::vector<AxesGolden> &axes_goldens() {
       {"Pixtral (complex pairs) qk f16, m 1.369",
        golden_rope(64, POSENC_ROPE_INTERLEAVED, 1e4, pixtral(64), 2, true, 1.369), false, Format::kF16, 70,
        vl_positions(4, 70, 2), "ed1a488eb9c3b0843f178bf556c13239d50239cf70605876d90d5cedc948a347"},
+      {"openPangu-VL balanced qk bf16, mixed runs",
+       golden_rope(128, POSENC_ROPE_HALVES, 1e6, vllm_openpangu({22, 21, 21}, 128), 3, false), false, Format::kBF16, 70,
+       vl_positions(10, 70, 3), "db133c9ecd892ec505f8533462af44c7a1df76121be21b148a49e7542de448f5"},
+      {"balanced two sections cache", golden_rope(80, POSENC_ROPE_HALVES, 1e4, vllm_openpangu({24, 16}, 80), 2, false),
+       true, Format::kF32, 60, vl_positions(11, 60, 2),
+       "e703e792ab38bcc6989969a73cad6fa794d16e5112c87a83ab87c6333bb9b94a"},
   };
   return g;
 }

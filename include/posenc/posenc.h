@@ -424,21 +424,31 @@ typedef enum posenc_rope_layout {
   POSENC_SECTIONS_ALTERNATING = 5,   /**< sectors j < 2*s1 alternate axis 1 (even j) and axis 2 (odd j), s1 == s2;
                                          the s0 after them on axis 0: ERNIE-4.5-VL (vLLM's
                                          Ernie4_5_VLRotaryEmbedding; its mrope_section [h, w, t] is [t, h, w] here) */
-  POSENC_SECTIONS_PER_AXIS = 6       /**< chunked, and each section rotates at its own width's frequencies: for
+  POSENC_SECTIONS_PER_AXIS = 6,      /**< chunked, and each section rotates at its own width's frequencies: for
                                          sector j in section a, f_i = base^(-k/s_a), k = j - c_a (an axis of
                                          2 s_a dimensions, theta^(-2k/d_a)): Flux, Wan, HunyuanVideo,
                                          CogVideoX, Qwen-Image (diffusers' per-axis get_1d_rotary_pos_embed) */
+  POSENC_SECTIONS_BALANCED = 7       /**< each axis spread evenly over the sectors: openPangu-VL (vLLM's
+                                         MRotaryEmbeddingInterleaved, rope_type "openpangu"). Three sections
+                                         (s2 > 0; s0 >= 1): the last sector S-1 is axis 0, and sectors 0 .. S-2
+                                         take s0-1, s1, s2 of axes 0, 1, 2; two sections (s2 == 0): sectors
+                                         0 .. S-1 take s0, s1 of axes 0, 1 (vLLM's position rows 0 and 1). Each
+                                         sector in turn goes to the axis with sectors left that has placed the
+                                         smallest share placed_a / count_a of its count so far, never the axis of
+                                         the sector before while another has sectors left, ties to the lower
+                                         axis: [6, 5, 5] is 0 1 2 0 1 2 ... 0 1 2 0. s3 == 0 */
 } posenc_rope_layout;
 
 /** Sets rope->axes and rope->axis = axis_out (r/2 entries written) from sections[0..3] (pairs; unused ones 0).
- *  A is 3 for INTERLEAVED and ALTERNATING, 4 for INTERLEAVED_4, and otherwise one more than the index of the
+ *  A is 3 for INTERLEAVED and ALTERNATING, 4 for INTERLEAVED_4, 3 for BALANCED with three sections and 2 with
+ *  two, and otherwise one more than the index of the
  *  last non-zero section. VISION, STRIDED and PER_AXIS also write the r/2 frequencies into freq_out (each the double
  * nearest the real value of base^(-e) for rope->base, as posenc_rope_init writes them) and set rope->freq = freq_out;
  *  the other layouts keep rope->freq (base^(-2i/r), or explicit frequencies from posenc_rope_init) and need no
  *  freq_out. Every other field of *rope is kept. NULL for a NULL rope, sections or axis_out (or freq_out where
  *  it is written); INVALID for an invalid rotary_dim (or base, where frequencies are written), an unknown
  *  layout, a negative section, a sum of 0 or past r/2 (ALTERNATING: also s1 != s2 or s3 != 0; PER_AXIS: lcm(s_a) past
- * 2^40). Nothing is written on error. */
+ * 2^40; BALANCED: s3 != 0, or s0 == 0 with s2 > 0). Nothing is written on error. */
 posenc_status posenc_rope_sections(posenc_rope *rope, const int64_t sections[4], posenc_rope_layout layout,
                                    uint8_t *axis_out, double *freq_out);
 
@@ -485,8 +495,8 @@ posenc_status posenc_rope_qk_real_f16(const posenc_rope *rope, const double *pos
  * The one spelling of each value that the `posenc` tool, the Python binding and the docs use: pairs "halves",
  * "interleaved"; rope types "default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional",
  * "ntk", "deepseek_yarn", "yarn_log", "theta_scale", "telechat3"; layouts "chunked", "interleaved", "vision",
- * "strided", "interleaved_4", "alternating", "per_axis". The name functions return NULL outside the enum (so
- * a loop from 0 to the first NULL visits every value); the from_name functions read '-' as '_' and return
+ * "strided", "interleaved_4", "alternating", "per_axis", "balanced". The name functions return NULL outside the enum
+ * (so a loop from 0 to the first NULL visits every value); the from_name functions read '-' as '_' and return
  * POSENC_ERR_NULL for a NULL argument, POSENC_ERR_INVALID (nothing written) for a name that is not one. */
 const char *posenc_rope_pairs_name(posenc_rope_pairs pairs);
 const char *posenc_rope_type_name(posenc_rope_type type);

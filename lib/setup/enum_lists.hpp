@@ -33,4 +33,5 @@
   X(STRIDED, strided)              \
   X(INTERLEAVED_4, interleaved_4)  \
   X(ALTERNATING, alternating)      \
-  X(PER_AXIS, per_axis)
+  X(PER_AXIS, per_axis)            \
+  X(BALANCED, balanced)

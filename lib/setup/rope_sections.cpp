@@ -16,6 +16,7 @@ namespace detail {
 namespace {
 
 constexpr int kSections = 4;
+using i128 = __int128;
 
 // Sector j (pair i mod the sections' sum) of the chunked layouts: its section a and its index k in it.
 struct Place {
@@ -36,6 +37,31 @@ int interleaved(const int64_t *sec, int64_t j, bool fourth) {
   if (j % 3 == 2 && j < 3 * sec[2]) return 2;
   if (!fourth || (j % 3 == 0 && j < 3 * sec[0])) return 0;
   return 3;
+}
+
+// openPangu-VL (vLLM's MRotaryEmbeddingInterleaved): the axes of sectors 0 .. sum-1. Three sections keep the
+// last sector for axis 0; each other sector goes to the axis, among those with sectors left and not the
+// previous sector's (unless it alone has some left), whose share placed/count is the smallest, the lower axis
+// on a tie. The shares are compared exactly, p_a c_b < p_b c_a (vLLM's float quotients of small integers
+// order the same way: equal fractions give equal quotients, different ones different quotients).
+void balanced(const int64_t *sec, int64_t sum, uint8_t *out) {
+  const bool three = sec[2] > 0;
+  const int64_t count[3] = {sec[0] - (three ? 1 : 0), sec[1], sec[2]};
+  int64_t placed[3] = {0, 0, 0};
+  const int64_t free_sectors = three ? sum - 1 : sum;
+  int last = -1;
+  for (int64_t j = 0; j < free_sectors; ++j) {
+    int best = -1;
+    for (int relaxed = 0; relaxed < 2 && best < 0; ++relaxed)
+      for (int a = 0; a < 3; ++a) {
+        if (placed[a] == count[a] || (a == last && !relaxed)) continue;
+        if (best < 0 || i128(placed[a]) * count[best] < i128(placed[best]) * count[a]) best = a;
+      }
+    out[j] = uint8_t(best);
+    ++placed[best];
+    last = best;
+  }
+  if (three) out[sum - 1] = 0;
 }
 
 }  // namespace
@@ -63,8 +89,11 @@ posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layo
   if (sum == 0 || sum > h) return POSENC_ERR_INVALID;
   if (layout == POSENC_SECTIONS_ALTERNATING && (sections[1] != sections[2] || sections[3] != 0))
     return POSENC_ERR_INVALID;
+  if (layout == POSENC_SECTIONS_BALANCED && (sections[3] != 0 || (sections[2] > 0 && sections[0] == 0)))
+    return POSENC_ERR_INVALID;
   int axes = last + 1;
   if (layout == POSENC_SECTIONS_INTERLEAVED || layout == POSENC_SECTIONS_ALTERNATING) axes = 3;
+  if (layout == POSENC_SECTIONS_BALANCED) axes = sections[2] > 0 ? 3 : 2;
   if (layout == POSENC_SECTIONS_INTERLEAVED_4) axes = 4;
   if (frequencies && !(rope->base > 0.0 && std::isfinite(rope->base))) return POSENC_ERR_INVALID;
 
@@ -97,7 +126,11 @@ posenc_status rope_sections(posenc_rope *rope, const int64_t *sections, int layo
     const posenc_status st = rope_powers(2 * den, rope->base, h, PowerIndex{index, &ctx}, freq_out);
     if (st != POSENC_OK) return st;
   }
-  for (int64_t i = 0; i < h; ++i) {
+  if (layout == POSENC_SECTIONS_BALANCED) {
+    balanced(sections, sum, axis_out);
+    for (int64_t i = sum; i < h; ++i) axis_out[i] = axis_out[i - sum];
+  }
+  for (int64_t i = 0; i < h && layout != POSENC_SECTIONS_BALANCED; ++i) {
     const int64_t j = i % sum;
     int a;
     if (layout == POSENC_SECTIONS_INTERLEAVED || layout == POSENC_SECTIONS_INTERLEAVED_4)

@@ -41,6 +41,7 @@ class RopeLayout(IntEnum):
     INTERLEAVED_4: int
     ALTERNATING: int
     PER_AXIS: int
+    BALANCED: int
 
 class Isa(IntEnum):
     SCALAR: int

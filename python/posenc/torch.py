@@ -20,6 +20,8 @@ Modules (each documented below; docs/python.md has an example per module):
                                                .apply_rotary(q, k, ids) exact
   HunYuanDenseV1RotaryEmbedding(config) (= HunYuanMoEV1RotaryEmbedding)   HunYuan's NTK-alpha dynamic RoPE
   Ernie4_5_VLMoeTextRotaryEmbedding(config)    ERNIE-4.5-VL's text 3-D RoPE: cos, sin [b, s, head_dim] float32
+  OpenPanguVLTextRotaryEmbedding(config)       openPangu-VL's M-RoPE (vLLM's rope_type "openpangu", balanced):
+                                               cos, sin [b, s, rotary_dim]
   (docs/python.md, "Use it inside transformers": the line that swaps each model family's module)
 Functions: table, rows, add, embed, rope_cache, apply_rotary (in place, differentiable: its backward is the
 inverse rotation; multi-axis position ids too), apply_rotary_vision, rotate_half / apply_rotary_pos_emb /
@@ -49,7 +51,7 @@ __all__ = [
     "embed", "rope_cache", "apply_rotary", "rotate_half", "apply_rotary_pos_emb", "rope_from_config", "make_positions",
     "Qwen2VLRotaryEmbedding", "Qwen2_5_VLRotaryEmbedding", "Qwen3VLTextRotaryEmbedding", "VisionRotaryEmbedding",
     "Qwen2_5_VisionRotaryEmbedding", "Qwen3VLVisionRotaryEmbedding", "apply_multimodal_rotary_pos_emb",
-    "apply_rotary_pos_emb_vision", "apply_rotary_vision",
+    "apply_rotary_pos_emb_vision", "apply_rotary_vision", "OpenPanguVLTextRotaryEmbedding",
 ]
 
 SpecLike = Union[Spec, int]
@@ -1163,7 +1165,7 @@ class _MultiAxisRotary(RotaryEmbedding):
 
     def __init__(self, config: Any, device: Optional[torch.device] = None):
         text = _text_config(config)
-        super().__init__(_mrope_config(text, self._default_theta), device)
+        super().__init__(self._module_config(config), device)
         self.mrope_section = self._section_of(_scaling(text).get("mrope_section"))
         self._multi: Optional[Tuple[Rope, Rope]] = None
 
@@ -1297,6 +1299,76 @@ class Qwen3VLTextRotaryEmbedding(_MultiAxisRotary):
         if self.rope_type in ("dynamic", "longrope"):
             self._update(pos)
         return apply_rotary(q, k, pos, self.multi_rope, unsqueeze_dim=unsqueeze_dim)
+
+
+class OpenPanguVLTextRotaryEmbedding(_MultiAxisRotary):
+    """openPangu-VL's text M-RoPE as vLLM computes it (``MRotaryEmbeddingInterleaved``, which vLLM's ``get_rope``
+    builds for ``rope_type`` "openpangu"; transformers has no such class), exact:
+    ``OpenPanguVLTextRotaryEmbedding(config, device=None)`` with the text config (rope_scaling or
+    rope_parameters; rope_theta default 1e4, vLLM's; partial_rotary_factor narrows the rotary dim). The dict must
+    have ``rope_type`` "openpangu", ``mrope_section`` of two sizes [h, w] or three [t, h, w] summing to
+    rotary_dim / 2 and a true ``mrope_interleaved``, as vLLM requires; anything else is a ValueError naming it.
+    The frequencies are the default ones; pair i turns by the position row vLLM's
+    ``get_mrope_interleaved_id_list`` gives it (posenc's "balanced" layout: three sizes keep the last pair for t,
+    two take rows 0 and 1). ``forward(x, position_ids)`` with position_ids [3, batch, seq] (vLLM's rows; [batch,
+    seq] text ids are expanded) returns ``(cos, sin)`` [batch, seq, rotary_dim] in x.dtype, each pair's value
+    twice (the halves layout of vLLM's cos / sin chunks), for the ordinary ``apply_rotary_pos_emb``;
+    ``apply_rotary(q, k, position_ids)`` rotates in place, fused (autograd)."""
+
+    _default_theta = 10000.0
+
+    def __init__(self, config: Any, device: Optional[torch.device] = None):
+        super().__init__(config, device)
+        self.multi_rope  # the sections checked now, not at the first call
+
+    def _module_config(self, config: Any) -> Any:
+        rs = _scaling(_text_config(config))
+        kind = rs.get("rope_type", rs.get("type"))
+        if kind != "openpangu":
+            raise ValueError("rope_type %r: OpenPanguVLTextRotaryEmbedding reads vLLM's rope_type 'openpangu' "
+                             "(MRotaryEmbeddingInterleaved)" % (kind,))
+        if rs.get("mrope_section") is None or not rs.get("mrope_interleaved"):
+            raise ValueError("rope_type 'openpangu' needs mrope_section and a true mrope_interleaved (vLLM's "
+                             "get_rope refuses it otherwise); got mrope_section %r, mrope_interleaved %r"
+                             % (rs.get("mrope_section"), rs.get("mrope_interleaved")))
+        unknown = sorted(k for k in rs if k not in _EVERY)
+        if unknown:
+            raise ValueError("rope_type 'openpangu': keys MRotaryEmbeddingInterleaved does not read: %s"
+                             % ", ".join(unknown))
+        out = _mrope_config(_text_config(config), self._default_theta)
+        key = "rope_parameters" if "rope_parameters" in out else "rope_scaling"
+        out[key] = dict(out[key], rope_type="default")
+        out[key].pop("type", None)
+        return out
+
+    def _section_of(self, section: Any) -> Optional[list]:
+        section = [int(s) for s in section]
+        if len(section) not in (2, 3) or min(section) < 0:
+            raise ValueError("mrope_section %s: two or three non-negative sizes (vLLM's MRotaryEmbeddingInterleaved)"
+                             % (section,))
+        if len(section) == 3 and (section[0] == 0 or section[2] == 0):
+            raise ValueError("mrope_section %s: three sizes [t, h, w] need t > 0 and w > 0 in posenc's balanced "
+                             "layout (vLLM would invent a t pair, or read w == 0 apart from two sizes)" % (section,))
+        return section
+
+    def _sectioned(self, rope: Rope) -> Rope:
+        h = rope.rotary_dim // 2
+        if sum(self.mrope_section) != h:
+            raise ValueError("mrope_section %s: the sum must equal rotary_dim / 2 = %d (vLLM's check)"
+                             % (self.mrope_section, h))
+        return _p.rope_sections(rope, self.mrope_section, "balanced")
+
+    def _rows(self, position_ids: Tensor) -> Tensor:
+        return _mrope_positions(position_ids)[:self.multi_rope.axes]
+
+    def forward(self, x: Tensor, position_ids: Tensor) -> Tuple[Tensor, Tensor]:
+        """(cos, sin) [batch, seq, rotary_dim] in x.dtype for position_ids [3, batch, seq] (or [batch, seq])."""
+        return _hf_cos_sin(self.multi_rope, self._rows(position_ids), x)
+
+    def apply_rotary(self, q: Tensor, k: Optional[Tensor], position_ids: Tensor,
+                     unsqueeze_dim: int = 1) -> Tuple[Tensor, Optional[Tensor]]:
+        """q and k rotated in place, fused: apply_rotary_pos_emb with forward's cos/sin, exact, rounded once."""
+        return apply_rotary(q, k, self._rows(position_ids), self.multi_rope, unsqueeze_dim=unsqueeze_dim)
 
 
 def apply_multimodal_rotary_pos_emb(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, mrope_section: list,

@@ -113,6 +113,13 @@ Rope rope_sections(const Rope &r, py::handle sections_obj, py::handle layout_obj
   std::array<int64_t, 4> s = {0, 0, 0, 0};
   size_t k = 0;
   for (py::handle x : py::iter(a.attr("ravel")())) s[k++] = x.cast<int64_t>();
+  // vLLM's three-size mrope_section [t, h, 0] keeps the last pair for t (force_last); balanced reads s2 == 0
+  // as the two-size form [h, w]: not the same map, so refused rather than read as the other
+  if (layout == POSENC_SECTIONS_BALANCED && k == 3 && s[2] == 0)
+    throw py::value_error(
+        "sections: [t, h, 0] with layout 'balanced': vLLM reads three sizes with the last pair "
+        "on t (force_last), posenc reads s2 == 0 as the two sizes [h, w]; [t, h, 0] has no "
+        "posenc spelling");
   Rope out = r.with_sections(s, posenc::rope_layout(layout));  // posenc::error: the C status
   validate(out);
   return out;
@@ -242,7 +249,8 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
       posenc_rope_type_name, {{"su", POSENC_ROPE_TYPE_LONGROPE},  // Phi-3's older name of longrope
                               {"deepseek_llama_scaling", POSENC_ROPE_TYPE_DEEPSEEK_YARN},
                               {"telechat3_yarn", POSENC_ROPE_TYPE_TELECHAT3},  // vLLM's "telechat3-yarn" ('-' as '_')
-                              {"xdrope", POSENC_ROPE_TYPE_DYNAMIC}});
+                              {"xdrope", POSENC_ROPE_TYPE_DYNAMIC},
+                              {"openpangu", POSENC_ROPE_TYPE_DEFAULT}});  // vLLM's openPangu-VL M-RoPE
   // Grok's "yarn" and "yarn_linear" are one branch of Grok1ScalingRotaryEmbedding: vLLM's DeepSeek blend of
   // the interpolated and extrapolated frequencies (the same correction range and mask, extrapolation_factor
   // included), whose mscale the class leaves out of its cache: deepseek_yarn with attention 1 (below)
@@ -256,6 +264,14 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
                           " is not a Grok scheme posenc has (yarn_log, yarn, yarn_linear, theta_scale)");
   const bool xdrope = std::string(py::str(type_name)) == "xdrope";
   if (xdrope && !d.contains("alpha")) throw py::value_error("scaling: xdrope needs 'alpha' (vLLM's XDRotaryEmbedding)");
+  // vLLM's get_rope builds MRotaryEmbeddingInterleaved for "openpangu" only with an mrope_section and a true
+  // mrope_interleaved (a ValueError otherwise); its frequencies are the default ones
+  const bool openpangu = std::string(py::str(type_name)) == "openpangu";
+  if (openpangu && (!d.contains("mrope_section") || d["mrope_section"].is_none() || !d.contains("mrope_interleaved") ||
+                    !py::bool_(d["mrope_interleaved"])))
+    throw py::value_error(
+        "scaling: openpangu needs 'mrope_section' and a true 'mrope_interleaved' (vLLM's get_rope; the caller "
+        "applies mrope_section with rope_sections(rope, mrope_section, 'balanced'))");
   // every extra_method takes the class's keyword arguments, whichever scheme computes it
   check_keys(d, grok ? POSENC_ROPE_TYPE_YARN_LOG : s.type, std::string(py::str(type_name)));
   int64_t max_positions = max_pos.is_none() ? get<int64_t>(d, "max_position_embeddings", 0) : max_pos.cast<int64_t>();
@@ -946,7 +962,8 @@ legacy "type": default, linear, dynamic, yarn, llama3, longrope (or "su"), propo
 deepseek_yarn (or deepseek_llama_scaling), grok1 (with extra_method yarn_log, theta_scale, or yarn and
 yarn_linear: deepseek_yarn's frequencies with attention 1; yarn_log and theta_scale also by those names; the
 dict's max_position_embeddings is Grok's original length), telechat3 (or telechat3-yarn), xdrope (dynamic alpha;
-the caller applies xdrope_section): docs/rope.md; factor,
+the caller applies xdrope_section), openpangu (default frequencies; needs mrope_section and a true
+mrope_interleaved, which the caller applies with rope_sections(rope, mrope_section, "balanced")): docs/rope.md; factor,
 original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, truncate (default True),
 low_freq_factor, high_freq_factor, short_factor, long_factor, attention_factor, dynamic's "alpha" (vLLM's
 NTK alpha of HunYuan: base * alpha^(r/(r-2)), factor and lengths then unread), and for proportional
@@ -974,11 +991,16 @@ below r/2 repeats, ggml's rule). layout (a posenc.RopeLayout or its name):
                   (its mrope_section [h, w, t] is sections [t, h, w])
   "per_axis"      chunked, section a at its own width's frequencies base^(-k/s_a): Flux, Wan, HunyuanVideo,
                   CogVideoX, Qwen-Image (diffusers' get_1d_rotary_pos_embed per axis)
-A is 3 for interleaved and alternating, 4 for interleaved_4, else one more than the last non-zero section.
+  "balanced"      each axis spread evenly, the least-placed share first, never twice running while another is
+                  left, ties to the lower axis; three sizes [t, h, w] keep the last pair for t, two [h, w] take
+                  position rows 0 and 1: openPangu-VL (vLLM's MRotaryEmbeddingInterleaved, its mrope_section)
+A is 3 for interleaved and alternating, 4 for interleaved_4, 3 for balanced with three sizes and 2 with two,
+else one more than the last non-zero section.
 "vision", "strided" and "per_axis" replace the frequencies (each the double nearest the real value, from
 rope.base); the others keep rope's (a scaled spec keeps its scaled frequencies). Every other field is kept.
 posenc.InvalidArgument for a negative section, a sum of 0 or past r/2, an unknown layout value, alternating's
-s1 != s2 or a fourth section, per_axis's lcm of the sections past 2^40.)");
+s1 != s2 or a fourth section, per_axis's lcm of the sections past 2^40, balanced's fourth section or three
+sizes without t; ValueError for balanced's [t, h, 0] (vLLM's three sizes, which posenc would read as two).)");
   m.def("_repeat_rope_qk", &repeat_rope_qk, "rope"_a, "q"_a, "k"_a, "positions"_a, "heads_first"_a, "repeat"_a,
         "Benchmark helper: seconds per posenc_rope_qk_* call, the call repeated without Python in between "
         "(batch 1). Rotates q and k repeat + 1 times.");

@@ -320,7 +320,7 @@ class RopeRef:
 
 # ---- multi-axis RoPE -------------------------------------------------------------------------------------------
 
-CHUNKED, INTERLEAVED, VISION, STRIDED, INTERLEAVED_4, ALTERNATING, PER_AXIS = range(7)
+CHUNKED, INTERLEAVED, VISION, STRIDED, INTERLEAVED_4, ALTERNATING, PER_AXIS, BALANCED = range(8)
 
 
 def section_map(layout, sections, h):
@@ -333,10 +333,14 @@ def section_map(layout, sections, h):
     starts = [sum(s[:a]) for a in range(4)]
     if layout in (INTERLEAVED, ALTERNATING):
         axes = 3
+    elif layout == BALANCED:
+        axes = 3 if s[2] > 0 else 2
     elif layout == INTERLEAVED_4:
         axes = 4
     else:
         axes = max(a for a in range(4) if s[a] > 0) + 1
+    if layout == BALANCED:
+        sectors = balanced_sectors(s, total)
     axis, expo = [], []
     for i in range(h):
         j = i % total
@@ -348,6 +352,8 @@ def section_map(layout, sections, h):
                  else 0 if j % 3 == 0 and j < 3 * s[0] else 3)
         elif layout == ALTERNATING:  # h w h w .. over 2 s1 sectors, then axis 0
             a = (1 + j % 2) if j < 2 * s[1] else 0
+        elif layout == BALANCED:
+            a = sectors[j]
         else:
             a = chunk
         axis.append(a)
@@ -359,6 +365,25 @@ def section_map(layout, sections, h):
         elif layout == PER_AXIS:  # base^(-k / s_a): the section's own width
             expo.append((k, s[chunk]))
     return axes, axis, (expo if layout in (VISION, STRIDED, PER_AXIS) else None)
+
+
+def balanced_sectors(s, total):
+    """docs/api.md's BALANCED row: three sections (s2 > 0) keep sector S - 1 for axis 0 and share out s0 - 1, s1,
+    s2 over the others, two share out s0, s1; in turn, the axis with sectors left of the smallest share
+    placed / count (as exact fractions), not the previous sector's while another has some left, the lower on a
+    tie."""
+    from fractions import Fraction
+    three = s[2] > 0
+    count = [s[0] - 1, s[1], s[2]] if three else [s[0], s[1], 0]
+    placed, out, prev = [0, 0, 0], [], None
+    for _ in range(sum(count)):
+        left = [a for a in range(3) if placed[a] < count[a]]
+        pool = [a for a in left if a != prev] or left
+        a = min(pool, key=lambda a: (Fraction(placed[a], count[a]), a))
+        out.append(a)
+        placed[a] += 1
+        prev = a
+    return out + [0] if three else out
 
 
 def power(base, num, den):

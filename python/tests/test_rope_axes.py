@@ -17,7 +17,7 @@ from test_rope_api import FMTS, data
 K = 2 ** 31
 PAD = posenc.PAD
 S = posenc.Status
-LAYOUTS = ["chunked", "interleaved", "vision", "strided", "interleaved_4", "alternating", "per_axis"]
+LAYOUTS = ["chunked", "interleaved", "vision", "strided", "interleaved_4", "alternating", "per_axis", "balanced"]
 
 
 def vl_positions(seed, n, axes):
@@ -151,6 +151,10 @@ def test_rope_sections_every_layout_random_sections(layout):
         if layout == "alternating":  # height and width alike, three axes: [t, h, h] with 2 h + t <= r/2
             hw = int(rng.integers(0, h // 2 + 1))
             s = [int(rng.integers(0 if hw else 1, h - 2 * hw + 1)), hw, hw]
+        if layout == "balanced":  # [t, h, w] with t >= 1, or two sizes [h, w]; no fourth
+            t = int(rng.integers(1, h + 1))
+            hh = int(rng.integers(0, h - t + 1))
+            s = [t, hh, h - t - hh] if h - t - hh > 0 else [t, hh]
         base = float(rng.choice([1e4, 5e5, 1e6, 1.5]))
         rope = posenc.Rope(2 * h, rng.choice(["halves", "interleaved"]), base=base, attention_scale=0.75)
         sectioned(rope, s, layout)
@@ -185,6 +189,10 @@ AXES_ROPES = {
     "imrope 4 axes r24 explicit": lambda: posenc.rope_sections(
         posenc.Rope(24, freq=R.odd_frequencies(12, 4)), [2, 3, 3, 1], "interleaved_4"),
     "hand map 3 axes, sum below h": lambda: posenc.Rope(20, base=5e5, axes=3, axis=[2, 0, 1, 1, 0, 2, 2, 0, 1, 0]),
+    "openpangu balanced r64 m1.25": lambda: posenc.rope_sections(posenc.Rope(64, base=1e6, attention_scale=1.25),
+                                                                 [12, 10, 10], "balanced"),
+    "balanced two sizes r40 interleaved pairs": lambda: posenc.rope_sections(posenc.Rope(40, "interleaved"), [12, 8],
+                                                                             "balanced"),
 }
 _REFS = {}
 
@@ -318,7 +326,8 @@ def test_axis_argument_errors_of_the_binding():
 @pytest.mark.parametrize("sections,layout,status", [
     ([16, -1, 24], "chunked", S.ERR_INVALID), ([0, 0, 0], "chunked", S.ERR_INVALID),
     ([16, 24, 25], "chunked", S.ERR_INVALID), ([], "interleaved", S.ERR_INVALID),
-    ([16, 24, 24], 7, S.ERR_INVALID), ([16, 24, 24], -1, S.ERR_INVALID)])
+    ([16, 24, 24], len(LAYOUTS), S.ERR_INVALID), ([16, 24, 24], -1, S.ERR_INVALID),
+    ([21, 21, 21, 1], "balanced", S.ERR_INVALID), ([0, 32, 32], "balanced", S.ERR_INVALID)])
 def test_rope_sections_statuses(sections, layout, status):
     raises_status(status, lambda: posenc.rope_sections(posenc.Rope(128), sections, layout))
 

@@ -1,8 +1,9 @@
-"""posenc.rope_init's vLLM schemes and rope_sections' ERNIE-4.5-VL layout, against vLLM's code re-typed in real
-arithmetic (gmpy2 at 400 bits), read at vLLM main (2026-11) under vllm/model_executor/layers/rotary_embedding/:
-vLLM's ntk_scaling_rope.py, vLLM's deepseek_scaling_rope.py, vLLM's grok1_scaling_rope.py,
-vLLM's telechat3_scaling_rope.py, vLLM's xdrope.py, vLLM's phi3_long_rope_scaled_rope.py,
-vLLM's ernie45_vl_rope.py. The dicts are those get_rope (or Grok's model, which passes its rope_scaling to
+"""posenc.rope_init's vLLM schemes and rope_sections' ERNIE-4.5-VL and openPangu-VL layouts, against vLLM's
+code re-typed in real arithmetic (gmpy2 at 400 bits), read at vLLM main (2026-11) under
+vllm/model_executor/layers/rotary_embedding/: vLLM's ntk_scaling_rope.py, vLLM's deepseek_scaling_rope.py,
+vLLM's grok1_scaling_rope.py, vLLM's telechat3_scaling_rope.py, vLLM's xdrope.py,
+vLLM's phi3_long_rope_scaled_rope.py, vLLM's ernie45_vl_rope.py, vLLM's mrope_interleaved.py (openPangu-VL's
+MRotaryEmbeddingInterleaved). The dicts are those get_rope (or Grok's model, which passes its rope_scaling to
 Grok1ScalingRotaryEmbedding) reads."""
 import math
 
@@ -11,6 +12,7 @@ import pytest
 
 import posenc
 import mpfr_ref as R
+from test_rope_api import data
 from mpfr_ref import gmpy2, mpfr
 
 
@@ -252,3 +254,92 @@ def test_ernie45_vl_alternating_layout():
     assert q.tobytes() == want_q.tobytes() and k.tobytes() == want_k.tobytes()
     with pytest.raises(posenc.InvalidArgument):
         posenc.rope_sections(base, [20, 22, 20], "alternating")  # h != w
+
+
+def get_mrope_interleaved_id_list(a, b, c, force_last=False):
+    """MRotaryEmbeddingInterleaved.get_mrope_interleaved_id_list, re-typed: with force_last one unit of a is
+    kept for the end; each step takes, among the modalities with some left and not the last one taken (all
+    with some left if none), the min of (placed / count, k), a float quotient as vLLM's."""
+    if force_last:
+        a -= 1
+    counts = {0: a, 1: b, 2: c}
+    placed = {k: 0 for k in counts}
+    rem = counts.copy()
+    seq = []
+    last = None
+    for _ in range(a + b + c):
+        cands = [k for k in rem if rem[k] > 0 and k != last]
+        if not cands:
+            cands = [k for k in rem if rem[k] > 0]
+        best = min(cands, key=lambda k: (placed[k] / counts[k], k))
+        seq.append(best)
+        placed[best] += 1
+        rem[best] -= 1
+        last = best
+    if force_last:
+        seq.append(0)
+    return seq
+
+
+def vllm_openpangu_axis(mrope_section, h):
+    """MRotaryEmbeddingInterleaved.__init__ and _rebuild_pos_emb: the id list of two sizes (h, w, 0) or three
+    (t, h, w, force_last=True), mrope_dim = ids * 2, column c of cos_sin_cache[positions] (the h cos then the
+    h sin) from position row mrope_dim[c]: pair i's cos and sin columns must share a row."""
+    if len(mrope_section) == 2:
+        ids = get_mrope_interleaved_id_list(mrope_section[0], mrope_section[1], 0)
+    else:
+        ids = get_mrope_interleaved_id_list(*mrope_section, force_last=True)
+    mrope_dim = ids * 2
+    assert len(mrope_dim) == 2 * h
+    assert mrope_dim[:h] == mrope_dim[h:]
+    return mrope_dim[:h]
+
+
+def test_openpangu_balanced_layout_is_vllms_placement():
+    """Every mrope_section of vLLM's two forms up to 40 pairs: rope_sections(..., "balanced") is vLLM's map."""
+    assert get_mrope_interleaved_id_list(6, 5, 5, force_last=True) == [0, 1, 2] * 5 + [0]
+    assert get_mrope_interleaved_id_list(2, 2, 0) == [0, 1, 0, 1]
+    assert get_mrope_interleaved_id_list(2, 3, 3, force_last=True) == [0, 1, 2, 1, 2, 1, 2, 0]
+    differ = []
+    for h in range(1, 41):
+        one = posenc.Rope(2 * h)
+        for t in range(0, h + 1):
+            for hh in range(0, h - t + 1):
+                w = h - t - hh
+                forms = [[t, hh]] if w == 0 else []
+                if w > 0 and t > 0:
+                    forms.append([t, hh, w])
+                for section in forms:
+                    rope = posenc.rope_sections(one, section, "balanced")
+                    if list(rope.axis) != vllm_openpangu_axis(section, h) or rope.axes != len(section):
+                        differ.append(section)
+    assert differ == [], f"{len(differ)} sections differ, first {differ[:5]}"
+
+
+def test_openpangu_rope_init_and_rotation():
+    """get_rope's "openpangu" branch: default frequencies (rope_theta), mrope_section and a true
+    mrope_interleaved required; q and k rotated by posenc on the balanced map equal the exact rotation."""
+    scaling = {"rope_type": "openpangu", "mrope_section": [22, 21, 21], "mrope_interleaved": True}
+    base = posenc.rope_init(128, 1e6, scaling)
+    assert base == posenc.rope_init(128, 1e6)
+    rope = posenc.rope_sections(base, scaling["mrope_section"], "balanced")
+    axis = vllm_openpangu_axis([22, 21, 21], 64)
+    assert rope.axes == 3 and list(rope.axis) == axis
+    ref = R.AxesRef(R.RopeRef.of(base), 3, axis)
+    rng = np.random.default_rng(77)
+    T = 12
+    pos = np.stack([np.arange(T), rng.integers(0, 40, T), rng.integers(0, 40, T)]).astype(np.int64)
+    for n, fmt in enumerate(("f32", "bf16", "f16")):
+        q, k = data(fmt, (T, 4, 128), 10 + n), data(fmt, (T, 2, 128), 20 + n)
+        want_q, want_k = R.rotate_tokens_axes(q, pos, ref, fmt), R.rotate_tokens_axes(k, pos, ref, fmt)
+        posenc.rope_qk(rope, q, k, positions=pos)
+        assert q.tobytes() == want_q.tobytes() and k.tobytes() == want_k.tobytes(), fmt
+    for bad in ({"rope_type": "openpangu", "mrope_section": [22, 21, 21]},
+                {"rope_type": "openpangu", "mrope_section": [22, 21, 21], "mrope_interleaved": False},
+                {"rope_type": "openpangu", "mrope_interleaved": True}):
+        with pytest.raises(ValueError, match="openpangu needs 'mrope_section' and a true 'mrope_interleaved'"):
+            posenc.rope_init(128, 1e6, bad)
+    with pytest.raises(ValueError, match=r"\[t, h, 0\] with layout 'balanced'"):
+        posenc.rope_sections(base, [22, 42, 0], "balanced")
+    with pytest.raises(posenc.InvalidArgument):
+        posenc.rope_sections(base, [0, 32, 32], "balanced")  # three sizes without t: refused

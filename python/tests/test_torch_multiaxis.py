@@ -713,3 +713,59 @@ def test_upstream_member_rope_init_fn():
     inv, scale = llama.rope_init_fn(llama.config, torch.device("cpu"))
     assert_bits(inv, llama.inv_freq, "llama3")
     assert scale == llama.attention_scaling == 1.0
+
+
+def openpangu_config(section, v5=False, **extra):
+    """An openPangu-VL-like text config (head 128, rope_theta 1e6) with vLLM's rope_type "openpangu"."""
+    rs = {"rope_type": "openpangu", "mrope_section": section, "mrope_interleaved": True, **extra}
+    c = {"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128, "max_position_embeddings": 32768}
+    if v5:
+        c["rope_parameters"] = dict(rs, rope_theta=1e6)
+    else:
+        c.update(rope_theta=1e6, rope_scaling=rs)
+    return c
+
+
+@pytest.mark.parametrize("section,v5", [([22, 21, 21], False), ([24, 20, 20], True), ([40, 24], False)])
+def test_openpangu_rotary_is_vllms_map_exact(section, v5):
+    """OpenPanguVLTextRotaryEmbedding: vLLM's map (test_rope_vllm's re-typed get_mrope_interleaved_id_list),
+    cos / sin the correctly rounded values on vLLM's position rows (two sizes: rows 0 and 1), the fused apply
+    the exact rotation rounded once."""
+    from test_rope_vllm import vllm_openpangu_axis
+    new = pt.OpenPanguVLTextRotaryEmbedding(openpangu_config(section, v5))
+    A = len(section)
+    axis = vllm_openpangu_axis(section, 64)
+    assert new.multi_rope.axes == A and new.multi_rope.axis.tolist() == axis
+    assert new.rope.base == 1e6 and new.rope.freq is None
+    ref = R.AxesRef(R.RopeRef(128, 1e6), A, axis)
+    pos = mrope_positions(8, 2, 30)
+    cos, sin = new(torch.zeros(1), pos)
+    assert cos.shape == (2, 30, 128)
+    want = ref.cache(pos[:A].reshape(A, -1).numpy())
+    for half in (slice(0, 64), slice(64, 128)):
+        assert_bits(cos[..., half].reshape(-1, 64), want[:, :64], f"{section} cos")
+        assert_bits(sin[..., half].reshape(-1, 64), want[:, 64:], f"{section} sin")
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        q = torch.randn(2, 4, 30, 128, generator=torch.Generator().manual_seed(3)).to(dtype)
+        k = torch.randn(2, 2, 30, 128, generator=torch.Generator().manual_seed(4)).to(dtype)
+        wq, wk = exact_rotated(q, ref, pos[:A], True), exact_rotated(k, ref, pos[:A], True)
+        rq, rk = new.apply_rotary(q, k, pos)
+        assert rq is q and rk is k
+        assert_bits(q, wq, f"{section} q {dtype}")
+        assert_bits(k, wk, f"{section} k {dtype}")
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(rope_type="default"), "reads vLLM's rope_type 'openpangu'"),
+    (dict(mrope_interleaved=False), "needs mrope_section and a true mrope_interleaved"),
+    (dict(mrope_section=None), "needs mrope_section and a true mrope_interleaved"),
+    (dict(factor=2.0), "keys MRotaryEmbeddingInterleaved does not read: factor"),
+    (dict(mrope_section=[22, 21, 20]), r"the sum must equal rotary_dim / 2 = 64"),
+    (dict(mrope_section=[22, 42, 0]), r"three sizes \[t, h, w\] need t > 0 and w > 0"),
+    (dict(mrope_section=[0, 32, 32]), r"three sizes \[t, h, w\] need t > 0 and w > 0"),
+    (dict(mrope_section=[16, 16, 16, 16]), "two or three non-negative sizes")])
+def test_openpangu_rotary_refuses_what_it_does_not_read(change, match):
+    c = openpangu_config([22, 21, 21])
+    c["rope_scaling"] = {k: v for k, v in dict(c["rope_scaling"], **change).items() if v is not None}
+    with pytest.raises(ValueError, match=match):
+        pt.OpenPanguVLTextRotaryEmbedding(c)
