@@ -20,6 +20,7 @@ Modules (each documented below; docs/python.md has an example per module):
                                                .apply_rotary(q, k, ids) exact
   HunYuanDenseV1RotaryEmbedding(config) (= HunYuanMoEV1RotaryEmbedding)   HunYuan's NTK-alpha dynamic RoPE
   Ernie4_5_VLMoeTextRotaryEmbedding(config)    ERNIE-4.5-VL's text 3-D RoPE: cos, sin [b, s, head_dim] float32
+  DeepseekV4RotaryEmbedding(config)            DeepSeek-V4's "main" / "compress" RoPE: cos, sin [b, s, r / 2]
   (docs/python.md, "Use it inside transformers": the line that swaps each model family's module)
 Functions: table, rows, add, embed, rope_cache, apply_rotary (in place, differentiable: its backward is the
 inverse rotation; multi-axis position ids too), apply_rotary_vision, rotate_half / apply_rotary_pos_emb /
