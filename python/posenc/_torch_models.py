@@ -1,7 +1,7 @@
-"""posenc.torch's drop-ins for the rotary modules that transformers' HunYuan and ERNIE-4.5-VL models define
-for themselves (transformers 5.12.1's modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py and
-modeling_ernie4_5_vl_moe.py): the same constructor, forward, buffers and attributes, exact values. Imported
-into posenc.torch; use them from there."""
+"""posenc.torch's drop-ins for the rotary modules that transformers' HunYuan, ERNIE-4.5-VL and DeepSeek-V4 models
+define for themselves (transformers 5.12.1's modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py,
+modeling_ernie4_5_vl_moe.py and modeling_deepseek_v4.py): the same constructor, forward, buffers and
+attributes, exact values. Imported into posenc.torch; use them from there."""
 from __future__ import annotations
 
 import sys
@@ -12,11 +12,13 @@ from torch import Tensor
 
 from . import _posenc as _p
 from ._posenc import Rope
-from .torch import (RotaryEmbedding, _float_table, _get, _head_dim_or, _inv_freq, _is_v5, _mrope_positions,
-                    _rope_dict, _rope_type, apply_rotary)
+from .torch import (RotaryEmbedding, _DSV4_LABELS, _dsv4_view, _float_table, _get, _head_dim_or, _init_rope,
+                    _inv_freq, _is_v5, _mrope_positions, _resolve, _rope_dict, _rope_type, _rotary_positions,
+                    apply_rotary)
 
 
-__all__ = ["HunYuanDenseV1RotaryEmbedding", "HunYuanMoEV1RotaryEmbedding", "Ernie4_5_VLMoeTextRotaryEmbedding"]
+__all__ = ["HunYuanDenseV1RotaryEmbedding", "HunYuanMoEV1RotaryEmbedding", "Ernie4_5_VLMoeTextRotaryEmbedding",
+           "DeepseekV4RotaryEmbedding"]
 
 
 class HunYuanDenseV1RotaryEmbedding(RotaryEmbedding):
@@ -205,6 +207,97 @@ class Ernie4_5_VLMoeTextRotaryEmbedding(torch.nn.Module):
         """q and k rotated in place, fused: upstream's apply_rotary_pos_emb with the exact cos/sin, rounded once
         in q's dtype (upstream rounds its float32 result to q's dtype)."""
         return apply_rotary(q, k, _mrope_positions(position_ids), self._rope, unsqueeze_dim=unsqueeze_dim)
+
+
+class DeepseekV4RotaryEmbedding(RotaryEmbedding):
+    """transformers' DeepseekV4RotaryEmbedding (5.12.1's modeling_deepseek_v4.py), exact:
+    ``DeepseekV4RotaryEmbedding(config)`` with a DeepseekV4Config (or its config.json as a dict, read as the
+    config class reads it: rope_parameters {"main": default RoPE at rope_theta, "compress": rope_scaling's yarn
+    at compress_rope_theta, attention_factor 1}, partial_rotary_factor qk_rope_head_dim / head_dim).
+    ``forward(x, position_ids, layer_type)`` with layer_type "main" (the sliding-window layers) or "compress"
+    (the compressed CSA / HCA layers, their compressors and the indexer) returns ``(cos, sin)``, each
+    ``[batch, seq, rotary_dim / 2]`` in x.dtype on x.device: one value per GPT-J pair, no ``cat(freqs, freqs)``
+    (upstream's apply_rotary_pos_emb repeat-interleaves them and rotates the trailing rotary_dim channels of a
+    head), times the attention scaling, each the correctly rounded value of the exact angle. Buffers and
+    attributes as upstream: ``main_inv_freq``, ``main_original_inv_freq``, ``compress_inv_freq``,
+    ``compress_original_inv_freq`` (non-persistent: the state_dict is empty), ``{label}_attention_scaling``,
+    ``rope_type`` (a dict), ``layer_types`` (the labels), ``max_seq_len_cached``, ``original_max_seq_len``,
+    ``config``. ``apply_rotary(x, position_ids, layer_type, unsqueeze_dim=1, inverse=False)`` rotates the trailing
+    rotary_dim channels of x in place, GPT-J pairs, fused (upstream's apply_rotary_pos_emb with these cos/sin,
+    rounded once); inverse=True is upstream's ``apply_rotary_pos_emb(out, cos, -sin)`` on the attention
+    output."""
+
+    def __init__(self, config: Any):
+        super().__init__(config)
+        if list(self._states) != [lt for lt in _DSV4_LABELS if lt in self._states] or not self._states:
+            raise ValueError("DeepseekV4RotaryEmbedding: rope_parameters keyed by 'main' / 'compress' (a "
+                             "DeepseekV4Config); this config gives %s" % sorted(map(str, self._states)))
+        self.layer_types = list(self._states)
+        self._gptj: dict = {}
+
+    @staticmethod
+    def compute_default_rope_parameters(config: Any = None, device: Optional[torch.device] = None,
+                                        seq_len: Optional[int] = None,
+                                        layer_type: Optional[str] = None) -> Tuple[Tensor, float]:
+        """Upstream's static method: ``(inv_freq, 1.0)`` for a label's default RoPE,
+        ``rope_theta^(-2i / dim)`` with ``dim = int(head_dim * partial_rotary_factor)`` of
+        ``config.rope_parameters[layer_type]``, each the float32 nearest the real frequency, on ``device``."""
+        if config is None or layer_type is None:
+            raise TypeError("compute_default_rope_parameters: a config and a layer_type ('main' / 'compress')")
+        plan = _resolve(_dsv4_view(config), layer_type)
+        if plan["rope_type"] != "default":
+            raise ValueError("compute_default_rope_parameters: rope_parameters[%r] is %r, not 'default'"
+                             % (layer_type, plan["rope_type"]))
+        return _float_table(_inv_freq(_init_rope(plan)), device), 1.0
+
+    def rope_for(self, layer_type: Optional[str] = None) -> Rope:
+        """The posenc.Rope of a label, GPT-J pairs (the pairing of V4's heads)."""
+        rope = self._state(layer_type).rope
+        cached = self._gptj.get(layer_type)
+        if cached is None or cached[0] is not rope:
+            cached = self._gptj[layer_type] = (rope, rope.with_pairs("interleaved"))
+        return cached[1]
+
+    def forward(self, x: Tensor, position_ids: Tensor, layer_type: Optional[str] = None) -> Tuple[Tensor, Tensor]:
+        """(cos, sin) [batch, seq, rotary_dim / 2] in x.dtype on x.device for position_ids [batch, seq]."""
+        state = self._state(layer_type)
+        pos = _rotary_positions(position_ids)
+        self._update(pos, layer_type)
+        h = state.rope.rotary_dim // 2
+        shape = (*pos.shape, h)
+        if x.is_meta or pos.is_meta:
+            return torch.empty(shape, dtype=x.dtype, device="meta"), torch.empty(shape, dtype=x.dtype, device="meta")
+        if pos.is_floating_point():  # fractional positions: double-precision angles (RotaryEmbedding's path)
+            from .torch import _real_cos_sin
+            cos, sin = _real_cos_sin(state.rope, pos, x)
+            return cos[..., :h], sin[..., :h]
+        flat = pos.reshape(-1)
+        cos = torch.empty(flat.numel(), h)
+        sin = torch.empty(flat.numel(), h)
+        _p.rope_cache(state.rope, positions=flat, out=(cos, sin))
+        cos, sin = cos.view(shape), sin.view(shape)
+        if x.dtype != torch.float32 or x.device.type != "cpu":
+            cos, sin = cos.to(device=x.device, dtype=x.dtype), sin.to(device=x.device, dtype=x.dtype)
+        return cos, sin
+
+    def apply_rotary(self, x: Tensor, position_ids: Tensor, layer_type: Optional[str] = None,  # type: ignore[override]
+                     unsqueeze_dim: int = 1, inverse: bool = False) -> Tensor:
+        """The trailing rotary_dim channels of x ([batch, heads, seq, head_dim] with unsqueeze_dim=1, or
+        [batch, seq, heads, head_dim] with 2) rotated in place by GPT-J pairs (inverse: by the opposite angles),
+        fused; returns x. Differentiable (autograd: the inverse rotation)."""
+        state = self._state(layer_type)
+        pos = _rotary_positions(position_ids)
+        self._update(pos, layer_type)
+        if pos.is_floating_point():
+            raise TypeError("DeepseekV4RotaryEmbedding.apply_rotary: integer position ids (forward takes others)")
+        rope = self.rope_for(layer_type)
+        if inverse:
+            rope = rope.with_position_scale(-rope.position_scale)
+        r = rope.rotary_dim
+        if x.size(-1) < r:
+            raise ValueError("x: head_dim %d is narrower than the rotary width %d" % (x.size(-1), r))
+        apply_rotary(x[..., x.size(-1) - r:], None, pos, rope, unsqueeze_dim=unsqueeze_dim)
+        return x
 
 
 # posenc.torch's ``from ._torch_models import *`` takes the names above; they join its __all__ here.

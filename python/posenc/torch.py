@@ -22,6 +22,7 @@ Modules (each documented below; docs/python.md has an example per module):
   Ernie4_5_VLMoeTextRotaryEmbedding(config)    ERNIE-4.5-VL's text 3-D RoPE: cos, sin [b, s, head_dim] float32
   OpenPanguVLTextRotaryEmbedding(config)       openPangu-VL's M-RoPE (vLLM's rope_type "openpangu", balanced):
                                                cos, sin [b, s, rotary_dim]
+  DeepseekV4RotaryEmbedding(config)            DeepSeek-V4's "main" / "compress" RoPE: cos, sin [b, s, r / 2]
   (docs/python.md, "Use it inside transformers": the line that swaps each model family's module)
 Functions: table, rows, add, embed, rope_cache, apply_rotary (in place, differentiable: its backward is the
 inverse rotation; multi-axis position ids too), apply_rotary_vision, rotate_half / apply_rotary_pos_emb /
@@ -437,12 +438,59 @@ def _is_v5(config: Any) -> bool:
     return _get(config, "rope_parameters") is not None
 
 
+_DSV4_LABELS = ("main", "compress")
+
+
+def _is_dsv4(config: Any) -> bool:
+    """DeepSeek-V4's config (transformers 5.12.1's DeepseekV4Config, or its config.json as a dict): RoPE
+    parameters keyed by the labels "main" / "compress", not by layer type."""
+    labels = _get(config, "_rope_type_labels")
+    return _get(config, "model_type") == "deepseek_v4" or (labels is not None and tuple(labels) == _DSV4_LABELS)
+
+
+def _dsv4_view(config: Any) -> Any:
+    """A DeepSeek-V4 config as DeepseekV4Config.__post_init__ leaves it (transformers 5.12.1's
+    configuration_deepseek_v4.py): rope_parameters {"main": default RoPE at rope_theta, "compress": the
+    config's rope_scaling / flat rope_parameters at compress_rope_theta, yarn with attention_factor 1 unless
+    given}, both with partial_rotary_factor = qk_rope_head_dim / head_dim (default 64 / 512). A config already
+    nested (a DeepseekV4Config object) is returned as it is; anything else too."""
+    if not _is_dsv4(config):
+        return config
+    rp = _get(config, "rope_parameters")
+    if isinstance(rp, Mapping) and isinstance(rp.get("main"), Mapping) and isinstance(rp.get("compress"), Mapping):
+        return config
+    d = dict(config) if isinstance(config, Mapping) else dict(vars(config))
+    head_dim = int(d.get("head_dim") or 512)
+    prf = d.get("partial_rotary_factor")
+    if prf is None:
+        qk = d.get("qk_rope_head_dim")
+        prf = qk / head_dim if qk is not None else 64 / 512
+    flat = dict(rp) if isinstance(rp, Mapping) else dict(d.get("rope_scaling") or {})
+    flat = {k: v for k, v in flat.items() if k not in _DSV4_LABELS}
+    if "type" in flat and "rope_type" not in flat:  # transformers' rope_scaling -> rope_parameters conversion
+        flat["rope_type"] = flat["type"]
+    main = {"rope_type": "default", "rope_theta": d.get("rope_theta", 10000.0), "partial_rotary_factor": prf}
+    compress = dict(flat, rope_theta=d.get("compress_rope_theta", 160000.0), partial_rotary_factor=prf)
+    compress.setdefault("rope_type", "default")
+    if compress["rope_type"] == "yarn":
+        compress.setdefault("attention_factor", 1.0)
+    d.pop("rope_scaling", None)
+    d.update(rope_parameters={"main": main, "compress": compress}, partial_rotary_factor=prf, head_dim=head_dim,
+             _rope_type_labels=_DSV4_LABELS)
+    return d
+
+
 def _layer_types(config: Any) -> Optional[list]:
     """The per-layer-type RoPE parameters' keys, as v5's standardize_rope_params finds them (a config's
-    _rope_type_labels, else its layer_types), or None when rope_parameters is one global dict."""
+    _rope_type_labels, else its layer_types), or None when rope_parameters is one global dict. DeepSeek-V4's
+    labels "main" / "compress": its rotary takes the keys whose values are dicts (the config's standardisation
+    leaves rope_type / rope_theta beside them)."""
+    config = _dsv4_view(config)
     rp = _rope_dict(config, "rope_parameters")
     if not rp:
         return None
+    if _is_dsv4(config):
+        return [k for k in _DSV4_LABELS if isinstance(rp.get(k), Mapping)]
     labels = _get(config, "_rope_type_labels") or _get(config, "layer_types")
     if labels is not None and set(rp) <= set(labels):
         return sorted(set(labels))
@@ -540,6 +588,8 @@ def _resolve(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
     base, the scaling dict for posenc.rope_init (factor and original length resolved), max_position_embeddings
     and the longrope switch length."""
     per_layer = False
+    config = _dsv4_view(config)
+    dsv4 = _is_dsv4(config)
     if layer_type is not None and _is_v5(config):
         config, per_layer = _layer_config(config, layer_type)
     max_pos = _get(config, "max_position_embeddings")
@@ -630,6 +680,10 @@ def _resolve(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
         key = "global_head_dim" if layer_type == "full_attention" and not per_layer else "head_dim"
         scaling["partial_rotary_factor"] = 1.0 if prf is None else float(prf)
         rotary_dim = _head_dim_or(config, key, "rope_type 'proportional'")
+    elif dsv4:
+        # DeepSeek-V4: head_dim is the whole 512-wide head and qk_rope_head_dim (a runtime attribute of its config)
+        # the rotary part; transformers' init functions take int(head_dim * partial_rotary_factor)
+        rotary_dim = int(_head_dim_or(config, "head_dim", "DeepSeek-V4's RoPE") * (1.0 if prf is None else prf))
     else:
         rotary_dim = int(_head_dim(config) * (1.0 if prf is None else prf))
     return {"format": "v5" if _is_v5(config) else "v4", "rope_type": kind, "rotary_dim": rotary_dim,
@@ -642,14 +696,53 @@ def _init_rope(plan: Dict[str, Any], seq_len: Optional[int] = None, pairs: str =
                         seq_len=seq_len)
 
 
-def rope_from_config(config: Any, seq_len: Optional[int] = None, pairs: str = "halves",
-                     layer_type: Optional[str] = None) -> Rope:
+_PAIR_KEYS = {None: "rope_interleave", "attention": "rope_interleave", "indexer": "indexer_rope_interleave"}
+
+
+def _config_pairs(config: Any, pairs: Optional[str], module: Optional[str]) -> str:
+    """The pairing of a config's RoPE for posenc's core API: the caller's pairs, checked against the config's own
+    switch where it has one (rope_interleave of DeepSeek-V2/V3 and GLM-5's MLA, indexer_rope_interleave of the
+    DSA indexer: true = GPT-J pairs (2i, 2i + 1), false = halves, as vLLM reads them); DeepSeek-V4's pairs are
+    GPT-J's always. A switch that is not a bool, or pairs that contradict it, raise ValueError naming the key."""
+    if module not in _PAIR_KEYS:
+        raise ValueError("module %r: one of None / 'attention' (the attention's RoPE) or 'indexer' (the DSA "
+                         "indexer's, GLM-5 / DeepSeek-V3.2)" % (module,))
+    key = _PAIR_KEYS[module]
+    if _is_dsv4(config):
+        want: Optional[str] = "interleaved"  # transformers' and vLLM's V4: GPT-J pairs on the trailing dims
+        where = "DeepSeek-V4's RoPE (GPT-J pairs in transformers' and vLLM's code)"
+    else:
+        flag = _get(config, key)
+        if module == "indexer" and flag is None and _get(config, "index_head_dim") is None:
+            raise ValueError("module 'indexer': this config has no DSA indexer (no indexer_rope_interleave, no "
+                             "index_head_dim)")
+        if flag is not None and not isinstance(flag, bool):
+            raise ValueError("%s: %r is not a bool (true: GPT-J pairs, false: halves)" % (key, flag))
+        # an indexer without the key rotates halves (transformers' GLM-5 indexer always, vLLM's default false)
+        want = None if flag is None and module != "indexer" else ("interleaved" if flag else "halves")
+        where = "the config's %s = %s" % (key, "absent" if flag is None else str(flag).lower())
+    if pairs is None:
+        return want or "halves"
+    given = pairs if isinstance(pairs, str) else str(getattr(pairs, "name", pairs)).lower()
+    if want is not None and given != want:
+        raise ValueError("pairs=%r contradicts %s, which asks for %r pairs" % (pairs, where, want))
+    return pairs
+
+
+def rope_from_config(config: Any, seq_len: Optional[int] = None, pairs: Optional[str] = None,
+                     layer_type: Optional[str] = None, module: Optional[str] = None) -> Rope:
     """The posenc.Rope of an HF model config (a dict or an object with attributes), of one layer type for v5's
-    per-layer-type rope_parameters (Gemma 3), for the current seq_len of the dynamic and longrope types. A
-    config with rope_parameters is read as transformers v5 reads it, one with rope_scaling (or neither) as v4.57
-    does (docs/python.md, "Conformance"). Each frequency and the attention factor are the correctly rounded values
-    of HF's formulas (posenc.rope_init)."""
-    return _init_rope(_resolve(config, layer_type), seq_len, pairs)
+    per-layer-type rope_parameters (Gemma 3; DeepSeek-V4's "main" / "compress"), for the current seq_len of the
+    dynamic and longrope types. A config with rope_parameters is read as transformers v5 reads it, one with
+    rope_scaling (or neither) as v4.57 does (docs/python.md, "Conformance"). Each frequency and the attention
+    factor are the correctly rounded values of HF's formulas (posenc.rope_init).
+
+    pairs: None takes them from the config: rope_interleave (DeepSeek-V2/V3, GLM-5's MLA) true gives GPT-J
+    pairs ("interleaved"), false or absent halves; module="indexer" reads indexer_rope_interleave instead (the DSA
+    indexer of GLM-5 / DeepSeek-V3.2; absent: halves); DeepSeek-V4 is GPT-J's. Explicit pairs that contradict the
+    config's switch raise ValueError naming it (docs/python.md, "Which runtime's convention")."""
+    config = _dsv4_view(config)
+    return _init_rope(_resolve(config, layer_type), seq_len, _config_pairs(config, pairs, module))
 
 
 class _RopeState:
@@ -772,7 +865,7 @@ class RotaryEmbedding(nn.Module):
         else:
             self.layer_types = types
             self.rope_type = {}
-            outer = _rope_dict(config, "rope_parameters")
+            outer = _rope_dict(_dsv4_view(config), "rope_parameters")
             for lt in types:
                 if outer.get(lt) is None:
                     continue  # as HF's Gemma3RotaryEmbedding: no rotary for that layer type

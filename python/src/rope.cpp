@@ -172,8 +172,12 @@ const std::vector<TypeKeys> &type_keys() {
       {POSENC_ROPE_TYPE_PROPORTIONAL, {"factor", "partial_rotary_factor"}, {}},
       // vLLM's schemes, as get_rope (and Grok's Grok1ScalingRotaryEmbedding(**rope_scaling)) pass the keys
       {POSENC_ROPE_TYPE_NTK, {"factor", "mixed_b"}, {}},
+      // DeepSeek-V4's dict in vLLM's deepseek_v4.py adds rope_dim (the rotary width, checked against rotary_dim)
+      // and is_deepseek_v4 (the rotary of V4's heads: GPT-J pairs on the trailing rope_dim channels, which the
+      // caller's pairs and head view give)
       {POSENC_ROPE_TYPE_DEEPSEEK_YARN,
-       {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "extrapolation_factor", "attn_factor"},
+       {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "extrapolation_factor", "attn_factor",
+        "rope_dim", "is_deepseek_v4"},
        {}},
       // Grok: attn_factor is taken and not applied (its mscale is left out of the cache); theta_scale takes the
       // YaRN keys and reads none of them
@@ -316,10 +320,22 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
     s.attn_factor = get<double>(d, "attn_factor", 0.0);
     if (d.contains("attn_factor") && !(s.attn_factor > 0.0))
       throw py::value_error("scaling['attn_factor']: a positive number");
-    if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN && d.contains("mscale") && s.mscale == 0.0)
-      throw py::value_error(
-          "scaling['mscale']: 0 is not a scheme posenc has for deepseek_yarn (its scaling reads "
-          "0 as vLLM's default 1)");
+    // vLLM's yarn_get_mscale(f, m) = 0.1 m ln f + 1 makes an explicit mscale 0 a numerator of 1 (DeepSeek-V4's
+    // dict sets mscale 0 and mscale_all_dim 0: magnitude attn_factor). posenc_rope_scaling reads mscale 0 as
+    // "unset", vLLM's default 1, so the ratio 1 / 1 is passed as two equal mscales; 1 / (0.1 m2 ln f + 1) has no
+    // form in the struct (no checkpoint ships it) and is refused by name.
+    if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN && d.contains("mscale") && s.mscale == 0.0) {
+      if (s.mscale_all_dim != 0.0)
+        throw py::value_error(
+            "scaling['mscale'] = 0 with scaling['mscale_all_dim'] = " + std::to_string(s.mscale_all_dim) +
+            ": vLLM's magnitude 1 / (0.1 mscale_all_dim ln factor + 1) has no form in posenc's deepseek_yarn "
+            "(its mscale 0 means vLLM's default 1); mscale 0 is read with mscale_all_dim 0 only");
+      s.mscale = s.mscale_all_dim = 1.0;  // 1 / 1, exactly vLLM's 1 / 1
+    }
+    if (s.type == POSENC_ROPE_TYPE_DEEPSEEK_YARN && d.contains("rope_dim") && !d["rope_dim"].is_none() &&
+        get<int64_t>(d, "rope_dim", 0) != rotary_dim)
+      throw py::value_error("scaling['rope_dim'] = " + std::to_string(get<int64_t>(d, "rope_dim", 0)) +
+                            ": vLLM rotates rope_dim channels, and rotary_dim is " + std::to_string(rotary_dim));
   }
   if (s.type == POSENC_ROPE_TYPE_LONGROPE) {
     s.short_mscale = get<double>(d, "short_mscale", 0.0);

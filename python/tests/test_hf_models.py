@@ -151,8 +151,52 @@ def _hunyuan_moe():
     return HunYuanMoEV1ForCausalLM(c)
 
 
+def _glm5():
+    from transformers import GlmMoeDsaConfig, GlmMoeDsaForCausalLM
+    c = GlmMoeDsaConfig(**_small(num_key_value_heads=4, q_lora_rank=64, kv_lora_rank=32, qk_rope_head_dim=32,
+                                 qk_nope_head_dim=32, v_head_dim=32, n_routed_experts=4, num_experts_per_tok=2,
+                                 moe_intermediate_size=64, first_k_dense_replace=1, index_head_dim=64, index_n_heads=2,
+                                 index_topk=16, max_position_embeddings=202752, rope_interleave=True,
+                                 indexer_rope_interleave=True,
+                                 rope_parameters={"rope_type": "default", "rope_theta": 1e6}))
+    return GlmMoeDsaForCausalLM(c)
+
+
+DSV4_YARN = {"type": "yarn", "factor": 16.0, "original_max_position_embeddings": 65536, "beta_fast": 32,
+             "beta_slow": 1}
+
+
+def _deepseek_v4():
+    from transformers import DeepseekV4Config, DeepseekV4ForCausalLM
+    kw = _small(num_hidden_layers=3, head_dim=64, partial_rotary_factor=0.5, q_lora_rank=64,
+                                  o_groups=2, o_lora_rank=32, index_n_heads=2, index_head_dim=32, index_topk=8,
+                                  sliding_window=16, n_routed_experts=4, num_experts_per_tok=2,
+                                  moe_intermediate_size=64, hc_mult=2, num_key_value_heads=1,
+                                  layer_types=["sliding_attention", "compressed_sparse_attention",
+                                               "heavily_compressed_attention"],
+                                  compress_rates={"compressed_sparse_attention": 4,
+                                                  "heavily_compressed_attention": 8},
+                                  mlp_layer_types=["hash_moe", "moe", "moe"], rope_theta=10000.0,
+                                  compress_rope_theta=160000.0, max_position_embeddings=1048576,
+                                  rope_scaling=dict(DSV4_YARN))
+    kw.pop("intermediate_size")  # V4's attribute_map aliases it to moe_intermediate_size
+    return DeepseekV4ForCausalLM(DeepseekV4Config(**kw))
+
+
+def swap_v4(model):
+    """docs/python.md's line for DeepSeek-V4: every DeepseekV4RotaryEmbedding (the model's, each compressor's and
+    indexer's) replaced by posenc's."""
+    for mod in list(model.modules()):
+        for n, c in list(mod.named_children()):
+            if type(c).__name__ == "DeepseekV4RotaryEmbedding":
+                setattr(mod, n, pt.DeepseekV4RotaryEmbedding(model.config))
+
+
 def swap_text(model):
     """The one line of docs/python.md for the text families: the model's rotary module replaced by posenc's."""
+    if type(model).__name__.startswith("DeepseekV4"):
+        swap_v4(model)
+        return model.model.rotary_emb
     inner = model.gpt_neox if hasattr(model, "gpt_neox") else model.model
     name = type(model).__name__
     cls = (pt.HunYuanDenseV1RotaryEmbedding if name.startswith("HunYuanDense") else
@@ -190,6 +234,14 @@ def exact_dsv3(seq, layer_type=None):
                      y["mscale"], y["mscale_all_dim"])
 
 
+def exact_dsv4(seq, layer_type=None):
+    if layer_type == "main":
+        return _inv(10000.0, 32), 1.0
+    y = DSV4_YARN
+    return R.hf_yarn(160000.0, 32, y["factor"], y["original_max_position_embeddings"], y["beta_fast"],
+                     y["beta_slow"], attention_factor=1.0)
+
+
 def exact_neox(seq, layer_type=None):
     return _inv(10000.0, 8), 1.0
 
@@ -223,6 +275,8 @@ TEXT = {
     "qwen3": (_qwen3, exact_default(1e6), None),
     "phi3-longrope": (_phi3, exact_phi3, None),
     "deepseek-v3-yarn": (_deepseek_v3, exact_dsv3, None),
+    "glm5-dsa": (_glm5, exact_default(1e6), None),
+    "deepseek-v4": (_deepseek_v4, exact_dsv4, ("main", "compress")),
     "gpt-neox-partial": (_gpt_neox, exact_neox, None),
     "gemma3": (_gemma3, exact_gemma3, ("sliding_attention", "full_attention")),
     "gemma4-proportional": (_gemma4, exact_gemma4, ("sliding_attention", "full_attention")),
@@ -277,6 +331,8 @@ class RefRotary(torch.nn.Module):
         c, s = torch.cos(ang) * m, torch.sin(ang) * m
         if self.layout == "pairs":
             c, s = c.repeat_interleave(2, dim=-1), s.repeat_interleave(2, dim=-1)
+        elif self.layout == "half":  # DeepSeek-V4: one value per pair
+            pass
         else:
             c, s = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)
         return c.to(x.dtype), s.to(x.dtype)
@@ -294,6 +350,13 @@ def double_model(model, rotary):
         pass  # a model without experts
     inner = m.gpt_neox if hasattr(m, "gpt_neox") else m.model
     inner = getattr(inner, "language_model", inner)
+    if type(m).__name__.startswith("DeepseekV4"):  # every rotary of the model: its own, compressors', indexers'
+        rotary.layout = "half"
+        for mod in list(m.modules()):
+            for n, c in list(mod.named_children()):
+                if "RotaryEmbedding" in type(c).__name__:
+                    setattr(mod, n, rotary)
+        return m
     inner.rotary_emb = rotary
     return m
 
@@ -372,16 +435,18 @@ def test_far_positions_correctly_rounded(name):
             vcos, vsin = text_rotary(vanilla)(*args)
             assert cos.dtype == vcos.dtype == torch.float32 and cos.shape == vcos.shape, (cos.shape, vcos.shape)
             freqs, att = exact(p + 1, lt)
-            r = cos.shape[-1]
+            half = isinstance(text_rotary(swapped), pt.DeepseekV4RotaryEmbedding)  # one value per pair
+            r = cos.shape[-1] * (2 if half else 1)
             h = r // 2
             want = exact_ref(freqs, att, r, rope_of(text_rotary(swapped), lt)).cache([p])[0]
-            c = cos.reshape(r).numpy()
-            s = sin.reshape(r).numpy()
+            c = cos.reshape(-1).numpy()
+            s = sin.reshape(-1).numpy()
             assert np.array_equal(c[:h].view(np.uint32), want[:h].view(np.uint32)), (name, lt, p, c[:h], want[:h])
             assert np.array_equal(s[:h].view(np.uint32), want[h:].view(np.uint32)), (name, lt, p, s[:h], want[h:])
-            assert np.array_equal(c[h:], c[:h]) and np.array_equal(s[h:], s[:h])  # HF's cat(freqs, freqs)
-            verr = max(float(np.abs(vcos.reshape(r).numpy()[:h].astype(np.float64) - want[:h]).max()),
-                       float(np.abs(vsin.reshape(r).numpy()[:h].astype(np.float64) - want[h:]).max()))
+            if not half:
+                assert np.array_equal(c[h:], c[:h]) and np.array_equal(s[h:], s[:h])  # HF's cat(freqs, freqs)
+            verr = max(float(np.abs(vcos.reshape(-1).numpy()[:h].astype(np.float64) - want[:h]).max()),
+                       float(np.abs(vsin.reshape(-1).numpy()[:h].astype(np.float64) - want[h:]).max()))
             note("%s%s: position %d: posenc's cos/sin correctly rounded; vanilla's largest error %.3g"
                   % (name, "" if lt is None else " " + lt, p, verr))
 
