@@ -223,7 +223,8 @@ class MiniMaxM3VL3DRotaryEmbedding(torch.nn.Module):
     then ``.to(dtype)`` as upstream. No buffers (upstream recomputes ``inv_freq`` in every forward): an empty
     state_dict, as upstream's. Attributes ``axis_dim``, ``spatial_merge_size``, ``theta``; ``rope`` the
     posenc.Rope (3 axes); ``position_ids(grid_thw)`` the [N, 3] (frame, row, column) of each patch;
-    ``apply_rotary(q, k, grid_thw)`` rotates q and k [N, heads, head_dim] in place, fused (autograd: the inverse rotation), leaving the elements past 3 axis_dim as they are."""
+    ``apply_rotary(q, k, grid_thw)`` rotates q and k [N, heads, head_dim] in place, fused (autograd: the inverse
+    rotation), leaving the elements past 3 axis_dim as they are."""
 
     def __init__(self, head_dim: int, theta: float = 10000.0, spatial_merge_size: int = 1):
         super().__init__()

@@ -832,5 +832,6 @@ def test_minimax_vl_members():
     assert list(swapped.state_dict()) == list(vanilla.state_dict())
     v, s = vanilla.model.vision_tower.rotary_emb, swapped.model.vision_tower.rotary_emb
     assert dict(s.named_buffers()) == {} == dict(v.named_buffers())
-    assert (s.axis_dim, s.theta, s.spatial_merge_size) == (v.axis_dim, v.theta, v.spatial_merge_size) == (26, 10000.0, 2)
+    want = (v.axis_dim, v.theta, v.spatial_merge_size)
+    assert (s.axis_dim, s.theta, s.spatial_merge_size) == want == (26, 10000.0, 2)
     swapped._init_weights(s)

@@ -172,9 +172,8 @@ def test_minimax_vl_3d_structure():
         for dtype in (torch.float32, torch.bfloat16, torch.float16):
             for g, w in zip(got(thw, torch.device("cpu"), dtype), want(thw, torch.device("cpu"), dtype)):
                 assert g.shape == w.shape and g.dtype == w.dtype == dtype and g.device == w.device, (g.shape, w.shape)
-    assert pt.MiniMaxM3VL3DRotaryEmbedding(80).axis_dim == 26 and pt.MiniMaxM3VL3DRotaryEmbedding(80).rope.rotary_dim == 78
     d = pt.MiniMaxM3VL3DRotaryEmbedding(80)
-    assert (d.theta, d.spatial_merge_size) == (10000.0, 1)
+    assert (d.axis_dim, d.rope.rotary_dim, d.theta, d.spatial_merge_size) == (26, 78, 10000.0, 1)
     with pytest.raises(ValueError, match="spatial_merge_size"):
         pt.MiniMaxM3VL3DRotaryEmbedding(80, spatial_merge_size=2)(torch.tensor([[1, 3, 4]]), "cpu", torch.float32)
 
