@@ -146,7 +146,8 @@ SCHEME
                              factors chosen by --seq-len), deepseek-v2, deepseek-v3 (r = 64, yarn,
                              interleaved), gpt-neox-20b (r = 24), gpt-j-6b (r = 64, interleaved),
                              gemma4-global (r = 512, base 1e6, proportional: 64 of 256 pairs rotate),
-                             gemma4-sliding (r = 256, base 1e4)
+                             gemma4-sliding (r = 256, base 1e4), minimax-m3 (r = 64 of head 128, base
+                             5e6)
                            multi-axis, text (3 axes: temporal, height, width):
                              qwen2-vl, qwen2.5-vl (r = 128, base 1e6, chunked 16,24,24),
                              qwen3-vl (r = 128, base 5e6, interleaved 24,20,20),

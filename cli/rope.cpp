@@ -29,6 +29,7 @@ const std::vector<std::string> kPresets = {"llama2",          "llama3.1",       
                                            "qwen3-vl",        "glm-4v",            "qwen2-vl-vision",
                                            "qwen2.5-vl-vision", "qwen3-vl-vision", "pixtral",
                                            "llama4-vision",   "gemma4-global",     "gemma4-sliding",
+                                           "minimax-m3",
                                            "flux",            "wan",               "hunyuan-video",
                                            "cogvideox",       "qwen-image"};
 // clang-format on
@@ -255,6 +256,7 @@ posenc::rope preset(const RopeOptions &o, int64_t seq_len) {
   if (p == "gpt-neox-20b") return posenc::rope::gpt_neox_20b();
   if (p == "gemma4-global") return posenc::rope::gemma4_global();
   if (p == "gemma4-sliding") return posenc::rope::gemma4_sliding();
+  if (p == "minimax-m3") return posenc::rope::minimax_m3();
   if (p == "flux") return posenc::rope::flux();
   if (p == "wan") return posenc::rope::wan();
   if (p == "hunyuan-video") return posenc::rope::hunyuan_video();

@@ -225,6 +225,7 @@ TEST_CASE("model presets are posenc_rope_init with the published parameters", "[
   same_as_init(posenc::rope::qwen2(), 128, 1.0e6, nullptr, POSENC_ROPE_HALVES);
   same_as_init(posenc::rope::gpt_neox_20b(), 24, 1.0e4, nullptr, POSENC_ROPE_HALVES);
   same_as_init(posenc::rope::gpt_j_6b(), 64, 1.0e4, nullptr, POSENC_ROPE_INTERLEAVED);
+  same_as_init(posenc::rope::minimax_m3(), 64, 5.0e6, nullptr, POSENC_ROPE_HALVES);
 
   posenc_rope_scaling llama3 = zeroed(POSENC_ROPE_TYPE_LLAMA3);
   llama3.factor = 8.0;

@@ -904,6 +904,7 @@ TEST_CASE("tools: rope presets are posenc::rope's, at any positions", "[tools][r
       {"deepseek-v3", posenc::rope::deepseek_v3()},
       {"gpt-neox-20b", posenc::rope::gpt_neox_20b()},
       {"gpt-j-6b", posenc::rope::gpt_j_6b()},
+      {"minimax-m3", posenc::rope::minimax_m3()},
   };
   const std::vector<int64_t> list = {0, 4095, POSENC_PAD, 131072, 2147483647, -5};
   for (const auto &[name, r] : presets) {

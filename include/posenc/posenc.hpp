@@ -542,6 +542,7 @@ class rope {
   static rope gpt_j_6b();
   static rope gemma4_global();
   static rope gemma4_sliding();
+  static rope minimax_m3();
   static rope qwen2_vl();
   static rope qwen2_5_vl();
   static rope qwen3_vl();

@@ -179,6 +179,14 @@ inline rope rope::gemma4_global() {
 /** Gemma 4's sliding-window layers: head_dim 256, base 1e4, no scaling (rope_parameters.sliding_attention). */
 inline rope rope::gemma4_sliding() { return init(256, 1.0e4); }
 
+/** MiniMax-M3's text attention (head_dim 128): partial RoPE over the first 64 elements of the head (the
+ *  other 64 pass through), halves (rotate_half), base 5e6, no scaling: the defaults of MiniMaxM3VLTextConfig
+ *  (transformers 5.12.1, configuration_minimax_m3_vl.py: head_dim 128, rotary_dim 64, default_theta 5e6).
+ *  transformers' MiniMaxM3VLRotaryEmbedding rotates int(head_dim * partial_rotary_factor) elements and never
+ *  reads rotary_dim, so a config without partial_rotary_factor 0.5 rotates all 128 there (init(128, 5.0e6)).
+ *  The released checkpoint's config.json was not available to check. */
+inline rope rope::minimax_m3() { return init(64, 5.0e6); }
+
 // Multi-axis presets (posenc.h, "Multi-axis RoPE"; docs/rope.md). The text models take three positions
 // per token (temporal, height, width: HF's position_ids[0], [1], [2]; a text token has all three equal,
 // which a run gives), the vision towers two.

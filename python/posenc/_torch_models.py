@@ -1,7 +1,8 @@
-"""posenc.torch's drop-ins for the rotary modules that transformers' HunYuan, ERNIE-4.5-VL and DeepSeek-V4 models
-define for themselves (transformers 5.12.1's modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py,
-modeling_ernie4_5_vl_moe.py and modeling_deepseek_v4.py): the same constructor, forward, buffers and
-attributes, exact values. Imported into posenc.torch; use them from there."""
+"""posenc.torch's drop-ins for the rotary modules that transformers' HunYuan, ERNIE-4.5-VL, DeepSeek-V4 and
+MiniMax-M3-VL models define for themselves (transformers 5.12.1's modeling_hunyuan_v1_dense.py /
+modeling_hunyuan_v1_moe.py, modeling_ernie4_5_vl_moe.py, modeling_deepseek_v4.py and modeling_minimax_m3_vl.py):
+the same constructor, forward, buffers and attributes, exact values. Imported into posenc.torch; use them from
+there."""
 from __future__ import annotations
 
 import sys
@@ -12,13 +13,13 @@ from torch import Tensor
 
 from . import _posenc as _p
 from ._posenc import Rope
-from .torch import (RotaryEmbedding, _DSV4_LABELS, _dsv4_view, _float_table, _get, _head_dim_or, _init_rope,
-                    _inv_freq, _is_v5, _mrope_positions, _resolve, _rope_dict, _rope_type, _rotary_positions,
-                    apply_rotary)
+from .torch import (RotaryEmbedding, _DSV4_LABELS, _dsv4_view, _float_table, _get, _head_dim_or, _hf_cos_sin,
+                    _init_rope, _inv_freq, _is_v5, _mrope_positions, _resolve, _rope_dict, _rope_type,
+                    _rotary_positions, apply_rotary, apply_rotary_vision)
 
 
 __all__ = ["HunYuanDenseV1RotaryEmbedding", "HunYuanMoEV1RotaryEmbedding", "Ernie4_5_VLMoeTextRotaryEmbedding",
-           "DeepseekV4RotaryEmbedding"]
+           "DeepseekV4RotaryEmbedding", "MiniMaxM3VL3DRotaryEmbedding"]
 
 
 class HunYuanDenseV1RotaryEmbedding(RotaryEmbedding):
@@ -260,7 +261,7 @@ class DeepseekV4RotaryEmbedding(RotaryEmbedding):
 
     def forward(self, x: Tensor, position_ids: Tensor, layer_type: Optional[str] = None) -> Tuple[Tensor, Tensor]:
         """(cos, sin) [batch, seq, rotary_dim / 2] in x.dtype on x.device for position_ids [batch, seq]."""
-        state = self._state(layer_type)
+        self._state(layer_type)  # refuses a layer type the config has no parameters for
         pos = _rotary_positions(position_ids)
         self._update(pos, layer_type)
         h = state.rope.rotary_dim // 2
@@ -291,13 +292,89 @@ class DeepseekV4RotaryEmbedding(RotaryEmbedding):
         if pos.is_floating_point():
             raise TypeError("DeepseekV4RotaryEmbedding.apply_rotary: integer position ids (forward takes others)")
         rope = self.rope_for(layer_type)
-        if inverse:
-            rope = rope.with_position_scale(-rope.position_scale)
+        if inverse:  # posenc_rope_inverse: the bytes of the forward rotation at -p
+            rope = rope.inverse()
         r = rope.rotary_dim
         if x.size(-1) < r:
             raise ValueError("x: head_dim %d is narrower than the rotary width %d" % (x.size(-1), r))
         apply_rotary(x[..., x.size(-1) - r:], None, pos, rope, unsqueeze_dim=unsqueeze_dim)
         return x
+
+
+class MiniMaxM3VL3DRotaryEmbedding(torch.nn.Module):
+    """transformers' MiniMaxM3VL3DRotaryEmbedding (MiniMax-M3-VL's vision tower 3-D RoPE), exact:
+    ``MiniMaxM3VL3DRotaryEmbedding(head_dim, theta=10000.0, spatial_merge_size=1)`` (the tower passes
+    ``vision_config.rope_parameters["rope_theta"]`` and ``spatial_merge_size``); ``forward(grid_thw, device,
+    dtype) -> (cos, sin)``, each [N, 3 * axis_dim] in ``dtype`` on ``device`` for the N patches of the images
+    and videos of ``grid_thw`` [num, 3] (t, h, w), in upstream's order: frame by frame, each frame's rows and
+    columns in spatial_merge_size x spatial_merge_size windows (h and w multiples of it). ``axis_dim`` =
+    2 ((2 (head_dim // 2) // 3) // 2) elements per axis (26 of an 80 head): pair j < 3 axis_dim / 2 rotates
+    elements j and j + 3 axis_dim / 2 (upstream's rotate_half over the first 3 axis_dim elements of a head, the
+    rest passing through) at frequency ``theta^(-2k / axis_dim)``, k = j mod (axis_dim / 2), by the patch's
+    frame (j < axis_dim / 2), row, then column: posenc's PER_AXIS sections [axis_dim / 2] * 3. Each cos / sin
+    is the float32 nearest the exact one (frequencies rounded once to double, as posenc's per-axis layout),
+    then ``.to(dtype)`` as upstream. No buffers (upstream recomputes ``inv_freq`` in every forward): an empty
+    state_dict, as upstream's. Attributes ``axis_dim``, ``spatial_merge_size``, ``theta``; ``rope`` the
+    posenc.Rope (3 axes); ``position_ids(grid_thw)`` the [N, 3] (frame, row, column) of each patch;
+    ``apply_rotary(q, k, grid_thw)`` rotates q and k [N, heads, head_dim] in place, fused (autograd: the inverse
+    rotation), leaving the elements past 3 axis_dim as they are."""
+
+    def __init__(self, head_dim: int, theta: float = 10000.0, spatial_merge_size: int = 1):
+        super().__init__()
+        rope_dims = 2 * (head_dim // 2)
+        self.axis_dim = 2 * ((rope_dims // 3) // 2)
+        self.spatial_merge_size = spatial_merge_size
+        self.theta = theta
+        half = self.axis_dim // 2
+        self._rope: Optional[Rope] = None
+        if half > 0:
+            self._rope = _p.rope_sections(Rope(3 * self.axis_dim, base=float(theta)), [half, half, half], "per_axis")
+
+    @property
+    def rope(self) -> Optional[Rope]:
+        """The posenc.Rope: rotary_dim 3 axis_dim, halves, base theta, 3 axes (frame, row, column), PER_AXIS
+        sections [axis_dim / 2] * 3 (None for a head of fewer than 6 elements, which upstream leaves unrotated)."""
+        return self._rope
+
+    def position_ids(self, grid_thw: Any) -> Tensor:
+        """[N, 3] int64 (frame, row, column) of each patch, in upstream's token order."""
+        m = int(self.spatial_merge_size)
+        rows = grid_thw.tolist() if isinstance(grid_thw, Tensor) else [list(g) for g in grid_thw]
+        out = []
+        for thw in rows:
+            if len(thw) != 3:
+                raise ValueError("grid_thw: rows of (t, h, w), got %s" % (thw,))
+            t, h, w = (int(v) for v in thw)
+            if m < 1 or h % m or w % m:
+                raise ValueError("grid_thw (%d, %d, %d): h and w must be multiples of spatial_merge_size %d, as "
+                                 "upstream's merge windows need" % (t, h, w, m))
+            hi = torch.arange(h).unsqueeze(1).expand(-1, w)
+            hi = hi.reshape(h // m, m, w // m, m).permute(0, 2, 1, 3).flatten()
+            wi = torch.arange(w).unsqueeze(0).expand(h, -1)
+            wi = wi.reshape(h // m, m, w // m, m).permute(0, 2, 1, 3).flatten()
+            ti = torch.arange(t).repeat_interleave(h * w)
+            out.append(torch.stack([ti, hi.repeat(t), wi.repeat(t)], dim=-1))
+        if not out:
+            return torch.zeros(0, 3, dtype=torch.int64)
+        return torch.cat(out)
+
+    @torch.no_grad()
+    def forward(self, grid_thw: Tensor, device: Any, dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
+        """(cos, sin), each [N, 3 axis_dim] in dtype on device: upstream's cat(freqs, freqs) layout, each value
+        the exact one rounded to float32 (then to dtype, as upstream's ``.to(dtype)``)."""
+        pos = self.position_ids(grid_thw)
+        like = torch.empty(0, dtype=dtype, device=device)
+        if self._rope is None:
+            empty = torch.zeros(pos.shape[0], 0, dtype=dtype, device=device)
+            return empty, empty.clone()
+        return _hf_cos_sin(self._rope, pos.t().contiguous(), like)
+
+    def apply_rotary(self, q: Tensor, k: Optional[Tensor], grid_thw: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+        """q and k rotated in place, fused: upstream's apply_rotary_pos_emb_vision with the exact cos / sin,
+        rounded once to q's format; the head's elements past 3 axis_dim pass through."""
+        if self._rope is None:
+            return q, k
+        return apply_rotary_vision(q, k, self.position_ids(grid_thw), self._rope)
 
 
 # posenc.torch's ``from ._torch_models import *`` takes the names above; they join its __all__ here.

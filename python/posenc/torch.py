@@ -23,6 +23,8 @@ Modules (each documented below; docs/python.md has an example per module):
   OpenPanguVLTextRotaryEmbedding(config)       openPangu-VL's M-RoPE (vLLM's rope_type "openpangu", balanced):
                                                cos, sin [b, s, rotary_dim]
   DeepseekV4RotaryEmbedding(config)            DeepSeek-V4's "main" / "compress" RoPE: cos, sin [b, s, r / 2]
+  MiniMaxM3VL3DRotaryEmbedding(head_dim, theta=10000.0, spatial_merge_size=1)   MiniMax-M3-VL's vision 3-D RoPE:
+                                               forward(grid_thw, device, dtype) -> cos, sin [N, 3 axis_dim]
   (docs/python.md, "Use it inside transformers": the line that swaps each model family's module)
 Functions: table, rows, add, embed, rope_cache, apply_rotary (in place, differentiable: its backward is the
 inverse rotation; multi-axis position ids too), apply_rotary_vision, rotate_half / apply_rotary_pos_emb /
@@ -1644,4 +1646,4 @@ def apply_rotary_vision(q: Tensor, k: Optional[Tensor], position_ids: Tensor,
 
 from ._torch_timesteps import *  # noqa: E402,F401,F403  timestep embeddings (diffusers, DiT, Flux); they join __all__
 from ._torch_diffusers import *  # noqa: E402,F401,F403  diffusers' image and video RoPE; they join __all__
-from ._torch_models import *  # noqa: E402,F401,F403  HunYuan's and ERNIE-4.5-VL's own rotaries; they join __all__
+from ._torch_models import *  # noqa: E402,F401,F403  HunYuan's, ERNIE-4.5-VL's, DeepSeek-V4's, MiniMax-M3-VL's; they join __all__

@@ -13,6 +13,10 @@ each definition follows is named at it. Plain torch, tested with Debian's torch 
   ``forward(seqlen)`` of v4, ``forward(position_ids)`` of v5), v4's ``rot_pos_emb`` (the block-major (row, col)
   ids and the table lookup) and ``apply_rotary_pos_emb_vision(q, k, cos, sin)``;
 * ``get_vision_position_ids`` and ``get_rope_index`` (the 3-D position ids of a prompt, C-new's algorithm).
+* ``MiniMaxM3VL3DRotaryEmbedding(head_dim, theta=10000.0, spatial_merge_size=1)`` and its
+  ``apply_rotary_pos_emb_vision`` (``minimax_apply_rotary_pos_emb_vision`` here), MiniMax-M3-VL's vision tower
+  3-D RoPE, re-typed from transformers 5.12.1's models/minimax_m3_vl/modeling_minimax_m3_vl.py (Debian
+  unstable's python3-transformers).
 
 Configs follow v4's layout (``rope_theta`` at the top, ``rope_scaling`` holding ``mrope_section``), with v4's
 Qwen2VLConfig rewrite of the rope type ``"mrope"`` to ``"default"``; v5 reads the same values from
@@ -31,6 +35,7 @@ __all__ = [
     "apply_interleaved_mrope", "VisionRotaryEmbedding", "VisionRotaryEmbeddingV4", "VisionRotaryEmbeddingV5",
     "vision_pos_ids", "rot_pos_emb",
     "apply_rotary_pos_emb_vision", "get_vision_position_ids", "get_rope_index", "vl_configs",
+    "MiniMaxM3VL3DRotaryEmbedding", "minimax_apply_rotary_pos_emb_vision",
 ]
 
 
@@ -197,6 +202,55 @@ def apply_rotary_pos_emb_vision(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor) 
     q_embed = (q * cos) + (O.rotate_half(q) * sin)
     k_embed = (k * cos) + (O.rotate_half(k) * sin)
     return q_embed.to(orig_q_dtype), k_embed.to(orig_k_dtype)
+
+
+# ---- MiniMax-M3-VL's vision tower (transformers 5.12.1, modeling_minimax_m3_vl.py) -------------------------------
+
+class MiniMaxM3VL3DRotaryEmbedding(nn.Module):
+    """``axis_dim = 2 * ((2 * (head_dim // 2) // 3) // 2)`` elements per axis; no buffers. ``forward(grid_thw,
+    device, dtype)``: per image, the (frame, row, column) of its patches, rows and columns in
+    spatial_merge_size x spatial_merge_size windows, as float32; ``inv_freq = 1 / theta ** (arange(0, axis_dim,
+    2) / axis_dim)`` in float32 (recomputed at every call); ``freqs = cat([coords[:, i:i+1] * inv_freq for i in
+    range(3)])`` (T | H | W), ``emb = cat([freqs, freqs])``, ``(emb.cos().to(dtype), emb.sin().to(dtype))``."""
+
+    def __init__(self, head_dim: int, theta: float = 10000.0, spatial_merge_size: int = 1):
+        super().__init__()
+        rope_dims = 2 * (head_dim // 2)
+        self.axis_dim = 2 * ((rope_dims // 3) // 2)
+        self.spatial_merge_size = spatial_merge_size
+        self.theta = theta
+
+    def forward(self, grid_thw: Tensor, device: torch.device, dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
+        m = self.spatial_merge_size
+        coords = []
+        for t, h, w in grid_thw.tolist():
+            hi = torch.arange(h).unsqueeze(1).expand(-1, w)
+            hi = hi.reshape(h // m, m, w // m, m).permute(0, 2, 1, 3).flatten()
+            wi = torch.arange(w).unsqueeze(0).expand(h, -1)
+            wi = wi.reshape(h // m, m, w // m, m).permute(0, 2, 1, 3).flatten()
+            ti = torch.arange(t).repeat_interleave(h * w)
+            coords.append(torch.stack([ti, hi.repeat(t), wi.repeat(t)], dim=-1))
+        coords = torch.cat(coords).to(device=device, dtype=torch.float32)
+        inv_freq = 1.0 / (
+            self.theta ** (torch.arange(0, self.axis_dim, 2, dtype=torch.float32, device=device) / self.axis_dim)
+        )
+        freqs = torch.cat([coords[:, i: i + 1] * inv_freq for i in range(3)], dim=-1)
+        emb = torch.cat([freqs, freqs], dim=-1)
+        return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def minimax_apply_rotary_pos_emb_vision(q: Tensor, k: Tensor, cos: Tensor,
+                                        sin: Tensor) -> Tuple[Tensor, Tensor]:
+    """MiniMax-M3-VL's apply_rotary_pos_emb_vision: q, k [batch, N, heads, head_dim], cos / sin [N, rot_dim];
+    the first rot_dim elements of a head rotated (rotate_half over them, in the tensors' dtype), the rest
+    passing through."""
+    rot_dim = cos.shape[-1]
+    cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+    q_rot, q_pass = q[..., :rot_dim], q[..., rot_dim:]
+    k_rot, k_pass = k[..., :rot_dim], k[..., rot_dim:]
+    q_rot = q_rot * cos + O.rotate_half(q_rot) * sin
+    k_rot = k_rot * cos + O.rotate_half(k_rot) * sin
+    return torch.cat([q_rot, q_pass], dim=-1), torch.cat([k_rot, k_pass], dim=-1)
 
 
 # ---- the 3-D position ids (Qwen2VLModel.get_rope_index @ C-new) -------------------------------------------------

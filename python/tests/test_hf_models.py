@@ -192,6 +192,23 @@ def swap_v4(model):
                 setattr(mod, n, pt.DeepseekV4RotaryEmbedding(model.config))
 
 
+MINIMAX_TEXT = {"rope_type": "default", "rope_theta": 5e6, "partial_rotary_factor": 0.5}
+
+
+def _minimax_text(**kw):
+    """MiniMax-M3's text widths here: a 32-wide head of which partial_rotary_factor 0.5 rotates 16 (the real
+    model's 64 of 128), base 5e6, small MoE and indexer sizes."""
+    return _small(head_dim=32, max_position_embeddings=524288, rope_parameters=dict(MINIMAX_TEXT),
+                  num_local_experts=4, num_experts_per_tok=2, dense_intermediate_size=256,
+                  shared_intermediate_size=64, index_n_heads=2, index_head_dim=32, index_block_size=16,
+                  index_topk_blocks=2, **kw)
+
+
+def _minimax_m3():
+    from transformers import MiniMaxM3VLForCausalLM, MiniMaxM3VLTextConfig
+    return MiniMaxM3VLForCausalLM(MiniMaxM3VLTextConfig(**_minimax_text()))
+
+
 def swap_text(model):
     """The one line of docs/python.md for the text families: the model's rotary module replaced by posenc's."""
     if type(model).__name__.startswith("DeepseekV4"):
@@ -260,6 +277,10 @@ def exact_gemma4(seq, layer_type=None):
     return [R.inv_freq(1e6, 64, i) for i in range(turning)] + [0] * (32 - turning), 1.0
 
 
+def exact_minimax(seq, layer_type=None):
+    return _inv(5e6, 16), 1.0
+
+
 def exact_hunyuan(seq, layer_type=None):
     if seq > 32768:  # upstream's growth: transformers' plain dynamic NTK for that length (no alpha)
         return R.hf_dynamic(10000.0, 32, 1.0, 32768, seq), 1.0
@@ -282,6 +303,7 @@ TEXT = {
     "gemma4-proportional": (_gemma4, exact_gemma4, ("sliding_attention", "full_attention")),
     "hunyuan-alpha": (_hunyuan, exact_hunyuan, None),
     "hunyuan-moe-alpha": (_hunyuan_moe, exact_hunyuan, None),
+    "minimax-m3-partial": (_minimax_m3, exact_minimax, None),
 }
 
 _BUILT = {}
@@ -747,3 +769,134 @@ def test_module_members(name):
         if hasattr(v, "original_inv_freq"):
             assert ("original_inv_freq" in sb) == ("original_inv_freq" in vb), name
             assert torch.allclose(s.original_inv_freq, v.original_inv_freq, rtol=2.0 ** -21, atol=0), name
+
+
+# ---- MiniMax-M3-VL: its own vision tower 3-D RoPE (MiniMaxM3VL3DRotaryEmbedding), a 1-D text RoPE ------------
+
+MINIMAX_VISION = dict(hidden_size=160, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                      patch_size=14, temporal_patch_size=2, spatial_merge_size=2)  # head 80, as the real tower's
+MINIMAX_IMAGE = 250
+
+
+def _minimax_m3_vl():
+    from transformers import MiniMaxM3SparseForConditionalGeneration, MiniMaxM3VLConfig
+    c = MiniMaxM3VLConfig(text_config=_minimax_text(), vision_config=dict(MINIMAX_VISION),
+                          image_token_index=MINIMAX_IMAGE, video_token_index=251, projector_hidden_size=128)
+    return MiniMaxM3SparseForConditionalGeneration(c)
+
+
+def swap_minimax_vl(model):
+    """docs/python.md's lines for MiniMax-M3-VL: the text rotary (transformers' own RotaryEmbedding form), then
+    the vision tower's 3-D one, with the arguments the tower gives it."""
+    vc = model.config.vision_config
+    model.model.language_model.rotary_emb = pt.RotaryEmbedding(model.config.text_config)
+    model.model.vision_tower.rotary_emb = pt.MiniMaxM3VL3DRotaryEmbedding(
+        vc.hidden_size // vc.num_attention_heads, theta=vc.rope_parameters["rope_theta"],
+        spatial_merge_size=vc.spatial_merge_size)
+
+
+def built_minimax_vl():
+    if "minimax-vl" not in _BUILT:
+        _BUILT["minimax-vl"] = twins(_minimax_m3_vl, swap_minimax_vl, 4321)
+    return _BUILT["minimax-vl"]
+
+
+def _minimax_pixels(grids):
+    vc = MINIMAX_VISION
+    n = sum(t * h * w for t, h, w in grids)
+    g = torch.Generator().manual_seed(5)
+    return torch.randn(n, 3 * vc["temporal_patch_size"] * vc["patch_size"] ** 2, generator=g)
+
+
+MINIMAX_GRIDS = [(1, 8, 12), (2, 4, 6)]
+
+
+def test_minimax_vl_vision_tower_and_logits():
+    """The vision tower with posenc's rotary gives vanilla's output (two images, one of two frames), and the
+    whole model's logits on a prompt holding both images' tokens are vanilla's; the text part greedy-generates
+    the same tokens."""
+    vanilla, swapped = built_minimax_vl()
+    assert type(swapped.model.vision_tower.rotary_emb).__module__.startswith("posenc")
+    pixels, thw = _minimax_pixels(MINIMAX_GRIDS), torch.tensor(MINIMAX_GRIDS)
+    with torch.no_grad():
+        want = vanilla.model.vision_tower(pixels, image_grid_thw=thw).last_hidden_state
+        got = swapped.model.vision_tower(pixels, image_grid_thw=thw).last_hidden_state
+    err = relative(got, want)
+    note("minimax-m3-vl: vision tower (%s patches): %.3g relative to the largest" % (MINIMAX_GRIDS, err))
+    assert got.shape == want.shape and err <= 1e-4
+    n_img = sum(t * h * w for t, h, w in MINIMAX_GRIDS) // 4
+    ids = prompt(n=SEQ + n_img)[:1]
+    ids[0, 4:4 + n_img] = MINIMAX_IMAGE
+    with torch.no_grad():
+        a = vanilla(input_ids=ids, pixel_values=pixels, image_grid_thw=thw).logits
+        b = swapped(input_ids=ids, pixel_values=pixels, image_grid_thw=thw).logits
+        err = relative(b, a)
+        note("minimax-m3-vl: logits with %d image tokens: %.3g relative to the largest" % (n_img, err))
+        assert a.shape == b.shape and err <= 1e-4
+        text = prompt()[:, :16]
+        ga = vanilla.generate(input_ids=text, max_new_tokens=GEN, do_sample=False, use_cache=True)
+        gb = swapped.generate(input_ids=text, max_new_tokens=GEN, do_sample=False, use_cache=True)
+    assert ga.shape[1] == 16 + GEN and torch.equal(ga, gb), (ga, gb)
+
+
+def test_minimax_vl_vision_rotary_correctly_rounded():
+    """The swapped vision rotary's cos / sin, over a grid with rows and columns up to 4095 (sampled tokens), are
+    the correctly rounded values of the exact ones (MPFR: theta^(-2k/26) per axis, nearest doubles; frame, row,
+    column); vanilla's largest error there is measured."""
+    vanilla, swapped = built_minimax_vl()
+    rs, rv = swapped.model.vision_tower.rotary_emb, vanilla.model.vision_tower.rotary_emb
+    grids = [(3, 4096, 2), (1, 2, 4096)]
+    thw = torch.tensor(grids)
+    cos, sin = rs(thw, torch.device("cpu"), torch.float32)
+    vcos, vsin = rv(thw, torch.device("cpu"), torch.float32)
+    assert cos.shape == vcos.shape == (3 * 4096 * 2 + 2 * 4096, 78) and cos.dtype == vcos.dtype
+    half = 13
+    freq = [R.power(10000.0, 2 * (j % half), 26) for j in range(39)]
+    assert np.array_equal(np.asarray(rs.rope.freq, np.float64), np.array([float(v) for v in freq]))
+    ref = R.AxesRef(R.RopeRef(78, freq=np.array([float(v) for v in freq])), 3, [j // half for j in range(39)])
+    pos = []  # upstream's token order, loop by loop: frames, merge windows (2 x 2), rows, columns within
+    for t, h, w in grids:
+        pos += [(f, bh * 2 + i, bw * 2 + j) for f in range(t) for bh in range(h // 2) for bw in range(w // 2)
+                for i in range(2) for j in range(2)]
+    pos = np.array(pos, np.int64)
+    assert np.array_equal(rs.position_ids(thw).numpy(), pos)
+    pick = np.unique(np.concatenate([np.arange(0, len(pos), 97), np.arange(len(pos) - 40, len(pos)),
+                                     np.arange(8190, 8200)]))
+    want = np.stack([ref.token(list(pos[i])) for i in pick])
+    c, s = cos.numpy()[pick], sin.numpy()[pick]
+    assert np.array_equal(c[:, :39].view(np.uint32), want[:, :39].view(np.uint32))
+    assert np.array_equal(s[:, :39].view(np.uint32), want[:, 39:].view(np.uint32))
+    assert np.array_equal(c[:, 39:], c[:, :39]) and np.array_equal(s[:, 39:], s[:, :39])
+    vc, vs = vcos.numpy()[pick].astype(np.float64), vsin.numpy()[pick].astype(np.float64)
+    verr = max(np.abs(vc[:, :39] - want[:, :39]).max(), np.abs(vs[:, :39] - want[:, 39:]).max())
+    note("minimax-m3-vl vision: rows / columns up to 4095: posenc's cos/sin correctly rounded; vanilla's largest "
+         "error %.3g" % verr)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_minimax_vl_half(dtype):
+    """A bf16 / fp16 MiniMax-M3-VL: the vision rotary's cos / sin have vanilla's dtype and shape (posenc's float32
+    values rounded to it), and the tower runs to vanilla's output."""
+    vanilla, swapped = twins(_minimax_m3_vl, swap_minimax_vl, 97, dtype)
+    thw = torch.tensor(MINIMAX_GRIDS)
+    for g, w in zip(swapped.model.vision_tower.rotary_emb(thw, torch.device("cpu"), dtype),
+                    vanilla.model.vision_tower.rotary_emb(thw, torch.device("cpu"), dtype)):
+        assert g.dtype == w.dtype == dtype and g.shape == w.shape and g.device == w.device
+    pixels = _minimax_pixels(MINIMAX_GRIDS).to(dtype)
+    with torch.no_grad():
+        a = vanilla.model.vision_tower(pixels, image_grid_thw=thw).last_hidden_state
+        b = swapped.model.vision_tower(pixels, image_grid_thw=thw).last_hidden_state
+    assert a.dtype == b.dtype == dtype and bool(torch.isfinite(b.float()).all())
+    assert relative(b.float(), a.float()) < 0.05, relative(b.float(), a.float())
+
+
+def test_minimax_vl_members():
+    """The swapped model's state_dict keys are vanilla's (neither vision rotary has buffers or parameters); the
+    vision rotary's axis_dim, theta and spatial_merge_size are vanilla's; _init_weights runs on it."""
+    vanilla, swapped = twins(_minimax_m3_vl, swap_minimax_vl, 5)
+    assert list(swapped.state_dict()) == list(vanilla.state_dict())
+    v, s = vanilla.model.vision_tower.rotary_emb, swapped.model.vision_tower.rotary_emb
+    assert dict(s.named_buffers()) == {} == dict(v.named_buffers())
+    want = (v.axis_dim, v.theta, v.spatial_merge_size)
+    assert (s.axis_dim, s.theta, s.spatial_merge_size) == want == (26, 10000.0, 2)
+    swapped._init_weights(s)

@@ -411,6 +411,26 @@ def test_rope_init_default():
     assert posenc.Rope.gpt_j_6b() == posenc.rope_init(64, 1e4, pairs="gptj")
 
 
+def test_minimax_m3_preset():
+    """Rope.minimax_m3(): MiniMax-M3's text partial RoPE, 64 rotated elements (of a 128 head), halves, base 5e6
+    (MiniMaxM3VLTextConfig's rotary_dim and default_theta); its cos / sin at short and far positions are the
+    correctly rounded values of 5e6^(-2i/64) p (MPFR), and it rotates only the first 64 of a 128-wide head."""
+    r = posenc.Rope.minimax_m3()
+    assert r == posenc.rope_init(64, 5e6)
+    assert (r.rotary_dim, r.base, r.pairs, r.freq, r.attention_scale, r.axes) == (
+        64, 5e6, posenc.RopePairs.HALVES, None, 1.0, 1)
+    pos = np.array([0, 1, 7, 4095, 131071, 524287, 10 ** 6, 2 ** 30, 2 ** 31 - 1], np.int64)
+    ref = R.RopeRef(64, 5e6)
+    want = ref.cache(pos)
+    got = posenc.rope_cache(r, positions=pos)
+    assert_bits(np.concatenate(got, axis=1) if isinstance(got, tuple) else got, want)
+    x = np.random.default_rng(5).standard_normal((len(pos), 2, 128)).astype(np.float32)
+    y = x.copy()
+    posenc.rope_qk(r, y, None, positions=pos)
+    assert np.array_equal(y[..., 64:], x[..., 64:])
+    assert_bits(y, R.rotate_tokens(x, pos, ref, "f32"))
+
+
 @pytest.mark.parametrize("r,base,factor", [(128, 1e4, 2.0), (128, 1e4, 3.0), (128, 1e6, 1.5), (96, 1e4, 40.0),
                                            (64, 10000.3, 0.75), (2, 1e4, 7.0)])
 def test_rope_init_linear(r, base, factor):
