@@ -1646,4 +1646,4 @@ def apply_rotary_vision(q: Tensor, k: Optional[Tensor], position_ids: Tensor,
 
 from ._torch_timesteps import *  # noqa: E402,F401,F403  timestep embeddings (diffusers, DiT, Flux); they join __all__
 from ._torch_diffusers import *  # noqa: E402,F401,F403  diffusers' image and video RoPE; they join __all__
-from ._torch_models import *  # noqa: E402,F401,F403  HunYuan's, ERNIE-4.5-VL's, DeepSeek-V4's, MiniMax-M3-VL's; they join __all__
+from ._torch_models import *  # noqa: E402,F401,F403  the models' own rotary modules; they join __all__
