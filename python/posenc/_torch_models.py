@@ -261,7 +261,7 @@ class DeepseekV4RotaryEmbedding(RotaryEmbedding):
 
     def forward(self, x: Tensor, position_ids: Tensor, layer_type: Optional[str] = None) -> Tuple[Tensor, Tensor]:
         """(cos, sin) [batch, seq, rotary_dim / 2] in x.dtype on x.device for position_ids [batch, seq]."""
-        self._state(layer_type)  # refuses a layer type the config has no parameters for
+        state = self._state(layer_type)
         pos = _rotary_positions(position_ids)
         self._update(pos, layer_type)
         h = state.rope.rotary_dim // 2
@@ -286,7 +286,7 @@ class DeepseekV4RotaryEmbedding(RotaryEmbedding):
         """The trailing rotary_dim channels of x ([batch, heads, seq, head_dim] with unsqueeze_dim=1, or
         [batch, seq, heads, head_dim] with 2) rotated in place by GPT-J pairs (inverse: by the opposite angles),
         fused; returns x. Differentiable (autograd: the inverse rotation)."""
-        state = self._state(layer_type)
+        self._state(layer_type)  # refuses a layer type the config has no parameters for
         pos = _rotary_positions(position_ids)
         self._update(pos, layer_type)
         if pos.is_floating_point():
