@@ -53,51 +53,52 @@ int named(const std::string &text, const std::string &option, const std::vector<
   return choice(t, option, names);
 }
 
-// A scaling parameter, the rope types that read it (posenc.h: posenc_rope_scaling) and, for a number, its
-// field (the others are read by read_param).
+// A scaling parameter: its option, the dict key that names its posenc_rope_scaling field and, for a number, the
+// field (the others are read by read_param). The rope types it applies to are those whose one definition reads the
+// key (posenc_rope_type_keys, POSENC_ROPE_KEYS_FIELDS).
 struct Param {
   const char *option;
-  std::vector<posenc_rope_type> types;
+  const char *key;
   double posenc_rope_scaling::*number = nullptr;
 };
 const std::vector<Param> &params() {
-  using T = std::vector<posenc_rope_type>;
   using S = posenc_rope_scaling;
   static const std::vector<Param> p = {
-      {"--factor",
-       T{POSENC_ROPE_TYPE_LINEAR, POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
-         POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_PROPORTIONAL, POSENC_ROPE_TYPE_NTK, POSENC_ROPE_TYPE_DEEPSEEK_YARN,
-         POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3},
-       &S::factor},
-      {"--partial-rotary-factor", T{POSENC_ROPE_TYPE_PROPORTIONAL}, &S::partial_rotary_factor},
-      {"--original", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LLAMA3,
-                       POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
-                       POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3}},
-      {"--seq-len", T{POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_TYPE_LONGROPE}},
-      {"--alpha", T{POSENC_ROPE_TYPE_DYNAMIC}, &S::alpha},
-      {"--beta-fast",
-       T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_TELECHAT3},
-       &S::beta_fast},
-      {"--beta-slow",
-       T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_TELECHAT3},
-       &S::beta_slow},
-      {"--mscale", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN}, &S::mscale},
-      {"--mscale-all-dim", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_DEEPSEEK_YARN}, &S::mscale_all_dim},
-      {"--mixed-b", T{POSENC_ROPE_TYPE_NTK}, &S::mixed_b},
-      {"--extrapolation-factor",
-       T{POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG, POSENC_ROPE_TYPE_TELECHAT3},
-       &S::extrapolation_factor},
-      {"--attn-factor", T{POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_TELECHAT3}, &S::attn_factor},
-      {"--short-mscale", T{POSENC_ROPE_TYPE_LONGROPE}, &S::short_mscale},
-      {"--long-mscale", T{POSENC_ROPE_TYPE_LONGROPE}, &S::long_mscale},
-      {"--truncate", T{POSENC_ROPE_TYPE_YARN}},
-      {"--low-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}, &S::low_freq_factor},
-      {"--high-freq-factor", T{POSENC_ROPE_TYPE_LLAMA3}, &S::high_freq_factor},
-      {"--short-factor", T{POSENC_ROPE_TYPE_LONGROPE}},
-      {"--long-factor", T{POSENC_ROPE_TYPE_LONGROPE}},
-      {"--attention-factor", T{POSENC_ROPE_TYPE_YARN, POSENC_ROPE_TYPE_LONGROPE}, &S::attention_factor},
+      {"--factor", "factor", &S::factor},
+      {"--partial-rotary-factor", "partial_rotary_factor", &S::partial_rotary_factor},
+      {"--original", "original_max_position_embeddings"},
+      {"--seq-len", "seq_len"},
+      {"--alpha", "alpha", &S::alpha},
+      {"--beta-fast", "beta_fast", &S::beta_fast},
+      {"--beta-slow", "beta_slow", &S::beta_slow},
+      {"--mscale", "mscale", &S::mscale},
+      {"--mscale-all-dim", "mscale_all_dim", &S::mscale_all_dim},
+      {"--mixed-b", "mixed_b", &S::mixed_b},
+      {"--extrapolation-factor", "extrapolation_factor", &S::extrapolation_factor},
+      {"--attn-factor", "attn_factor", &S::attn_factor},
+      {"--short-mscale", "short_mscale", &S::short_mscale},
+      {"--long-mscale", "long_mscale", &S::long_mscale},
+      {"--truncate", "truncate"},
+      {"--low-freq-factor", "low_freq_factor", &S::low_freq_factor},
+      {"--high-freq-factor", "high_freq_factor", &S::high_freq_factor},
+      {"--short-factor", "short_factor"},
+      {"--long-factor", "long_factor"},
+      {"--attention-factor", "attention_factor", &S::attention_factor},
   };
   return p;
+}
+
+// Whether rope type t's definition reads the field named `key`.
+bool reads(posenc_rope_type t, const char *key) {
+  const char *fields = posenc_rope_type_keys(t, POSENC_ROPE_KEYS_FIELDS);
+  const size_t n = std::strlen(key);
+  for (const char *c = fields; c && *c;) {
+    const char *end = std::strchr(c, ' ');
+    const size_t len = end ? size_t(end - c) : std::strlen(c);
+    if (len == n && std::strncmp(c, key, n) == 0) return true;
+    c = end ? end + 1 : c + len;
+  }
+  return false;
 }
 
 struct RopeOptions {
@@ -220,11 +221,7 @@ RopeOptions parse(int argc, char **argv) {
     const posenc_rope_type t = o.type.value_or(POSENC_ROPE_TYPE_DEFAULT);
     for (const std::string &g : o.given)
       for (const Param &p : params())
-        if (g == p.option) {
-          bool applies = false;
-          for (posenc_rope_type u : p.types) applies = applies || u == t;
-          if (!applies) throw Usage(g + " does not apply to --rope-type " + kTypes[size_t(t)]);
-        }
+        if (g == p.option && !reads(t, p.key)) throw Usage(g + " does not apply to --rope-type " + kTypes[size_t(t)]);
   }
   o.output.check();
   return o;

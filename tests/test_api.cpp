@@ -2,6 +2,7 @@
 // byte-identical), and the ISA functions. The full hardening matrix lives in test_hardening.cpp.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -161,6 +162,74 @@ TEST_CASE("posenc_spec_default is the Vaswani spec", "[api]") {
   CHECK(s.base == 10000.0);
   CHECK(s.freq_denominator == 0.0);
   CHECK(s.position_scale == 1.0);
+}
+
+TEST_CASE("a rope type's definition: its columns, NULL outside the enums and for vLLM's types' transformers keys",
+          "[api][names]") {
+  // written out here, independently of lib/setup/rope_types.hpp: what the scaling struct and the runtimes name
+  const std::vector<std::string> scaling_fields = {"factor",
+                                                   "original_max_position_embeddings",
+                                                   "seq_len",
+                                                   "beta_fast",
+                                                   "beta_slow",
+                                                   "mscale",
+                                                   "mscale_all_dim",
+                                                   "truncate",
+                                                   "low_freq_factor",
+                                                   "high_freq_factor",
+                                                   "short_factor",
+                                                   "long_factor",
+                                                   "attention_factor",
+                                                   "partial_rotary_factor",
+                                                   "alpha",
+                                                   "mixed_b",
+                                                   "extrapolation_factor",
+                                                   "attn_factor",
+                                                   "short_mscale",
+                                                   "long_mscale"};
+  const auto split = [](const char *s) {
+    std::vector<std::string> out;
+    std::string k;
+    for (const char *c = s;; ++c) {
+      if (*c == ' ' || !*c) {
+        if (!k.empty()) out.push_back(k);
+        k.clear();
+        if (!*c) break;
+      } else {
+        k += *c;
+      }
+    }
+    return out;
+  };
+  int types = 0;
+  for (; posenc_rope_type_name(posenc_rope_type(types)); ++types) {
+    const posenc_rope_type t = posenc_rope_type(types);
+    INFO(posenc_rope_type_name(t));
+    REQUIRE(posenc_rope_type_keys(t, POSENC_ROPE_KEYS_SUMMARY) != nullptr);
+    CHECK(std::strlen(posenc_rope_type_keys(t, POSENC_ROPE_KEYS_SUMMARY)) > 0);
+    for (const std::string &f : split(posenc_rope_type_keys(t, POSENC_ROPE_KEYS_FIELDS)))
+      CHECK(std::find(scaling_fields.begin(), scaling_fields.end(), f) != scaling_fields.end());
+    for (posenc_rope_keys w :
+         {POSENC_ROPE_KEYS_FIELDS, POSENC_ROPE_KEYS_ACCEPTED, POSENC_ROPE_KEYS_ELSEWHERE, POSENC_ROPE_KEYS_ALIASES})
+      CHECK(posenc_rope_type_keys(t, w) != nullptr);
+    CHECK(posenc_rope_type_keys(t, posenc_rope_keys(6)) == nullptr);
+    CHECK(posenc_rope_type_keys(t, posenc_rope_keys(-1)) == nullptr);
+  }
+  CHECK(types == 12);
+  CHECK(posenc_rope_type_keys(posenc_rope_type(types), POSENC_ROPE_KEYS_FIELDS) == nullptr);
+  CHECK(posenc_rope_type_keys(posenc_rope_type(-1), POSENC_ROPE_KEYS_FIELDS) == nullptr);
+  // the columns of a few types, spelled out
+  CHECK(std::string(posenc_rope_type_keys(POSENC_ROPE_TYPE_DEFAULT, POSENC_ROPE_KEYS_FIELDS)).empty());
+  CHECK(std::string(posenc_rope_type_keys(POSENC_ROPE_TYPE_YARN, POSENC_ROPE_KEYS_ELSEWHERE)) ==
+        "extrapolation_factor attn_factor apply_yarn_scaling");
+  CHECK(std::string(posenc_rope_type_keys(POSENC_ROPE_TYPE_LLAMA3, POSENC_ROPE_KEYS_TRANSFORMERS)) ==
+        "factor low_freq_factor high_freq_factor");
+  CHECK(std::string(posenc_rope_type_keys(POSENC_ROPE_TYPE_LONGROPE, POSENC_ROPE_KEYS_ALIASES)) == "su");
+  CHECK(std::string(posenc_rope_type_keys(POSENC_ROPE_TYPE_DYNAMIC, POSENC_ROPE_KEYS_FIELDS)) ==
+        "factor original_max_position_embeddings seq_len alpha");
+  for (posenc_rope_type v : {POSENC_ROPE_TYPE_NTK, POSENC_ROPE_TYPE_DEEPSEEK_YARN, POSENC_ROPE_TYPE_YARN_LOG,
+                             POSENC_ROPE_TYPE_THETA_SCALE, POSENC_ROPE_TYPE_TELECHAT3})
+    CHECK(posenc_rope_type_keys(v, POSENC_ROPE_KEYS_TRANSFORMERS) == nullptr);
 }
 
 TEST_CASE("the enumerations' names: one per value, read back, '-' as '_', NULL past the end", "[api][names]") {

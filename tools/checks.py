@@ -1,5 +1,5 @@
-"""What the repository checkers of tools/ share (check_citations.py, check_enum_lists.py, check_isa_list.py, check_layers.py,
-check_public_only.py): the one argument, the root of the repository, and the verdict, every problem on a line of
+"""What the repository checkers of tools/ share (check_citations.py, check_enum_lists.py, check_isa_list.py,
+check_layers.py, check_rope_types.py, check_public_only.py): the one argument, the root of the repository, and the verdict, every problem on a line of
 its own, then a line that counts them, exit status 1 when there is any. A meson test fails on that status
 (tests/meson.build), so every checker ends the same way.
 """

@@ -505,6 +505,24 @@ posenc_status posenc_rope_pairs_from_name(const char *name, posenc_rope_pairs *o
 posenc_status posenc_rope_type_from_name(const char *name, posenc_rope_type *out);
 posenc_status posenc_rope_layout_from_name(const char *name, posenc_rope_layout *out);
 
+/** The columns of a rope type's one definition (lib/setup/rope_types.hpp; docs/rope.md, "One row per rope type"). */
+typedef enum posenc_rope_keys {
+  POSENC_ROPE_KEYS_SUMMARY = 0,      /**< the formula in one line */
+  POSENC_ROPE_KEYS_FIELDS = 1,       /**< the posenc_rope_scaling fields the scheme reads, by their dict keys */
+  POSENC_ROPE_KEYS_ACCEPTED = 2,     /**< further dict keys posenc.rope_init takes for the type (checked, or passed
+                                          over as the runtime that writes them does) */
+  POSENC_ROPE_KEYS_TRANSFORMERS = 3, /**< the keys transformers' init function of the type reads; NULL when
+                                          transformers has no such type */
+  POSENC_ROPE_KEYS_ELSEWHERE = 4,    /**< keys another runtime reads for the type to change the values and this
+                                          scheme does not: refused by name */
+  POSENC_ROPE_KEYS_ALIASES = 5       /**< other names configurations give the type */
+} posenc_rope_keys;
+
+/** A column of a rope type's definition: space-separated keys ("" for none), or the summary; static storage. NULL for
+ *  a type or a column outside its enum, and for POSENC_ROPE_KEYS_TRANSFORMERS of a type transformers does not
+ *  have. The `posenc` tool's scaling options, posenc.rope_init's dict reader and posenc.torch read their keys here. */
+const char *posenc_rope_type_keys(posenc_rope_type type, posenc_rope_keys which);
+
 /* The _part twins of every kernel above (one call split across threads) are declared in posenc/parts.h, which
  * this header includes at its end. */
 

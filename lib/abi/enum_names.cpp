@@ -10,7 +10,7 @@ namespace posenc {
 namespace detail {
 namespace {
 
-#define POSENC_NAME(ENUM, name) #name,
+#define POSENC_NAME(ENUM, name, ...) #name,
 constexpr const char *kPairs[] = {POSENC_ROPE_PAIRS_LIST(POSENC_NAME)};
 constexpr const char *kTypes[] = {POSENC_ROPE_TYPE_LIST(POSENC_NAME)};
 constexpr const char *kLayouts[] = {POSENC_ROPE_LAYOUT_LIST(POSENC_NAME)};
@@ -22,7 +22,7 @@ constexpr int kTypesCount = int(sizeof kTypes / sizeof kTypes[0]);
 constexpr int kLayoutsCount = int(sizeof kLayouts / sizeof kLayouts[0]);
 constexpr int index_of(int v) { return v; }
 #define POSENC_CHECK_PAIRS(ENUM, name) int(POSENC_ROPE_##ENUM),
-#define POSENC_CHECK_TYPES(ENUM, name) int(POSENC_ROPE_TYPE_##ENUM),
+#define POSENC_CHECK_TYPES(ENUM, name, ...) int(POSENC_ROPE_TYPE_##ENUM),
 #define POSENC_CHECK_LAYOUTS(ENUM, name) int(POSENC_SECTIONS_##ENUM),
 constexpr int kPairValues[] = {POSENC_ROPE_PAIRS_LIST(POSENC_CHECK_PAIRS)};
 constexpr int kTypeValues[] = {POSENC_ROPE_TYPE_LIST(POSENC_CHECK_TYPES)};
@@ -39,6 +39,17 @@ constexpr bool in_order(const int (&v)[N]) {
 static_assert(in_order(kPairValues), "POSENC_ROPE_PAIRS_LIST is posenc_rope_pairs in order");
 static_assert(in_order(kTypeValues), "POSENC_ROPE_TYPE_LIST is posenc_rope_type in order");
 static_assert(in_order(kLayoutValues), "POSENC_ROPE_LAYOUT_LIST is posenc_rope_layout in order");
+
+// The rope types' definitions (setup/rope_types.hpp), column by column in posenc_rope_keys' order.
+struct TypeRow {
+  const char *column[6];
+};
+#define POSENC_ROW(ENUM, name, summary, fields, accepted, transformers, elsewhere, aliases) \
+  TypeRow{{summary, fields, accepted, transformers, elsewhere, aliases}},
+constexpr TypeRow kTypeRows[] = {POSENC_ROPE_TYPE_LIST(POSENC_ROW)};
+#undef POSENC_ROW
+static_assert(sizeof kTypeRows / sizeof kTypeRows[0] == sizeof kTypes / sizeof kTypes[0], "a row per rope type");
+constexpr int kColumns = 6;
 
 const char *name_in(const char *const *names, int count, int v) { return v >= 0 && v < count ? names[v] : nullptr; }
 
@@ -83,6 +94,14 @@ const char *posenc_rope_layout_name(posenc_rope_layout layout) {
   int v = 0;
   std::memcpy(&v, &layout, sizeof v);
   return name_in(kLayouts, kLayoutsCount, v);
+}
+const char *posenc_rope_type_keys(posenc_rope_type type, posenc_rope_keys which) {
+  int v = 0, w = 0;
+  std::memcpy(&v, &type, sizeof v);
+  std::memcpy(&w, &which, sizeof w);
+  if (v < 0 || v >= kTypesCount || w < 0 || w >= kColumns) return nullptr;
+  const char *s = kTypeRows[v].column[w];
+  return w == POSENC_ROPE_KEYS_TRANSFORMERS && std::strcmp(s, "-") == 0 ? nullptr : s;
 }
 posenc_status posenc_rope_pairs_from_name(const char *name, posenc_rope_pairs *out) {
   return from_name(kPairs, kPairsCount, name, out);

@@ -1,8 +1,9 @@
 // The one list of each RoPE enumeration's values (as lib/isa/isa_list.hpp is for the paths): X(ENUM, name) per
-// value, in the enum's order, ENUM the suffix of the C enumerator and name the one spelling every interface
-// uses (posenc_rope_*_name, posenc_rope_*_from_name, the `posenc` tool, the Python binding's strings and enum
-// classes). tools/check_enum_lists.py (meson test enum-lists) checks posenc.h's and posenc.hpp's enums against
-// these lists and fails on a hand-written list of the names elsewhere (docs/architecture.md, "Add a layout").
+// value (the rope types' rows carry more: X(ENUM, name, ...)), in the enum's order, ENUM the suffix of the C
+// enumerator and name the one spelling every interface uses (posenc_rope_*_name, posenc_rope_*_from_name, the `posenc`
+// tool, the Python binding's strings and enum classes). tools/check_enum_lists.py (meson test enum-lists) checks
+// posenc.h's and posenc.hpp's enums against these lists and fails on a hand-written list of the names elsewhere
+// (docs/architecture.md, "Add a layout").
 #pragma once
 
 // posenc_rope_pairs: POSENC_ROPE_<ENUM>
@@ -10,20 +11,9 @@
   X(HALVES, halves)               \
   X(INTERLEAVED, interleaved)
 
-// posenc_rope_type: POSENC_ROPE_TYPE_<ENUM>
-#define POSENC_ROPE_TYPE_LIST(X)  \
-  X(DEFAULT, default)             \
-  X(LINEAR, linear)               \
-  X(DYNAMIC, dynamic)             \
-  X(YARN, yarn)                   \
-  X(LLAMA3, llama3)               \
-  X(LONGROPE, longrope)           \
-  X(PROPORTIONAL, proportional)   \
-  X(NTK, ntk)                     \
-  X(DEEPSEEK_YARN, deepseek_yarn) \
-  X(YARN_LOG, yarn_log)           \
-  X(THETA_SCALE, theta_scale)     \
-  X(TELECHAT3, telechat3)
+// posenc_rope_type: POSENC_ROPE_TYPE_<ENUM>, X(ENUM, name, ...): each type's one definition, the rest of its row
+// (setup/rope_types.hpp)
+#include "setup/rope_types.hpp"
 
 // posenc_rope_layout: POSENC_SECTIONS_<ENUM>
 #define POSENC_ROPE_LAYOUT_LIST(X) \

@@ -202,8 +202,8 @@ posenc_status rope_init(posenc_rope *rope, int64_t rotary_dim, double base, cons
   if (rope == nullptr) return POSENC_ERR_NULL;
   Scheme s;
   s.type = scaling == nullptr ? int(POSENC_ROPE_TYPE_DEFAULT) : type_value(*scaling);
-#define POSENC_ONE(ENUM, name) +1
-  constexpr int kTypes = 0 POSENC_ROPE_TYPE_LIST(POSENC_ONE);  // lib/setup/enum_lists.hpp
+#define POSENC_ONE(ENUM, ...) +1
+  constexpr int kTypes = 0 POSENC_ROPE_TYPE_LIST(POSENC_ONE);  // lib/setup/rope_types.hpp
 #undef POSENC_ONE
   if (int(s.type) < 0 || int(s.type) >= kTypes) return POSENC_ERR_INVALID;
   const bool explicit_freq =

@@ -46,6 +46,7 @@ from ._posenc import (  # noqa: F401
     rope_sections,
     rope_shift,
     rope_tables,
+    rope_types,
     rows,
     set_num_threads,
     status_string,
@@ -78,6 +79,7 @@ __all__ = [
     "PAD", "Error", "Isa", "InvalidArgument", "Layout", "NoMemory", "OutOfRange", "Rope", "RopeLayout",
     "RopePairs", "SizeOverflow", "Spec", "Status", "Unsupported", "active_isa", "add", "available_isas",
     "embed", "embed_learned", "force_isa", "get_num_threads", "isa_available", "isa_name", "rope", "rope_cache",
-    "rope_init", "rope_qk", "rope_sections", "rope_shift", "rope_tables", "rows", "set_num_threads", "status_string",
+    "rope_init", "rope_qk", "rope_sections", "rope_shift", "rope_tables", "rope_types", "rows", "set_num_threads",
+    "status_string",
     "table", "timesteps", "timesteps_add", "version", "__version__",
 ]

@@ -1,7 +1,7 @@
 """Type stubs of posenc (the extension module posenc._posenc, re-exported). Arrays are NumPy arrays or CPU
 torch.Tensors (zero copy); bfloat16 NumPy arrays are uint16 bit patterns."""
 from enum import IntEnum
-from typing import Any, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -192,6 +192,7 @@ def timesteps(spec: SpecLike, timesteps: Any, *, dtype: Optional[DType] = None,
 def timesteps_add(spec: SpecLike, x: ArrayLike, timesteps: Any, *, scale: float = 1.0,
                   out: Optional[ArrayLike] = None) -> ArrayLike:
     """posenc_timesteps_add_f32: fmaf(scale, x, PE(t)); x (n, d) or (batch, n, d), timesteps (n,) or (batch, n)."""
+def rope_types() -> Dict[str, Dict[str, Any]]: ...
 def rope_init(rotary_dim: int, base: float = 10000.0, scaling: Optional[Mapping[str, Any]] = None, *,
               pairs: PairsLike = "halves", max_position_embeddings: Optional[int] = None,
               original_max_position_embeddings: Optional[int] = None, seq_len: Optional[int] = None) -> Rope:

@@ -411,11 +411,8 @@ _SCALED = ("llama3", "yarn", "longrope")
 # Others, vLLM's "alpha" for dynamic or "short_mscale" for longrope among them, transformers ignores with a
 # warning ("Unrecognized keys"): so does RotaryEmbedding, where posenc.rope_init alone refuses vLLM's keys by
 # name (docs/rope.md, "The keys of a scaling dict").
-_HF_READS = {"default": (), "linear": ("factor",), "dynamic": ("factor",),
-             "yarn": ("factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"),
-             "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
-             "longrope": ("factor", "short_factor", "long_factor", "attention_factor"),
-             "proportional": ("factor", "partial_rotary_factor")}
+_HF_READS = {name: tuple(row["transformers"]) for name, row in _p.rope_types().items()
+             if row["transformers"] is not None}  # each rope type's one definition (posenc_rope_type_keys)
 _EVERY = ("rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved",
           "max_position_embeddings", "original_max_position_embeddings", "seq_len", "truncate")
 _DEFAULT_THETA = 10000.0  # HF's RotaryEmbeddingConfigMixin.default_theta (v5) / LlamaConfig's rope_theta (v4)

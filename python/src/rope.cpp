@@ -145,51 +145,52 @@ T get(const py::dict &d, const char *key, T fallback) {
   }
 }
 
-// The keys of a scaling dict (docs/rope.md, "The keys of a scaling dict"): those posenc's scheme of that
-// rope_type reads; those another runtime reads for the same rope_type to change the frequencies or the
-// magnitude, which posenc's scheme would silently not apply (refused, by name); those every scheme may meet
-// (read by the caller: the base, the rotary width, the axis layout, the lengths). Any other key gets a
-// warning, as HF's validation gives one.
+// The keys of a scaling dict (docs/rope.md, "The keys of a scaling dict"), from the rope type's one definition
+// (posenc_rope_type_keys): those posenc's scheme of that rope_type reads (its fields and the keys it accepts); those
+// another runtime reads for the same rope_type to change the frequencies or the magnitude, which posenc's scheme
+// would silently not apply (refused, by name); those every scheme may meet (read by the caller: the base, the
+// rotary width, the axis layout, the lengths). Any other key gets a warning, as HF's validation gives one.
+std::vector<std::string> keys_of(posenc_rope_type type, posenc_rope_keys which) {
+  std::vector<std::string> out;
+  const char *s = posenc_rope_type_keys(type, which);
+  std::string k;
+  for (const char *c = s ? s : "";; ++c) {
+    if (*c == ' ' || *c == 0) {
+      if (!k.empty()) out.push_back(k);
+      k.clear();
+      if (*c == 0) break;
+    } else {
+      k += *c;
+    }
+  }
+  return out;
+}
 struct TypeKeys {
-  posenc_rope_type type;
-  std::vector<const char *> read, elsewhere;
+  std::vector<std::string> read, elsewhere;
 };
-const std::vector<TypeKeys> &type_keys() {
-  static const std::vector<TypeKeys> k = {
-      {POSENC_ROPE_TYPE_DEFAULT, {}, {}},
-      {POSENC_ROPE_TYPE_LINEAR, {"factor"}, {}},
-      // dynamic reads vLLM's "alpha" too (DynamicNTKAlphaRotaryEmbedding, HunYuan: base * alpha^(r/(r-2)))
-      {POSENC_ROPE_TYPE_DYNAMIC, {"factor", "alpha"}, {}},
-      // vLLM's YaRNScalingRotaryEmbedding: extrapolation_factor, attn_factor, apply_yarn_scaling
-      {POSENC_ROPE_TYPE_YARN,
-       {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"},
-       {"extrapolation_factor", "attn_factor", "apply_yarn_scaling"}},
-      {POSENC_ROPE_TYPE_LLAMA3, {"factor", "low_freq_factor", "high_freq_factor"}, {}},
-      // vLLM's Phi3LongRoPEScaledRotaryEmbedding's short_mscale, long_mscale too
-      {POSENC_ROPE_TYPE_LONGROPE,
-       {"factor", "short_factor", "long_factor", "attention_factor", "short_mscale", "long_mscale"},
-       {}},
-      {POSENC_ROPE_TYPE_PROPORTIONAL, {"factor", "partial_rotary_factor"}, {}},
-      // vLLM's schemes, as get_rope (and Grok's Grok1ScalingRotaryEmbedding(**rope_scaling)) pass the keys
-      {POSENC_ROPE_TYPE_NTK, {"factor", "mixed_b"}, {}},
-      // DeepSeek-V4's dict in vLLM's deepseek_v4.py adds rope_dim (the rotary width, checked against rotary_dim)
-      // and is_deepseek_v4 (the rotary of V4's heads: GPT-J pairs on the trailing rope_dim channels, which the
-      // caller's pairs and head view give)
-      {POSENC_ROPE_TYPE_DEEPSEEK_YARN,
-       {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "extrapolation_factor", "attn_factor",
-        "rope_dim", "is_deepseek_v4"},
-       {}},
-      // Grok: attn_factor is taken and not applied (its mscale is left out of the cache); theta_scale takes the
-      // YaRN keys and reads none of them
-      {POSENC_ROPE_TYPE_YARN_LOG,
-       {"factor", "scaling_factor", "extra_method", "beta_fast", "beta_slow", "extrapolation_factor", "attn_factor"},
-       {}},
-      {POSENC_ROPE_TYPE_THETA_SCALE,
-       {"factor", "scaling_factor", "extra_method", "beta_fast", "beta_slow", "extrapolation_factor", "attn_factor"},
-       {}},
-      {POSENC_ROPE_TYPE_TELECHAT3, {"factor", "beta_fast", "beta_slow", "extrapolation_factor", "attn_factor"}, {}},
-  };
-  return k;
+const TypeKeys &type_keys(posenc_rope_type type) {
+  static const std::vector<TypeKeys> k = [] {
+    std::vector<TypeKeys> v;
+    for (int t = 0; posenc_rope_type_name(posenc_rope_type(t)); ++t) {
+      TypeKeys row{keys_of(posenc_rope_type(t), POSENC_ROPE_KEYS_FIELDS),
+                   keys_of(posenc_rope_type(t), POSENC_ROPE_KEYS_ELSEWHERE)};
+      for (std::string &a : keys_of(posenc_rope_type(t), POSENC_ROPE_KEYS_ACCEPTED)) row.read.push_back(a);
+      v.push_back(std::move(row));
+    }
+    return v;
+  }();
+  return k[size_t(type)];
+}
+// The library's names of the rope types, then the aliases their definitions give
+const std::vector<std::pair<std::string, posenc_rope_type>> &type_names() {
+  static const auto names = [] {
+    auto v = enum_names(posenc_rope_type_name);
+    for (int t = 0; posenc_rope_type_name(posenc_rope_type(t)); ++t)
+      for (std::string &a : keys_of(posenc_rope_type(t), POSENC_ROPE_KEYS_ALIASES))
+        v.push_back({a, posenc_rope_type(t)});
+    return v;
+  }();
+  return names;
 }
 // a table, laid out by hand
 // clang-format off
@@ -199,15 +200,11 @@ const char *const kEveryScheme[] = {"rope_type", "type", "rope_theta", "partial_
 // clang-format on
 
 void check_keys(const py::dict &d, posenc_rope_type type, const std::string &type_name) {
-  const TypeKeys *t = nullptr;
-  for (const TypeKeys &k : type_keys())
-    if (k.type == type) t = &k;
+  const TypeKeys *t = &type_keys(type);
   std::vector<std::string> unknown;
   for (const auto &item : d) {
     const std::string key = py::str(item.first);
-    auto in = [&](const std::vector<const char *> &v) {
-      return std::any_of(v.begin(), v.end(), [&](const char *k) { return key == k; });
-    };
+    auto in = [&](const std::vector<std::string> &v) { return std::find(v.begin(), v.end(), key) != v.end(); };
     if (in(t->read) ||
         std::any_of(std::begin(kEveryScheme), std::end(kEveryScheme), [&](const char *k) { return key == k; }))
       continue;
@@ -248,13 +245,6 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
   // Grok's rope_scaling names its scheme by extra_method (Grok1ScalingRotaryEmbedding; "yarn_log" by default)
   const bool grok = py::isinstance<py::str>(type_name) && std::string(py::str(type_name)) == "grok1";
   if (grok) type_name = d.contains("extra_method") ? py::object(d["extra_method"]) : py::object(py::str("yarn_log"));
-  // the library's names, then the other names configs use for the same schemes
-  static const auto type_names = enum_names(
-      posenc_rope_type_name, {{"su", POSENC_ROPE_TYPE_LONGROPE},  // Phi-3's older name of longrope
-                              {"deepseek_llama_scaling", POSENC_ROPE_TYPE_DEEPSEEK_YARN},
-                              {"telechat3_yarn", POSENC_ROPE_TYPE_TELECHAT3},  // vLLM's "telechat3-yarn" ('-' as '_')
-                              {"xdrope", POSENC_ROPE_TYPE_DYNAMIC},
-                              {"openpangu", POSENC_ROPE_TYPE_DEFAULT}});  // vLLM's openPangu-VL M-RoPE
   // Grok's "yarn" and "yarn_linear" are one branch of Grok1ScalingRotaryEmbedding: vLLM's DeepSeek blend of
   // the interpolated and extrapolated frequencies (the same correction range and mask, extrapolation_factor
   // included), whose mscale the class leaves out of its cache: deepseek_yarn with attention 1 (below)
@@ -262,7 +252,7 @@ Rope rope_init(int64_t rotary_dim, double base, py::handle scaling_obj, py::hand
       grok && py::isinstance<py::str>(type_name) &&
       (std::string(py::str(type_name)) == "yarn" || std::string(py::str(type_name)) == "yarn_linear");
   s.type = grok_yarn ? POSENC_ROPE_TYPE_DEEPSEEK_YARN
-                     : enum_arg_of<posenc_rope_type>(type_name, grok ? "extra_method" : "rope_type", type_names);
+                     : enum_arg_of<posenc_rope_type>(type_name, grok ? "extra_method" : "rope_type", type_names());
   if (grok && !grok_yarn && s.type != POSENC_ROPE_TYPE_YARN_LOG && s.type != POSENC_ROPE_TYPE_THETA_SCALE)
     throw py::value_error("scaling['extra_method']: " + std::string(py::repr(type_name)) +
                           " is not a Grok scheme posenc has (yarn_log, yarn, yarn_linear, theta_scale)");
@@ -967,6 +957,31 @@ inverse=True); ggml's ROPE_BACK is the same. rope.inverse().inverse() == rope.)"
                          t[5].cast<double>(), axes ? t[6].cast<int64_t>() : 1, axis);
       }));
 
+  m.def(
+      "rope_types",
+      [] {
+        py::dict out;
+        for (int t = 0; posenc_rope_type_name(posenc_rope_type(t)); ++t) {
+          const posenc_rope_type type = posenc_rope_type(t);
+          py::dict row;
+          row["summary"] = posenc_rope_type_keys(type, POSENC_ROPE_KEYS_SUMMARY);
+          row["fields"] = keys_of(type, POSENC_ROPE_KEYS_FIELDS);
+          row["accepted"] = keys_of(type, POSENC_ROPE_KEYS_ACCEPTED);
+          row["transformers"] = posenc_rope_type_keys(type, POSENC_ROPE_KEYS_TRANSFORMERS)
+                                    ? py::object(py::cast(keys_of(type, POSENC_ROPE_KEYS_TRANSFORMERS)))
+                                    : py::object(py::none());
+          row["elsewhere"] = keys_of(type, POSENC_ROPE_KEYS_ELSEWHERE);
+          row["aliases"] = keys_of(type, POSENC_ROPE_KEYS_ALIASES);
+          out[posenc_rope_type_name(type)] = row;
+        }
+        return out;
+      },
+      R"(rope_types() -> dict
+
+Each rope type's one definition (posenc_rope_type_keys; docs/rope.md, "One row per rope type"), by name: "summary"
+(the formula in one line), "fields" (the scaling fields the scheme reads, by their dict keys), "accepted" (further
+keys rope_init takes for it), "transformers" (the keys transformers' init function reads; None for vLLM's types),
+"elsewhere" (keys another runtime reads for the type and posenc refuses by name), "aliases" (other names of it).)");
   m.def("rope_init", &rope_init, "rotary_dim"_a, "base"_a = 10000.0, "scaling"_a = py::none(), py::kw_only(),
         "pairs"_a = "halves", "max_position_embeddings"_a = py::none(),
         "original_max_position_embeddings"_a = py::none(), "seq_len"_a = py::none(),

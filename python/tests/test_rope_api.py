@@ -386,6 +386,37 @@ def test_rope_init_keys_other_runtimes_read_are_refused_others_warned():
                                     "original_max_position_embeddings": 32768, "max_position_embeddings": 32768})
 
 
+def test_rope_types_is_each_types_one_definition():
+    """posenc.rope_types() (posenc_rope_type_keys): every rope type once, its columns; the dict reader refuses each
+    type's "elsewhere" keys by name and reads its aliases as the type; posenc.torch reads transformers' keys from it.
+    Spelled out here, independently of lib/setup/rope_types.hpp."""
+    t = posenc.rope_types()
+    assert list(t) == ["default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional", "ntk",
+                       "deepseek_yarn", "yarn_log", "theta_scale", "telechat3"]
+    assert set(t["yarn"]) == {"summary", "fields", "accepted", "transformers", "elsewhere", "aliases"}
+    assert t["yarn"]["elsewhere"] == ["extrapolation_factor", "attn_factor", "apply_yarn_scaling"]
+    assert t["longrope"]["aliases"] == ["su"] and t["telechat3"]["aliases"] == ["telechat3_yarn"]
+    assert t["deepseek_yarn"]["accepted"] == ["rope_dim", "is_deepseek_v4"]
+    assert [n for n, row in t.items() if row["transformers"] is None] == [
+        "ntk", "deepseek_yarn", "yarn_log", "theta_scale", "telechat3"]
+    for name, row in t.items():
+        for key in row["elsewhere"]:
+            with pytest.raises(ValueError, match=r"scaling\['%s'\]: another runtime's %s reads it" % (key, name)):
+                posenc.rope_init(64, 1e4, {"rope_type": name, "factor": 4.0, "original_max_position_embeddings": 4096,
+                                           key: 1.0})
+    assert (posenc.rope_init(64, 1e4, {"rope_type": "telechat3_yarn", "factor": 4.0,
+                                       "original_max_position_embeddings": 4096}) ==
+            posenc.rope_init(64, 1e4, {"rope_type": "telechat3", "factor": 4.0,
+                                       "original_max_position_embeddings": 4096}))
+    pt = pytest.importorskip("posenc.torch")
+    assert pt._HF_READS == {
+        "default": (), "linear": ("factor",), "dynamic": ("factor",),
+        "yarn": ("factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"),
+        "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+        "longrope": ("factor", "short_factor", "long_factor", "attention_factor"),
+        "proportional": ("factor", "partial_rotary_factor")}
+
+
 def check_freqs(rope, exact, what):
     got = rope.freq
     assert got is not None, what
