@@ -147,7 +147,10 @@ SCHEME
                              interleaved), gpt-neox-20b (r = 24), gpt-j-6b (r = 64, interleaved),
                              gemma4-global (r = 512, base 1e6, proportional: 64 of 256 pairs rotate),
                              gemma4-sliding (r = 256, base 1e4), minimax-m3 (r = 64 of head 128, base
-                             5e6)
+                             5e6), deepseek-v4 (r = 64 of head 512, base 1e4, interleaved),
+                             deepseek-v4-compress (the same, base 1.6e5, yarn 16 from 65536, attention
+                             1), glm5 (r = 64, base 1e6, interleaved), glm5-indexer (r = 64 of 128,
+                             halves)
                            multi-axis, text (3 axes: temporal, height, width):
                              qwen2-vl, qwen2.5-vl (r = 128, base 1e6, chunked 16,24,24),
                              qwen3-vl (r = 128, base 5e6, interleaved 24,20,20),

@@ -29,7 +29,8 @@ const std::vector<std::string> kPresets = {"llama2",          "llama3.1",       
                                            "qwen3-vl",        "glm-4v",            "qwen2-vl-vision",
                                            "qwen2.5-vl-vision", "qwen3-vl-vision", "pixtral",
                                            "llama4-vision",   "gemma4-global",     "gemma4-sliding",
-                                           "minimax-m3",
+                                           "minimax-m3",      "deepseek-v4",       "deepseek-v4-compress",
+                                           "glm5",            "glm5-indexer",
                                            "flux",            "wan",               "hunyuan-video",
                                            "cogvideox",       "qwen-image"};
 // clang-format on
@@ -254,6 +255,10 @@ posenc::rope preset(const RopeOptions &o, int64_t seq_len) {
   if (p == "gemma4-global") return posenc::rope::gemma4_global();
   if (p == "gemma4-sliding") return posenc::rope::gemma4_sliding();
   if (p == "minimax-m3") return posenc::rope::minimax_m3();
+  if (p == "deepseek-v4") return posenc::rope::deepseek_v4();
+  if (p == "deepseek-v4-compress") return posenc::rope::deepseek_v4_compress();
+  if (p == "glm5") return posenc::rope::glm5();
+  if (p == "glm5-indexer") return posenc::rope::glm5_indexer();
   if (p == "flux") return posenc::rope::flux();
   if (p == "wan") return posenc::rope::wan();
   if (p == "hunyuan-video") return posenc::rope::hunyuan_video();

@@ -710,6 +710,11 @@ const std::vector<Golden> &goldens() {
   static const Scheme yarn_log = scheme(128, 208533496.0, vllm_scheme(POSENC_ROPE_TYPE_YARN_LOG, 16.0, 8192));
   static const Scheme theta = scheme(128, 208533496.0, vllm_scheme(POSENC_ROPE_TYPE_THETA_SCALE, 16.0, 8192));
   static const Scheme telechat = scheme(128, 1e6, vllm_scheme(POSENC_ROPE_TYPE_TELECHAT3, 4.0, 32768));
+  static const Scheme v4 = [] {  // DeepSeek-V4's compressed layers as vLLM's dict gives them: mscale 0 both (1 / 1)
+    posenc_rope_scaling s = vllm_scheme(POSENC_ROPE_TYPE_DEEPSEEK_YARN, 16.0, 65536);
+    s.mscale = s.mscale_all_dim = 1.0;
+    return scheme(64, 1.6e5, s);
+  }();
   static const std::vector<Golden> g = {
       {"cache r=128 base 5e5, scattered and extreme positions",
        make_rope("", 128, POSENC_ROPE_HALVES, 5e5),
@@ -793,6 +798,14 @@ const std::vector<Golden> &goldens() {
        0,
        {0, 32767, 131071, 1 << 24},
        "9f3e3f5d747cc79fafa1edf6e100765e921d9bfa5a0944e3f612fe862cd9031d"},
+      {"qk bf16 interleaved r=64 DeepSeek-V4 compress: yarn 16 from 65536, base 1.6e5, attention 1",
+       scheme_rope(64, POSENC_ROPE_INTERLEAVED, 1.6e5, v4),
+       false,
+       Format::kBF16,
+       6,
+       0,
+       {0, 1, 65535, 65536, 1048575, k2p31 - 1},
+       "5b12a6c022e178e8f88d45ca55896ac109a3c4cdff053bcbc9661e0bd075a544"},
   };
   return g;
 }

@@ -255,6 +255,28 @@ TEST_CASE("model presets are posenc_rope_init with the published parameters", "[
   CHECK(posenc::rope::deepseek_v3() == posenc::rope::deepseek_v2());  // equal mscales cancel in both
   CHECK(posenc::rope::deepseek_v2().attention_scale() == 1.0);
 
+  // DeepSeek-V4 (DeepseekV4Config of transformers 5.12.1): main plain RoPE at 1e4, compress yarn at 1.6e5 with
+  // attention_factor 1; GLM-5's MLA and indexer at 1e6
+  same_as_init(posenc::rope::deepseek_v4(), 64, 1.0e4, nullptr, POSENC_ROPE_INTERLEAVED);
+  posenc_rope_scaling v4 = zeroed(POSENC_ROPE_TYPE_YARN);
+  v4.factor = 16.0;
+  v4.original_max_positions = 65536;
+  v4.beta_fast = 32.0;
+  v4.beta_slow = 1.0;
+  v4.attention_factor = 1.0;
+  v4.truncate = 1;
+  same_as_init(posenc::rope::deepseek_v4_compress(), 64, 1.6e5, &v4, POSENC_ROPE_INTERLEAVED);
+  CHECK(posenc::rope::deepseek_v4_compress().attention_scale() == 1.0);
+  {  // vLLM's dict for the same layers (deepseek_yarn, mscale 0 and mscale_all_dim 0: the ratio 1 / 1)
+    posenc_rope_scaling dy = zeroed(POSENC_ROPE_TYPE_DEEPSEEK_YARN);
+    dy.factor = 16.0;
+    dy.original_max_positions = 65536;
+    dy.mscale = dy.mscale_all_dim = 1.0;
+    CHECK(posenc::rope::init(64, 1.6e5, dy, posenc::rope_pairs::interleaved) == posenc::rope::deepseek_v4_compress());
+  }
+  same_as_init(posenc::rope::glm5(), 64, 1.0e6, nullptr, POSENC_ROPE_INTERLEAVED);
+  same_as_init(posenc::rope::glm5_indexer(), 64, 1.0e6, nullptr, POSENC_ROPE_HALVES);
+
   // Phi-3-mini-128k: the preset's factor arrays, spot-checked against the config's values here; the rest of
   // the preset compared with posenc_rope_init on those arrays, below and past the original 4096.
   const posenc::rope phi_short = posenc::rope::phi3_mini_128k(4096), phi_long = posenc::rope::phi3_mini_128k(4097);

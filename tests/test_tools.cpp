@@ -905,6 +905,10 @@ TEST_CASE("tools: rope presets are posenc::rope's, at any positions", "[tools][r
       {"gpt-neox-20b", posenc::rope::gpt_neox_20b()},
       {"gpt-j-6b", posenc::rope::gpt_j_6b()},
       {"minimax-m3", posenc::rope::minimax_m3()},
+      {"deepseek-v4", posenc::rope::deepseek_v4()},
+      {"deepseek-v4-compress", posenc::rope::deepseek_v4_compress()},
+      {"glm5", posenc::rope::glm5()},
+      {"glm5-indexer", posenc::rope::glm5_indexer()},
   };
   const std::vector<int64_t> list = {0, 4095, POSENC_PAD, 131072, 2147483647, -5};
   for (const auto &[name, r] : presets) {

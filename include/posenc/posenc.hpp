@@ -538,6 +538,10 @@ class rope {
   static rope phi3_mini_128k(int64_t seq_len);
   static rope deepseek_v2();
   static rope deepseek_v3();
+  static rope deepseek_v4();
+  static rope deepseek_v4_compress();
+  static rope glm5();
+  static rope glm5_indexer();
   static rope gpt_neox_20b();
   static rope gpt_j_6b();
   static rope gemma4_global();

@@ -157,6 +157,40 @@ inline rope rope::deepseek_v2() { return detail::deepseek_yarn_preset(0.707, 0.7
  *  the softmax scale, which multiplies by the square of the mscale_all_dim term outside RoPE. */
 inline rope rope::deepseek_v3() { return detail::deepseek_yarn_preset(1.0, 1.0); }
 
+/** DeepSeek-V4's sliding-window layers ("main" of rope_parameters): the trailing qk_rope_head_dim 64 of each
+ *  512-wide head, base 1e4 (rope_theta), no scaling, GPT-J (interleaved) pairs. transformers 5.12.1's
+ *  DeepseekV4Config (partial_rotary_factor 64 / 512) and modeling_deepseek_v4.py's apply_rotary_pos_emb; the
+ *  attention output is rotated back by the same angles (inverse()). */
+inline rope rope::deepseek_v4() { return init(64, 1.0e4, nullptr, posenc::rope_pairs::interleaved); }
+
+/** DeepSeek-V4's compressed layers, their compressors and the indexer ("compress"): yarn over the same 64
+ *  elements, base 1.6e5 (compress_rope_theta), factor 16, original 65536, beta_fast 32, beta_slow 1, attention
+ *  factor 1 (DeepseekV4Config sets it: the reference does not scale cos/sin), GPT-J pairs. vLLM's deepseek_yarn
+ *  dict for it (mscale 0, mscale_all_dim 0) gives the same frequencies and magnitude 1. */
+inline rope rope::deepseek_v4_compress() {
+  posenc_rope_scaling s = rope_scaling_of(rope_type::yarn);
+  s.factor = 16.0;
+  s.original_max_positions = 65536;
+  s.beta_fast = 32.0;
+  s.beta_slow = 1.0;
+  s.attention_factor = 1.0;
+  s.truncate = 1;
+  return init(64, 1.6e5, s, posenc::rope_pairs::interleaved);
+}
+
+/** GLM-5 (glm_moe_dsa) MLA rope part: qk_rope_head_dim 64, base 1e6, no scaling, GPT-J pairs (the config's
+ *  rope_interleave true; transformers 5.12.1's apply_rotary_pos_emb_interleave gives the same q.k). The base is
+ *  zai-org/GLM-5's rope_parameters.rope_theta as runtimes that load it default it (jd-opensource/xllm's glm5
+ *  loader); GLM-5.x revisions and fine-tunes carry their own (8e6 in some): with_base, or rope::init from the
+ *  checkpoint's config.json. */
+inline rope rope::glm5() { return init(64, 1.0e6, nullptr, posenc::rope_pairs::interleaved); }
+
+/** GLM-5's DSA indexer: the first 64 of its index_head_dim 128, base as glm5(), halves as transformers 5.12.1
+ *  rotates it (GlmMoeDsaIndexer: rotate_half). vLLM reads indexer_rope_interleave (true in GLM-5's config) and
+ *  rotates GPT-J pairs there: with_pairs(interleaved) for a runtime that follows it (docs/python.md, "Which
+ *  runtime's convention"). */
+inline rope rope::glm5_indexer() { return init(64, 1.0e6); }
+
 /** GPT-NeoX-20B: partial rotary, rotary_pct 0.25 of head 96 (hidden 6144 / 64 heads) = 24, halves, base
  *  1e4 (EleutherAI/gpt-neox configs/20B.yml; HF config rotary_pct 0.25, rotary_emb_base 10000). */
 inline rope rope::gpt_neox_20b() { return init(24, 1.0e4); }

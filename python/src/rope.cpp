@@ -826,7 +826,8 @@ in [0, A) giving the axis whose position pair i rotates by (a_i = p[axis[i]] * p
 rope_sections builds them from a model's section sizes. The calls then take positions of shape (A, n)
 (axis-major), (A, batch, n), or the C ABI's flat (A * n,). An invalid spec raises posenc.InvalidArgument here.
 Model presets: Rope.llama2(), llama3_1(), mistral_7b_v02(), qwen2(yarn=False), phi3_mini_128k(seq_len),
-deepseek_v2(), deepseek_v3(), gpt_neox_20b(), gpt_j_6b(), minimax_m3(); multi-axis: qwen2_vl(), qwen2_5_vl(),
+deepseek_v2(), deepseek_v3(), deepseek_v4(), deepseek_v4_compress(), glm5(), glm5_indexer(), gpt_neox_20b(),
+gpt_j_6b(), minimax_m3(); multi-axis: qwen2_vl(), qwen2_5_vl(),
 qwen3_vl(), glm4v() (3 axes: temporal, height, width), qwen2_vl_vision(), qwen2_5_vl_vision(), qwen3_vl_vision(),
 pixtral(), llama4_vision() (2 axes).)");
   rope_class
@@ -922,6 +923,12 @@ inverse=True); ggml's ROPE_BACK is the same. rope.inverse().inverse() == rope.)"
       {"deepseek_v3", &Rope::deepseek_v3, "DeepSeek-V3 / R1: as V2 with mscale 1."},
       {"gpt_neox_20b", &Rope::gpt_neox_20b, "GPT-NeoX-20B: r = 24 of head 96, halves."},
       {"gpt_j_6b", &Rope::gpt_j_6b, "GPT-J 6B: r = 64 of head 256, interleaved."},
+      {"deepseek_v4", &Rope::deepseek_v4,
+       "DeepSeek-V4 sliding layers: r = 64 of head 512, base 1e4, interleaved (GPT-J)."},
+      {"deepseek_v4_compress", &Rope::deepseek_v4_compress,
+       "DeepSeek-V4 compressed layers: as deepseek_v4, base 1.6e5, yarn factor 16 from 65536, attention 1."},
+      {"glm5", &Rope::glm5, "GLM-5 MLA: r = 64, base 1e6, interleaved (rope_interleave)."},
+      {"glm5_indexer", &Rope::glm5_indexer, "GLM-5 DSA indexer: r = 64 of 128, base 1e6, halves (transformers)."},
       {"minimax_m3", &Rope::minimax_m3, "MiniMax-M3 text: r = 64 of head 128 (partial), halves, base 5e6."},
       {"qwen2_vl", &Rope::qwen2_vl,
        "Qwen2-VL text M-RoPE: r = 128, base 1e6, chunked mrope_section [16, 24, 24] (temporal, height, width)."},
