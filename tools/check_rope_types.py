@@ -9,7 +9,8 @@ elsewhere, aliases) of POSENC_ROPE_TYPE_LIST,
   - docs/rope.md's table "One row per rope type" has no row for the type, a row that differs from the definition, or
     a row for a type the list does not have; or docs/rope.md has no paragraph that names the type in bold (its
     formula, "Every scheme" or "vLLM's schemes");
-  - lib/setup/rope_init.cpp has no `case POSENC_ROPE_TYPE_<ENUM>` (its validation and formula);
+  - no file of lib/setup/schemes/ defines `const Family kFamily<ENUM>` (its refusals, frequencies and attention),
+    or more than one does, or one defines a family for a type the list does not have;
   - tests/test_rope_init.cpp never names POSENC_ROPE_TYPE_<ENUM> (its MPFR test);
   - a key of `fields` is not one of the `posenc` tool's scaling options (cli/rope.cpp's params()), or the tool's
     help (cli/help.cpp) names other rope types for an option than those whose fields hold its key;
@@ -124,11 +125,17 @@ def check(root):
         if "**%s**" % n not in doc:
             bad.append("docs/rope.md: no paragraph names **%s** (its formula)" % n)
 
-    init = read(root, "lib/setup/rope_init.cpp")
+    families = {}
+    sdir = os.path.join(root, "lib", "setup", "schemes")
+    for name in sorted(os.listdir(sdir)) if os.path.isdir(sdir) else []:
+        for enum in re.findall(r"\bconst Family kFamily(\w+)\b", read(root, "lib/setup/schemes/" + name)):
+            families.setdefault(enum, []).append("lib/setup/schemes/" + name)
     tests = read(root, "tests/test_rope_init.cpp")
     for r in defs:
-        if not re.search(r"case POSENC_ROPE_TYPE_%s\b" % r["enum"], init):
-            bad.append("lib/setup/rope_init.cpp: no case POSENC_ROPE_TYPE_%s (its validation and formula)" % r["enum"])
+        where = families.pop(r["enum"], [])
+        if len(where) != 1:
+            bad.append("lib/setup/schemes/: %s defines kFamily%s (its refusals, frequencies and attention): %s" % (
+                "no file" if not where else "more than one file", r["enum"], ", ".join(where)))
         if not re.search(r"\bPOSENC_ROPE_TYPE_%s\b" % r["enum"], tests):
             bad.append("tests/test_rope_init.cpp: never names POSENC_ROPE_TYPE_%s (its MPFR test)" % r["enum"])
         if r["transformers"] != "-":
@@ -136,6 +143,9 @@ def check(root):
             if extra:
                 bad.append("%s: %s: transformers reads %s, which posenc's scheme neither reads nor takes" % (
                     DEF, r["name"], ", ".join(sorted(extra))))
+
+    for enum, where in sorted(families.items()):
+        bad.append("%s: kFamily%s, a family of no rope type of %s" % (", ".join(where), enum, DEF))
 
     cli = read(root, "cli/rope.cpp")
     options = dict((k, o) for o, k in re.findall(r'\{"(--[\w-]+)", "(\w+)"', cli))

@@ -1,6 +1,8 @@
 // The exact evaluation the RoPE schemes share (rope_scheme.hpp).
 #include "setup/rope_scheme.hpp"
 
+#include "setup/rope_family.hpp"
+
 #include <algorithm>
 
 namespace posenc {
@@ -127,55 +129,17 @@ Scheme::Level &Scheme::level(int k) {
   if (l.ready) return l;
   const int n = kLimbs[k];
   l.G = mp::log(base, n);
-  if (type == POSENC_ROPE_TYPE_DYNAMIC) {
-    // X = factor (L - L0) / L0 + 1 >= 1 (or vLLM's alpha), then G = ln base + (r / (r - 2)) ln X
-    Num x;
-    if (alpha != 0.0) {
-      x = mp::from_double(alpha, n);
-    } else {
-      x = mp::mul(mp::from_double(factor, n), mp::from_i64(L - L0, n));
-      x = mp::add(mp::div_u64(x, uint64_t(L0)), one(n));
-    }
-    const Num lx = mp::div_u64(mp::mul_u64(ln_num(x), uint64_t(h)), uint64_t(h - 1));
-    l.G = mp::add(l.G, lx);
-  }
   l.ln_s = mp::log(factor, n);
   l.ext = mp::from_double(ext_factor, n);
-  if (type == POSENC_ROPE_TYPE_NTK && mixed_b == 0.0) {  // (base s)^(-2i/r) s^(-2/r)
-    l.G = mp::add(l.G, l.ln_s);
-    l.ntk_c = mp::exp(mp::neg(mp::div_u64(l.ln_s, uint64_t(h))));
-  }
-  if (type == POSENC_ROPE_TYPE_NTK && mixed_b != 0.0) {
-    l.ln_h = ln_num(mp::from_i64(h, n));
-    l.b = mp::from_double(mixed_b, n);
-  }
-  if (type == POSENC_ROPE_TYPE_THETA_SCALE) {  // ln base' = ln base ln(L0 s / 2 pi) / ln(L0 / 2 pi)
-    const Num d = mp::sub(ln_num(mp::from_i64(L0, n)), ln_num(mp::ldexp(mp::pi(n), 1)));
-    l.G = div(mp::mul(l.G, mp::add(d, l.ln_s)), d);
-  }
-  l.rho = mp::exp(mp::neg(mp::div_u64(l.G, uint64_t(h))));
   l.inv_factor = recip(mp::from_double(factor, n));
-  if (type == POSENC_ROPE_TYPE_YARN && !truncate) {
-    Num lo = cd(n, beta_fast), hi = cd(n, beta_slow);
-    if (lo.neg || lo.is_zero()) lo = mp::zero(n);  // max(low, 0)
-    const Num top = mp::from_i64(r - 1, n);        // min(high, dim - 1)
-    if (!hi.neg && mp::cmp_abs(hi, top) > 0) hi = top;
-    l.low = lo;
-    l.den = mp::sub(hi, lo);
-    l.den_neg = l.den.neg;
-    l.den = mp::abs(l.den);
-  }
-  if (type == POSENC_ROPE_TYPE_LLAMA3) {
-    l.c = div(mp::from_i64(L0, n), mp::ldexp(mp::pi(n), 1));
-    l.lff = mp::from_double(lff, n);
-    l.hff = mp::from_double(hff, n);
-    l.band = mp::sub(l.hff, l.lff);
-  }
+  const Family *f = family_of(type);
+  if (f && f->constants) f->constants(*this, l, n);  // a family whose power has another base changes G here
+  l.rho = mp::exp(mp::neg(mp::div_u64(l.G, uint64_t(h))));
   l.ready = true;
   return l;
 }
 
-// f_i at level k.
+// f_i at level k: base'^(-2i/r) from the chain of products (or exp, out of sequence), then the family's f_i.
 Num Scheme::freq(int k, int64_t i) {
   Level &l = level(k);
   const int n = kLimbs[k];
@@ -186,60 +150,8 @@ Num Scheme::freq(int k, int64_t i) {
   }
   l.cur_i = i;
   const Num inv = l.cur;  // base^(-2i/r), exactly 1 for i = 0
-  switch (type) {
-    case POSENC_ROPE_TYPE_LINEAR:
-    case POSENC_ROPE_TYPE_PROPORTIONAL: return mp::mul(inv, l.inv_factor);
-    case POSENC_ROPE_TYPE_YARN: {
-      // f = inv ((1 - ramp) + ramp / factor), ramp = clamp((i - low) / (high - low), 0, 1)
-      if (truncate) {
-        if (equal_range) return i <= low_i ? inv : mp::mul(inv, l.inv_factor);  // (i - low) / 0.001
-        int64_t num = i - low_i, den = high_i - low_i;
-        if (den < 0) {
-          num = -num;
-          den = -den;
-        }
-        if (num <= 0) return inv;
-        if (num >= den) return mp::mul(inv, l.inv_factor);
-        const Num w = mp::add(mp::from_i64(den - num, n), mp::mul_u64(l.inv_factor, uint64_t(num)));
-        return mp::mul(inv, mp::div_u64(w, uint64_t(den)));
-      }
-      Num num = mp::sub(mp::from_i64(i, n), l.low);
-      if (l.den_neg) num = mp::neg(num);
-      if (num.neg || num.is_zero()) return inv;
-      if (mp::cmp_abs(num, l.den) >= 0) return mp::mul(inv, l.inv_factor);
-      const Num w = mp::add(mp::sub(l.den, num), mp::mul(num, l.inv_factor));
-      return mp::mul(inv, div(w, l.den));
-    }
-    case POSENC_ROPE_TYPE_LLAMA3: {
-      // x = L0 / wavelen = L0 inv / (2 pi): below lff the long waves are divided by factor, above hff the
-      // short ones are kept, in between f = inv ((1 - s) / factor + s), s = (x - lff) / (hff - lff).
-      const Num xr = mp::mul(inv, l.c);
-      const bool below = mp::sub(xr, l.lff).neg, above = !mp::sub(xr, l.hff).neg;
-      if (below) return mp::mul(inv, l.inv_factor);
-      if (above) return inv;
-      const Num one_minus_s = div(mp::sub(l.hff, xr), l.band), s = div(mp::sub(xr, l.lff), l.band);
-      return mp::mul(inv, mp::add(mp::mul(one_minus_s, l.inv_factor), s));
-    }
-    case POSENC_ROPE_TYPE_LONGROPE: return div(inv, mp::from_double(ext[i], n));
-    case POSENC_ROPE_TYPE_NTK: {
-      if (mixed_b == 0.0) return mp::mul(inv, l.ntk_c);
-      // inv / lambda_i, lambda_i = exp(a (i + 1)^b) with a = ln s / h^b: s^(((i + 1) / h)^b)
-      const Num t = mp::exp(mp::mul(l.b, mp::sub(ln_num(mp::from_i64(i + 1, n)), l.ln_h)));
-      return mp::mul(inv, mp::exp(mp::neg(mp::mul(l.ln_s, t))));
-    }
-    case POSENC_ROPE_TYPE_DEEPSEEK_YARN:
-    case POSENC_ROPE_TYPE_TELECHAT3: {
-      // vLLM's blend: mask m = e (1 - ramp), f = inv ((1 - m) / s + m); e = 1 is HF's yarn
-      const Num m = mp::mul(mp::sub(one(n), ramp(n, i)), l.ext);
-      return mp::mul(inv, mp::add(mp::mul(mp::sub(one(n), m), l.inv_factor), m));
-    }
-    case POSENC_ROPE_TYPE_YARN_LOG: {
-      // exp(ln(inv) m + ln(inv / s) (1 - m)) = inv s^(-(1 - m))
-      const Num m = mp::mul(mp::sub(one(n), ramp(n, i)), l.ext);
-      return mp::mul(inv, mp::exp(mp::neg(mp::mul(mp::sub(one(n), m), l.ln_s))));
-    }
-    default: return inv;  // dynamic, theta_scale: the base is in G
-  }
+  const Family *f = family_of(type);
+  return f ? f->freq(*this, l, n, i, inv) : inv;
 }
 
 }  // namespace scheme

@@ -17,9 +17,9 @@
 //
 // Key lists are space-separated. posenc_rope_type_keys (lib/abi/enum_names.cpp) serves every column but ENUM to the
 // `posenc` tool, the Python binding and posenc.torch; tools/check_rope_types.py (meson test rope-types) holds
-// posenc.h's enum, docs/rope.md's table, the tool's help, lib/setup/rope_init.cpp's cases and
-// tests/test_rope_init.cpp to it. The formulas themselves are rope_init.cpp's case of the type and, for the
-// frequencies' exact evaluation, lib/setup/rope_scheme.cpp.
+// docs/rope.md's table, the tool's help, the family objects and tests/test_rope_init.cpp to it. Each type's code
+// is its family's object, `const Family kFamily<ENUM>` (setup/rope_family.hpp), in its family's file of
+// lib/setup/schemes/: its refusals, frequencies and attention factor.
 #pragma once
 
 // clang-format off
