@@ -12,8 +12,9 @@ elsewhere, aliases) of POSENC_ROPE_TYPE_LIST,
   - no file of lib/setup/schemes/ defines `const Family kFamily<ENUM>` (its refusals, frequencies and attention),
     or more than one does, or one defines a family for a type the list does not have;
   - tests/test_rope_init.cpp never names POSENC_ROPE_TYPE_<ENUM> (its MPFR test);
-  - a key of `fields` is not one of the `posenc` tool's scaling options (cli/rope.cpp's params()), or the tool's
-    help (cli/help.cpp) names other rope types for an option than those whose fields hold its key;
+  - a key of `fields` is not one of the `posenc` tool's scaling options (cli/rope.cpp's params()), the tool's
+    help (cli/help.cpp) names other rope types for an option than those whose fields hold its key, or its
+    --rope-type does not name the type;
   - the `transformers` keys are not among the fields and accepted keys (posenc.torch reads what transformers reads
     through posenc.rope_init).
 The C enum is tools/check_enum_lists.py's. docs/architecture.md, "Add a RoPE scheme".
@@ -154,6 +155,10 @@ def check(root):
             if k not in options:
                 bad.append("cli/rope.cpp: no scaling option for %s's field %s" % (r["name"], k))
     blocks = help_blocks(read(root, "cli/help.cpp"))
+    listed = " ".join(blocks.get("--rope-type", []))
+    for n in names:
+        if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(n), listed):
+            bad.append("cli/help.cpp: --rope-type does not name %s" % n)
     for key, option in sorted(options.items()):
         readers = {r["name"] for r in defs if key in keys(r["fields"])}
         block = " ".join(blocks.get(option, []))
