@@ -900,7 +900,9 @@ TEST_CASE("sections: bad arguments return their status and write nothing", "[rop
   untouched();
   int past_layouts = 0;  // the first value past the layouts
   while (posenc_rope_layout_name(posenc_rope_layout(past_layouts))) ++past_layouts;
-  CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(past_layouts), axis.data(), freq.data()) == POSENC_ERR_INVALID);
+  posenc_rope_layout past;  // an int past the enum's range, copied in as the ABI takes it (no enum conversion)
+  std::memcpy(&past, &past_layouts, sizeof past);
+  CHECK(posenc_rope_sections(&r, ok, past, axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_PER_AXIS, axis.data(), nullptr) == POSENC_ERR_NULL);
   const int64_t uneven[4] = {20, 22, 20, 0},
                 fourth[4] = {19, 22, 22, 1};  // sums 62 and 64  // ALTERNATING: h == w, 3 axes

@@ -372,7 +372,8 @@ enum class rope_layout : int {
   interleaved_4 = POSENC_SECTIONS_INTERLEAVED_4, /**< as interleaved, the rest on a 4th axis: ggml IMROPE */
   alternating = POSENC_SECTIONS_ALTERNATING,     /**< h w h w ... then t: ERNIE-4.5-VL */
   per_axis = POSENC_SECTIONS_PER_AXIS,           /**< chunked, each axis at its own width: Flux, Wan, .. */
-  balanced = POSENC_SECTIONS_BALANCED            /**< each axis spread evenly, the last pair on axis 0: openPangu-VL */
+  balanced =
+      POSENC_SECTIONS_BALANCED /**< each axis spread evenly (three sections: the last pair on axis 0): openPangu-VL */
 };
 
 /** A zero-initialised posenc_rope_scaling of that type, the starting point the C header asks for; set the

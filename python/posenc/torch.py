@@ -717,12 +717,19 @@ def _config_pairs(config: Any, pairs: Optional[str], module: Optional[str]) -> s
                              "index_head_dim)")
         if flag is not None and not isinstance(flag, bool):
             raise ValueError("%s: %r is not a bool (true: GPT-J pairs, false: halves)" % (key, flag))
-        # an indexer without the key rotates halves (transformers' GLM-5 indexer always, vLLM's default false)
-        want = None if flag is None and module != "indexer" else ("interleaved" if flag else "halves")
+        if flag is None and module == "indexer":
+            want = "halves"  # transformers' GLM-5 indexer always, vLLM's default false
+        elif flag is None:
+            # MLA (a kv_lora_rank: DeepSeek-V2/V3/V3.2, GLM-5) without the key: GPT-J pairs, as vLLM reads it
+            # (getattr(config, "rope_interleave", True)), transformers' DeepseekV3Config defaults it and GLM-5's MLA
+            # rotates always; any other config has no switch
+            want = "interleaved" if _get(config, "kv_lora_rank") is not None else None
+        else:
+            want = "interleaved" if flag else "halves"
         where = "the config's %s = %s" % (key, "absent" if flag is None else str(flag).lower())
     if pairs is None:
         return want or "halves"
-    given = pairs if isinstance(pairs, str) else str(getattr(pairs, "name", pairs)).lower()
+    given = _p.Rope(2, pairs=pairs).pairs.name.lower()  # "neox", "GPTJ", 1, RopePairs...: the binding's reading
     if want is not None and given != want:
         raise ValueError("pairs=%r contradicts %s, which asks for %r pairs" % (pairs, where, want))
     return pairs
@@ -737,8 +744,9 @@ def rope_from_config(config: Any, seq_len: Optional[int] = None, pairs: Optional
     factor are the correctly rounded values of HF's formulas (posenc.rope_init).
 
     pairs: None takes them from the config: rope_interleave (DeepSeek-V2/V3, GLM-5's MLA) true gives GPT-J
-    pairs ("interleaved"), false or absent halves; module="indexer" reads indexer_rope_interleave instead (the DSA
-    indexer of GLM-5 / DeepSeek-V3.2; absent: halves); DeepSeek-V4 is GPT-J's. Explicit pairs that contradict the
+    pairs ("interleaved"), false halves, absent GPT-J for an MLA config (one with kv_lora_rank, as vLLM reads it)
+    and halves for any other; module="indexer" reads indexer_rope_interleave instead (the DSA indexer of GLM-5 /
+    DeepSeek-V3.2; absent: halves); DeepSeek-V4 is GPT-J's. Explicit pairs that contradict the
     config's switch raise ValueError naming it (docs/python.md, "Which runtime's convention")."""
     config = _dsv4_view(config)
     return _init_rope(_resolve(config, layer_type), seq_len, _config_pairs(config, pairs, module))

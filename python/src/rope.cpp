@@ -115,7 +115,10 @@ Rope rope_sections(const Rope &r, py::handle sections_obj, py::handle layout_obj
   for (py::handle x : py::iter(a.attr("ravel")())) s[k++] = x.cast<int64_t>();
   // vLLM's three-size mrope_section [t, h, 0] keeps the last pair for t (force_last); balanced reads s2 == 0
   // as the two-size form [h, w]: not the same map, so refused rather than read as the other
-  if (layout == POSENC_SECTIONS_BALANCED && k == 3 && s[2] == 0)
+  int layout_int = 0;  // any int the caller gave: compared as one, never loaded as the enum
+  static_assert(sizeof layout == sizeof layout_int, "posenc_rope_layout is int-sized");
+  std::memcpy(&layout_int, &layout, sizeof layout_int);
+  if (layout_int == int(POSENC_SECTIONS_BALANCED) && k == 3 && s[2] == 0)
     throw py::value_error(
         "sections: [t, h, 0] with layout 'balanced': vLLM reads three sizes with the last pair "
         "on t (force_last), posenc reads s2 == 0 as the two sizes [h, w]; [t, h, 0] has no "

@@ -23,7 +23,8 @@ YARN = {"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536,
 
 def glm5(**kw):
     """GLM-5's config.json (zai-org/GLM-5: rope_interleave and indexer_rope_interleave true), trimmed."""
-    d = {"model_type": "glm_moe_dsa", "hidden_size": 6144, "num_attention_heads": 64, "qk_rope_head_dim": 64,
+    d = {"model_type": "glm_moe_dsa", "hidden_size": 6144, "num_attention_heads": 64, "kv_lora_rank": 512,
+         "qk_rope_head_dim": 64,
          "qk_nope_head_dim": 192, "index_head_dim": 128, "max_position_embeddings": 202752,
          "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}, "rope_interleave": True,
          "indexer_rope_interleave": True}
@@ -40,8 +41,13 @@ def test_glm5_pairs_follow_the_keys():
     assert pt.rope_from_config(glm5(indexer_rope_interleave=False), module="indexer") == plain
     # the indexer without its key: halves (transformers' indexer always, vLLM's default false)
     assert pt.rope_from_config(glm5(indexer_rope_interleave=None), module="indexer") == plain
-    # no key at all (a Llama): halves, as before
-    assert pt.rope_from_config(glm5(rope_interleave=None)) == plain
+    # MLA without the key: GPT-J, as vLLM reads it (getattr(config, "rope_interleave", True)); a config without MLA
+    # and without the key (a Llama): halves, as before
+    assert pt.rope_from_config(glm5(rope_interleave=None)) == plain.with_pairs("interleaved")
+    assert pt.rope_from_config(glm5(rope_interleave=None, kv_lora_rank=None)) == plain
+    # explicit pairs in any of the binding's spellings
+    assert pt.rope_from_config(glm5(), pairs="GPTJ") == plain.with_pairs("interleaved")
+    assert pt.rope_from_config(glm5(), pairs=1) == plain.with_pairs("interleaved")
     # explicit pairs agreeing with the key
     assert pt.rope_from_config(glm5(), pairs="interleaved") == plain.with_pairs("interleaved")
 
@@ -194,6 +200,15 @@ def test_v4_apply_rotary_and_inverse():
         inv = s.apply_rotary(got.clone(), pos, label, inverse=True)
         assert torch.allclose(inv.double(), back, atol=4e-6)
         assert torch.allclose(inv, x, atol=4e-6)
+        # bit for bit: MPFR's rotation of the trailing 64 channels by the spec's angles (R.rotate_tokens), and by
+        # the opposite angles for inverse=True; the leading channels untouched
+        rope = s.rope_for(label)
+        xs = x.numpy().transpose(0, 2, 1, 3)  # [batch, seq, heads, dim], tokens first as rotate_tokens takes them
+        p = pos[0].tolist()
+        exact = R.rotate_tokens(np.ascontiguousarray(xs[..., 64:]), p, R.RopeRef.of(rope), "f32")
+        assert np.array_equal(got.numpy().transpose(0, 2, 1, 3)[..., 64:].view(np.uint32), exact.view(np.uint32))
+        undo = R.rotate_tokens(exact, p, R.RopeRef.of(rope.with_position_scale(-rope.position_scale)), "f32")
+        assert np.array_equal(inv.numpy().transpose(0, 2, 1, 3)[..., 64:].view(np.uint32), undo.view(np.uint32))
         # [batch, seq, heads, dim] with unsqueeze_dim=2
         xt = x.transpose(1, 2).contiguous()
         got2 = s.apply_rotary(xt.clone(), pos, label, unsqueeze_dim=2)
@@ -212,9 +227,9 @@ def test_rope_init_reads_vllms_v4_dict():
             warnings.simplefilter("error")  # every key read: none ignored
             rope = posenc.rope_init(64, d["rope_theta"], d, pairs="interleaved")
         assert rope.attention_scale == O.vllm_deepseek_mscale(16.0, 0, 0) == 1.0
-        # the frequencies: deepseek_yarn's with any equal mscales (the ratio 1)
-        same = posenc.rope_init(64, base, dict(d, mscale=1.0, mscale_all_dim=1.0), pairs="interleaved")
-        assert rope == same
+        # the frequencies: vLLM's YaRN blend with e = 1 is HF's truncated yarn, MPFR's (R.hf_yarn)
+        freqs, _ = R.hf_yarn(base, 64, 16.0, 65536, 32.0, 1.0)
+        assert rope.freq.tobytes() == R.nearest_doubles(freqs).tobytes()
     d = O.vllm_v4_rope_parameters(config, 4)
     assert np.array_equal(posenc.rope_init(64, 160000.0, d, pairs="interleaved").freq, v4_compress_rope().freq)
     # mscale 0 beside a nonzero mscale_all_dim: vLLM's 1 / (0.1 m ln f + 1) has no form in posenc's struct
