@@ -898,11 +898,15 @@ TEST_CASE("sections: bad arguments return their status and write nothing", "[rop
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_VISION, axis.data(), nullptr) == POSENC_ERR_NULL);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_STRIDED, axis.data(), nullptr) == POSENC_ERR_NULL);
   untouched();
-  int past_layouts = 0;  // the first value past the layouts
-  while (posenc_rope_layout_name(posenc_rope_layout(past_layouts))) ++past_layouts;
-  posenc_rope_layout past;  // an int past the enum's range, copied in as the ABI takes it (no enum conversion)
-  std::memcpy(&past, &past_layouts, sizeof past);
-  CHECK(posenc_rope_sections(&r, ok, past, axis.data(), freq.data()) == POSENC_ERR_INVALID);
+  int past_layouts = 0;               // the first value past the layouts
+  const auto as_layout = [](int v) {  // any int, copied in as the ABI takes it (no conversion to the enum)
+    posenc_rope_layout l;
+    std::memcpy(&l, &v, sizeof l);
+    return l;
+  };
+  while (posenc_rope_layout_name(as_layout(past_layouts))) ++past_layouts;
+  const posenc_rope_layout past_layout = as_layout(past_layouts);
+  CHECK(posenc_rope_sections(&r, ok, past_layout, axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_PER_AXIS, axis.data(), nullptr) == POSENC_ERR_NULL);
   const int64_t uneven[4] = {20, 22, 20, 0},
                 fourth[4] = {19, 22, 22, 1};  // sums 62 and 64  // ALTERNATING: h == w, 3 axes
