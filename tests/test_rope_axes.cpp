@@ -898,15 +898,10 @@ TEST_CASE("sections: bad arguments return their status and write nothing", "[rop
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_VISION, axis.data(), nullptr) == POSENC_ERR_NULL);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_STRIDED, axis.data(), nullptr) == POSENC_ERR_NULL);
   untouched();
-  int past_layouts = 0;               // the first value past the layouts
-  const auto as_layout = [](int v) {  // any int, copied in as the ABI takes it (no conversion to the enum)
-    posenc_rope_layout l;
-    std::memcpy(&l, &v, sizeof l);
-    return l;
-  };
-  while (posenc_rope_layout_name(as_layout(past_layouts))) ++past_layouts;
-  const posenc_rope_layout past_layout = as_layout(past_layouts);
-  CHECK(posenc_rope_sections(&r, ok, past_layout, axis.data(), freq.data()) == POSENC_ERR_INVALID);
+  int past_layouts = 0;  // the first value past the layouts
+  while (posenc_rope_layout_name(posenc_rope_layout(past_layouts))) ++past_layouts;
+  // passed as a value, never stored in and loaded from an enum object (UBSan's enum check)
+  CHECK(posenc_rope_sections(&r, ok, posenc_rope_layout(past_layouts), axis.data(), freq.data()) == POSENC_ERR_INVALID);
   CHECK(posenc_rope_sections(&r, ok, POSENC_SECTIONS_PER_AXIS, axis.data(), nullptr) == POSENC_ERR_NULL);
   const int64_t uneven[4] = {20, 22, 20, 0},
                 fourth[4] = {19, 22, 22, 1};  // sums 62 and 64  // ALTERNATING: h == w, 3 axes
