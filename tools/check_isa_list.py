@@ -64,14 +64,16 @@ def check(root):
     if not re.search(r"POSENC_ISA_COUNT\s*=\s*%d\b" % len(entries), header):
         bad.append("include/posenc/posenc.h: POSENC_ISA_COUNT is not %d" % len(entries))
     # the baseline layers stay free of vector code
-    for folder in ("abi", "setup", "dispatch"):
-        for f in sorted(os.listdir(os.path.join(root, "lib", folder))):
-            rel = "lib/%s/%s" % (folder, f)
-            for no, line in enumerate(read(root, rel).splitlines(), 1):
-                m = re.match(r'\s*#\s*include\s*[<"]([^>"]+)[>"]', line)
-                if m and (m.group(1).startswith(("simd/", "xsimd")) or
-                          (m.group(1).startswith("kernel/") and m.group(1) != "kernel/job.hpp")):
-                    bad.append("%s:%d: baseline code includes %s" % (rel, no, m.group(1)))
+    baseline = [os.path.relpath(os.path.join(d, f), root).replace(os.sep, "/")
+                for folder in ("abi", "setup", "dispatch")
+                for d, _, names in sorted(os.walk(os.path.join(root, "lib", folder)))  # lib/setup/schemes/ too
+                for f in sorted(names)]
+    for rel in baseline:
+        for no, line in enumerate(read(root, rel).splitlines(), 1):
+            m = re.match(r'\s*#\s*include\s*[<"]([^>"]+)[>"]', line)
+            if m and (m.group(1).startswith(("simd/", "xsimd")) or
+                      (m.group(1).startswith("kernel/") and m.group(1) != "kernel/job.hpp")):
+                bad.append("%s:%d: baseline code includes %s" % (rel, no, m.group(1)))
     # nothing else enumerates the paths by hand
     for d, dirs, files in os.walk(root):
         dirs[:] = [x for x in dirs if not x.startswith((".", "build")) and x != "corpus"]

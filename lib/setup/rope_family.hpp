@@ -48,11 +48,12 @@ POSENC_ROPE_TYPE_LIST(POSENC_DECLARE_FAMILY)
 // The family of rope type `type` (nullptr outside the list).
 const Family *family_of(int type);
 
-// What several families share.
-inline double plain_amplification(const Scheme &s) { return 1.0 + std::fabs(std::log(s.base)); }
-inline double factor_top(const Scheme &s) { return std::fmax(0.0, -std::log2(s.factor)); }
-inline Num return_inv(Scheme &, Scheme::Level &, int, int64_t, const Num &inv) { return inv; }
-inline bool never_plain(const Scheme &, bool, double *) { return false; }
+// What several families share (defined once, in rope_init.cpp: no inline function is emitted in several objects,
+// which the ODR check of the built archive refuses, tools/check_isa_objects.py).
+double plain_amplification(const Scheme &s);                                    // 1 + |ln base|
+double factor_top(const Scheme &s);                                             // max(0, -log2 factor)
+Num return_inv(Scheme &s, Scheme::Level &l, int n, int64_t i, const Num &inv);  // f_i = inv
+bool never_plain(const Scheme &s, bool have_array, double *position_scale);     // always explicit frequencies
 // a in [2^-64, 2^64] and finite, as the attention scale
 posenc_status explicit_attention(double a, double *out);
 

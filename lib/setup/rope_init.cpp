@@ -47,6 +47,11 @@ namespace scheme {
 
 const Family *family_of(int type) { return type >= 0 && type < kTypes ? kFamilies[type] : nullptr; }
 
+double plain_amplification(const Scheme &s) { return 1.0 + std::fabs(std::log(s.base)); }
+double factor_top(const Scheme &s) { return std::fmax(0.0, -std::log2(s.factor)); }
+Num return_inv(Scheme &, Scheme::Level &, int, int64_t, const Num &inv) { return inv; }
+bool never_plain(const Scheme &, bool, double *) { return false; }
+
 posenc_status explicit_attention(double a, double *out) {
   if (!std::isfinite(a) || !(a >= kMinAttention) || !(a <= kMaxAttention)) return POSENC_ERR_INVALID;
   *out = a;
